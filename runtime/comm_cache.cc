@@ -1,0 +1,40 @@
+#include "runtime/comm_cache.hh"
+
+#include "runtime/engine.hh"
+
+namespace tnbc {
+
+namespace {
+int delete_private(MPI_Comm, int, void* value, void*) {
+  auto* pc = static_cast<PrivateComm*>(value);
+  // Nothing of tnbc may still use the duplicate when the user's communicator goes away.
+  if (Engine* e = Engine::current()) e->complete_all();
+  if (pc->comm != MPI_COMM_NULL) PMPI_Comm_free(&pc->comm);
+  delete pc;
+  return MPI_SUCCESS;
+}
+}  // namespace
+
+CommCache::CommCache() {
+  PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_private, &keyval_, nullptr);
+}
+
+PrivateComm& CommCache::get(MPI_Comm user) {
+  void* value = nullptr;
+  int found = 0;
+  PMPI_Comm_get_attr(user, keyval_, &value, &found);
+  if (found) return *static_cast<PrivateComm*>(value);
+  auto* pc = new PrivateComm();
+  PMPI_Comm_dup(user, &pc->comm);
+  PMPI_Comm_set_errhandler(pc->comm, MPI_ERRORS_ARE_FATAL);
+  PMPI_Comm_rank(pc->comm, &pc->rank);
+  PMPI_Comm_size(pc->comm, &pc->size);
+  int* ub = nullptr;
+  int has_ub = 0;
+  PMPI_Comm_get_attr(pc->comm, MPI_TAG_UB, &ub, &has_ub);
+  if (has_ub && ub) pc->tag_ub = *ub;
+  PMPI_Comm_set_attr(user, keyval_, pc);
+  return *pc;
+}
+
+}  // namespace tnbc

@@ -1,0 +1,226 @@
+#include "runtime/config.hh"
+
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+namespace tnbc {
+
+namespace {
+
+const std::vector<Option> kOptions = {
+    {"mode", OptionType::Choice, "nbc", "off|passthrough|nbc|trace|optimize",
+     "What the intercepted collectives do. off: call MPI directly, count nothing; passthrough: "
+     "count calls and bytes, run blocking; nbc: return early with guarded buffers; trace: run "
+     "blocking and record the first access to each received sub-message; optimize: nbc with the "
+     "priorities of TNBC_PROFILE.",
+     &Settings::mode},
+    {"profile", OptionType::Path, "", "",
+     "Profile written by `tnbc merge` (used by mode optimize).", &Settings::profile},
+    {"output_dir", OptionType::Path, "", "",
+     "Directory for per-rank summaries, traces and reports; empty: write no files.",
+     &Settings::output_dir},
+    {"log", OptionType::Choice, "warn", "error|warn|info|debug",
+     "Messages printed to stderr (prefixed 'tnbc[rank]:').", &Settings::log},
+    {"min_bytes", OptionType::Bytes, "auto", "",
+     "Smallest sub-message (bytes per peer, or per broadcast) that returns early; smaller "
+     "collectives run blocking. auto: derived from the page size and the measured guard cost.",
+     &Settings::min_bytes},
+    {"bcast_max_segments", OptionType::Integer, "5", "",
+     "Most segments a broadcast is split into (the paper found no gain beyond 5).",
+     &Settings::bcast_max_segments, 1, 64},
+    {"send_window", OptionType::Integer, "4", "",
+     "Most sends of one collective in flight at once; sends are posted in priority order.",
+     &Settings::send_window, 1, 1 << 20},
+    {"poll_min_us", OptionType::Microseconds, "20", "",
+     "Shortest sleep of the progress thread between polls while traffic is pending.",
+     &Settings::poll_min_us, 0, 1000000},
+    {"poll_max_us", OptionType::Microseconds, "1000", "",
+     "Longest sleep between polls (the sleep doubles while nothing completes).",
+     &Settings::poll_max_us, 1, 10000000},
+    {"timeout", OptionType::Seconds, "600", "",
+     "Seconds a rank may wait for one sub-message before tnbc reports what is missing and calls "
+     "MPI_Abort.",
+     &Settings::timeout_s, 1, 0},
+};
+
+std::vector<std::string_view> split_choices(std::string_view s) {
+  std::vector<std::string_view> out;
+  while (true) {
+    auto bar = s.find('|');
+    out.push_back(s.substr(0, bar));
+    if (bar == std::string_view::npos) break;
+    s.remove_prefix(bar + 1);
+  }
+  return out;
+}
+
+std::string trim(std::string_view v) {
+  while (!v.empty() && std::isspace(static_cast<unsigned char>(v.front()))) v.remove_prefix(1);
+  while (!v.empty() && std::isspace(static_cast<unsigned char>(v.back()))) v.remove_suffix(1);
+  return std::string(v);
+}
+
+std::string lower(std::string v) {
+  for (auto& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return v;
+}
+
+// Parses an unsigned decimal with an optional binary suffix (k, m, g; optional "ib"/"b").
+bool parse_bytes(std::string_view v, std::uint64_t& out) {
+  std::uint64_t n = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || p == v.data()) return false;
+  std::string suffix = lower(std::string(p, v.data() + v.size()));
+  std::uint64_t mult = 1;
+  if (suffix.empty() || suffix == "b") mult = 1;
+  else if (suffix == "k" || suffix == "kb" || suffix == "kib") mult = 1ull << 10;
+  else if (suffix == "m" || suffix == "mb" || suffix == "mib") mult = 1ull << 20;
+  else if (suffix == "g" || suffix == "gb" || suffix == "gib") mult = 1ull << 30;
+  else return false;
+  if (n > UINT64_MAX / mult) return false;
+  out = n * mult;
+  return true;
+}
+
+std::string range_text(const Option& o) {
+  std::ostringstream s;
+  s << "an integer";
+  if (o.max > 0) s << " from " << o.min << " to " << o.max;
+  else s << " >= " << o.min;
+  return s.str();
+}
+
+}  // namespace
+
+const std::vector<Option>& options() { return kOptions; }
+
+const char* process_getenv(const char* name) { return std::getenv(name); }
+
+std::string env_name(const Option& o) {
+  std::string n = "TNBC_";
+  for (char c : o.name) n += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return n;
+}
+
+std::string_view mode_name(Mode m) {
+  return split_choices(kOptions[0].choices)[static_cast<std::size_t>(m)];
+}
+
+std::string parse_option(const Option& o, std::string_view raw, Settings& s) {
+  const std::string v = trim(raw);
+  const std::string bad = env_name(o) + "='" + std::string(raw) + "' is not valid: expected ";
+  switch (o.type) {
+    case OptionType::Choice: {
+      auto names = split_choices(o.choices);
+      const std::string lv = lower(v);
+      for (std::size_t i = 0; i < names.size(); ++i) {
+        if (lv != names[i]) continue;
+        if (auto f = std::get_if<Mode Settings::*>(&o.field)) s.*(*f) = static_cast<Mode>(i);
+        else if (auto g = std::get_if<LogLevel Settings::*>(&o.field))
+          s.*(*g) = static_cast<LogLevel>(i);
+        return {};
+      }
+      return bad + "one of " + std::string(o.choices) + ".";
+    }
+    case OptionType::Path:
+      s.*std::get<std::string Settings::*>(o.field) = v;
+      return {};
+    case OptionType::Bytes: {
+      auto& f = s.*std::get<std::optional<std::uint64_t> Settings::*>(o.field);
+      if (lower(v) == "auto") { f.reset(); return {}; }
+      std::uint64_t n = 0;
+      if (!parse_bytes(v, n)) return bad + "'auto' or a byte count such as 4096, 64k or 1M.";
+      f = n;
+      return {};
+    }
+    case OptionType::Integer:
+    case OptionType::Seconds:
+    case OptionType::Microseconds: {
+      std::string num = v;
+      const char* unit = o.type == OptionType::Seconds ? "s" : o.type == OptionType::Microseconds ? "us" : "";
+      if (*unit && num.size() > std::strlen(unit) &&
+          lower(num).ends_with(unit))
+        num.resize(num.size() - std::strlen(unit));
+      std::int64_t n = 0;
+      auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), n);
+      if (ec != std::errc() || p != num.data() + num.size() || num.empty() || n < o.min ||
+          (o.max > 0 && n > o.max))
+        return bad + range_text(o) + (*unit ? std::string(" (unit: ") + unit + ")" : "") + ".";
+      s.*std::get<std::int64_t Settings::*>(o.field) = n;
+      return {};
+    }
+  }
+  return bad + "a known option type.";
+}
+
+ConfigResult load_config(Getenv getenv_fn) {
+  ConfigResult r;
+  for (const auto& o : kOptions) {
+    // Defaults go through the same parser, so the table's text is the single source.
+    std::string err = parse_option(o, o.default_value, r.settings);
+    if (!err.empty()) r.errors.push_back({env_name(o), std::string(o.default_value), "default: " + err});
+    const char* v = getenv_fn(env_name(o).c_str());
+    if (v == nullptr) continue;
+    err = parse_option(o, v, r.settings);
+    if (!err.empty()) {
+      r.errors.push_back({env_name(o), v, err});
+      parse_option(o, o.default_value, r.settings);
+    }
+  }
+  if (r.settings.poll_min_us > r.settings.poll_max_us)
+    r.errors.push_back({"TNBC_POLL_MIN_US", std::to_string(r.settings.poll_min_us),
+                        "TNBC_POLL_MIN_US must not exceed TNBC_POLL_MAX_US."});
+  return r;
+}
+
+std::string value_string(const Option& o, const Settings& s) {
+  return std::visit(
+      [&](auto field) -> std::string {
+        using T = std::remove_cvref_t<decltype(s.*field)>;
+        const auto& v = s.*field;
+        if constexpr (std::is_same_v<T, Mode> || std::is_same_v<T, LogLevel>)
+          return std::string(split_choices(o.choices)[static_cast<std::size_t>(v)]);
+        else if constexpr (std::is_same_v<T, std::string>)
+          return v;
+        else if constexpr (std::is_same_v<T, std::optional<std::uint64_t>>)
+          return v ? std::to_string(*v) : std::string("auto");
+        else
+          return std::to_string(v);
+      },
+      o.field);
+}
+
+std::string help_text() {
+  std::ostringstream out;
+  for (const auto& o : kOptions) {
+    out << "  " << env_name(o) << " (default: "
+        << (o.default_value.empty() ? "empty" : std::string(o.default_value)) << ")";
+    if (!o.choices.empty()) out << "  [" << o.choices << "]";
+    out << "\n      " << o.description << "\n";
+  }
+  return out.str();
+}
+
+std::string dump(const Settings& s) {
+  std::ostringstream out;
+  for (const auto& o : kOptions) out << env_name(o) << "=" << value_string(o, s) << "\n";
+  return out.str();
+}
+
+std::vector<std::string> unknown_variables(char** env) {
+  std::vector<std::string> unknown;
+  for (; env && *env; ++env) {
+    std::string_view kv(*env);
+    if (!kv.starts_with("TNBC_")) continue;
+    std::string name(kv.substr(0, kv.find('=')));
+    bool known = name == "TNBC_LIBRARY";  // read by the `tnbc` command only
+    for (const auto& o : kOptions) known = known || env_name(o) == name;
+    if (!known) unknown.push_back(name);
+  }
+  return unknown;
+}
+
+}  // namespace tnbc

@@ -1,0 +1,84 @@
+// tnbc configuration: one declarative table (name, type, default, description).
+// The environment variable of an option is TNBC_<NAME in upper case>; `tnbc --help`,
+// `tnbc config` and the library's debug dump are all printed from the same table.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace tnbc {
+
+enum class Mode { Off, Passthrough, Nbc, Trace, Optimize };
+enum class LogLevel { Error, Warn, Info, Debug };
+
+// Effective settings, filled from the table below.
+struct Settings {
+  Mode mode = Mode::Nbc;
+  std::string profile;
+  std::string output_dir;
+  LogLevel log = LogLevel::Warn;
+  std::optional<std::uint64_t> min_bytes;   // nullopt = "auto" (from the cost model)
+  std::int64_t bcast_max_segments = 5;
+  std::int64_t send_window = 4;
+  std::int64_t poll_min_us = 20;
+  std::int64_t poll_max_us = 1000;
+  std::int64_t timeout_s = 600;
+};
+
+// Where a parsed value goes; the alternative must agree with the option's type.
+using Field = std::variant<Mode Settings::*, LogLevel Settings::*, std::string Settings::*,
+                           std::optional<std::uint64_t> Settings::*, std::int64_t Settings::*>;
+
+enum class OptionType { Choice, Path, Bytes, Integer, Seconds, Microseconds };
+
+struct Option {
+  std::string_view name;         // lower case; env name is TNBC_ + upper(name)
+  OptionType type;
+  std::string_view default_value;
+  std::string_view choices;      // '|'-separated, for OptionType::Choice
+  std::string_view description;
+  Field field;
+  std::int64_t min = 0, max = 0; // inclusive range for numbers (max 0 = unbounded)
+};
+
+// The table (defined in config.cc).
+const std::vector<Option>& options();
+
+std::string env_name(const Option& o);
+
+// One problem found while reading the environment.
+struct ConfigError {
+  std::string variable;
+  std::string value;
+  std::string message;  // complete sentence naming the variable and what is accepted
+};
+
+struct ConfigResult {
+  Settings settings;
+  std::vector<ConfigError> errors;  // empty when every TNBC_* value was valid
+};
+
+// Reads every option from `getenv` (a parameter so tests can feed their own).
+using Getenv = const char* (*)(const char*);
+ConfigResult load_config(Getenv getenv_fn);
+// The process environment, as a Getenv.
+const char* process_getenv(const char* name);
+
+// Parses one value for one option into `s`; returns an error message or empty.
+std::string parse_option(const Option& o, std::string_view value, Settings& s);
+
+// Human-readable help (one block per option) and `NAME=value` dump of effective values.
+std::string help_text();
+std::string dump(const Settings& s);
+std::string value_string(const Option& o, const Settings& s);
+
+// Names of unknown TNBC_* variables present in `environ` (probably misspelled).
+std::vector<std::string> unknown_variables(char** environ_list);
+
+std::string_view mode_name(Mode m);
+
+}  // namespace tnbc

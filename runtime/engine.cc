@@ -1,0 +1,464 @@
+#include "runtime/engine.hh"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <numeric>
+
+#include "runtime/comm_cache.hh"
+#include "runtime/futex.hh"
+#include "runtime/guard.hh"
+#include "runtime/inflight.hh"
+#include "runtime/log.hh"
+#include "runtime/memory_map.hh"
+#include "runtime/pool.hh"
+#include "runtime/progress.hh"
+
+namespace tnbc {
+
+bool publication_available();  // publish.cc
+
+namespace {
+
+std::atomic<Engine*> g_current{nullptr};
+
+// Tags: each collective on a communicator gets a block of kTagStride tags.
+constexpr int kTagStride = 128;
+
+void report_missing(const void* owner) {
+  const auto* f = static_cast<const InFlight*>(owner);
+  if (!f) return;
+  char line[256];
+  std::snprintf(line, sizeof line, "  collective: %s #%llu (tnbc tag base %d)", kKindNames[static_cast<int>(f->kind)],
+                static_cast<unsigned long long>(f->sequence), f->base_tag);
+  log_raw(line);
+  int shown = 0;
+  for (std::size_t i = 0; i < f->pieces.size() && shown < 16; ++i) {
+    const Piece& p = f->pieces[i];
+    if (f->done[i].load() || p.dir != Dir::Recv) continue;
+    std::snprintf(line, sizeof line, "  missing: %zu bytes at offset %zu from rank %d (sub-message %d)", p.length,
+                  p.offset, p.peer, p.sub);
+    log_raw(line);
+    ++shown;
+  }
+}
+
+class EngineImpl final : public Engine {
+ public:
+  EngineImpl(const Settings& s, Stats& stats)
+      : s_(s), stats_(stats), page_(static_cast<std::size_t>(sysconf(_SC_PAGESIZE))), progress_(s) {
+    // Smallest sub-message worth guarding: one whole page must lie between the partial first
+    // and last pages a piece may share with its neighbours (split_points), i.e. three pages.
+    min_bytes_ = s.min_bytes ? *s.min_bytes : 3 * page_;
+    timeout_ns_ = s.timeout_s * 1000000000LL;
+    set_timeout_reporter(&report_missing);
+  }
+
+  // ------------------------------------------------------------------ collectives
+  int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm, CallSite site) override {
+    const std::size_t bytes = type_bytes(type, count);
+    if (Reason why = global_reason(comm, bytes); why != Reason::None) {
+      const int rc = PMPI_Bcast(buffer, count, type, root, comm);
+      stats_.record(Kind::Bcast, site, bytes, Outcome::Passthrough, why);
+      return rc;
+    }
+    fence(span_of(buffer, count, type), "MPI_Bcast on a buffer still being received");
+    std::unique_lock lock(call_mutex_);
+    PrivateComm& pc = comms_.get(comm);
+    auto f = start(Kind::Bcast, pc);
+    const bool dense = is_dense(type);
+    const int segments = static_cast<int>(std::clamp<std::size_t>(bytes / min_bytes_, 1, static_cast<std::size_t>(s_.bcast_max_segments)));
+    const auto chunks = bcast_chunks(bytes, page_, segments);
+    std::vector<int> order(chunks.size());
+    std::iota(order.begin(), order.end(), 0);
+    if (order.size() > 2) std::rotate(order.begin() + 1, order.end() - 1, order.end());  // first, last, middle
+    f->pieces = build_bcast(pc.rank, pc.size, root, chunks, order);
+
+    if (pc.rank == root) {
+      f->send_block = pool_.acquire(bytes);
+      if (!f->send_block.data) return out_of_memory_bcast(buffer, count, type, root, comm, site, bytes);
+      f->send_data = f->send_block.data;
+      copy_in(buffer, count, type, dense, f->send_data, bytes, pc.comm);
+      finish_setup(*f);
+      progress_.submit(f);
+      stats_.record(Kind::Bcast, site, bytes, Outcome::EarlyReturn, Reason::None);
+      return MPI_SUCCESS;
+    }
+    f->recv_block = pool_.acquire(bytes);
+    if (!f->recv_block.data) return out_of_memory_bcast(buffer, count, type, root, comm, site, bytes);
+    f->recv_data = f->send_data = f->recv_block.data;
+    f->user_recv = dense ? static_cast<char*>(buffer) : nullptr;
+    const auto base = reinterpret_cast<std::uintptr_t>(buffer);
+    Reason why = dense ? try_guard(*f, base, base, base + bytes, {}) : Reason::NoncontiguousDatatype;
+    lock.unlock();
+    return complete(f, why, Kind::Bcast, site, bytes, [&] {
+      int pos = 0;
+      PMPI_Unpack(f->recv_data, static_cast<int>(bytes), &pos, buffer, count, type, pc.comm);
+    });
+  }
+
+  int alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+               MPI_Datatype recvtype, MPI_Comm comm, CallSite site) override {
+    const std::size_t per_peer = type_bytes(recvtype, recvcount);  // equal on every rank
+    int n = 0;
+    PMPI_Comm_size(comm, &n);
+    if (Reason why = global_reason(comm, per_peer); why != Reason::None) {
+      const int rc = PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+      stats_.record(Kind::Alltoall, site, per_peer * static_cast<std::size_t>(n), Outcome::Passthrough, why);
+      return rc;
+    }
+    std::vector<int> sc(static_cast<std::size_t>(n), sendcount), rc(static_cast<std::size_t>(n), recvcount);
+    std::vector<int> sd(static_cast<std::size_t>(n)), rd(static_cast<std::size_t>(n));
+    for (int p = 0; p < n; ++p) {
+      sd[static_cast<std::size_t>(p)] = p * sendcount;
+      rd[static_cast<std::size_t>(p)] = p * recvcount;
+    }
+    return all_to_all(Kind::Alltoall, sendbuf, sc.data(), sd.data(), sendtype, recvbuf, rc.data(), rd.data(),
+                      recvtype, comm, site);
+  }
+
+  int alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                CallSite site) override {
+    // Sizes differ between ranks, so only rank-independent facts may route it to PMPI.
+    if (Reason why = global_reason(comm, SIZE_MAX); why != Reason::None) {
+      int n = 0;
+      PMPI_Comm_size(comm, &n);
+      std::size_t bytes = 0;
+      for (int p = 0; p < n; ++p) bytes += type_bytes(recvtype, recvcounts[p]);
+      const int rc = PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
+      stats_.record(Kind::Alltoallv, site, bytes, Outcome::Passthrough, why);
+      return rc;
+    }
+    return all_to_all(Kind::Alltoallv, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                      recvtype, comm, site);
+  }
+
+  // ------------------------------------------------------------------ fences
+  void fence(ByteRange r, const char* what) override {
+    if (r.empty() || on_progress_thread()) return;
+    guards().for_each_overlapping(r.lo, r.hi, [&](Region* g) { wait_published(g, what); });
+  }
+
+  void complete_all() override {
+    if (on_progress_thread()) return;
+    guards().for_each_overlapping(0, UINTPTR_MAX, [](Region* g) { wait_published(g, "a fence"); });
+  }
+
+  void shutdown() override {
+    complete_all();
+    progress_.stop();
+    g_current.store(nullptr);
+  }
+
+ private:
+  // Decisions every rank makes alike: communicator kind and message size.
+  Reason global_reason(MPI_Comm comm, std::size_t bytes) const {
+    int inter = 0;
+    PMPI_Comm_test_inter(comm, &inter);
+    if (inter) return Reason::Intercommunicator;
+    if (bytes < min_bytes_) return Reason::BelowThreshold;
+    return Reason::None;
+  }
+
+  std::shared_ptr<InFlight> start(Kind kind, PrivateComm& pc) {
+    auto f = std::make_shared<InFlight>();
+    f->kind = kind;
+    f->pool = &pool_;
+    f->comm = pc.comm;
+    f->sequence = pc.next_sequence++;
+    const std::uint64_t cycle = static_cast<std::uint64_t>(std::max(1, pc.tag_ub / kTagStride));
+    f->base_tag = static_cast<int>(f->sequence % cycle) * kTagStride;
+    return f;
+  }
+
+  static void copy_in(const void* src, int count, MPI_Datatype type, bool dense, char* dst, std::size_t bytes,
+                      MPI_Comm comm) {
+    if (bytes == 0) return;
+    if (dense) {
+      std::memcpy(dst, src, bytes);
+    } else {
+      int pos = 0;
+      PMPI_Pack(src, count, type, dst, static_cast<int>(bytes), &pos, comm);
+    }
+  }
+
+  // Per-piece bookkeeping once the piece list is final.
+  static void finish_setup(InFlight& f) {
+    const std::size_t n = f.pieces.size();
+    f.done = std::make_unique<std::atomic<std::uint8_t>[]>(n);
+    int recvs = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const Piece& p = f.pieces[i];
+      if (p.dir == Dir::Recv) {
+        ++recvs;
+      } else if (p.peer >= 0) {
+        f.unposted_sends.push_back(static_cast<int>(i));
+      }
+    }
+    std::stable_sort(f.unposted_sends.begin(), f.unposted_sends.end(),
+                     [&](int a, int b) { return f.pieces[a].priority < f.pieces[b].priority; });
+    f.sends_remaining = static_cast<int>(f.unposted_sends.size());
+    f.recv_remaining.store(recvs);
+  }
+
+  // Plans, registers and protects the guard regions of the receive layout at `base`; returns
+  // Reason::None when the call can return early, else why it must complete in the call.
+  // The pieces that must complete in the call are marked in `f.in_call`.
+  Reason try_guard(InFlight& f, std::uintptr_t base, std::uintptr_t lo, std::uintptr_t hi,
+                   const std::vector<bool>& force_in_call) {
+    finish_setup(f);
+    RegionPlan plan = plan_regions(base, f.pieces, lo, hi, page_, force_in_call);
+    f.in_call = plan.in_call;
+    if (plan.regions.empty()) return Reason::NotGuardable;
+    if (!publication_available() || !memory_is_private(plan.regions.front().lo, plan.regions.back().hi))
+      return Reason::NotGuardable;
+    f.region_count = plan.regions.size();
+    f.regions = std::make_unique<Region[]>(f.region_count);
+    f.piece_regions.assign(f.pieces.size(), {0, 0});
+    for (std::size_t k = 0; k < f.region_count; ++k) {
+      Region& r = f.regions[k];
+      r.lo = plan.regions[k].lo;
+      r.hi = plan.regions[k].hi;
+      r.pending.store(static_cast<int>(plan.regions[k].pieces.size()));
+      r.owner = &f;
+      for (int i : plan.regions[k].pieces) {
+        auto& pr = f.piece_regions[static_cast<std::size_t>(i)];
+        if (pr.first == pr.second) pr = {static_cast<int>(k), static_cast<int>(k) + 1};
+        else pr = {std::min(pr.first, static_cast<int>(k)), std::max(pr.second, static_cast<int>(k) + 1)};
+      }
+    }
+    f.regions_remaining.store(static_cast<int>(f.region_count));
+    for (std::size_t k = 0; k < f.region_count; ++k) guards().insert(&f.regions[k]);
+    // Protect runs of adjacent regions with one call each.
+    for (std::size_t k = 0; k < f.region_count;) {
+      std::size_t e = k + 1;
+      while (e < f.region_count && f.regions[e].lo == f.regions[e - 1].hi) ++e;
+      const std::uintptr_t a = f.regions[k].lo, b = f.regions[e - 1].hi;
+      if (::mprotect(reinterpret_cast<void*>(a), b - a, PROT_NONE) != 0) {
+        log(LogLevel::Info, "cannot protect %p+%zu (%s): completing in the call", reinterpret_cast<void*>(a),
+            static_cast<std::size_t>(b - a), std::strerror(errno));
+        ::mprotect(reinterpret_cast<void*>(f.regions[0].lo), a - f.regions[0].lo, PROT_READ | PROT_WRITE);
+        for (std::size_t j = 0; j < f.region_count; ++j) guards().erase(&f.regions[j]);
+        f.regions.reset();
+        f.region_count = 0;
+        f.piece_regions.clear();
+        f.regions_remaining.store(0);
+        return Reason::NotGuardable;
+      }
+      k = e;
+    }
+    f.guarded = true;
+    return Reason::None;
+  }
+
+  // Submits `f` and returns early (why == None: wait for the in-call pieces only) or after
+  // every receive has arrived (then `unpack` runs when the data needs it).
+  template <class Unpack>
+  int complete(const std::shared_ptr<InFlight>& f, Reason why, Kind kind, CallSite site, std::size_t bytes,
+               Unpack unpack) {
+    if (why != Reason::None && f->done == nullptr) finish_setup(*f);
+    // Pieces this rank produces itself (its own block) are published before submission.
+    for (std::size_t i = 0; i < f->pieces.size(); ++i)
+      if (f->pieces[i].dir == Dir::Recv && f->pieces[i].peer == self_rank_of(*f)) publish_piece(*f, static_cast<int>(i));
+    const std::vector<bool>& in_call = f->in_call;
+    progress_.submit(f);
+    if (why == Reason::None) {
+      wait_until(*f, [&] {
+        for (std::size_t i = 0; i < in_call.size(); ++i)
+          if (in_call[i] && !f->done[i].load(std::memory_order_acquire)) return false;
+        return true;
+      });
+      stats_.record(kind, site, bytes, Outcome::EarlyReturn, Reason::None);
+      return MPI_SUCCESS;
+    }
+    wait_until(*f, [&] { return f->recv_remaining.load(std::memory_order_acquire) == 0; });
+    if (!f->user_recv && f->recv_data) unpack();
+    stats_.record(kind, site, bytes, Outcome::CompletedInCall, why);
+    return MPI_SUCCESS;
+  }
+
+  int self_rank_of(const InFlight& f) const {
+    int r = 0;
+    PMPI_Comm_rank(f.comm, &r);
+    return r;
+  }
+
+  template <class Pred>
+  void wait_until(InFlight& f, Pred done) {
+    if (done()) return;
+    auto& u = urgency();
+    u.waiting.fetch_add(1);
+    u.poke();
+    const long long start = futex::now_ns();
+    while (true) {
+      const std::uint32_t seen = publish_word().load(std::memory_order_acquire);
+      if (done()) break;
+      futex::wait(publish_word(), seen, 100 * 1000 * 1000LL);
+      if (futex::now_ns() - start > timeout_ns_) {
+        log(LogLevel::Error, "timeout (TNBC_TIMEOUT=%llds) inside %s: data from other ranks did not arrive",
+            static_cast<long long>(s_.timeout_s), kKindNames[static_cast<int>(f.kind)]);
+        report_missing(&f);
+        PMPI_Abort(MPI_COMM_WORLD, 1);
+      }
+    }
+    u.waiting.fetch_sub(1);
+  }
+
+  int all_to_all(Kind kind, const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                 void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                 CallSite site) {
+    const bool in_place = sendbuf == MPI_IN_PLACE;
+    const void* sbuf = in_place ? recvbuf : sendbuf;
+    const int* scounts = in_place ? recvcounts : sendcounts;
+    const int* sdisp = in_place ? rdispls : sdispls;
+    MPI_Datatype stype = in_place ? recvtype : sendtype;
+
+    std::unique_lock lock(call_mutex_);
+    PrivateComm& pc = comms_.get(comm);
+    const int n = pc.size, me = pc.rank;
+    const auto N = static_cast<std::size_t>(n);
+    MPI_Aint lb = 0, sext = 0, rext = 0;
+    PMPI_Type_get_extent(stype, &lb, &sext);
+    PMPI_Type_get_extent(recvtype, &lb, &rext);
+    const bool sdense = is_dense(stype), rdense = is_dense(recvtype);
+
+    std::vector<std::size_t> sbytes(N), soff(N), rbytes(N), roff(N);
+    std::size_t stotal = 0, rtotal = 0, packed = 0;
+    bool negative = false;
+    for (std::size_t p = 0; p < N; ++p) {
+      sbytes[p] = type_bytes(stype, scounts[p]);
+      rbytes[p] = type_bytes(recvtype, recvcounts[p]);
+      soff[p] = stotal;
+      stotal += sbytes[p];
+      if (rbytes[p] == 0) continue;
+      negative = negative || rdispls[p] < 0;
+      rtotal += rbytes[p];
+    }
+    const bool layout = rdense && !negative;  // staging mirrors the user's receive layout
+    std::size_t rspan = 0;
+    for (std::size_t p = 0; p < N; ++p) {
+      if (layout) {
+        roff[p] = static_cast<std::size_t>(rdispls[p]) * static_cast<std::size_t>(rext);
+        if (rbytes[p]) rspan = std::max(rspan, roff[p] + rbytes[p]);
+      } else {
+        roff[p] = packed;
+        packed += rbytes[p];
+      }
+    }
+    if (!layout) rspan = packed;
+    lock.unlock();
+    // Complete what is still in flight on these buffers (a new collective may reuse them).
+    for (std::size_t p = 0; p < N; ++p) {
+      if (sbytes[p] && !in_place)
+        fence(span_of(static_cast<const char*>(sbuf) + static_cast<std::ptrdiff_t>(sdisp[p]) * sext, scounts[p], stype), "a collective on a guarded buffer");
+      if (rbytes[p])
+        fence(span_of(static_cast<char*>(recvbuf) + static_cast<std::ptrdiff_t>(rdispls[p]) * rext, recvcounts[p], recvtype), "a collective on a guarded buffer");
+    }
+    lock.lock();
+    auto f = start(kind, pc);
+    f->send_block = pool_.acquire(stotal);
+    f->recv_block = pool_.acquire(rspan);
+    if ((stotal && !f->send_block.data) || (rspan && !f->recv_block.data)) {
+      log(LogLevel::Error, "out of memory for staging (%zu + %zu bytes)", stotal, rspan);
+      PMPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    f->send_data = f->send_block.data;
+    f->recv_data = f->recv_block.data;
+    for (std::size_t p = 0; p < N; ++p)
+      if (sbytes[p])
+        copy_in(static_cast<const char*>(sbuf) + static_cast<std::ptrdiff_t>(sdisp[p]) * sext, scounts[p], stype,
+                sdense, f->send_data + soff[p], sbytes[p], pc.comm);
+    // Own block: from the send staging into the receive staging, published like a received piece.
+    const std::size_t self = static_cast<std::size_t>(me);
+    if (rbytes[self]) {
+      if (sbytes[self] != rbytes[self]) {
+        log(LogLevel::Error, "%s: rank %d sends %zu bytes to itself but expects %zu (type signatures differ)",
+            kKindNames[static_cast<int>(kind)], me, sbytes[self], rbytes[self]);
+        PMPI_Abort(MPI_COMM_WORLD, 1);
+      }
+      std::memcpy(f->recv_data + roff[self], f->send_data + soff[self], rbytes[self]);
+    }
+    std::vector<int> order(N);
+    std::iota(order.begin(), order.end(), 0);
+    f->pieces = build_alltoallv(me, n, sbytes, soff, rbytes, roff, page_, order);
+    std::vector<bool> force;
+    if (rbytes[self]) {
+      Piece own;
+      own.dir = Dir::Recv;
+      own.peer = me;
+      own.offset = roff[self];
+      own.length = rbytes[self];
+      own.sub = me;
+      f->pieces.push_back(own);
+      force.assign(f->pieces.size(), false);
+      force.back() = true;
+    }
+    f->user_recv = layout ? static_cast<char*>(recvbuf) : nullptr;
+    Reason why = Reason::None;
+    if (!layout) why = Reason::NoncontiguousDatatype;
+    else if (rtotal < min_bytes_) why = Reason::BelowThreshold;
+    else {
+      std::uintptr_t lo = UINTPTR_MAX, hi = 0;
+      const auto base = reinterpret_cast<std::uintptr_t>(recvbuf);
+      for (std::size_t p = 0; p < N; ++p)
+        if (rbytes[p]) {
+          lo = std::min(lo, base + roff[p]);
+          hi = std::max(hi, base + roff[p] + rbytes[p]);
+        }
+      why = try_guard(*f, base, lo, hi, force);
+    }
+    lock.unlock();
+    return complete(f, why, kind, site, rtotal, [&] {
+      for (std::size_t p = 0; p < N; ++p) {
+        if (!rbytes[p]) continue;
+        int pos = 0;
+        PMPI_Unpack(f->recv_data + roff[p], static_cast<int>(rbytes[p]), &pos,
+                    static_cast<char*>(recvbuf) + static_cast<std::ptrdiff_t>(rdispls[p]) * rext, recvcounts[p],
+                    recvtype, pc.comm);
+      }
+    });
+  }
+
+  int out_of_memory_bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm, CallSite site,
+                          std::size_t bytes) {
+    log(LogLevel::Error, "out of memory for staging %zu bytes", bytes);
+    PMPI_Abort(comm, 1);
+    (void)buffer, (void)count, (void)type, (void)root, (void)site;
+    return MPI_ERR_NO_MEM;
+  }
+
+  Settings s_;
+  Stats& stats_;
+  std::size_t page_;
+  std::size_t min_bytes_ = 0;
+  long long timeout_ns_ = 0;
+  Pool pool_;
+  CommCache comms_;
+  Progress progress_;
+  std::mutex call_mutex_;
+};
+
+}  // namespace
+
+Engine* Engine::current() { return g_current.load(); }
+
+std::unique_ptr<Engine> Engine::create(const Settings& s, Stats& stats, int world_rank, int world_size) {
+  (void)world_rank;
+  (void)world_size;
+  if (!publication_available())
+    log(LogLevel::Warn, "/proc/self/mem is not writable here: receive buffers cannot be guarded, "
+                        "collectives complete before returning");
+  auto e = std::make_unique<EngineImpl>(s, stats);
+  install_fault_handler(s.timeout_s * 1000000000LL);
+  g_current.store(e.get());
+  return e;
+}
+
+}  // namespace tnbc

@@ -1,0 +1,266 @@
+#include "runtime/guard.hh"
+
+#include <dlfcn.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "runtime/futex.hh"
+#include "runtime/log.hh"
+
+namespace tnbc {
+
+namespace {
+
+thread_local bool tls_progress_thread = false;
+thread_local std::uintptr_t tls_last_raced_fault = 0;
+thread_local int tls_tid = 0;
+
+int my_tid() {
+  if (tls_tid == 0) tls_tid = static_cast<int>(syscall(SYS_gettid));
+  return tls_tid;
+}
+
+std::uintptr_t page_down(std::uintptr_t a, std::size_t page) { return a & ~(static_cast<std::uintptr_t>(page) - 1); }
+std::uintptr_t page_up(std::uintptr_t a, std::size_t page) { return page_down(a + page - 1, page); }
+
+// The handler state: what was installed before tnbc, and what the program asked for since.
+struct sigaction g_chained;
+std::atomic<bool> g_installed{false};
+long long g_timeout_ns = 600LL * 1000000000LL;
+TimeoutReporter g_reporter = nullptr;
+
+using RealSigaction = int (*)(int, const struct sigaction*, struct sigaction*);
+RealSigaction real_sigaction() {
+  static RealSigaction fn = reinterpret_cast<RealSigaction>(dlsym(RTLD_NEXT, "sigaction"));
+  return fn;
+}
+
+void chain(int sig, siginfo_t* info, void* ctx) {
+  const struct sigaction& c = g_chained;
+  if (c.sa_flags & SA_SIGINFO) {
+    if (c.sa_sigaction) {
+      c.sa_sigaction(sig, info, ctx);
+      return;
+    }
+  } else if (c.sa_handler != SIG_DFL && c.sa_handler != SIG_IGN) {
+    c.sa_handler(sig);
+    return;
+  }
+  // Default action: reinstall it and return; the access faults again and the kernel
+  // terminates the process as it would have without tnbc (core dump included).
+  struct sigaction dfl;
+  std::memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  real_sigaction()(sig, &dfl, nullptr);
+  g_installed.store(false);
+}
+
+void on_fault(int sig, siginfo_t* info, void* ctx) {
+  const int saved_errno = errno;
+  const auto addr = reinterpret_cast<std::uintptr_t>(info->si_addr);
+  if (!tls_progress_thread) {
+    if (Region* r = guards().acquire(addr)) {
+      wait_published(r, "an access to a received buffer");
+      guards().release(r);
+      errno = saved_errno;
+      return;
+    }
+    // Published and erased between the fault and the look-up: retry once.
+    if (guards().recently_erased(addr) && tls_last_raced_fault != addr) {
+      tls_last_raced_fault = addr;
+      errno = saved_errno;
+      return;
+    }
+  } else if (guards().acquire(addr) != nullptr) {
+    log_raw("internal error: the progress thread touched a guarded page (MPI wrote into a "
+            "receive buffer tnbc guards); aborting");
+  }
+  tls_last_raced_fault = 0;
+  errno = saved_errno;
+  chain(sig, info, ctx);
+}
+
+}  // namespace
+
+RegionPlan plan_regions(std::uintptr_t base, const std::vector<Piece>& pieces, std::uintptr_t lo,
+                        std::uintptr_t hi, std::size_t page, const std::vector<bool>& force_in_call) {
+  RegionPlan plan;
+  plan.in_call.assign(pieces.size(), false);
+  const std::uintptr_t glo = page_up(lo, page), ghi = page_down(hi, page);
+  std::vector<std::uintptr_t> cuts;
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    const Piece& p = pieces[i];
+    if (p.dir != Dir::Recv || p.length == 0) continue;
+    const std::uintptr_t s = base + p.offset, e = s + p.length;
+    if (s < glo || e > ghi || glo >= ghi || (i < force_in_call.size() && force_in_call[i])) plan.in_call[i] = true;
+    cuts.push_back(std::clamp(page_down(s, page), glo, std::max(glo, ghi)));
+    cuts.push_back(std::clamp(page_up(e, page), glo, std::max(glo, ghi)));
+  }
+  if (glo >= ghi) return plan;
+  cuts.push_back(glo);
+  cuts.push_back(ghi);
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  // Pieces sorted by start, to find overlaps with a sweep.
+  std::vector<int> by_start;
+  for (std::size_t i = 0; i < pieces.size(); ++i)
+    if (pieces[i].dir == Dir::Recv && pieces[i].length > 0) by_start.push_back(static_cast<int>(i));
+  std::sort(by_start.begin(), by_start.end(), [&](int a, int b) { return pieces[a].offset < pieces[b].offset; });
+  std::size_t first = 0;
+  for (std::size_t k = 0; k + 1 < cuts.size(); ++k) {
+    RegionPlan::Span span{cuts[k], cuts[k + 1], {}};
+    while (first < by_start.size() &&
+           base + pieces[by_start[first]].offset + pieces[by_start[first]].length <= span.lo &&
+           base + pieces[by_start[first]].offset < span.lo)
+      ++first;  // skip pieces that ended before (offsets may overlap only in erroneous programs)
+    bool any_guarded = false;
+    for (std::size_t j = 0; j < by_start.size(); ++j) {
+      const Piece& p = pieces[by_start[j]];
+      const std::uintptr_t s = base + p.offset, e = s + p.length;
+      if (s >= span.hi) break;
+      if (e <= span.lo) continue;
+      span.pieces.push_back(by_start[j]);
+      any_guarded = any_guarded || !plan.in_call[by_start[j]];
+    }
+    if (any_guarded) plan.regions.push_back(std::move(span));
+  }
+  return plan;
+}
+
+// ---------------------------------------------------------------- table
+GuardTable& guards() {
+  static GuardTable* t = new GuardTable();  // never destroyed: the handler may run at exit
+  return *t;
+}
+
+std::atomic<std::uint32_t>& publish_word() {
+  static std::atomic<std::uint32_t> w{0};
+  return w;
+}
+
+Urgency& urgency() {
+  static Urgency u;
+  return u;
+}
+
+void Urgency::poke() {
+  wake.fetch_add(1, std::memory_order_release);
+  futex::wake_all(wake);
+}
+
+void GuardTable::lock() const {
+  const int me = my_tid();
+  int expected = 0;
+  while (!lock_.compare_exchange_weak(expected, me, std::memory_order_acquire)) {
+    if (expected == me) {  // a signal handler nested inside our own critical section
+      log_raw("internal error: guard table re-entered from a signal handler; aborting");
+      abort();
+    }
+    expected = 0;
+    sched_yield();
+  }
+}
+
+void GuardTable::unlock() const { lock_.store(0, std::memory_order_release); }
+
+void GuardTable::insert(Region* r) {
+  lock();
+  map_[r->lo] = r;
+  count_.fetch_add(1, std::memory_order_release);
+  unlock();
+}
+
+void GuardTable::erase(Region* r) {
+  lock();
+  auto it = map_.find(r->lo);
+  if (it != map_.end() && it->second == r) {
+    map_.erase(it);
+    count_.fetch_sub(1, std::memory_order_release);
+  }
+  const unsigned slot = recent_next_.fetch_add(1, std::memory_order_relaxed) % kRecent;
+  recent_lo_[slot].store(r->lo, std::memory_order_relaxed);
+  recent_hi_[slot].store(r->hi, std::memory_order_release);
+  unlock();
+  while (r->waiters.load(std::memory_order_acquire) != 0) sched_yield();
+}
+
+Region* GuardTable::acquire(std::uintptr_t addr) {
+  if (empty()) return nullptr;
+  Region* found = nullptr;
+  lock();
+  auto it = map_.upper_bound(addr);
+  if (it != map_.begin()) {
+    --it;
+    if (addr >= it->second->lo && addr < it->second->hi) {
+      found = it->second;
+      found->waiters.fetch_add(1, std::memory_order_acq_rel);
+    }
+  }
+  unlock();
+  return found;
+}
+
+bool GuardTable::recently_erased(std::uintptr_t addr) const {
+  for (int i = 0; i < kRecent; ++i) {
+    const std::uintptr_t hi = recent_hi_[i].load(std::memory_order_acquire);
+    if (addr >= recent_lo_[i].load(std::memory_order_relaxed) && addr < hi) return true;
+  }
+  return false;
+}
+
+// ---------------------------------------------------------------- waiting
+void set_timeout_reporter(TimeoutReporter fn) { g_reporter = fn; }
+
+void wait_published(Region* r, const char* what) {
+  if (r->published.load(std::memory_order_acquire)) return;
+  auto& u = urgency();
+  u.waiting.fetch_add(1, std::memory_order_acq_rel);
+  u.poke();
+  const long long start = futex::now_ns();
+  auto& word = publish_word();
+  while (true) {
+    const std::uint32_t seen = word.load(std::memory_order_acquire);
+    if (r->published.load(std::memory_order_acquire)) break;
+    futex::wait(word, seen, 100 * 1000 * 1000LL);
+    if (futex::now_ns() - start > g_timeout_ns) {
+      char msg[256] = "timeout (TNBC_TIMEOUT) waiting for received data during ";
+      std::strncat(msg, what, sizeof msg - std::strlen(msg) - 1);
+      log_raw(msg);
+      if (g_reporter) g_reporter(r->owner);
+      abort();
+    }
+  }
+  u.waiting.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+// ---------------------------------------------------------------- handler
+void install_fault_handler(long long timeout_ns) {
+  g_timeout_ns = timeout_ns;
+  if (g_installed.load()) return;
+  struct sigaction act;
+  std::memset(&act, 0, sizeof act);
+  act.sa_sigaction = on_fault;
+  act.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+  sigemptyset(&act.sa_mask);
+  real_sigaction()(SIGSEGV, &act, &g_chained);
+  g_installed.store(true);
+}
+
+bool fault_handler_installed() { return g_installed.load(); }
+
+bool intercept_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+  if (sig != SIGSEGV || !g_installed.load()) return false;
+  if (old) *old = g_chained;
+  if (act) g_chained = *act;
+  return true;
+}
+
+void mark_progress_thread() { tls_progress_thread = true; }
+bool on_progress_thread() { return tls_progress_thread; }
+
+}  // namespace tnbc

@@ -1,0 +1,129 @@
+// Receive-buffer guards. The pages wholly inside a receive buffer are cut into regions: maximal
+// page runs that depend on the same set of pieces. A region stays PROT_NONE until every piece
+// overlapping it has been copied into place ("published"); then it is made accessible again.
+// An ordered map (a red-black tree) maps addresses to regions. The SIGSEGV handler looks the
+// faulting address up: a guarded region -> wait (futex) until it is published, then return so
+// the access is retried; any other fault -> the handler that was installed before tnbc's.
+//
+//   receive buffer:  |head page|  p0 body ...  |p0/p1|  p1 body ...  |tail page|
+//                    unguarded     region A     reg B    region C     unguarded
+//                    (its pieces complete in the call)       B waits for p0 and p1
+#pragma once
+
+#include <signal.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "runtime/schedule.hh"
+
+namespace tnbc {
+
+struct Region {
+  std::uintptr_t lo = 0, hi = 0;          // page aligned
+  std::atomic<int> pending{0};            // pieces not yet published
+  std::atomic<std::uint32_t> published{0};
+  std::atomic<int> waiters{0};            // threads that looked it up and may still read it
+  const void* owner = nullptr;            // the schedule (for diagnostics)
+};
+
+// Which pages of a receive layout can be guarded, and on which pieces each depends.
+struct RegionPlan {
+  struct Span {
+    std::uintptr_t lo, hi;
+    std::vector<int> pieces;  // indices into the piece list
+  };
+  std::vector<Span> regions;
+  std::vector<bool> in_call;  // per piece: must complete before the call returns
+};
+
+// `pieces[i]` covers [base + offset, base + offset + length) when its dir is Recv (others are
+// ignored); the user's buffer spans [lo, hi). Pieces touching the partial first/last page, or
+// with `force_in_call[i]`, are in_call. Regions with no pieces, or only in_call ones, are left out.
+RegionPlan plan_regions(std::uintptr_t base, const std::vector<Piece>& pieces, std::uintptr_t lo,
+                        std::uintptr_t hi, std::size_t page, const std::vector<bool>& force_in_call);
+
+class GuardTable {
+ public:
+  void insert(Region* r);
+  // Removes `r`; returns once no thread that found it can still be reading it.
+  void erase(Region* r);
+  // The region containing `addr`, with its waiters count raised (call release()), or nullptr.
+  Region* acquire(std::uintptr_t addr);
+  void release(Region* r) { r->waiters.fetch_sub(1, std::memory_order_release); }
+  // Calls fn(Region*) (waiters raised during the call) for each region overlapping [lo, hi).
+  template <class Fn>
+  void for_each_overlapping(std::uintptr_t lo, std::uintptr_t hi, Fn fn);
+  bool empty() const { return count_.load(std::memory_order_acquire) == 0; }
+  // True if `addr` was in a region erased recently (its fault raced with publication).
+  bool recently_erased(std::uintptr_t addr) const;
+
+ private:
+  void lock() const;
+  void unlock() const;
+  mutable std::atomic<int> lock_{0};  // owner tid, 0 = free (never held while touching user memory)
+  std::map<std::uintptr_t, Region*> map_;  // by lo
+  std::atomic<int> count_{0};
+  static constexpr int kRecent = 64;
+  std::atomic<std::uintptr_t> recent_lo_[kRecent] = {}, recent_hi_[kRecent] = {};
+  std::atomic<unsigned> recent_next_{0};
+};
+
+GuardTable& guards();
+
+// Futex word bumped whenever a region is published (waiters sleep on it).
+std::atomic<std::uint32_t>& publish_word();
+
+// Called by waiters so that the progress thread polls at its fastest while they wait.
+struct Urgency {
+  std::atomic<int> waiting{0};
+  std::atomic<std::uint32_t> wake{0};
+  void poke();
+};
+Urgency& urgency();
+
+// Waits (async-signal-safe) until `r` is published; after TNBC_TIMEOUT seconds reports and
+// aborts. `what` names the caller for the message.
+void wait_published(Region* r, const char* what);
+
+// Installs tnbc's SIGSEGV handler (after PMPI_Init, so it is first). The handler previously
+// installed becomes the chained one.
+void install_fault_handler(long long timeout_ns);
+bool fault_handler_installed();
+// For the sigaction/signal interposers: while tnbc's handler is installed, the program's
+// handler for SIGSEGV is recorded as the chained one instead of replacing tnbc's.
+// Returns false if the call should go to the real sigaction.
+bool intercept_sigaction(int sig, const struct sigaction* act, struct sigaction* old);
+
+// Marks the calling thread as the progress thread (it must never wait for a publication).
+void mark_progress_thread();
+bool on_progress_thread();
+
+// Calls the timeout reporter registered by the engine (prints what is missing).
+using TimeoutReporter = void (*)(const void* schedule_owner);
+void set_timeout_reporter(TimeoutReporter fn);
+
+// ---- template implementation ----
+template <class Fn>
+void GuardTable::for_each_overlapping(std::uintptr_t lo, std::uintptr_t hi, Fn fn) {
+  if (empty() || lo >= hi) return;
+  std::vector<Region*> hits;
+  lock();
+  auto it = map_.upper_bound(lo);
+  if (it != map_.begin()) --it;
+  for (; it != map_.end() && it->first < hi; ++it) {
+    if (it->second->hi <= lo) continue;
+    it->second->waiters.fetch_add(1, std::memory_order_acq_rel);
+    hits.push_back(it->second);
+  }
+  unlock();
+  for (Region* r : hits) {
+    fn(r);
+    release(r);
+  }
+}
+
+}  // namespace tnbc

@@ -1,0 +1,67 @@
+// One collective in flight: its pieces, staging memory, guard regions and progress state.
+// Created by the engine in the calling thread, driven by the progress thread, freed when the
+// last reference (progress thread, or a caller waiting for completion) lets go.
+#pragma once
+
+#include <mpi.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "runtime/guard.hh"
+#include "runtime/pool.hh"
+#include "runtime/schedule.hh"
+#include "runtime/stats.hh"
+
+namespace tnbc {
+
+class Pool;
+
+struct InFlight {
+  Kind kind = Kind::Alltoall;
+  std::uint64_t sequence = 0;  // per communicator, for messages
+  MPI_Comm comm = MPI_COMM_NULL;  // tnbc's private duplicate
+  int base_tag = 0;
+  std::vector<Piece> pieces;
+
+  Pool* pool = nullptr;
+  Block send_block, recv_block;
+  char* send_data = nullptr;    // what Send pieces read (offsets index it)
+  char* recv_data = nullptr;    // what Recv pieces write
+  char* user_recv = nullptr;    // where published Recv pieces go (nullptr: the caller unpacks)
+  bool guarded = false;         // regions were protected: publish through /proc/self/mem
+
+  std::unique_ptr<Region[]> regions;
+  std::size_t region_count = 0;
+  std::vector<std::pair<int, int>> piece_regions;  // per piece: [first, last) region index
+  std::vector<bool> in_call;  // per piece: must arrive before the call returns
+
+  std::unique_ptr<std::atomic<std::uint8_t>[]> done;  // per piece
+  std::atomic<int> recv_remaining{0};
+  std::atomic<int> regions_remaining{0};
+
+  // Progress-thread state.
+  std::vector<int> unposted_sends;  // indices, by priority
+  bool recvs_posted = false;
+  int sends_in_flight = 0;
+  int sends_remaining = 0;
+
+  ~InFlight() {
+    if (pool) {
+      pool->release(send_block);
+      pool->release(recv_block);
+    }
+  }
+  bool finished() const {
+    return recv_remaining.load(std::memory_order_acquire) == 0 && sends_remaining == 0 &&
+           regions_remaining.load(std::memory_order_acquire) == 0;
+  }
+};
+
+// Copies piece `i` into place and publishes every region it completes (progress thread, or the
+// caller for pieces it produces itself). Returns false (after logging) if the copy failed.
+bool publish_piece(InFlight& f, int i);
+
+}  // namespace tnbc

@@ -1,0 +1,44 @@
+#include "runtime/pool.hh"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <bit>
+
+namespace tnbc {
+
+Pool::~Pool() {
+  for (auto& [cap, p] : free_) munmap(p, cap);
+}
+
+Block Pool::acquire(std::size_t bytes) {
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  const std::size_t cap = std::bit_ceil(std::max(bytes, page));
+  {
+    std::lock_guard lock(mutex_);
+    auto it = free_.find(cap);
+    if (it != free_.end()) {
+      Block b{it->second, cap};
+      free_.erase(it);
+      cached_ -= cap;
+      return b;
+    }
+  }
+  void* p = mmap(nullptr, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return {};
+  return {static_cast<char*>(p), cap};
+}
+
+void Pool::release(Block b) {
+  if (!b.data) return;
+  std::lock_guard lock(mutex_);
+  free_.emplace(b.capacity, b.data);
+  cached_ += b.capacity;
+}
+
+std::size_t Pool::cached_bytes() const {
+  std::lock_guard lock(mutex_);
+  return cached_;
+}
+
+}  // namespace tnbc

@@ -1,0 +1,49 @@
+// The progress thread: executes schedules with MPI_Isend / MPI_Irecv / MPI_Testsome. Receives
+// are posted at once, sends in priority order through a window of TNBC_SEND_WINDOW. It sleeps
+// when nothing is in flight; while traffic is pending it polls with an adaptive sleep
+// (TNBC_POLL_MIN_US doubling to TNBC_POLL_MAX_US while nothing completes) and is woken at once
+// (futex) when a thread starts waiting for data.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "runtime/config.hh"
+#include "runtime/inflight.hh"
+
+namespace tnbc {
+
+class Progress {
+ public:
+  explicit Progress(const Settings& s);
+  ~Progress();
+  void submit(std::shared_ptr<InFlight> f);
+  // Waits until every submitted collective has finished (sends included).
+  void drain();
+  void stop();
+  // For timeout messages: the collectives still in flight.
+  std::size_t in_flight() const { return in_flight_.load(); }
+
+ private:
+  void run();
+  void post(InFlight& f);
+
+  const int window_;
+  const long long poll_min_ns_, poll_max_ns_;
+  std::mutex mutex_;
+  std::vector<std::shared_ptr<InFlight>> incoming_;
+  std::atomic<std::uint32_t> wake_{0};  // bumped on submit / stop
+  std::atomic<bool> stop_{false};
+  std::atomic<std::size_t> in_flight_{0};
+  std::atomic<std::uint32_t> finished_word_{0};
+
+  std::vector<std::shared_ptr<InFlight>> active_;
+  std::vector<MPI_Request> requests_;
+  std::vector<std::pair<InFlight*, int>> owners_;
+  std::thread thread_;
+};
+
+}  // namespace tnbc

@@ -1,0 +1,105 @@
+#include "runtime/runtime.hh"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "runtime/engine.hh"
+#include "runtime/log.hh"
+
+extern char** environ;
+
+namespace tnbc {
+
+Runtime& Runtime::get() {
+  // Never destroyed: atexit handlers and late signals may still ask for it.
+  static Runtime* rt = new Runtime();
+  return *rt;
+}
+
+Runtime::Runtime() = default;
+Runtime::~Runtime() = default;
+
+void Runtime::configure() {
+  ConfigResult r = load_config(&tnbc::process_getenv);
+  settings_ = r.settings;
+  set_log_level(settings_.log);
+  for (const auto& e : r.errors) log(LogLevel::Error, "%s", e.message.c_str());
+  if (!r.errors.empty()) {
+    log(LogLevel::Error, "invalid configuration: collectives run blocking (TNBC_MODE=passthrough); "
+                         "`tnbc config` lists the accepted values");
+    settings_.mode = Mode::Passthrough;
+    blocking_reason_ = Reason::Disabled;
+  }
+  for (const auto& name : unknown_variables(environ))
+    log(LogLevel::Warn, "%s is not a tnbc setting (ignored); `tnbc --help` lists them", name.c_str());
+}
+
+void Runtime::start(int provided) {
+  PMPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  PMPI_Comm_size(MPI_COMM_WORLD, &size_);
+  set_log_rank(rank_);
+  if (rank_ == 0 && log_enabled(LogLevel::Debug))
+    log(LogLevel::Debug, "effective settings:\n%s", dump(settings_).c_str());
+  const Mode m = settings_.mode;
+  if (m == Mode::Nbc || m == Mode::Optimize) {
+    if (provided < MPI_THREAD_MULTIPLE) {
+      blocking_reason_ = Reason::ThreadLevel;
+      if (rank_ == 0)
+        log(LogLevel::Warn, "the MPI library does not provide MPI_THREAD_MULTIPLE; collectives run blocking");
+    } else {
+      engine_ = Engine::create(settings_, stats_, rank_, size_);
+      if (engine_) blocking_reason_ = Reason::None;
+      else blocking_reason_ = Reason::Disabled;
+    }
+  } else if (m == Mode::Trace) {
+    // The trace pass (trace/) is a separate issue; until it lands trace runs blocking.
+    blocking_reason_ = Reason::Mode;
+    if (rank_ == 0) log(LogLevel::Warn, "TNBC_MODE=trace is not implemented yet: collectives run blocking");
+  }
+  started_.store(true, std::memory_order_release);
+}
+
+void Runtime::stop() {
+  if (!started_.load(std::memory_order_acquire)) return;
+  if (engine_) engine_->shutdown();
+  write_summary();
+  started_.store(false, std::memory_order_release);
+}
+
+void Runtime::write_summary() {
+  if (settings_.mode == Mode::Off) return;
+  const std::string json = stats_.summary_json(rank_, size_, std::string(mode_name(settings_.mode)));
+  if (settings_.output_dir.empty()) {
+    if (log_enabled(LogLevel::Info)) log(LogLevel::Info, "summary:\n%s", json.c_str());
+    return;
+  }
+  if (::mkdir(settings_.output_dir.c_str(), 0777) != 0 && errno != EEXIST) {
+    log(LogLevel::Error, "cannot create TNBC_OUTPUT_DIR '%s': %s; summary not written",
+        settings_.output_dir.c_str(), std::strerror(errno));
+    return;
+  }
+  const std::string path = settings_.output_dir + "/tnbc-summary." + std::to_string(rank_) + ".json";
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  bool ok = fd >= 0;
+  std::size_t off = 0;
+  while (ok && off < json.size()) {
+    ssize_t w = ::write(fd, json.data() + off, json.size() - off);
+    if (w <= 0) ok = false;
+    else off += static_cast<std::size_t>(w);
+  }
+  if (fd >= 0 && ::close(fd) != 0) ok = false;
+  if (ok && ::rename(tmp.c_str(), path.c_str()) != 0) ok = false;
+  if (!ok) {
+    log(LogLevel::Error, "cannot write %s: %s", path.c_str(), std::strerror(errno));
+    ::unlink(tmp.c_str());
+  }
+}
+
+}  // namespace tnbc

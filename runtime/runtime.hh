@@ -1,0 +1,53 @@
+// The library's process-wide state: settings, counters, this rank's place in MPI_COMM_WORLD
+// and the engine that runs collectives early-return. Created at MPI_Init, torn down at
+// MPI_Finalize; the shim's entry points reach everything through Runtime::get().
+#pragma once
+
+#include <mpi.h>
+
+#include <atomic>
+#include <memory>
+
+#include "runtime/config.hh"
+#include "runtime/stats.hh"
+
+namespace tnbc {
+
+class Engine;
+
+class Runtime {
+ public:
+  static Runtime& get();
+
+  // Reads the TNBC_* environment (errors are printed; invalid values fall back to running
+  // blocking). Called before PMPI_Init so `mode == off` can leave MPI untouched.
+  void configure();
+  // After PMPI_Init*: rank, thread level, engine start. `provided` is what MPI gave tnbc.
+  void start(int provided);
+  // Before PMPI_Finalize: completes every collective in flight, stops the progress thread,
+  // writes the per-rank summary.
+  void stop();
+
+  const Settings& settings() const { return settings_; }
+  Stats& stats() { return stats_; }
+  bool intercepting() const { return started_.load(std::memory_order_acquire) && settings_.mode != Mode::Off; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  // nullptr when collectives run blocking (mode, thread level, or disabled after an error).
+  Engine* engine() { return engine_.get(); }
+  Reason blocking_reason() const { return blocking_reason_; }
+
+ private:
+  Runtime();
+  ~Runtime();
+  void write_summary();
+
+  Settings settings_;
+  Stats stats_;
+  std::atomic<bool> started_{false};
+  int rank_ = -1, size_ = 0;
+  Reason blocking_reason_ = Reason::Mode;
+  std::unique_ptr<Engine> engine_;
+};
+
+}  // namespace tnbc

@@ -1,0 +1,63 @@
+#include "shim/fortran.hh"
+
+#include <dlfcn.h>
+#include <mpi.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <string>
+
+#include "runtime/log.hh"
+
+namespace tnbc::shim {
+
+namespace {
+
+// Where the implementations keep their Fortran sentinels (Open MPI: common symbols
+// mpi_fortran_in_place_ etc.; MPICH: MPIR_F_MPI_IN_PLACE / MPIR_F_MPI_BOTTOM).
+const char* const kInPlaceSymbols[] = {"mpi_fortran_in_place_", "mpi_fortran_in_place",
+                                       "mpi_fortran_in_place__", "MPI_FORTRAN_IN_PLACE",
+                                       "MPIR_F_MPI_IN_PLACE"};
+const char* const kBottomSymbols[] = {"mpi_fortran_bottom_", "mpi_fortran_bottom",
+                                      "mpi_fortran_bottom__", "MPI_FORTRAN_BOTTOM",
+                                      "MPIR_F_MPI_BOTTOM"};
+
+struct Sentinels {
+  void* in_place[std::size(kInPlaceSymbols)] = {};
+  void* bottom[std::size(kBottomSymbols)] = {};
+  Sentinels() {
+    for (std::size_t i = 0; i < std::size(kInPlaceSymbols); ++i)
+      in_place[i] = dlsym(RTLD_DEFAULT, kInPlaceSymbols[i]);
+    for (std::size_t i = 0; i < std::size(kBottomSymbols); ++i)
+      bottom[i] = dlsym(RTLD_DEFAULT, kBottomSymbols[i]);
+  }
+};
+
+const Sentinels& sentinels() {
+  static const Sentinels s;  // looked up once, after the Fortran library is loaded
+  return s;
+}
+
+}  // namespace
+
+void* fortran_buffer(void* p) {
+  if (p == nullptr) return p;
+  const auto& s = sentinels();
+  for (void* q : s.in_place)
+    if (q && p == q) return MPI_IN_PLACE;
+  for (void* q : s.bottom)
+    if (q && p == q) return MPI_BOTTOM;
+  return p;
+}
+
+void* fortran_next(const char* lower_name) {
+  std::string lower(lower_name), upper;
+  for (char c : lower) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (const std::string& n : {lower + "_", lower, lower + "__", upper}) {
+    if (void* f = dlsym(RTLD_NEXT, n.c_str())) return f;
+  }
+  log(LogLevel::Error, "the MPI library has no Fortran binding for %s; cannot continue", lower_name);
+  std::abort();
+}
+
+}  // namespace tnbc::shim

@@ -1,0 +1,73 @@
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <string>
+
+#include "runtime/config.hh"
+
+namespace {
+std::map<std::string, std::string> g_env;
+const char* fake_getenv(const char* name) {
+  auto it = g_env.find(name);
+  return it == g_env.end() ? nullptr : it->second.c_str();
+}
+}  // namespace
+
+TEST_CASE("defaults come from the table") {
+  g_env.clear();
+  auto r = tnbc::load_config(&fake_getenv);
+  REQUIRE(r.errors.empty());
+  CHECK(r.settings.mode == tnbc::Mode::Nbc);
+  CHECK(r.settings.log == tnbc::LogLevel::Warn);
+  CHECK_FALSE(r.settings.min_bytes.has_value());
+  CHECK(r.settings.send_window == 4);
+  CHECK(r.settings.output_dir.empty());
+}
+
+TEST_CASE("every option has an env name, a description and a valid default") {
+  for (const auto& o : tnbc::options()) {
+    CHECK(tnbc::env_name(o).rfind("TNBC_", 0) == 0);
+    CHECK_FALSE(o.description.empty());
+    tnbc::Settings s;
+    CHECK(tnbc::parse_option(o, o.default_value, s).empty());
+  }
+  CHECK(tnbc::help_text().find("TNBC_MODE") != std::string::npos);
+}
+
+TEST_CASE("valid values are parsed") {
+  g_env = {{"TNBC_MODE", "Trace"}, {"TNBC_LOG", "debug"}, {"TNBC_MIN_BYTES", "64k"},
+           {"TNBC_OUTPUT_DIR", "/tmp/x"}, {"TNBC_TIMEOUT", "30s"}, {"TNBC_POLL_MIN_US", "5us"}};
+  auto r = tnbc::load_config(&fake_getenv);
+  REQUIRE(r.errors.empty());
+  CHECK(r.settings.mode == tnbc::Mode::Trace);
+  CHECK(r.settings.log == tnbc::LogLevel::Debug);
+  CHECK(r.settings.min_bytes == std::optional<std::uint64_t>(65536));
+  CHECK(r.settings.output_dir == "/tmp/x");
+  CHECK(r.settings.timeout_s == 30);
+  CHECK(r.settings.poll_min_us == 5);
+  CHECK(tnbc::dump(r.settings).find("TNBC_MIN_BYTES=65536\n") != std::string::npos);
+}
+
+TEST_CASE("a bad value names the variable and keeps the default") {
+  g_env = {{"TNBC_MODE", "fast"}, {"TNBC_SEND_WINDOW", "0"}, {"TNBC_MIN_BYTES", "12q"}};
+  auto r = tnbc::load_config(&fake_getenv);
+  REQUIRE(r.errors.size() == 3);
+  CHECK(r.errors[0].message.find("TNBC_MODE='fast'") != std::string::npos);
+  CHECK(r.errors[0].message.find("off|passthrough|nbc|trace|optimize") != std::string::npos);
+  CHECK(r.settings.mode == tnbc::Mode::Nbc);
+  CHECK(r.settings.send_window == 4);
+}
+
+TEST_CASE("poll bounds must be ordered") {
+  g_env = {{"TNBC_POLL_MIN_US", "500"}, {"TNBC_POLL_MAX_US", "100"}};
+  auto r = tnbc::load_config(&fake_getenv);
+  CHECK(r.errors.size() == 1);
+}
+
+TEST_CASE("unknown TNBC_ variables are reported") {
+  char a[] = "TNBC_MODEE=nbc", b[] = "TNBC_MODE=nbc", c[] = "PATH=/bin";
+  char* env[] = {a, b, c, nullptr};
+  auto u = tnbc::unknown_variables(env);
+  REQUIRE(u.size() == 1);
+  CHECK(u[0] == "TNBC_MODEE");
+}

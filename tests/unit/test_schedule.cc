@@ -1,0 +1,135 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <set>
+#include <tuple>
+
+#include "runtime/schedule.hh"
+
+using namespace tnbc;
+
+namespace {
+constexpr std::size_t kPage = 4096;
+}
+
+TEST_CASE("split points cut heads and tails of long sub-messages") {
+  CHECK(split_points(100, kPage) == std::vector<std::size_t>{0, 100});
+  CHECK(split_points(2 * kPage, kPage) == std::vector<std::size_t>{0, 2 * kPage});
+  CHECK(split_points(2 * kPage + 1, kPage) == std::vector<std::size_t>{0, kPage, kPage + 1, 2 * kPage + 1});
+}
+
+TEST_CASE("alltoallv pieces match between every pair of ranks") {
+  const int n = 5;
+  // bytes[i][j]: what rank i sends to rank j (varied, including zeros and page-crossing sizes)
+  auto bytes = [](int i, int j) -> std::size_t { return (i * 7 + j * 3) % 4 == 0 ? 0 : (i + 1) * 3000 + j * 5000; };
+  std::map<std::tuple<int, int, int>, std::size_t> sent, received;  // (from, to, tag) -> length
+  for (int r = 0; r < n; ++r) {
+    std::vector<std::size_t> sb(n), so(n), rb(n), ro(n);
+    std::size_t s = 0, q = 0;
+    for (int p = 0; p < n; ++p) {
+      sb[p] = bytes(r, p);
+      so[p] = s;
+      s += sb[p];
+      rb[p] = bytes(p, r);
+      ro[p] = q;
+      q += rb[p] + 17;  // gaps between receive blocks
+    }
+    std::vector<int> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    auto pieces = build_alltoallv(r, n, sb, so, rb, ro, kPage, order);
+    std::map<int, std::size_t> covered_send, covered_recv;
+    for (const auto& p : pieces) {
+      REQUIRE(p.peer != r);
+      if (p.dir == Dir::Send) {
+        REQUIRE(sent.emplace(std::make_tuple(r, p.peer, p.tag_offset), p.length).second);
+        CHECK(p.offset >= so[p.peer]);
+        covered_send[p.peer] += p.length;
+      } else {
+        REQUIRE(received.emplace(std::make_tuple(p.peer, r, p.tag_offset), p.length).second);
+        CHECK(p.offset >= ro[p.peer]);
+        CHECK(p.offset + p.length <= ro[p.peer] + rb[p.peer]);
+        covered_recv[p.peer] += p.length;
+      }
+    }
+    for (int p = 0; p < n; ++p) {
+      if (p == r) continue;
+      CHECK(covered_send[p] == sb[p]);
+      CHECK(covered_recv[p] == rb[p]);
+    }
+    // Heads and tails are scheduled before any body.
+    bool seen_body = false;
+    for (const auto& p : pieces) {
+      if (p.dir != Dir::Send) continue;
+      const bool body = p.tag_offset == 1;
+      if (body) seen_body = true;
+      else CHECK_FALSE(seen_body);
+    }
+  }
+  CHECK(sent == received);
+}
+
+TEST_CASE("bcast chunks cover the buffer with page-sized ends") {
+  for (std::size_t bytes : {std::size_t{1}, kPage, 2 * kPage, 2 * kPage + 1, 1000000ul, 5 * kPage + 3}) {
+    for (int segs : {1, 3, 5}) {
+      auto chunks = bcast_chunks(bytes, kPage, segs);
+      std::size_t off = 0;
+      for (const auto& c : chunks) {
+        CHECK(c.offset == off);
+        CHECK(c.length > 0);
+        off += c.length;
+      }
+      CHECK(off == bytes);
+      if (bytes > 2 * kPage) {
+        CHECK(chunks.front().length == kPage);
+        CHECK(chunks.back().length == kPage);
+        CHECK(chunks.size() <= static_cast<std::size_t>(segs) + 2);
+      }
+    }
+  }
+}
+
+TEST_CASE("binomial tree: every non-root has one parent that lists it as a child") {
+  for (int n : {1, 2, 3, 4, 5, 7, 8, 13}) {
+    for (int root = 0; root < n; ++root) {
+      std::multiset<int> children_seen;
+      for (int r = 0; r < n; ++r) {
+        for (int c : bcast_children(r, n, root)) {
+          children_seen.insert(c);
+          CHECK(bcast_parent(c, n, root) == r);
+        }
+      }
+      CHECK(static_cast<int>(children_seen.size()) == n - 1);
+      CHECK(children_seen.count(root) == 0);
+      CHECK(bcast_parent(root, n, root) == -1);
+    }
+  }
+}
+
+TEST_CASE("bcast pieces: forwards wait for the receive of the same chunk") {
+  auto chunks = bcast_chunks(1 << 20, kPage, 5);
+  std::vector<int> order(chunks.size());
+  std::iota(order.begin(), order.end(), 0);
+  const int n = 8, root = 3;
+  std::map<std::tuple<int, int, int>, std::size_t> sent, received;
+  for (int r = 0; r < n; ++r) {
+    auto pieces = build_bcast(r, n, root, chunks, order);
+    for (const auto& p : pieces) {
+      if (p.dir == Dir::Send) {
+        sent[{r, p.peer, p.tag_offset}] = p.length;
+        if (r != root) {
+          REQUIRE(p.after >= 0);
+          CHECK(pieces[p.after].dir == Dir::Recv);
+          CHECK(pieces[p.after].tag_offset == p.tag_offset);
+        } else {
+          CHECK(p.after == -1);
+        }
+      } else {
+        received[{p.peer, r, p.tag_offset}] = p.length;
+      }
+    }
+  }
+  CHECK(sent == received);
+  CHECK(received.size() == (n - 1) * chunks.size());
+}

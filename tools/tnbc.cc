@@ -1,0 +1,149 @@
+// The `tnbc` command.
+//   tnbc exec [--mode M] [--profile F] [--output-dir D] [--log L] -- PROGRAM ARGS
+//       runs PROGRAM with libtnbc.so preloaded (use under mpirun: mpirun -np 4 tnbc exec -- ./app)
+//   tnbc config      prints the effective settings (from the TNBC_* environment)
+//   tnbc --help      this text and every setting
+// Later commands (merge, report, calibrate, predict) join here.
+#include <limits.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "runtime/config.hh"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kUsage =
+    "usage: tnbc <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  exec [--mode M] [--profile F] [--output-dir D] [--log L] [--set NAME=VALUE]... -- PROGRAM [ARGS]\n"
+    "                 run PROGRAM with libtnbc.so preloaded; under MPI: mpirun -np 4 tnbc exec -- ./app\n"
+    "  config         print the effective settings (TNBC_* environment, defaults)\n"
+    "  library        print the path of libtnbc.so that exec preloads\n"
+    "  --help         this text\n"
+    "\n"
+    "The raw interface works too: LD_PRELOAD=/path/libtnbc.so TNBC_MODE=nbc mpirun ... ./app\n"
+    "\n"
+    "settings (environment variables):\n";
+
+fs::path self_dir() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return {};
+  buf[n] = '\0';
+  return fs::path(buf).parent_path();
+}
+
+// TNBC_LIBRARY, else the build tree (tools/../libtnbc.so), else the install tree.
+std::string find_library() {
+  if (const char* env = std::getenv("TNBC_LIBRARY")) return env;
+  const fs::path dir = self_dir();
+  for (const fs::path& p : {dir / ".." / "libtnbc.so", dir / TNBC_BINDIR_TO_LIBDIR / "libtnbc.so"}) {
+    std::error_code ec;
+    if (fs::exists(p, ec)) return fs::canonical(p, ec).string();
+  }
+  return {};
+}
+
+int fail(const std::string& msg) {
+  std::fprintf(stderr, "tnbc: %s\n", msg.c_str());
+  return 2;
+}
+
+const tnbc::Option* option_named(const std::string& name) {
+  for (const auto& o : tnbc::options())
+    if (o.name == name) return &o;
+  return nullptr;
+}
+
+// Validates NAME=VALUE against the table and exports it as TNBC_NAME.
+std::string set_option(const std::string& name, const std::string& value) {
+  const tnbc::Option* o = option_named(name);
+  if (!o) return "unknown setting '" + name + "' (see tnbc --help)";
+  tnbc::Settings scratch;
+  std::string err = tnbc::parse_option(*o, value, scratch);
+  if (!err.empty()) return err;
+  setenv(tnbc::env_name(*o).c_str(), value.c_str(), 1);
+  return {};
+}
+
+int cmd_exec(std::vector<std::string> args) {
+  std::size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") { ++i; break; }
+    auto value = [&](const char* flag) -> std::string {
+      if (i + 1 >= args.size()) return {};
+      (void)flag;
+      return args[++i];
+    };
+    std::string err;
+    if (a == "--mode") err = set_option("mode", value("--mode"));
+    else if (a == "--profile") err = set_option("profile", value("--profile"));
+    else if (a == "--output-dir") err = set_option("output_dir", value("--output-dir"));
+    else if (a == "--log") err = set_option("log", value("--log"));
+    else if (a == "--set") {
+      const std::string kv = value("--set");
+      const auto eq = kv.find('=');
+      err = eq == std::string::npos ? "--set takes NAME=VALUE" : set_option(kv.substr(0, eq), kv.substr(eq + 1));
+    } else if (!a.empty() && a[0] == '-') err = "unknown option '" + a + "' for exec";
+    else break;  // the program (without a "--")
+    if (!err.empty()) return fail(err);
+  }
+  if (i >= args.size()) return fail("exec: no program given (tnbc exec [options] -- PROGRAM ARGS)");
+  // The whole environment is checked before the program starts: a bad value stops here.
+  auto cfg = tnbc::load_config(&tnbc::process_getenv);
+  for (const auto& e : cfg.errors) std::fprintf(stderr, "tnbc: %s\n", e.message.c_str());
+  if (!cfg.errors.empty()) return 2;
+  const std::string lib = find_library();
+  if (lib.empty()) return fail("cannot find libtnbc.so (set TNBC_LIBRARY)");
+  std::string preload = lib;
+  if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
+  setenv("LD_PRELOAD", preload.c_str(), 1);
+  std::vector<char*> argv;
+  for (std::size_t k = i; k < args.size(); ++k) argv.push_back(args[k].data());
+  argv.push_back(nullptr);
+  execvp(argv[0], argv.data());
+  return fail("cannot run '" + args[i] + "': " + std::strerror(errno));
+}
+
+int cmd_config() {
+  auto cfg = tnbc::load_config(&tnbc::process_getenv);
+  std::fputs(tnbc::dump(cfg.settings).c_str(), stdout);
+  for (const auto& e : cfg.errors) std::fprintf(stderr, "tnbc: %s\n", e.message.c_str());
+  for (const auto& n : tnbc::unknown_variables(environ))
+    std::fprintf(stderr, "tnbc: warning: %s is not a tnbc setting\n", n.c_str());
+  return cfg.errors.empty() ? 0 : 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::fputs(kUsage, args.empty() ? stderr : stdout);
+    std::fputs(tnbc::help_text().c_str(), args.empty() ? stderr : stdout);
+    return args.empty() ? 2 : 0;
+  }
+  const std::string cmd = args[0];
+  args.erase(args.begin());
+  if (cmd == "exec") return cmd_exec(args);
+  if (cmd == "config") return cmd_config();
+  if (cmd == "library") {
+    const std::string lib = find_library();
+    if (lib.empty()) return fail("cannot find libtnbc.so");
+    std::puts(lib.c_str());
+    return 0;
+  }
+  return fail("unknown command '" + cmd + "' (see tnbc --help)");
+}

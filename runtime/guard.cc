@@ -19,6 +19,7 @@ namespace {
 thread_local bool tls_progress_thread = false;
 thread_local std::uintptr_t tls_last_raced_fault = 0;
 thread_local int tls_tid = 0;
+thread_local bool tls_in_table = false;
 
 int my_tid() {
   if (tls_tid == 0) tls_tid = static_cast<int>(syscall(SYS_gettid));
@@ -153,6 +154,8 @@ void Urgency::poke() {
   futex::wake_all(wake);
 }
 
+bool GuardTable::held_by_this_thread() { return tls_in_table; }
+
 void GuardTable::lock() const {
   const int me = my_tid();
   int expected = 0;
@@ -164,9 +167,13 @@ void GuardTable::lock() const {
     expected = 0;
     sched_yield();
   }
+  tls_in_table = true;
 }
 
-void GuardTable::unlock() const { lock_.store(0, std::memory_order_release); }
+void GuardTable::unlock() const {
+  tls_in_table = false;
+  lock_.store(0, std::memory_order_release);
+}
 
 void GuardTable::insert(Region* r) {
   lock();
@@ -190,7 +197,7 @@ void GuardTable::erase(Region* r) {
 }
 
 Region* GuardTable::acquire(std::uintptr_t addr) {
-  if (empty()) return nullptr;
+  if (empty() || tls_in_table) return nullptr;
   Region* found = nullptr;
   lock();
   auto it = map_.upper_bound(addr);

@@ -58,6 +58,9 @@ class GuardTable {
   template <class Fn>
   void for_each_overlapping(std::uintptr_t lo, std::uintptr_t hi, Fn fn);
   bool empty() const { return count_.load(std::memory_order_acquire) == 0; }
+  // True while the calling thread is inside the table (e.g. the map frees a node and the free
+  // interposer asks for a fence): such nested calls see nothing, they must not wait.
+  static bool held_by_this_thread();
   // True if `addr` was in a region erased recently (its fault raced with publication).
   bool recently_erased(std::uintptr_t addr) const;
 
@@ -109,20 +112,28 @@ void set_timeout_reporter(TimeoutReporter fn);
 // ---- template implementation ----
 template <class Fn>
 void GuardTable::for_each_overlapping(std::uintptr_t lo, std::uintptr_t hi, Fn fn) {
-  if (empty() || lo >= hi) return;
-  std::vector<Region*> hits;
-  lock();
-  auto it = map_.upper_bound(lo);
-  if (it != map_.begin()) --it;
-  for (; it != map_.end() && it->first < hi; ++it) {
-    if (it->second->hi <= lo) continue;
-    it->second->waiters.fetch_add(1, std::memory_order_acq_rel);
-    hits.push_back(it->second);
-  }
-  unlock();
-  for (Region* r : hits) {
-    fn(r);
-    release(r);
+  if (empty() || lo >= hi || held_by_this_thread()) return;
+  // Collect in batches on the stack: nothing may allocate or free while the lock is held.
+  constexpr int kBatch = 32;
+  Region* hits[kBatch];
+  std::uintptr_t cursor = lo;
+  while (cursor < hi) {
+    int n = 0;
+    lock();
+    auto it = map_.upper_bound(cursor);
+    if (it != map_.begin()) --it;
+    for (; it != map_.end() && it->first < hi && n < kBatch; ++it) {
+      if (it->second->hi <= cursor) continue;
+      it->second->waiters.fetch_add(1, std::memory_order_acq_rel);
+      hits[n++] = it->second;
+    }
+    unlock();
+    if (n == 0) break;
+    cursor = hits[n - 1]->hi;
+    for (int k = 0; k < n; ++k) {
+      fn(hits[k]);
+      release(hits[k]);
+    }
   }
 }
 

@@ -141,15 +141,9 @@ class EngineImpl final : public Engine {
   }
 
   // ------------------------------------------------------------------ fences
-  void fence(ByteRange r, const char* what) override {
-    if (r.empty() || on_progress_thread()) return;
-    guards().for_each_overlapping(r.lo, r.hi, [&](Region* g) { wait_published(g, what); });
-  }
+  void fence(ByteRange r, const char* what) override { fence_range(r.lo, r.hi, Access::MpiCall, what); }
 
-  void complete_all() override {
-    if (on_progress_thread()) return;
-    guards().for_each_overlapping(0, UINTPTR_MAX, [](Region* g) { wait_published(g, "a fence"); });
-  }
+  void complete_all() override { fence_all("a fence"); }
 
   void shutdown() override {
     complete_all();

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <sched.h>
+#include <ucontext.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -66,7 +67,14 @@ void on_fault(int sig, siginfo_t* info, void* ctx) {
   const auto addr = reinterpret_cast<std::uintptr_t>(info->si_addr);
   if (!tls_progress_thread) {
     if (Region* r = guards().acquire(addr)) {
-      wait_published(r, "an access to a received buffer");
+      if (r->hook) {
+        const auto* uc = static_cast<const ucontext_t*>(ctx);
+        const bool write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+        r->hook(r, addr, write ? Access::Write : Access::Read,
+                reinterpret_cast<const void*>(uc->uc_mcontext.gregs[REG_RIP]));
+      } else {
+        wait_published(r, "an access to a received buffer");
+      }
       guards().release(r);
       errno = saved_errno;
       return;
@@ -244,6 +252,16 @@ void wait_published(Region* r, const char* what) {
   }
   u.waiting.fetch_sub(1, std::memory_order_acq_rel);
 }
+
+void fence_range(std::uintptr_t lo, std::uintptr_t hi, Access how, const char* what) {
+  if (lo >= hi || tls_progress_thread) return;
+  guards().for_each_overlapping(lo, hi, [&](Region* r) {
+    if (r->hook) r->hook(r, lo, how, nullptr);
+    else wait_published(r, what);
+  });
+}
+
+void fence_all(const char* what) { fence_range(0, UINTPTR_MAX, Access::MpiCall, what); }
 
 // ---------------------------------------------------------------- handler
 void install_fault_handler(long long timeout_ns) {

@@ -22,12 +22,24 @@
 
 namespace tnbc {
 
+struct Region;
+
+// How a guarded region was reached.
+enum class Access : std::uint8_t { Read, Write, Syscall, MpiCall };
+
+// A region with a hook is not waited for: the fault handler and fences call the hook, which
+// must be async-signal-safe and must leave the region accessible (the trace pass records the
+// first touch this way). Regions without a hook wait for publication.
+using RegionHook = void (*)(Region* r, std::uintptr_t addr, Access how, const void* code_address);
+
 struct Region {
   std::uintptr_t lo = 0, hi = 0;          // page aligned
   std::atomic<int> pending{0};            // pieces not yet published
   std::atomic<std::uint32_t> published{0};
   std::atomic<int> waiters{0};            // threads that looked it up and may still read it
   const void* owner = nullptr;            // the schedule (for diagnostics)
+  RegionHook hook = nullptr;
+  void* hook_data = nullptr;              // for the hook's own use
 };
 
 // Which pages of a receive layout can be guarded, and on which pieces each depends.
@@ -91,6 +103,11 @@ Urgency& urgency();
 // Waits (async-signal-safe) until `r` is published; after TNBC_TIMEOUT seconds reports and
 // aborts. `what` names the caller for the message.
 void wait_published(Region* r, const char* what);
+
+// Fences: every region overlapping [lo, hi) (or every region) is waited for, or its hook is
+// called with `how`. Nothing happens on the progress thread or inside the table.
+void fence_range(std::uintptr_t lo, std::uintptr_t hi, Access how, const char* what);
+void fence_all(const char* what);
 
 // Installs tnbc's SIGSEGV handler (after PMPI_Init, so it is first). The handler previously
 // installed becomes the chained one.

@@ -11,6 +11,7 @@
 
 #include "runtime/engine.hh"
 #include "runtime/log.hh"
+#include "trace/tracer.hh"
 
 extern char** environ;
 
@@ -58,9 +59,8 @@ void Runtime::start(int provided) {
       else blocking_reason_ = Reason::Disabled;
     }
   } else if (m == Mode::Trace) {
-    // The trace pass (trace/) is a separate issue; until it lands trace runs blocking.
-    blocking_reason_ = Reason::Mode;
-    if (rank_ == 0) log(LogLevel::Warn, "TNBC_MODE=trace is not implemented yet: collectives run blocking");
+    engine_ = trace::make_tracer(settings_, stats_, rank_, size_);
+    blocking_reason_ = engine_ ? Reason::None : Reason::Mode;
   }
   started_.store(true, std::memory_order_release);
 }

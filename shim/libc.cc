@@ -20,7 +20,6 @@
 
 #include <cstring>
 
-#include "runtime/engine.hh"
 #include "runtime/guard.hh"
 
 namespace {
@@ -32,10 +31,8 @@ Fn next(const char* name) {
 
 void fence_bytes(const void* p, std::size_t n) {
   if (tnbc::guards().empty() || p == nullptr || n == 0) return;
-  if (tnbc::Engine* e = tnbc::Engine::current()) {
-    const auto lo = reinterpret_cast<std::uintptr_t>(p);
-    e->fence({lo, lo + n}, "a system call on a guarded buffer");
-  }
+  const auto lo = reinterpret_cast<std::uintptr_t>(p);
+  tnbc::fence_range(lo, lo + n, tnbc::Access::Syscall, "a system call on a guarded buffer");
 }
 
 void fence_iov(const struct iovec* iov, int count) {

@@ -1,6 +1,7 @@
 #include "runtime/engine.hh"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -261,17 +262,55 @@ class EngineImpl final : public Engine {
     // Pieces this rank produces itself (its own block) are published before submission.
     for (std::size_t i = 0; i < f->pieces.size(); ++i)
       if (f->pieces[i].dir == Dir::Recv && f->pieces[i].peer == self_rank_of(*f)) publish_piece(*f, static_cast<int>(i));
-    const std::vector<bool>& in_call = f->in_call;
-    progress_.submit(f);
     if (why == Reason::None) {
-      wait_until(*f, [&] {
-        for (std::size_t i = 0; i < in_call.size(); ++i)
-          if (in_call[i] && !f->done[i].load(std::memory_order_acquire)) return false;
-        return true;
-      });
+      // Early return. The calling thread itself moves what must arrive before it returns:
+      // it posts the receives of the in-call pieces and sends every edge piece (small, and
+      // what other ranks wait for in their calls), so this path does not depend on when the
+      // progress threads get a CPU. The progress thread adopts the send requests.
+      const int me = self_rank_of(*f);
+      std::vector<MPI_Request> reqs;
+      std::vector<int> recv_pieces;
+      f->by_caller.assign(f->pieces.size(), false);
+      for (std::size_t i = 0; i < f->pieces.size(); ++i) {
+        const Piece& p = f->pieces[i];
+        const bool mine = p.dir == Dir::Recv ? (f->in_call[i] && p.peer != me)
+                                             : (p.edge && (p.after < 0 || f->in_call[static_cast<std::size_t>(p.after)]));
+        if (!mine) continue;
+        f->by_caller[i] = true;
+        if (p.dir == Dir::Recv) {
+          reqs.emplace_back();
+          PMPI_Irecv(f->recv_data + p.offset, static_cast<int>(p.length), MPI_BYTE, p.peer, f->base_tag + p.tag_offset,
+                     f->comm, &reqs.back());
+          recv_pieces.push_back(static_cast<int>(i));
+        }
+      }
+      std::erase_if(f->unposted_sends, [&](int i) { return f->by_caller[static_cast<std::size_t>(i)]; });
+      auto post_sends = [&](auto ready) {
+        for (std::size_t i = 0; i < f->pieces.size(); ++i) {
+          const Piece& p = f->pieces[i];
+          if (p.dir != Dir::Send || !f->by_caller[i] || !ready(p)) continue;
+          MPI_Request req;
+          PMPI_Isend(f->send_data + p.offset, static_cast<int>(p.length), MPI_BYTE, p.peer, f->base_tag + p.tag_offset,
+                     f->comm, &req);
+          progress_.adopt(f.get(), static_cast<int>(i), req);
+        }
+      };
+      post_sends([](const Piece& p) { return p.after < 0; });
+      f->bodies_released.store(false);
+      progress_.submit(f);
+      const long long t_submit = futex::now_ns();
+      wait_requests(*f, reqs);
+      for (int i : recv_pieces) publish_piece(*f, i);
+      post_sends([](const Piece& p) { return p.after >= 0; });  // a broadcast's forwards
+      f->bodies_released.store(true);
+      urgency().poke();
+      if (log_enabled(LogLevel::Debug))
+        log(LogLevel::Debug, "%s #%llu: in-call wait %.3f ms", kKindNames[static_cast<int>(kind)],
+            static_cast<unsigned long long>(f->sequence), (futex::now_ns() - t_submit) / 1e6);
       stats_.record(kind, site, bytes, Outcome::EarlyReturn, Reason::None);
       return MPI_SUCCESS;
     }
+    progress_.submit(f);
     wait_until(*f, [&] { return f->recv_remaining.load(std::memory_order_acquire) == 0; });
     if (!f->user_recv && f->recv_data) unpack();
     stats_.record(kind, site, bytes, Outcome::CompletedInCall, why);
@@ -282,6 +321,25 @@ class EngineImpl final : public Engine {
     int r = 0;
     PMPI_Comm_rank(f.comm, &r);
     return r;
+  }
+
+  // Completes the calling thread's own requests (testing, so that a missing peer ends in a
+  // message after TNBC_TIMEOUT instead of a silent hang).
+  void wait_requests(InFlight& f, std::vector<MPI_Request>& reqs) {
+    if (reqs.empty()) return;
+    const long long start = futex::now_ns();
+    int flag = 0;
+    while (true) {
+      PMPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &flag, MPI_STATUSES_IGNORE);
+      if (flag) return;
+      if (futex::now_ns() - start > timeout_ns_) {
+        log(LogLevel::Error, "timeout (TNBC_TIMEOUT=%llds) inside %s: data from other ranks did not arrive",
+            static_cast<long long>(s_.timeout_s), kKindNames[static_cast<int>(f.kind)]);
+        report_missing(&f);
+        PMPI_Abort(MPI_COMM_WORLD, 1);
+      }
+      sched_yield();
+    }
   }
 
   template <class Pred>
@@ -356,6 +414,7 @@ class EngineImpl final : public Engine {
         fence(span_of(static_cast<char*>(recvbuf) + static_cast<std::ptrdiff_t>(rdispls[p]) * rext, recvcounts[p], recvtype), "a collective on a guarded buffer");
     }
     lock.lock();
+    const long long t_setup = futex::now_ns();
     auto f = start(kind, pc);
     f->send_block = pool_.acquire(stotal);
     f->recv_block = pool_.acquire(rspan);
@@ -395,6 +454,7 @@ class EngineImpl final : public Engine {
       force.back() = true;
     }
     f->user_recv = layout ? static_cast<char*>(recvbuf) : nullptr;
+    const long long t_staged = futex::now_ns();
     Reason why = Reason::None;
     if (!layout) why = Reason::NoncontiguousDatatype;
     else if (rtotal < min_bytes_) why = Reason::BelowThreshold;
@@ -408,6 +468,10 @@ class EngineImpl final : public Engine {
         }
       why = try_guard(*f, base, lo, hi, force);
     }
+    if (log_enabled(LogLevel::Debug))
+      log(LogLevel::Debug, "%s #%llu: staging %.3f ms, guard %.3f ms (%zu regions)", kKindNames[static_cast<int>(kind)],
+          static_cast<unsigned long long>(f->sequence), (t_staged - t_setup) / 1e6, (futex::now_ns() - t_staged) / 1e6,
+          f->region_count);
     lock.unlock();
     return complete(f, why, kind, site, rtotal, [&] {
       for (std::size_t p = 0; p < N; ++p) {

@@ -37,10 +37,15 @@ struct InFlight {
   std::size_t region_count = 0;
   std::vector<std::pair<int, int>> piece_regions;  // per piece: [first, last) region index
   std::vector<bool> in_call;  // per piece: must arrive before the call returns
+  std::vector<bool> by_caller;  // per piece: posted by the calling thread, not the progress thread
 
   std::unique_ptr<std::atomic<std::uint8_t>[]> done;  // per piece
   std::atomic<int> recv_remaining{0};
   std::atomic<int> regions_remaining{0};
+
+  // False while the calling thread is still in the call: bodies wait so that the edge pieces
+  // other ranks need before they can return are not queued behind bulk data on the link.
+  std::atomic<bool> bodies_released{true};
 
   // Progress-thread state.
   std::vector<int> unposted_sends;  // indices, by priority

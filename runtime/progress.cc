@@ -1,6 +1,10 @@
 #include "runtime/progress.hh"
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdint>
 
 #include "runtime/futex.hh"
 #include "runtime/log.hh"
@@ -21,6 +25,14 @@ void Progress::submit(std::shared_ptr<InFlight> f) {
   {
     std::lock_guard lock(mutex_);
     incoming_.push_back(std::move(f));
+  }
+  urgency().poke();
+}
+
+void Progress::adopt(InFlight* f, int i, MPI_Request req) {
+  {
+    std::lock_guard lock(mutex_);
+    adopted_.emplace_back(f, i, req);
   }
   urgency().poke();
 }
@@ -49,7 +61,8 @@ void Progress::post(InFlight& f) {
     f.recvs_posted = true;
     for (std::size_t i = 0; i < f.pieces.size(); ++i) {
       const Piece& p = f.pieces[i];
-      if (p.dir != Dir::Recv || f.done[i].load(std::memory_order_acquire)) continue;
+      if (p.dir != Dir::Recv || f.done[i].load(std::memory_order_acquire) || (!f.by_caller.empty() && f.by_caller[i]))
+        continue;
       MPI_Request req;
       PMPI_Irecv(f.recv_data + p.offset, static_cast<int>(p.length), MPI_BYTE, p.peer,
                  f.base_tag + p.tag_offset, f.comm, &req);
@@ -59,7 +72,8 @@ void Progress::post(InFlight& f) {
   }
   for (auto it = f.unposted_sends.begin(); it != f.unposted_sends.end() && f.sends_in_flight < window_;) {
     const Piece& p = f.pieces[static_cast<std::size_t>(*it)];
-    if (p.after >= 0 && !f.done[static_cast<std::size_t>(p.after)].load(std::memory_order_acquire)) {
+    if ((p.after >= 0 && !f.done[static_cast<std::size_t>(p.after)].load(std::memory_order_acquire)) ||
+        (!p.edge && !f.bodies_released.load(std::memory_order_acquire))) {
       ++it;
       continue;
     }
@@ -73,8 +87,28 @@ void Progress::post(InFlight& f) {
   }
 }
 
+namespace {
+// Asks the scheduler for a short time slice (EEVDF, Linux >= 6.12, unprivileged): the thread
+// runs in short bursts, so when it wakes it preempts a computing thread sooner instead of
+// waiting out that thread's slice. Ignored where the kernel does not support it.
+void request_short_slice(long long slice_ns) {
+  struct {
+    std::uint32_t size, policy;
+    std::uint64_t flags;
+    std::int32_t nice;
+    std::uint32_t priority;
+    std::uint64_t runtime, deadline, period;
+  } attr{};
+  attr.size = sizeof attr;
+  attr.policy = 0;  // SCHED_OTHER
+  attr.runtime = static_cast<std::uint64_t>(slice_ns);
+  syscall(SYS_sched_setattr, 0, &attr, 0);
+}
+}  // namespace
+
 void Progress::run() {
   mark_progress_thread();
+  request_short_slice(100 * 1000);
   std::vector<int> indices;
   long long sleep_ns = poll_min_ns_;
   auto& u = urgency();
@@ -84,6 +118,11 @@ void Progress::run() {
       std::lock_guard lock(mutex_);
       for (auto& f : incoming_) active_.push_back(std::move(f));
       incoming_.clear();
+      for (auto& [f, i, req] : adopted_) {
+        requests_.push_back(req);
+        owners_.emplace_back(f, i);
+      }
+      adopted_.clear();
     }
     if (active_.empty()) {
       if (stop_.load()) break;
@@ -103,7 +142,7 @@ void Progress::run() {
         auto [f, i] = owners_[static_cast<std::size_t>(indices[static_cast<std::size_t>(k)])];
         const Piece& p = f->pieces[static_cast<std::size_t>(i)];
         if (p.dir == Dir::Send) {
-          --f->sends_in_flight;
+          if (f->by_caller.empty() || !f->by_caller[static_cast<std::size_t>(i)]) --f->sends_in_flight;
           --f->sends_remaining;
           f->done[static_cast<std::size_t>(i)].store(1, std::memory_order_release);
         } else {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "runtime/config.hh"
@@ -21,6 +22,9 @@ class Progress {
   explicit Progress(const Settings& s);
   ~Progress();
   void submit(std::shared_ptr<InFlight> f);
+  // Takes over a request the calling thread posted for piece `i` of `f` (already submitted
+  // or about to be): the progress thread completes it like its own.
+  void adopt(InFlight* f, int i, MPI_Request req);
   // Waits until every submitted collective has finished (sends included).
   void drain();
   void stop();
@@ -35,6 +39,7 @@ class Progress {
   const long long poll_min_ns_, poll_max_ns_;
   std::mutex mutex_;
   std::vector<std::shared_ptr<InFlight>> incoming_;
+  std::vector<std::tuple<InFlight*, int, MPI_Request>> adopted_;
   std::atomic<std::uint32_t> wake_{0};  // bumped on submit / stop
   std::atomic<bool> stop_{false};
   std::atomic<std::size_t> in_flight_{0};

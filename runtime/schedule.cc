@@ -36,6 +36,7 @@ std::vector<Piece> build_alltoallv(int rank, int size, const std::vector<std::si
       // follows the sender's place (it only orders posting, which costs nothing).
       const std::int64_t who = position[static_cast<std::size_t>(dir == Dir::Send ? rank : peer)];
       p.priority = (edge ? 0 : 1) * n * n + who * n + ((peer - rank + n) % n);
+      p.edge = edge;
       pieces.push_back(p);
     }
   };
@@ -89,6 +90,7 @@ std::vector<Piece> build_bcast(int rank, int size, int root, const std::vector<C
   const int parent = bcast_parent(rank, size, root);
   const auto children = bcast_children(rank, size, root);
   const std::int64_t nc = static_cast<std::int64_t>(chunks.size());
+  const auto is_edge = [&](int c) { return c == 0 || c + 1 == static_cast<int>(chunks.size()); };
   for (std::size_t i = 0; i < chunk_order.size(); ++i) {
     const int c = chunk_order[i];
     const Chunk& ch = chunks[static_cast<std::size_t>(c)];
@@ -102,6 +104,7 @@ std::vector<Piece> build_bcast(int rank, int size, int root, const std::vector<C
       r.tag_offset = c;
       r.priority = static_cast<std::int64_t>(i);
       r.sub = c;
+      r.edge = is_edge(c);
       recv_index = static_cast<int>(pieces.size());
       pieces.push_back(r);
     }
@@ -115,6 +118,7 @@ std::vector<Piece> build_bcast(int rank, int size, int root, const std::vector<C
       s.priority = static_cast<std::int64_t>(i) * nc + static_cast<std::int64_t>(k);
       s.after = recv_index;
       s.sub = c;
+      s.edge = is_edge(c);
       pieces.push_back(s);
     }
   }

@@ -28,6 +28,8 @@ struct Piece {
   std::int64_t priority = 0;
   int after = -1;          // index of a Recv piece this Send waits for (-1: none)
   int sub = -1;            // which sub-message (peer for all-to-all, chunk for broadcast)
+  bool edge = false;       // a head or tail (may land in a receiver's partial page): the
+                           // calling thread sends it before returning
 };
 
 // Where each sub-message's pieces begin and end: a sub-message of `length` bytes longer than

@@ -1,6 +1,7 @@
 #include "runtime/engine.hh"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -515,6 +516,12 @@ std::unique_ptr<Engine> Engine::create(const Settings& s, Stats& stats, int worl
                         "collectives complete before returning");
   auto e = std::make_unique<EngineImpl>(s, stats);
   install_fault_handler(s.timeout_s * 1000000000LL);
+  // A child process has no progress thread: complete every guarded buffer before fork().
+  static bool atfork_registered = false;
+  if (!atfork_registered) {
+    atfork_registered = true;
+    pthread_atfork([] { fence_all("fork()"); }, nullptr, nullptr);
+  }
   g_current.store(e.get());
   return e;
 }

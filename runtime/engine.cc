@@ -260,21 +260,17 @@ class EngineImpl final : public Engine {
   int complete(const std::shared_ptr<InFlight>& f, Reason why, Kind kind, CallSite site, std::size_t bytes,
                Unpack unpack) {
     if (why != Reason::None && f->done == nullptr) finish_setup(*f);
-    // Pieces this rank produces itself (its own block) are published before submission.
-    for (std::size_t i = 0; i < f->pieces.size(); ++i)
-      if (f->pieces[i].dir == Dir::Recv && f->pieces[i].peer == self_rank_of(*f)) publish_piece(*f, static_cast<int>(i));
     if (why == Reason::None) {
       // Early return. The calling thread itself moves what must arrive before it returns:
       // it posts the receives of the in-call pieces and sends every edge piece (small, and
       // what other ranks wait for in their calls), so this path does not depend on when the
       // progress threads get a CPU. The progress thread adopts the send requests.
-      const int me = self_rank_of(*f);
       std::vector<MPI_Request> reqs;
       std::vector<int> recv_pieces;
       f->by_caller.assign(f->pieces.size(), false);
       for (std::size_t i = 0; i < f->pieces.size(); ++i) {
         const Piece& p = f->pieces[i];
-        const bool mine = p.dir == Dir::Recv ? (f->in_call[i] && p.peer != me)
+        const bool mine = p.dir == Dir::Recv ? f->in_call[i]
                                              : (p.edge && (p.after < 0 || f->in_call[static_cast<std::size_t>(p.after)]));
         if (!mine) continue;
         f->by_caller[i] = true;
@@ -316,12 +312,6 @@ class EngineImpl final : public Engine {
     if (!f->user_recv && f->recv_data) unpack();
     stats_.record(kind, site, bytes, Outcome::CompletedInCall, why);
     return MPI_SUCCESS;
-  }
-
-  int self_rank_of(const InFlight& f) const {
-    int r = 0;
-    PMPI_Comm_rank(f.comm, &r);
-    return r;
   }
 
   // Completes the calling thread's own requests (testing, so that a missing peer ends in a
@@ -425,35 +415,27 @@ class EngineImpl final : public Engine {
     }
     f->send_data = f->send_block.data;
     f->recv_data = f->recv_block.data;
-    for (std::size_t p = 0; p < N; ++p)
-      if (sbytes[p])
-        copy_in(static_cast<const char*>(sbuf) + static_cast<std::ptrdiff_t>(sdisp[p]) * sext, scounts[p], stype,
-                sdense, f->send_data + soff[p], sbytes[p], pc.comm);
-    // Own block: from the send staging into the receive staging, published like a received piece.
     const std::size_t self = static_cast<std::size_t>(me);
-    if (rbytes[self]) {
-      if (sbytes[self] != rbytes[self]) {
-        log(LogLevel::Error, "%s: rank %d sends %zu bytes to itself but expects %zu (type signatures differ)",
-            kKindNames[static_cast<int>(kind)], me, sbytes[self], rbytes[self]);
-        PMPI_Abort(MPI_COMM_WORLD, 1);
-      }
-      std::memcpy(f->recv_data + roff[self], f->send_data + soff[self], rbytes[self]);
+    if (sbytes[self] != rbytes[self]) {
+      log(LogLevel::Error, "%s: rank %d sends %zu bytes to itself but expects %zu (type signatures differ)",
+          kKindNames[static_cast<int>(kind)], me, sbytes[self], rbytes[self]);
+      PMPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    for (std::size_t p = 0; p < N; ++p) {
+      if (!sbytes[p] || p == self) continue;
+      copy_in(static_cast<const char*>(sbuf) + static_cast<std::ptrdiff_t>(sdisp[p]) * sext, scounts[p], stype,
+              sdense, f->send_data + soff[p], sbytes[p], pc.comm);
+    }
+    // Own block: straight into place (no guard is up yet; in place it is there already), or into
+    // the receive staging when the receive side is unpacked at the end.
+    if (rbytes[self] && !(in_place && layout)) {
+      const char* src = static_cast<const char*>(sbuf) + static_cast<std::ptrdiff_t>(sdisp[self]) * sext;
+      char* dst = layout ? static_cast<char*>(recvbuf) + roff[self] : f->recv_data + roff[self];
+      copy_in(src, scounts[self], stype, sdense, dst, sbytes[self], pc.comm);
     }
     std::vector<int> order(N);
     std::iota(order.begin(), order.end(), 0);
     f->pieces = build_alltoallv(me, n, sbytes, soff, rbytes, roff, page_, order);
-    std::vector<bool> force;
-    if (rbytes[self]) {
-      Piece own;
-      own.dir = Dir::Recv;
-      own.peer = me;
-      own.offset = roff[self];
-      own.length = rbytes[self];
-      own.sub = me;
-      f->pieces.push_back(own);
-      force.assign(f->pieces.size(), false);
-      force.back() = true;
-    }
     f->user_recv = layout ? static_cast<char*>(recvbuf) : nullptr;
     const long long t_staged = futex::now_ns();
     Reason why = Reason::None;
@@ -467,7 +449,7 @@ class EngineImpl final : public Engine {
           lo = std::min(lo, base + roff[p]);
           hi = std::max(hi, base + roff[p] + rbytes[p]);
         }
-      why = try_guard(*f, base, lo, hi, force);
+      why = try_guard(*f, base, lo, hi, {});
     }
     if (log_enabled(LogLevel::Debug))
       log(LogLevel::Debug, "%s #%llu: staging %.3f ms, guard %.3f ms (%zu regions)", kKindNames[static_cast<int>(kind)],

@@ -1,0 +1,73 @@
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "runtime/guard.hh"
+
+using namespace tnbc;
+
+TEST_CASE("guard table: look-up by address, overlap queries, erase") {
+  GuardTable t;
+  std::vector<Region> r(4);
+  const std::uintptr_t base = 0x7f0000000000;
+  for (int i = 0; i < 4; ++i) {
+    r[i].lo = base + i * 0x3000;
+    r[i].hi = r[i].lo + 0x2000;  // a one-page gap after each region
+    t.insert(&r[i]);
+  }
+  CHECK_FALSE(t.empty());
+  CHECK(t.acquire(base - 1) == nullptr);
+  Region* hit = t.acquire(base + 0x3000 + 0x1fff);
+  REQUIRE(hit == &r[1]);
+  CHECK(hit->waiters.load() == 1);
+  t.release(hit);
+  CHECK(hit->waiters.load() == 0);
+  CHECK(t.acquire(base + 0x2000) == nullptr);  // the gap
+  CHECK(t.acquire(base + 4 * 0x3000) == nullptr);
+
+  std::vector<Region*> seen;
+  t.for_each_overlapping(base + 0x1fff, base + 0x6001, [&](Region* x) { seen.push_back(x); });
+  CHECK(seen == std::vector<Region*>{&r[0], &r[1], &r[2]});
+  seen.clear();
+  t.for_each_overlapping(base + 0x2000, base + 0x3000, [&](Region* x) { seen.push_back(x); });
+  CHECK(seen.empty());
+
+  t.erase(&r[1]);
+  CHECK(t.acquire(base + 0x3000) == nullptr);
+  CHECK(t.recently_erased(base + 0x3000));
+  CHECK_FALSE(t.recently_erased(base + 0x2000));
+  for (int i : {0, 2, 3}) t.erase(&r[i]);
+  CHECK(t.empty());
+}
+
+TEST_CASE("guard table: more overlapping regions than one batch") {
+  GuardTable t;
+  std::vector<Region> r(100);
+  for (int i = 0; i < 100; ++i) {
+    r[i].lo = 0x100000 + i * 0x1000;
+    r[i].hi = r[i].lo + 0x1000;
+    t.insert(&r[i]);
+  }
+  int n = 0;
+  t.for_each_overlapping(0, UINTPTR_MAX, [&](Region*) { ++n; });
+  CHECK(n == 100);
+  for (auto& x : r) t.erase(&x);
+}
+
+TEST_CASE("fence on a region with a hook calls the hook instead of waiting") {
+  static int calls = 0;
+  static Access last = Access::Read;
+  Region r;
+  r.lo = 0x500000;
+  r.hi = 0x502000;
+  r.hook = [](Region* self, std::uintptr_t, Access how, const void*) {
+    ++calls;
+    last = how;
+    self->published.store(1);
+  };
+  guards().insert(&r);
+  fence_range(0x501000, 0x501010, Access::Syscall, "test");
+  CHECK(calls == 1);
+  CHECK(last == Access::Syscall);
+  guards().erase(&r);
+}

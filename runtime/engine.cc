@@ -59,7 +59,14 @@ class EngineImpl final : public Engine {
     // and last pages a piece may share with its neighbours (split_points), i.e. three pages.
     min_bytes_ = s.min_bytes ? *s.min_bytes : 3 * page_;
     timeout_ns_ = s.timeout_s * 1000000000LL;
-    set_timeout_reporter(&report_missing);
+    set_timeout_reporter([](const void* owner) {
+      report_missing(owner);
+      PMPI_Abort(MPI_COMM_WORLD, 1);  // ends every rank, not just this one
+    });
+    // Every rank is in MPI_Init now: duplicate MPI_COMM_WORLD here rather than in its first
+    // collective (a rank that never reaches that collective would hang the duplication inside
+    // MPI, where no timeout can report it).
+    comms_.get(MPI_COMM_WORLD);
   }
 
   // ------------------------------------------------------------------ collectives

@@ -122,7 +122,8 @@ bool intercept_sigaction(int sig, const struct sigaction* act, struct sigaction*
 void mark_progress_thread();
 bool on_progress_thread();
 
-// Calls the timeout reporter registered by the engine (prints what is missing).
+// The engine's reporter prints what is missing and ends the job (MPI_Abort); abort() follows
+// if it returns.
 using TimeoutReporter = void (*)(const void* schedule_owner);
 void set_timeout_reporter(TimeoutReporter fn);
 

@@ -52,6 +52,8 @@ struct InFlight {
   bool recvs_posted = false;
   int sends_in_flight = 0;
   int sends_remaining = 0;
+  long long submitted_ns = 0;        // for the debug log
+  std::uint64_t polls_at_submit = 0;
 
   ~InFlight() {
     if (pool) {

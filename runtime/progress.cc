@@ -116,7 +116,11 @@ void Progress::run() {
     const std::uint32_t wake_seen = u.wake.load(std::memory_order_acquire);
     {
       std::lock_guard lock(mutex_);
-      for (auto& f : incoming_) active_.push_back(std::move(f));
+      for (auto& f : incoming_) {
+        f->submitted_ns = futex::now_ns();
+        f->polls_at_submit = polls_;
+        active_.push_back(std::move(f));
+      }
       incoming_.clear();
       for (auto& [f, i, req] : adopted_) {
         requests_.push_back(req);
@@ -132,6 +136,7 @@ void Progress::run() {
     for (auto& f : active_) post(*f);
 
     int completed = 0;
+    ++polls_;
     if (!requests_.empty()) {
       indices.resize(requests_.size());
       int outcount = 0;
@@ -170,6 +175,10 @@ void Progress::run() {
         continue;
       }
       for (std::size_t k = 0; k < f.region_count; ++k) guards().erase(&f.regions[k]);
+      if (log_enabled(LogLevel::Debug))
+        log(LogLevel::Debug, "%s #%llu finished: %.3f ms after submission, %llu polls",
+            kKindNames[static_cast<int>(f.kind)], static_cast<unsigned long long>(f.sequence),
+            (futex::now_ns() - f.submitted_ns) / 1e6, static_cast<unsigned long long>(polls_ - f.polls_at_submit));
       it = active_.erase(it);
       in_flight_.fetch_sub(1, std::memory_order_acq_rel);
       finished_word_.fetch_add(1, std::memory_order_release);

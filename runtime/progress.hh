@@ -46,6 +46,7 @@ class Progress {
   std::atomic<std::uint32_t> finished_word_{0};
 
   std::vector<std::shared_ptr<InFlight>> active_;
+  std::uint64_t polls_ = 0;  // loop iterations (for the debug log)
   std::vector<MPI_Request> requests_;
   std::vector<std::pair<InFlight*, int>> owners_;
   std::thread thread_;

@@ -3,7 +3,10 @@
 #include <dlfcn.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <sstream>
+#include <tuple>
+#include <vector>
 
 namespace tnbc {
 
@@ -18,13 +21,26 @@ const char* reason_name(Reason r) {
     case Reason::ThreadLevel: return "thread_level";
     case Reason::Disabled: return "disabled";
     case Reason::ReceiveTypeMismatch: return "type_size_mismatch";
+    case Reason::Count_: break;
   }
   return "unknown";
 }
 
+Stats::Shard& Stats::shard() {
+  // initial-exec: the library is loaded at start-up (LD_PRELOAD), so static TLS is available
+  // and the access costs no call.
+  static thread_local Shard* mine [[gnu::tls_model("initial-exec")]] = nullptr;
+  if (mine == nullptr) {
+    mine = new Shard();
+    std::lock_guard lock(mutex_);
+    shards_.push_back(mine);
+  }
+  return *mine;
+}
+
 void Stats::record(Kind kind, CallSite site, std::uint64_t bytes, Outcome outcome, Reason reason) {
-  std::lock_guard lock(mutex_);
-  auto& k = kinds_[static_cast<std::size_t>(kind)];
+  Shard& sh = shard();
+  auto& k = sh.kinds[static_cast<std::size_t>(kind)];
   ++k.calls;
   if (site.lang == Lang::Fortran) ++k.fortran_calls;
   k.bytes += bytes;
@@ -33,15 +49,30 @@ void Stats::record(Kind kind, CallSite site, std::uint64_t bytes, Outcome outcom
     case Outcome::CompletedInCall: ++k.completed_in_call; break;
     case Outcome::Passthrough: ++k.passthrough; break;
   }
-  if (reason != Reason::None) ++k.reasons[reason_name(reason)];
-  auto& s = sites_[{static_cast<int>(kind), static_cast<int>(site.lang), site.return_address}];
-  ++s.calls;
-  s.bytes += bytes;
+  if (reason != Reason::None) ++k.reasons[static_cast<std::size_t>(reason)];
+  const SiteKey key{static_cast<int>(kind), static_cast<int>(site.lang), site.return_address};
+  if (!(sh.last && sh.last_key == key)) {
+    sh.last = &sh.sites[key];  // node-based map: the address stays valid
+    sh.last_key = key;
+  }
+  ++sh.last->calls;
+  sh.last->bytes += bytes;
 }
 
 KindCounters Stats::kind(Kind k) const {
   std::lock_guard lock(mutex_);
-  return kinds_[static_cast<std::size_t>(k)];
+  KindCounters sum;
+  for (const Shard* sh : shards_) {
+    const auto& c = sh->kinds[static_cast<std::size_t>(k)];
+    sum.calls += c.calls;
+    sum.fortran_calls += c.fortran_calls;
+    sum.bytes += c.bytes;
+    sum.early_return += c.early_return;
+    sum.completed_in_call += c.completed_in_call;
+    sum.passthrough += c.passthrough;
+    for (std::size_t r = 0; r < c.reasons.size(); ++r) sum.reasons[r] += c.reasons[r];
+  }
+  return sum;
 }
 
 std::string json_escape(const std::string& s) {
@@ -58,7 +89,15 @@ std::string json_escape(const std::string& s) {
 }
 
 std::string Stats::summary_json(int rank, int size, const std::string& mode) const {
+  std::array<KindCounters, 3> kinds_;
+  for (std::size_t i = 0; i < kinds_.size(); ++i) kinds_[i] = kind(static_cast<Kind>(i));
   std::lock_guard lock(mutex_);
+  std::unordered_map<SiteKey, SiteCounters, SiteHash> sites_;
+  for (const Shard* sh : shards_)
+    for (const auto& [key, c] : sh->sites) {
+      sites_[key].calls += c.calls;
+      sites_[key].bytes += c.bytes;
+    }
   std::ostringstream j;
   j << "{\"format\": \"tnbc-summary\", \"version\": 1, \"rank\": " << rank << ", \"size\": " << size
     << ", \"mode\": \"" << json_escape(mode) << "\",\n \"collectives\": {";
@@ -69,16 +108,23 @@ std::string Stats::summary_json(int rank, int size, const std::string& mode) con
       << ", \"early_return\": " << k.early_return << ", \"completed_in_call\": " << k.completed_in_call
       << ", \"passthrough\": " << k.passthrough << ", \"reasons\": {";
     bool first = true;
-    for (const auto& [name, n] : k.reasons) {
-      j << (first ? "" : ", ") << "\"" << name << "\": " << n;
+    for (std::size_t r = 0; r < k.reasons.size(); ++r) {
+      if (k.reasons[r] == 0) continue;
+      j << (first ? "" : ", ") << "\"" << reason_name(static_cast<Reason>(r)) << "\": " << k.reasons[r];
       first = false;
     }
     j << "}}";
   }
   j << "},\n \"sites\": [";
   bool first = true;
-  for (const auto& [key, s] : sites_) {
-    const auto& [kind, lang, addr] = key;
+  // Sorted by kind and address so that summaries of different ranks line up.
+  std::vector<std::pair<SiteKey, SiteCounters>> sorted(sites_.begin(), sites_.end());
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.first.kind, a.first.lang, a.first.address) < std::tie(b.first.kind, b.first.lang, b.first.address);
+  });
+  for (const auto& [key, s] : sorted) {
+    const int kind = key.kind, lang = key.lang;
+    const void* addr = key.address;
     Dl_info info{};
     std::string module = "?", symbol = "?";
     std::uintptr_t offset = reinterpret_cast<std::uintptr_t>(addr);

@@ -4,10 +4,10 @@
 
 #include <array>
 #include <cstdint>
-#include <map>
+#include <unordered_map>
 #include <mutex>
+#include <vector>
 #include <string>
-#include <tuple>
 
 namespace tnbc {
 
@@ -36,13 +36,14 @@ enum class Reason {
   ThreadLevel,           // MPI_THREAD_MULTIPLE not available
   Disabled,              // tnbc turned itself off after an error (see the log)
   ReceiveTypeMismatch,   // type sizes disagree with the send side
+  Count_,                // number of reasons (not a reason)
 };
 const char* reason_name(Reason r);
 
 struct KindCounters {
   std::uint64_t calls = 0, fortran_calls = 0, bytes = 0;
   std::uint64_t early_return = 0, completed_in_call = 0, passthrough = 0;
-  std::map<std::string, std::uint64_t> reasons;
+  std::array<std::uint64_t, static_cast<std::size_t>(Reason::Count_)> reasons{};
 };
 
 struct SiteCounters {
@@ -51,15 +52,34 @@ struct SiteCounters {
 
 class Stats {
  public:
+  // Cheap on the hot path: each thread counts into its own shard (no lock, no atomics);
+  // shards are summed when read.
   void record(Kind kind, CallSite site, std::uint64_t bytes, Outcome outcome, Reason reason);
   KindCounters kind(Kind k) const;
   // JSON text of the whole summary (rank, size and mode are the caller's).
   std::string summary_json(int rank, int size, const std::string& mode) const;
 
  private:
-  mutable std::mutex mutex_;
-  std::array<KindCounters, 3> kinds_{};
-  std::map<std::tuple<int, int, const void*>, SiteCounters> sites_;  // (kind, lang, address)
+  struct SiteKey {
+    int kind, lang;
+    const void* address;
+    bool operator==(const SiteKey&) const = default;
+  };
+  struct SiteHash {
+    std::size_t operator()(const SiteKey& k) const {
+      return std::hash<const void*>()(k.address) ^ (static_cast<std::size_t>(k.kind * 2 + k.lang) << 1);
+    }
+  };
+  struct Shard {
+    std::array<KindCounters, 3> kinds{};
+    std::unordered_map<SiteKey, SiteCounters, SiteHash> sites;
+    SiteKey last_key{-1, -1, nullptr};  // loops call from one site: skip the hash look-up
+    SiteCounters* last = nullptr;
+  };
+  Shard& shard();
+
+  mutable std::mutex mutex_;     // guards the list of shards
+  std::vector<Shard*> shards_;   // one per thread that recorded; never freed (threads may exit)
 };
 
 // Escapes a string for JSON output.

@@ -7,8 +7,9 @@ namespace tnbc {
 namespace {
 int delete_private(MPI_Comm, int, void* value, void*) {
   auto* pc = static_cast<PrivateComm*>(value);
-  // Nothing of tnbc may still use the duplicate when the user's communicator goes away.
-  if (Engine* e = Engine::current()) e->complete_all();
+  // Nothing of tnbc may still use the duplicate when the user's communicator goes away:
+  // sends still waiting for the window would be posted on a freed communicator.
+  if (Engine* e = Engine::current()) e->drain();
   if (pc->comm != MPI_COMM_NULL) PMPI_Comm_free(&pc->comm);
   delete pc;
   return MPI_SUCCESS;

@@ -154,6 +154,10 @@ class EngineImpl final : public Engine {
 
   void complete_all() override { fence_all("a fence"); }
 
+  void drain() override {
+    if (!on_progress_thread()) progress_.drain();
+  }
+
   void shutdown() override {
     complete_all();
     progress_.stop();

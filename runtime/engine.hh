@@ -38,6 +38,9 @@ class Engine {
   // Fences: complete and publish whatever overlaps the range / everything in flight.
   virtual void fence(ByteRange r, const char* what) = 0;
   virtual void complete_all() = 0;
+  // Waits until every collective in flight has finished, sends included (before a private
+  // communicator is freed).
+  virtual void drain() = 0;
   // Before MPI_Finalize: completes everything and stops the progress thread.
   virtual void shutdown() = 0;
 };

@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <ucontext.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -42,6 +43,14 @@ RealSigaction real_sigaction() {
   return fn;
 }
 
+// Whether the byte at `addr` can be read, asked of the kernel (which returns EFAULT instead of
+// faulting): async-signal-safe.
+bool readable(std::uintptr_t addr) {
+  char byte;
+  struct iovec local{&byte, 1}, remote{reinterpret_cast<void*>(addr), 1};
+  return syscall(SYS_process_vm_readv, getpid(), &local, 1, &remote, 1, 0) == 1;
+}
+
 void chain(int sig, siginfo_t* info, void* ctx) {
   const struct sigaction& c = g_chained;
   if (c.sa_flags & SA_SIGINFO) {
@@ -76,11 +85,13 @@ void on_fault(int sig, siginfo_t* info, void* ctx) {
         wait_published(r, "an access to a received buffer");
       }
       guards().release(r);
+      tls_last_raced_fault = 0;
       errno = saved_errno;
       return;
     }
-    // Published and erased between the fault and the look-up: retry once.
-    if (guards().recently_erased(addr) && tls_last_raced_fault != addr) {
+    // Published and erased between the fault and the look-up: the page is readable now, so
+    // retry (once: the same address faulting again with nothing handled in between is genuine).
+    if (guards().recently_erased(addr) && tls_last_raced_fault != addr && readable(addr)) {
       tls_last_raced_fault = addr;
       errno = saved_errno;
       return;
@@ -89,6 +100,7 @@ void on_fault(int sig, siginfo_t* info, void* ctx) {
     log_raw("internal error: the progress thread touched a guarded page (MPI wrote into a "
             "receive buffer tnbc guards); aborting");
   }
+  if (log_enabled(LogLevel::Debug) || guards().near(addr)) guards().describe(addr);
   tls_last_raced_fault = 0;
   errno = saved_errno;
   chain(sig, info, ctx);
@@ -218,6 +230,40 @@ Region* GuardTable::acquire(std::uintptr_t addr) {
   }
   unlock();
   return found;
+}
+
+bool GuardTable::near(std::uintptr_t addr) const {
+  if (tls_in_table) return false;
+  lock();
+  bool n = false;
+  auto it = map_.lower_bound(addr > (1u << 24) ? addr - (1u << 24) : 0);
+  if (it != map_.end() && it->first < addr + (1u << 24)) n = true;
+  unlock();
+  return n || recently_erased(addr);
+}
+
+void GuardTable::describe(std::uintptr_t addr) const {
+  if (tls_in_table) return;
+  auto line = [](const char* a, std::uintptr_t x, const char* b, std::uintptr_t y, const char* c, long z) {
+    char msg[200], *p = msg;
+    for (const char* s = a; *s;) *p++ = *s++;
+    p = format_u64(p, x, 16);
+    for (const char* s = b; *s;) *p++ = *s++;
+    p = format_u64(p, y, 16);
+    for (const char* s = c; *s;) *p++ = *s++;
+    p = format_u64(p, static_cast<unsigned long long>(z), 10);
+    *p = '\0';
+    log_raw(msg);
+  };
+  line("fault passed on to the previous handler: address 0x", addr, " recent=", recently_erased(addr) ? 1 : 0,
+       " regions=", count_.load());
+  lock();
+  auto it = map_.upper_bound(addr);
+  int shown = 0;
+  if (it != map_.begin()) --it;
+  for (; it != map_.end() && shown < 3; ++it, ++shown)
+    line("  region 0x", it->second->lo, "-0x", it->second->hi, " published=", it->second->published.load());
+  unlock();
 }
 
 bool GuardTable::recently_erased(std::uintptr_t addr) const {

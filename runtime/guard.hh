@@ -75,6 +75,10 @@ class GuardTable {
   static bool held_by_this_thread();
   // True if `addr` was in a region erased recently (its fault raced with publication).
   bool recently_erased(std::uintptr_t addr) const;
+  // Diagnostics for the handler (async-signal-safe): is `addr` within 16 MiB of a region,
+  // and a description of the regions around it.
+  bool near(std::uintptr_t addr) const;
+  void describe(std::uintptr_t addr) const;
 
  private:
   void lock() const;

@@ -2,6 +2,8 @@
 //   tnbc exec [--mode M] [--profile F] [--output-dir D] [--log L] -- PROGRAM ARGS
 //       runs PROGRAM with libtnbc.so preloaded (use under mpirun: mpirun -np 4 tnbc exec -- ./app)
 //   tnbc config      prints the effective settings (from the TNBC_* environment)
+//   tnbc merge DIR -o app.profile
+//                    combines the per-rank traces of a trace pass into a profile (docs/trace.md)
 //   tnbc --help      this text and every setting
 // Later commands (merge, report, calibrate, predict) join here.
 #include <limits.h>
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "runtime/config.hh"
+#include "trace/merge.hh"
 
 extern char** environ;
 
@@ -29,6 +32,9 @@ const char* kUsage =
     "  exec [--mode M] [--profile F] [--output-dir D] [--log L] [--set NAME=VALUE]... -- PROGRAM [ARGS]\n"
     "                 run PROGRAM with libtnbc.so preloaded; under MPI: mpirun -np 4 tnbc exec -- ./app\n"
     "  config         print the effective settings (TNBC_* environment, defaults)\n"
+    "  merge DIR [-o FILE] [--quiet]\n"
+    "                 combine the per-rank traces of a trace pass (TNBC_MODE=trace, TNBC_OUTPUT_DIR=DIR)\n"
+    "                 into a profile (JSON, default DIR/app.profile) and print a summary\n"
     "  library        print the path of libtnbc.so that exec preloads\n"
     "  --help         this text\n"
     "\n"
@@ -126,6 +132,49 @@ int cmd_config() {
   return cfg.errors.empty() ? 0 : 2;
 }
 
+int cmd_merge(const std::vector<std::string>& args) {
+  std::string dir, out;
+  bool quiet = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-o" || a == "--output") {
+      if (i + 1 >= args.size()) return fail("merge: " + a + " needs a file name");
+      out = args[++i];
+    } else if (a.rfind("--output=", 0) == 0) {
+      out = a.substr(9);
+    } else if (a == "-q" || a == "--quiet") {
+      quiet = true;
+    } else if (!a.empty() && a[0] == '-') {
+      return fail("merge: unknown option '" + a + "' (tnbc merge DIR [-o FILE] [--quiet])");
+    } else if (dir.empty()) {
+      dir = a;
+    } else {
+      return fail("merge: one trace directory only ('" + dir + "' and '" + a + "' given)");
+    }
+  }
+  if (dir.empty()) return fail("merge: no trace directory given (tnbc merge DIR [-o FILE])");
+  if (out.empty()) out = (fs::path(dir) / "app.profile").string();
+  try {
+    std::vector<std::string> names;
+    const auto traces = tnbc::trace::load_trace_dir(dir, &names);
+    const tnbc::trace::Profile p = tnbc::trace::merge(traces, names);
+    const std::string json = tnbc::trace::profile_json(p);
+    const std::string tmp = out + ".tmp";
+    FILE* f = std::fopen(tmp.c_str(), "w");
+    if (!f) return fail("merge: cannot write " + out + ": " + std::strerror(errno));
+    const bool ok = std::fwrite(json.data(), 1, json.size(), f) == json.size();
+    if (std::fclose(f) != 0 || !ok || std::rename(tmp.c_str(), out.c_str()) != 0) {
+      std::remove(tmp.c_str());
+      return fail("merge: cannot write " + out + ": " + std::strerror(errno));
+    }
+    if (!quiet) std::fputs(tnbc::trace::profile_summary(p).c_str(), stdout);
+    std::printf("%sprofile written to %s\n", quiet ? "" : "\n", out.c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    return fail(std::string("merge: ") + e.what());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -139,6 +188,7 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   if (cmd == "exec") return cmd_exec(args);
   if (cmd == "config") return cmd_config();
+  if (cmd == "merge") return cmd_merge(args);
   if (cmd == "library") {
     const std::string lib = find_library();
     if (lib.empty()) return fail("cannot find libtnbc.so");

@@ -1,0 +1,230 @@
+// Trace pass: the trace file round trip and error detection, the region layout, and the merge
+// (Kendall's tau, consensus, per-site estimates, rejection of mixed runs).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "trace/format.hh"
+#include "trace/layout.hh"
+#include "trace/merge.hh"
+
+using namespace tnbc::trace;
+
+namespace {
+
+// A call of `n` sub-messages of `bytes` each, first touched in `order` every `gap` ns after
+// `curc` ns; the send buffer written at `send_t` (-1: never).
+CallRecord make_call(std::uint64_t seq, std::uint64_t site, const std::vector<int>& order, int n, std::uint64_t bytes,
+                     std::int64_t curc, std::int64_t gap, std::int64_t send_t = -1) {
+  CallRecord c;
+  c.seq = seq;
+  c.site = site;
+  c.key = site ^ 0x55;
+  c.dur_ns = 1000000;
+  c.traced = true;
+  c.send_bytes = bytes * static_cast<std::uint64_t>(n);
+  c.send_guarded = true;
+  c.send_t_ns = send_t;
+  c.send_how = send_t >= 0 ? How::Write : How::None;
+  c.subs.resize(static_cast<std::size_t>(n));
+  for (auto& s : c.subs) {
+    s.bytes = bytes;
+    s.guarded = true;
+  }
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    SubRecord& s = c.subs[static_cast<std::size_t>(order[k])];
+    s.order = static_cast<int>(k);
+    s.t_ns = curc + gap * static_cast<std::int64_t>(k);
+    s.how = How::Read;
+    s.code = "prog+0x1234";
+  }
+  return c;
+}
+
+TraceFile make_trace(int rank, int size, const std::vector<int>& order, int calls = 2) {
+  TraceFile t;
+  t.rank = rank;
+  t.size = size;
+  t.executable = "/path/with space/prog";
+  t.run_id = "00112233deadbeef";
+  t.clock = "tsc";
+  t.page = 4096;
+  t.ended_by = "finalize";
+  SiteInfo s;
+  s.site = 0xabcdef;
+  s.kind = "alltoall";
+  s.comm_size = size;
+  s.frames = {{"prog", 0x1234, "main"}, {"libc.so.6", 0x2724a, ""}};
+  t.sites.push_back(s);
+  for (int i = 0; i < calls; ++i)
+    t.calls.push_back(make_call(static_cast<std::uint64_t>(i), 0xabcdef, order, size, 8192, 1000 + rank, 2000));
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("trace file: written and read back, every field equal") {
+  TraceFile t = make_trace(1, 4, {3, 1, 2, 0});
+  t.calls[0].subs[2].shared = true;
+  t.calls[0].subs[0].how = How::Syscall;
+  t.calls[0].subs[0].code = "";
+  t.calls[1].subs[1].masked = true;
+  t.calls[1].reason = "";
+  t.calls[1].traced = false;
+  t.calls[1].root = 2;
+  t.calls[1].send_t_ns = 77;
+  t.calls[1].send_how = How::MpiCall;
+  t.dropped = 3;
+  t.ended_by = "exit";
+  const std::string text = serialize(t);
+  REQUIRE(text.rfind("TNBC-TRACE 1\n", 0) == 0);
+  const TraceFile back = parse(text, "x.txt");
+  CHECK(back == t);
+  CHECK(back.executable == "/path/with space/prog");
+}
+
+TEST_CASE("trace file: truncated, corrupted and foreign files are rejected naming the file") {
+  const std::string text = serialize(make_trace(0, 2, {0, 1}));
+  SECTION("truncated") {
+    for (std::size_t cut : {text.size() / 3, text.size() / 2, text.size() - 5}) {
+      try {
+        parse(text.substr(0, cut), "dir/tnbc-trace.0.txt");
+        FAIL("accepted a truncated file");
+      } catch (const TraceError& e) {
+        CHECK(std::string(e.what()).find("dir/tnbc-trace.0.txt") != std::string::npos);
+        CHECK(std::string(e.what()).find("truncated") != std::string::npos);
+      }
+    }
+  }
+  SECTION("one digit changed") {
+    std::string bad = text;
+    const auto pos = bad.find("t_ns 1000");
+    REQUIRE(pos != std::string::npos);
+    bad[pos + 5] = '7';
+    CHECK_THROWS_WITH(parse(bad, "f.txt"), Catch::Contains("f.txt") && Catch::Contains("checksum"));
+  }
+  SECTION("not a trace") {
+    CHECK_THROWS_WITH(parse("{\"format\": 1}\n", "g.txt"), Catch::Contains("not a tnbc trace"));
+    CHECK_THROWS_WITH(parse("", "g.txt"), Catch::Contains("empty"));
+  }
+  SECTION("other version") {
+    std::string v2 = text;
+    v2.replace(0, 12, "TNBC-TRACE 2");
+    CHECK_THROWS_WITH(parse(v2, "h.txt"), Catch::Contains("version 2"));
+  }
+}
+
+TEST_CASE("token escaping keeps spaces, percent signs and empty strings") {
+  for (std::string s : {"", "a b", "100%", "-", "x\ty", "plain"}) CHECK(unescape_token(escape_token(s)) == s);
+  CHECK(escape_token("a b").find(' ') == std::string::npos);
+}
+
+TEST_CASE("layout: whole pages cut per sub-message, shared pages listed with both") {
+  const std::size_t P = 4096;
+  // sub 0: [0, 10000), sub 1: [10000, 20000); buffer [0, 20000)
+  auto r = plan_trace_regions({{0, 10000}, {10000, 20000}}, 0, 20000, P);
+  REQUIRE(r.size() == 3);
+  CHECK(r[0].lo == 0);
+  CHECK(r[0].hi == 2 * P);
+  CHECK(r[0].subs == std::vector<int>{0});
+  CHECK(r[1].lo == 2 * P);
+  CHECK(r[1].hi == 3 * P);
+  CHECK(r[1].subs == std::vector<int>{0, 1});
+  CHECK(r[2].hi == 4 * P);  // the partial last page [16384, 20000) is not guarded
+  CHECK(r[2].subs == std::vector<int>{1});
+  // unaligned buffer start: the partial first page is left out; a gap between sub-messages too
+  auto g = plan_trace_regions({{100, 3 * P}, {5 * P, 7 * P}}, 100, 7 * P, P);
+  REQUIRE(g.size() == 2);
+  CHECK(g[0].lo == P);
+  CHECK(g[0].hi == 3 * P);
+  CHECK(g[1].lo == 5 * P);
+  // no whole page
+  CHECK(plan_trace_regions({{10, 4000}}, 10, 4000, P).empty());
+  // send pages except the receive regions
+  auto s = whole_pages_except(0, 8 * P, P, {{2 * P, 3 * P}, {5 * P, 6 * P}});
+  REQUIRE(s.size() == 3);
+  CHECK(s[0].hi == 2 * P);
+  CHECK(s[1].lo == 3 * P);
+  CHECK(s[1].hi == 5 * P);
+  CHECK(s[2].lo == 6 * P);
+}
+
+TEST_CASE("Kendall tau between first-touch orders") {
+  CHECK(kendall_tau({0, 1, 2, 3}, {0, 1, 2, 3}, 4) == Approx(1.0));
+  CHECK(kendall_tau({3, 2, 1, 0}, {0, 1, 2, 3}, 4) == Approx(-1.0));
+  CHECK(kendall_tau({1, 0, 2, 3}, {0, 1, 2, 3}, 4) == Approx(4.0 / 6.0));
+  CHECK(kendall_tau({3, 1, 2, 0}, {3, 1, 2, 0}, 4) == Approx(1.0));
+  // missing entries are tied last: tau-b
+  CHECK(kendall_tau({0, 1}, {0, 1, 2, 3}, 4) == Approx(5.0 / std::sqrt(5.0 * 6.0)));
+  CHECK(kendall_tau({}, {}, 4) == Approx(1.0));
+}
+
+TEST_CASE("consensus order: mean position, ties by index") {
+  CHECK(consensus_order({{3, 1, 2, 0}, {3, 1, 2, 0}, {3, 1, 2, 0}, {3, 2, 1, 0}}, 4) == std::vector<int>{3, 1, 2, 0});
+  CHECK(consensus_order({{0, 1, 2, 3}, {1, 2, 3, 0}, {2, 3, 0, 1}, {3, 0, 1, 2}}, 4) == std::vector<int>{0, 1, 2, 3});
+  CHECK(consensus_order({{2}, {2, 0}}, 3) == std::vector<int>{2, 0});  // 1 never read: left out
+  CHECK(consensus_order({}, 3).empty());
+}
+
+TEST_CASE("merge: per-site orders, agreement, CURC, R_CRC, send buffer") {
+  std::vector<TraceFile> t;
+  for (int r = 0; r < 4; ++r) t.push_back(make_trace(r, 4, {3, 1, 2, 0}));
+  t[2].calls[1].send_t_ns = 500;  // < dur_ns: written before the collective would complete
+  t[2].calls[1].send_how = How::Write;
+  const Profile p = merge(t);
+  REQUIRE(p.sites.size() == 1);
+  const SiteProfile& s = p.sites[0];
+  CHECK(s.consensus == std::vector<int>{3, 1, 2, 0});
+  CHECK(s.tau_mean == Approx(1.0));
+  CHECK(s.same_order_everywhere);
+  CHECK(s.calls == 8);
+  REQUIRE(s.ranks.size() == 4);
+  CHECK(s.ranks[1].order == std::vector<int>{3, 1, 2, 0});
+  CHECK(s.ranks[1].calls_with_order == 2);
+  CHECK(*s.ranks[1].curc_ns == Approx(1001));
+  REQUIRE(s.ranks[1].gaps_ns.size() == 3);
+  CHECK(s.ranks[1].gaps_ns[0] == Approx(2000));
+  // three sub-messages of 8192 bytes consumed in 3 gaps of 2 us
+  CHECK(*s.ranks[1].r_crc == Approx(3 * 8192 / 6e-6));
+  CHECK(s.send_written_early_calls == 1);
+  CHECK(s.ranks[2].send_written_early == 1);
+  const std::string json = profile_json(p);
+  CHECK(json.find("\"format\": \"tnbc-profile\"") != std::string::npos);
+  CHECK(json.find("\"consensus_order\": [3, 1, 2, 0]") != std::string::npos);
+  CHECK(profile_summary(p).find("every rank reads in the same order") != std::string::npos);
+}
+
+TEST_CASE("merge: ranks that disagree lower tau") {
+  std::vector<TraceFile> t;
+  for (int r = 0; r < 4; ++r) t.push_back(make_trace(r, 4, {r, (r + 1) % 4, (r + 2) % 4, (r + 3) % 4}));
+  const Profile p = merge(t);
+  CHECK_FALSE(p.sites[0].same_order_everywhere);
+  CHECK(p.sites[0].tau_mean < 0.5);
+  CHECK(p.sites[0].ranks[2].order == std::vector<int>{2, 3, 0, 1});
+}
+
+TEST_CASE("merge rejects mixed or incomplete runs") {
+  std::vector<TraceFile> t;
+  for (int r = 0; r < 3; ++r) t.push_back(make_trace(r, 3, {0, 1, 2}));
+  SECTION("different np") {
+    t[1] = make_trace(1, 4, {0, 1, 2, 3});
+    CHECK_THROWS_WITH(merge(t, {"a", "b", "c"}), Catch::Contains("mixed runs") && Catch::Contains("b"));
+  }
+  SECTION("different executable") {
+    t[2].executable = "/other";
+    CHECK_THROWS_WITH(merge(t), Catch::Contains("mixed runs") && Catch::Contains("/other"));
+  }
+  SECTION("different run") {
+    t[2].run_id = "ffff";
+    CHECK_THROWS_WITH(merge(t), Catch::Contains("different runs"));
+  }
+  SECTION("missing rank") {
+    t.pop_back();
+    t[1] = make_trace(1, 3, {0, 1, 2});
+    CHECK_THROWS_WITH(merge(t), Catch::Contains("rank(s) 2"));
+  }
+  SECTION("duplicate rank") {
+    t[2] = make_trace(1, 3, {0, 1, 2});
+    CHECK_THROWS_WITH(merge(t), Catch::Contains("two traces"));
+  }
+}

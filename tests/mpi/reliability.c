@@ -1,0 +1,84 @@
+/* Reliability cases (one per run): threads, fork, a rank that never calls the collective.
+ * usage: reliability threads|fork|missing-rank */
+#include <mpi.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int rank, np;
+
+static long alltoall_check(MPI_Comm comm, size_t per, int salt) {
+  int n;
+  MPI_Comm_size(comm, &n);
+  unsigned char *s = malloc(per * n), *d = malloc(per * n), *ref = malloc(per * n);
+  long bad = 0;
+  for (int it = 0; it < 10; it++) {
+    for (size_t i = 0; i < per * n; i++) s[i] = (unsigned char)(i * 7 + rank + it + salt);
+    PMPI_Alltoall(s, (int)per, MPI_BYTE, ref, (int)per, MPI_BYTE, comm);
+    MPI_Alltoall(s, (int)per, MPI_BYTE, d, (int)per, MPI_BYTE, comm);
+    memset(s, 0, per * n);
+    if (memcmp(d, ref, per * n) != 0) bad++;
+  }
+  free(s), free(d), free(ref);
+  return bad;
+}
+
+static MPI_Comm comms[2];
+static long thread_bad[2];
+static void* worker(void* arg) {
+  const int t = (int)(long)arg;
+  thread_bad[t] = alltoall_check(comms[t], (1 << 18) + t * 4096 + 100, t);
+  return NULL;
+}
+
+int main(int argc, char** argv) {
+  const char* what = argc > 1 ? argv[1] : "threads";
+  int provided;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &np);
+  long bad = 0;
+  if (strcmp(what, "threads") == 0) {
+    if (provided != MPI_THREAD_MULTIPLE) {
+      fprintf(stderr, "MPI_THREAD_MULTIPLE not provided (%d)\n", provided);
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    MPI_Comm_dup(MPI_COMM_WORLD, &comms[0]);
+    MPI_Comm_dup(MPI_COMM_WORLD, &comms[1]);
+    pthread_t th[2];
+    for (long t = 0; t < 2; t++) pthread_create(&th[t], NULL, worker, (void*)t);
+    for (int t = 0; t < 2; t++) pthread_join(th[t], NULL);
+    bad = thread_bad[0] + thread_bad[1];
+    MPI_Comm_free(&comms[0]);
+    MPI_Comm_free(&comms[1]);
+  } else if (strcmp(what, "fork") == 0) {
+    /* The child has no progress thread: guarded data must be complete before fork(). */
+    const size_t per = 1 << 20;
+    unsigned char *s = malloc(per * np), *d = malloc(per * np), *ref = malloc(per * np);
+    for (size_t i = 0; i < per * np; i++) s[i] = (unsigned char)(i * 3 + rank);
+    PMPI_Alltoall(s, (int)per, MPI_BYTE, ref, (int)per, MPI_BYTE, MPI_COMM_WORLD);
+    MPI_Alltoall(s, (int)per, MPI_BYTE, d, (int)per, MPI_BYTE, MPI_COMM_WORLD);
+    pid_t child = fork();
+    if (child == 0) _exit(memcmp(d, ref, per * np) != 0 ? 3 : 0);
+    int status = 0;
+    waitpid(child, &status, 0);
+    bad = !WIFEXITED(status) || WEXITSTATUS(status) != 0 || memcmp(d, ref, per * np) != 0;
+  } else if (strcmp(what, "missing-rank") == 0) {
+    /* Rank 1 never calls the collective: the others must say what is missing and abort. */
+    const size_t per = 1 << 20;
+    char *s = calloc(per, np), *d = calloc(per, np);
+    if (rank != 1) MPI_Alltoall(s, (int)per, MPI_BYTE, d, (int)per, MPI_BYTE, MPI_COMM_WORLD);
+    else sleep(60);
+    long sum = 0;
+    for (size_t i = 0; i < per * np; i += 4096) sum += d[i];
+    bad = sum < 0;
+  }
+  long all = 0;
+  MPI_Reduce(&bad, &all, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (rank == 0) printf("reliability %s: %ld passed, %ld failed\n", what, all ? 0L : 1L, all);
+  MPI_Finalize();
+  return all != 0;
+}

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Runs an MPI program under mpirun with libtnbc.so preloaded and checks what came out.
+
+usage: run_mpi_test.py --np N --lib LIBTNBC [--mode nbc] [--no-lib] [--env K=V ...]
+                       [--expect-exit K] [--expect-output TEXT ...] [--expect-stderr TEXT ...]
+                       [--expect-summary kind=alltoall,min_calls=3,lang=fortran,min_early=1 ...]
+                       [--timeout SECONDS] -- PROGRAM [ARGS]
+
+--expect-summary constraints are checked on the per-rank summaries tnbc writes at MPI_Finalize
+(TNBC_OUTPUT_DIR/tnbc-summary.<rank>.json), summed over ranks: `min_calls` (calls of that kind),
+`min_fortran` (calls through the Fortran bindings), `min_early` (calls that returned early),
+`lang` (a call site in that language exists), `reason=NAME` (at least one call had that reason).
+Exit status 0 when every expectation holds; the reason is printed otherwise.
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+
+def fail(msg, output=""):
+    print(f"FAIL: {msg}")
+    if output:
+        print("---- output (last 60 lines) ----")
+        print("\n".join(output.splitlines()[-60:]))
+    sys.exit(1)
+
+
+def check_summaries(outdir, np, constraints, output):
+    files = sorted(glob.glob(os.path.join(outdir, "tnbc-summary.*.json")))
+    if len(files) != np:
+        fail(f"expected {np} summaries in {outdir}, found {len(files)}", output)
+    summaries = []
+    for f in files:
+        with open(f) as fh:
+            s = json.load(fh)
+        if s.get("format") != "tnbc-summary" or s.get("version") != 1:
+            fail(f"{f}: not a tnbc-summary version 1")
+        summaries.append(s)
+    for c in constraints:
+        fields = dict(kv.split("=", 1) for kv in c.split(","))
+        kind = fields.pop("kind")
+        total = {"calls": 0, "fortran_calls": 0, "early_return": 0}
+        reasons = {}
+        langs = set()
+        for s in summaries:
+            k = s["collectives"][kind]
+            for key in total:
+                total[key] += k[key]
+            for r, n in k["reasons"].items():
+                reasons[r] = reasons.get(r, 0) + n
+            langs.update(site["lang"] for site in s["sites"] if site["kind"] == kind)
+        for key, value in fields.items():
+            if key == "min_calls" and total["calls"] < int(value):
+                fail(f"{kind}: {total['calls']} calls intercepted, expected at least {value}")
+            elif key == "min_fortran" and total["fortran_calls"] < int(value):
+                fail(f"{kind}: {total['fortran_calls']} Fortran calls intercepted, expected at least {value}")
+            elif key == "min_early" and total["early_return"] < int(value):
+                fail(f"{kind}: {total['early_return']} early returns, expected at least {value}")
+            elif key == "lang" and value not in langs:
+                fail(f"{kind}: no call site in {value} (sites: {sorted(langs)})")
+            elif key == "reason" and reasons.get(value, 0) == 0:
+                fail(f"{kind}: no call ran blocking for reason {value} (reasons: {reasons})")
+            elif key not in ("min_calls", "min_fortran", "min_early", "lang", "reason"):
+                fail(f"unknown constraint {key}")
+        print(f"summary {kind}: {total}, reasons {reasons}, sites {sorted(langs)}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--np", type=int, required=True)
+    ap.add_argument("--lib")
+    ap.add_argument("--mode", default="nbc")
+    ap.add_argument("--no-lib", action="store_true")
+    ap.add_argument("--env", action="append", default=[])
+    ap.add_argument("--expect-exit", type=int, default=0)
+    ap.add_argument("--expect-output", action="append", default=[])
+    ap.add_argument("--expect-summary", action="append", default=[])
+    ap.add_argument("--timeout", type=float, default=180)
+    ap.add_argument("command", nargs=argparse.REMAINDER)
+    a = ap.parse_args()
+    cmd = a.command[1:] if a.command and a.command[0] == "--" else a.command
+    if not cmd:
+        ap.error("no program given")
+    if shutil.which("mpirun") is None:
+        fail("mpirun not found (install openmpi-bin)")
+    outdir = tempfile.mkdtemp(prefix="tnbc-mpitest-")
+    env = dict(os.environ)
+    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
+    mpirun = ["mpirun", "--oversubscribe", "-np", str(a.np)]
+    exports = {"TNBC_OUTPUT_DIR": outdir, "TNBC_MODE": a.mode}
+    for kv in a.env:
+        k, v = kv.split("=", 1)
+        exports[k] = v
+    if not a.no_lib:
+        if not a.lib or not os.path.exists(a.lib):
+            fail(f"library {a.lib} not found")
+        exports["LD_PRELOAD"] = os.path.abspath(a.lib)
+    for k, v in exports.items():
+        env[k] = v
+        mpirun += ["-x", k]
+    print("running:", " ".join(mpirun + cmd), flush=True)
+    proc = subprocess.Popen(mpirun + cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        output, _ = proc.communicate(timeout=a.timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        output, _ = proc.communicate()
+        fail(f"timed out after {a.timeout:.0f} s (killed)", output)
+    print(output)
+    if proc.returncode != a.expect_exit:
+        fail(f"exit status {proc.returncode}, expected {a.expect_exit}", output)
+    for text in a.expect_output:
+        if text not in output:
+            fail(f"output lacks '{text}'", output)
+    if a.expect_summary and not a.no_lib:
+        check_summaries(outdir, a.np, a.expect_summary, output)
+    shutil.rmtree(outdir, ignore_errors=True)
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+/* A genuine segfault must still reach the program's own SIGSEGV handler (installed before or
+ * after MPI_Init, with signal() or sigaction()), also while tnbc guards buffers.
+ * usage: segv_chain before|after|none ; the handler prints a marker and exits 42. */
+#include <mpi.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void handler(int sig) {
+  (void)sig;
+  static const char msg[] = "PROGRAM_SEGV_HANDLER_REACHED\n";
+  if (write(2, msg, sizeof msg - 1) < 0) _exit(43);
+  _exit(42);
+}
+
+int main(int argc, char** argv) {
+  const char* when = argc > 1 ? argv[1] : "none";
+  if (strcmp(when, "before") == 0) signal(SIGSEGV, handler);
+  MPI_Init(&argc, &argv);
+  if (strcmp(when, "after") == 0) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = handler;
+    sigaction(SIGSEGV, &sa, NULL);
+  }
+  int rank, np;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &np);
+  const size_t per = 1 << 20;
+  char* s = malloc(per * np);
+  char* r = malloc(per * np);
+  memset(s, rank, per * np);
+  MPI_Alltoall(s, (int)per, MPI_BYTE, r, (int)per, MPI_BYTE, MPI_COMM_WORLD);
+  /* The receive buffer is still guarded (nothing touched it): a real fault elsewhere now. */
+  if (rank == np - 1) {
+    volatile int* bad = (int*)(uintptr_t)16;
+    *bad = r[0];
+  }
+  long sum = 0;
+  for (size_t i = 0; i < per * np; i += 4096) sum += r[i];
+  MPI_Finalize();
+  return sum < 0;
+}

@@ -33,6 +33,8 @@ ninja -C "$BUILD" >/dev/null
 case "${1:-}" in
   demo)
     shift
+    # Default workload: the built-in proxies, class W, each pass twice (about a minute).
+    [[ $# -gt 0 ]] || set -- --classes W --repeat 2
     exec python3 npb-harness/harness.py --tnbc "$BUILD/tools/tnbc" --build-dir "$BUILD" "$@"
     ;;
   test)

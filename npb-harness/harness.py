@@ -1,0 +1,275 @@
+#!/usr/bin/env python3
+"""The user's main job: benchmarks through a baseline pass and tnbc passes, one comparison.
+
+For each (benchmark, class, np) and each pass (baseline = no tnbc; nbc, trace, optimize =
+`tnbc exec --mode ...`; after a trace pass the ranks' traces are merged into a profile with
+`tnbc merge`) it runs the program under mpirun (on the emulated link by default, see
+netrun.py), checks NPB's "Verification = SUCCESSFUL" (a failed or missing verification is
+reported loudly and makes the harness exit 1), parses times and communication timers, writes
+OUT/summary.json and prints a table.
+
+Benchmarks: the built-in proxies (is, ft: npb-harness/proxies) or, with --npb-src DIR (or the
+NPB_SRC environment variable), real NPB 3.4 MPI IS and FT built from the user's tree (copied
+into OUT/npb-build first; the user's tree is not modified).
+
+usage: harness.py [--tnbc PATH] [--build-dir build] [--benchmarks is,ft] [--classes S]
+                  [--np 4] [--net shaped|loopback] [--rate 4gbit] [--passes baseline,nbc,trace]
+                  [--npb-src DIR] [--out DIR] [--repeat 1] [--timeout 600]
+"""
+import argparse
+import datetime
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+NETRUN = os.path.join(HERE, "netrun.py")
+
+MAKE_DEF = """# written by tnbc's npb-harness for the local MPI compilers
+MPIFC = mpif90
+FLINK = $(MPIFC)
+FMPI_LIB =
+FMPI_INC =
+FFLAGS = -O3 {fextra}
+FLINKFLAGS = $(FFLAGS)
+MPICC = mpicc
+CLINK = $(MPICC)
+CMPI_LIB =
+CMPI_INC =
+CFLAGS = -O3
+CLINKFLAGS = $(CFLAGS)
+UCC = cc
+BINDIR = ../bin
+RAND = randi8
+WTIME = wtime.c
+"""
+
+
+def log(msg):
+    print(f"[harness {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def gfortran_major():
+    try:
+        out = subprocess.run(["gfortran", "-dumpversion"], stdout=subprocess.PIPE, text=True).stdout
+        return int(out.split(".")[0])
+    except (OSError, ValueError):
+        return 0
+
+
+def find_npb_dir(src):
+    """The NPB3.x-MPI directory inside what the user pointed at."""
+    for cand in (src, os.path.join(src, "NPB3.4-MPI")):
+        if os.path.isfile(os.path.join(cand, "config", "make.def.template")) or \
+           os.path.isdir(os.path.join(cand, "FT")) and os.path.isdir(os.path.join(cand, "IS")):
+            return cand
+    for root, dirs, _ in os.walk(src):
+        if "FT" in dirs and "IS" in dirs and "config" in dirs:
+            return root
+    return None
+
+
+def build_npb(src, out, benchmarks, classes):
+    npb = find_npb_dir(src)
+    if npb is None:
+        sys.exit(f"harness: {src} does not look like an NPB 3.4 MPI tree (no FT/ IS/ config/)")
+    dst = os.path.join(out, "npb-build")
+    if os.path.exists(dst):
+        shutil.rmtree(dst)
+    shutil.copytree(npb, dst)
+    fextra = "-fallow-argument-mismatch -fallow-invalid-boz" if gfortran_major() >= 10 else ""
+    with open(os.path.join(dst, "config", "make.def"), "w") as f:
+        f.write(MAKE_DEF.format(fextra=fextra))
+    os.makedirs(os.path.join(dst, "bin"), exist_ok=True)
+    progs = {}
+    for b in benchmarks:
+        for c in classes:
+            log(f"building NPB {b.upper()} class {c} in {dst}")
+            r = subprocess.run(["make", b, f"CLASS={c}"], cwd=dst, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+            exe = os.path.join(dst, "bin", f"{b}.{c}.x")
+            if r.returncode != 0 or not os.path.exists(exe):
+                print(r.stdout[-3000:])
+                sys.exit(f"harness: building NPB {b}.{c} failed (see above)")
+            progs[(b, c)] = [exe]
+    return progs
+
+
+def proxy_programs(build_dir, benchmarks, classes):
+    progs = {}
+    for b in benchmarks:
+        exe = os.path.join(build_dir, "npb-harness", f"{b}-proxy")
+        if not os.path.exists(exe):
+            sys.exit(f"harness: {exe} not found (build first: ninja -C {build_dir})")
+        for c in classes:
+            progs[(b, c)] = [exe, c]
+    return progs
+
+
+def namespaces_allowed():
+    r = subprocess.run([sys.executable, NETRUN, "--skip-code", "--", "true"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+    return r.returncode == 0
+
+
+def parse(output):
+    res = {"verified": "Verification    =               SUCCESSFUL" in output or
+           re.search(r"Verification\s*=\s*SUCCESSFUL", output) is not None}
+    m = re.search(r"Time in seconds\s*=\s*([0-9.eE+-]+)", output)
+    res["time"] = float(m.group(1)) if m else None
+    m = re.search(r"Comm time[^=]*=\s*([0-9.eE+-]+)", output)
+    timers = {}
+    if m:
+        timers["comm"] = float(m.group(1))
+    # NPB's timer.flag output: lines like "  alltoall ... 1.234" / "  transpose ... 0.5".
+    for line in output.splitlines():
+        t = re.match(r"\s*(?:\d+\s*:\s*)?([A-Za-z][\w -]*?)\s*[:=]\s*([0-9]+\.[0-9]+)", line)
+        if t and any(w in t.group(1).lower() for w in ("alltoall", "transpose", "comm")):
+            timers.setdefault(t.group(1).strip().lower(), float(t.group(2)))
+    res["timers"] = timers
+    if "comm" not in timers:
+        vals = [v for k, v in timers.items() if "alltoall" in k or "transpose" in k]
+        if vals:
+            timers["comm"] = sum(vals)
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tnbc", default=None, help="path of the tnbc command (default: BUILD/tools/tnbc)")
+    ap.add_argument("--build-dir", default=os.path.join(HERE, "..", "build"))
+    ap.add_argument("--benchmarks", default="is,ft")
+    ap.add_argument("--classes", default="S")
+    ap.add_argument("--np", default="4")
+    ap.add_argument("--net", default="shaped", help="shaped (emulated link, needs namespaces) or loopback")
+    ap.add_argument("--rate", default="4gbit")
+    ap.add_argument("--passes", default="baseline,nbc,trace")
+    ap.add_argument("--npb-src", default=os.environ.get("NPB_SRC"))
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--timeout", type=float, default=600)
+    a = ap.parse_args()
+
+    build = os.path.abspath(a.build_dir)
+    tnbc = os.path.abspath(a.tnbc or os.path.join(build, "tools", "tnbc"))
+    out = os.path.abspath(a.out or os.path.join("tnbc-out", "harness-" + datetime.datetime.now().strftime("%Y%m%d-%H%M%S")))
+    os.makedirs(out, exist_ok=True)
+    benchmarks = [b.strip().lower() for b in a.benchmarks.split(",") if b.strip()]
+    classes = [c.strip().upper() for c in a.classes.split(",") if c.strip()]
+    nps = [int(n) for n in a.np.split(",")]
+    passes = [p.strip() for p in a.passes.split(",") if p.strip()]
+    for p in passes:
+        if p not in ("baseline", "nbc", "trace", "optimize", "passthrough"):
+            sys.exit(f"harness: unknown pass '{p}' (baseline, passthrough, nbc, trace, optimize)")
+    if any(p != "baseline" for p in passes) and not os.path.exists(tnbc):
+        sys.exit(f"harness: {tnbc} not found (build first, or --tnbc PATH)")
+    net = a.net
+    if net == "shaped" and not namespaces_allowed():
+        log("network namespaces are not allowed here (needs root or CAP_NET_ADMIN): "
+            "running on plain loopback instead; overlap figures then mean little")
+        net = "loopback"
+    progs = build_npb(a.npb_src, out, benchmarks, classes) if a.npb_src else proxy_programs(build, benchmarks, classes)
+    kind = "npb" if a.npb_src else "proxy"
+
+    runs, failures = [], []
+    total = len(progs) * len(nps) * len(passes) * a.repeat
+    done = 0
+    for (bench, cls), prog in sorted(progs.items()):
+        for np in nps:
+            for rep in range(a.repeat):
+                for p in passes:  # passes interleaved within one repetition
+                    done += 1
+                    rundir = os.path.join(out, f"{bench}.{cls}.np{np}.{p}.{rep}")
+                    os.makedirs(rundir, exist_ok=True)
+                    open(os.path.join(rundir, "timer.flag"), "w").close()  # NPB prints its timers
+                    cmd = ["mpirun", "--oversubscribe", "-np", str(np)]
+                    if net == "loopback":
+                        cmd += ["--mca", "btl", "self,vader,tcp"]
+                    if p != "baseline":
+                        cmd += [tnbc, "exec", "--mode", p, "--output-dir", os.path.join(rundir, "tnbc"), "--"]
+                    cmd += prog
+                    if net == "shaped":
+                        cmd = [sys.executable, NETRUN, "--rate", a.rate, "--"] + cmd
+                    log(f"[{done}/{total}] {bench}.{cls} np={np} {p} ({net})")
+                    env = dict(os.environ)
+                    if os.geteuid() == 0:
+                        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+                    t0 = time.time()
+                    try:
+                        r = subprocess.run(cmd, cwd=rundir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                           text=True, timeout=a.timeout)
+                        output, code = r.stdout, r.returncode
+                    except subprocess.TimeoutExpired as e:
+                        output, code = (e.stdout or "") if isinstance(e.stdout, str) else "", -1
+                        output += f"\nharness: timed out after {a.timeout:.0f} s"
+                    with open(os.path.join(rundir, "output.txt"), "w") as f:
+                        f.write(output)
+                    res = parse(output)
+                    profile = None
+                    if p == "trace" and code == 0:
+                        # Merge the ranks' traces into a profile (the optimized pass's input).
+                        profile = os.path.join(rundir, "app.profile")
+                        m = subprocess.run([tnbc, "merge", os.path.join(rundir, "tnbc"), "-o", profile],
+                                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                        with open(os.path.join(rundir, "merge.txt"), "w") as f:
+                            f.write(m.stdout)
+                        if m.returncode != 0:
+                            log(f"  !!! tnbc merge failed: {m.stdout.strip()[-500:]}")
+                            profile = None
+                    run = {"benchmark": bench, "kind": kind, "class": cls, "np": np, "net": net, "pass": p,
+                           "repeat": rep, "time": res["time"], "verified": res["verified"] and code == 0,
+                           "exit": code, "comm_timers": res["timers"], "wall": time.time() - t0,
+                           "output": os.path.join(rundir, "output.txt"),
+                           "tnbc_report": os.path.join(rundir, "tnbc") if p != "baseline" else None,
+                           "profile": profile}
+                    runs.append(run)
+                    if not run["verified"]:
+                        failures.append(run)
+                        log(f"  !!! {bench}.{cls} np={np} {p}: VERIFICATION FAILED or missing (exit {code}); "
+                            f"see {run['output']}")
+                    else:
+                        log(f"  verified, time {res['time']} s, comm {res['timers'].get('comm')}")
+    with open(os.path.join(out, "summary.json"), "w") as f:
+        json.dump({"format": "tnbc-harness-summary", "version": 1, "runs": runs}, f, indent=1)
+
+    # Comparison: medians per (benchmark, class, np, pass), speedup and hidden share vs baseline.
+    def median(xs):
+        xs = sorted(x for x in xs if x is not None)
+        return xs[len(xs) // 2] if xs else None
+
+    print()
+    print(f"{'benchmark':10} {'class':5} {'np':>3} {'net':8} {'pass':9} {'time s':>9} {'speedup':>8} "
+          f"{'comm s':>8} {'in-call cut':>11}")
+    for (bench, cls), _ in sorted(progs.items()):
+        for np in nps:
+            group = [r for r in runs if r["benchmark"] == bench and r["class"] == cls and r["np"] == np]
+            base_t = median([r["time"] for r in group if r["pass"] == "baseline"])
+            base_c = median([r["comm_timers"].get("comm") for r in group if r["pass"] == "baseline"])
+            for p in passes:
+                sel = [r for r in group if r["pass"] == p]
+                t = median([r["time"] for r in sel])
+                c = median([r["comm_timers"].get("comm") for r in sel])
+                ok = all(r["verified"] for r in sel)
+                speed = f"{base_t / t:.2f}x" if base_t and t else "-"
+                hidden = f"{100 * (1 - c / base_c):.0f}%" if base_c and c is not None and p != "baseline" else "-"
+                print(f"{bench:10} {cls:5} {np:>3} {net:8} {p:9} {t if t is not None else float('nan'):9.3f} "
+                      f"{speed:>8} {c if c is not None else float('nan'):8.3f} {hidden:>11}"
+                      f"{'' if ok else '   VERIFICATION FAILED'}")
+    print(f"\nsummary: {os.path.join(out, 'summary.json')}; per-run output and tnbc summaries under {out}")
+    print("comm s = time inside the collective calls; in-call cut = 1 - comm(pass) / comm(baseline): "
+          "how much of it the calls no longer take (what the program then waits for at its first touch "
+          "of the data is in 'time s', not here)")
+    profiles = [r["profile"] for r in runs if r.get("profile")]
+    if profiles:
+        print("trace profiles (tnbc merge): " + ", ".join(profiles))
+    if failures:
+        print(f"\nharness: {len(failures)} run(s) FAILED verification", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,16 +1,14 @@
 #include "runtime/runtime.hh"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "runtime/engine.hh"
 #include "runtime/log.hh"
+#include "runtime/output_file.hh"
 #include "trace/tracer.hh"
 
 extern char** environ;
@@ -79,27 +77,9 @@ void Runtime::write_summary() {
     if (log_enabled(LogLevel::Info)) log(LogLevel::Info, "summary:\n%s", json.c_str());
     return;
   }
-  if (::mkdir(settings_.output_dir.c_str(), 0777) != 0 && errno != EEXIST) {
-    log(LogLevel::Error, "cannot create TNBC_OUTPUT_DIR '%s': %s; summary not written",
-        settings_.output_dir.c_str(), std::strerror(errno));
-    return;
-  }
-  const std::string path = settings_.output_dir + "/tnbc-summary." + std::to_string(rank_) + ".json";
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  bool ok = fd >= 0;
-  std::size_t off = 0;
-  while (ok && off < json.size()) {
-    ssize_t w = ::write(fd, json.data() + off, json.size() - off);
-    if (w <= 0) ok = false;
-    else off += static_cast<std::size_t>(w);
-  }
-  if (fd >= 0 && ::close(fd) != 0) ok = false;
-  if (ok && ::rename(tmp.c_str(), path.c_str()) != 0) ok = false;
-  if (!ok) {
-    log(LogLevel::Error, "cannot write %s: %s", path.c_str(), std::strerror(errno));
-    ::unlink(tmp.c_str());
-  }
+  const std::string name = "tnbc-summary." + std::to_string(rank_) + ".json";
+  if (const std::string err = write_output_file(settings_.output_dir, name, json); !err.empty())
+    log(LogLevel::Error, "%s; summary not written", err.c_str());
 }
 
 }  // namespace tnbc

@@ -11,6 +11,8 @@
 // per-rank trace file is written (trace/format.hh; at exit too, best effort).
 #include "trace/tracer.hh"
 
+#include "runtime/output_file.hh"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -611,26 +613,9 @@ class Tracer final : public Engine {
       tf.calls.push_back(std::move(rec));
     }
     const std::string text = serialize(tf);
-    if (::mkdir(dir_.c_str(), 0777) != 0 && errno != EEXIST) {
-      log(LogLevel::Error, "cannot create the trace directory '%s': %s; trace not written", dir_.c_str(), std::strerror(errno));
-      return;
-    }
     const std::string path = dir_ + "/" + trace_file_name(rank_);
-    const std::string tmp = path + ".tmp";
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    bool ok = fd >= 0;
-    std::size_t off = 0;
-    while (ok && off < text.size()) {
-      const ssize_t w = ::write(fd, text.data() + off, text.size() - off);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) ok = false;
-      else off += static_cast<std::size_t>(w);
-    }
-    if (fd >= 0 && ::close(fd) != 0) ok = false;
-    if (ok && ::rename(tmp.c_str(), path.c_str()) != 0) ok = false;
-    if (!ok) {
-      log(LogLevel::Error, "cannot write the trace %s: %s", path.c_str(), std::strerror(errno));
-      ::unlink(tmp.c_str());
+    if (const std::string err = write_output_file(dir_, trace_file_name(rank_), text); !err.empty()) {
+      log(LogLevel::Error, "%s; trace not written", err.c_str());
       return;
     }
     log(LogLevel::Info, "trace of %zu calls written to %s", calls_.size(), path.c_str());

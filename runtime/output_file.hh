@@ -1,0 +1,12 @@
+// Writes a whole file into a directory, atomically (temporary file + rename), creating the
+// directory if needed: readers never see a half-written summary or trace.
+#pragma once
+
+#include <string>
+
+namespace tnbc {
+
+// Returns an empty string on success, else a sentence saying what failed (with errno's text).
+std::string write_output_file(const std::string& dir, const std::string& name, const std::string& text);
+
+}  // namespace tnbc

@@ -125,16 +125,14 @@ def parse(output):
     timers = {}
     if m:
         timers["comm"] = float(m.group(1))
-    # NPB's timer.flag output: lines like "  alltoall ... 1.234" / "  transpose ... 0.5".
-    for line in output.splitlines():
-        t = re.match(r"\s*(?:\d+\s*:\s*)?([A-Za-z][\w -]*?)\s*[:=]\s*([0-9]+\.[0-9]+)", line)
-        if t and any(w in t.group(1).lower() for w in ("alltoall", "transpose", "comm")):
-            timers.setdefault(t.group(1).strip().lower(), float(t.group(2)))
+    # NPB's timer.flag output: " timer  8(      transpose ) :   min   max   avg" (FT: totcomm,
+    # IS: rcomm are the communication totals); the average over ranks is kept.
+    for t in re.finditer(r"timer\s+\d+\s*\(\s*([\w ]+?)\s*\)\s*:\s*([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)", output):
+        timers[t.group(1).strip().lower()] = float(t.group(4))
+    for name in ("totcomm", "rcomm"):
+        if "comm" not in timers and name in timers:
+            timers["comm"] = timers[name]
     res["timers"] = timers
-    if "comm" not in timers:
-        vals = [v for k, v in timers.items() if "alltoall" in k or "transpose" in k]
-        if vals:
-            timers["comm"] = sum(vals)
     return res
 
 

@@ -104,7 +104,7 @@ class EngineImpl final : public Engine {
     f->recv_data = f->send_data = f->recv_block.data;
     f->user_recv = dense ? static_cast<char*>(buffer) : nullptr;
     const auto base = reinterpret_cast<std::uintptr_t>(buffer);
-    Reason why = dense ? try_guard(*f, base, base, base + bytes, {}) : Reason::NoncontiguousDatatype;
+    Reason why = dense ? try_guard(*f, base, base, base + bytes) : Reason::NoncontiguousDatatype;
     lock.unlock();
     return complete(f, why, Kind::Bcast, site, bytes, [&] {
       int pos = 0;
@@ -218,10 +218,9 @@ class EngineImpl final : public Engine {
   // Plans, registers and protects the guard regions of the receive layout at `base`; returns
   // Reason::None when the call can return early, else why it must complete in the call.
   // The pieces that must complete in the call are marked in `f.in_call`.
-  Reason try_guard(InFlight& f, std::uintptr_t base, std::uintptr_t lo, std::uintptr_t hi,
-                   const std::vector<bool>& force_in_call) {
+  Reason try_guard(InFlight& f, std::uintptr_t base, std::uintptr_t lo, std::uintptr_t hi) {
     finish_setup(f);
-    RegionPlan plan = plan_regions(base, f.pieces, lo, hi, page_, force_in_call);
+    RegionPlan plan = plan_regions(base, f.pieces, lo, hi, page_, {});
     f.in_call = plan.in_call;
     if (plan.regions.empty()) return Reason::NotGuardable;
     if (!publication_available() || !memory_is_private(plan.regions.front().lo, plan.regions.back().hi))
@@ -460,7 +459,7 @@ class EngineImpl final : public Engine {
           lo = std::min(lo, base + roff[p]);
           hi = std::max(hi, base + roff[p] + rbytes[p]);
         }
-      why = try_guard(*f, base, lo, hi, {});
+      why = try_guard(*f, base, lo, hi);
     }
     if (log_enabled(LogLevel::Debug))
       log(LogLevel::Debug, "%s #%llu: staging %.3f ms, guard %.3f ms (%zu regions)", kKindNames[static_cast<int>(kind)],

@@ -49,7 +49,6 @@ bool publish_piece(InFlight& f, int i) {
     if (!ok) log(LogLevel::Error, "publishing %zu received bytes at %p failed: %s", p.length,
                  static_cast<void*>(dst), std::strerror(errno));
   }
-  bool any = false;
   if (f.guarded && static_cast<std::size_t>(i) < f.piece_regions.size()) {
     auto [first, last] = f.piece_regions[static_cast<std::size_t>(i)];
     for (int k = first; k < last; ++k) {
@@ -60,12 +59,10 @@ bool publish_piece(InFlight& f, int i) {
             static_cast<std::size_t>(r.hi - r.lo), std::strerror(errno));
       r.published.store(1, std::memory_order_release);
       f.regions_remaining.fetch_sub(1, std::memory_order_acq_rel);
-      any = true;
     }
   }
   f.done[static_cast<std::size_t>(i)].store(1, std::memory_order_release);
   if (p.dir == Dir::Recv) f.recv_remaining.fetch_sub(1, std::memory_order_acq_rel);
-  (void)any;
   publish_word().fetch_add(1, std::memory_order_release);
   futex::wake_all(publish_word());
   return ok;

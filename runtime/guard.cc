@@ -197,8 +197,9 @@ void GuardTable::unlock() const {
 
 void GuardTable::insert(Region* r) {
   lock();
-  map_[r->lo] = r;
-  count_.fetch_add(1, std::memory_order_release);
+  // An older, published region at the same address may still be listed (its collective has
+  // not retired yet): the new one takes its place.
+  if (map_.insert_or_assign(r->lo, r).second) count_.fetch_add(1, std::memory_order_release);
   unlock();
 }
 

@@ -24,6 +24,13 @@ const std::vector<Option> kOptions = {
      &Settings::output_dir},
     {"log", OptionType::Choice, "warn", "error|warn|info|debug",
      "Messages printed to stderr (prefixed 'tnbc[rank]:').", &Settings::log},
+    {"guard", OptionType::Choice, "auto", "auto|uffd|protect",
+     "How received pages are held back until their data has arrived. uffd: the pages are emptied "
+     "and registered with userfaultfd, a reader blocks in the kernel and each page is filled "
+     "atomically (UFFDIO_COPY); protect: the pages are PROT_NONE, a reader faults into tnbc's "
+     "SIGSEGV handler and the data is written through /proc/self/mem; auto: uffd where the "
+     "kernel allows it, else protect.",
+     &Settings::guard},
     {"min_bytes", OptionType::Bytes, "auto", "",
      "Smallest sub-message (bytes per peer, or per broadcast) that returns early; smaller "
      "collectives run blocking. auto: derived from the page size and the measured guard cost.",
@@ -121,6 +128,8 @@ std::string parse_option(const Option& o, std::string_view raw, Settings& s) {
         if (auto f = std::get_if<Mode Settings::*>(&o.field)) s.*(*f) = static_cast<Mode>(i);
         else if (auto g = std::get_if<LogLevel Settings::*>(&o.field))
           s.*(*g) = static_cast<LogLevel>(i);
+        else if (auto b = std::get_if<GuardBackend Settings::*>(&o.field))
+          s.*(*b) = static_cast<GuardBackend>(i);
         return {};
       }
       return bad + "one of " + std::string(o.choices) + ".";
@@ -181,7 +190,7 @@ std::string value_string(const Option& o, const Settings& s) {
       [&](auto field) -> std::string {
         using T = std::remove_cvref_t<decltype(s.*field)>;
         const auto& v = s.*field;
-        if constexpr (std::is_same_v<T, Mode> || std::is_same_v<T, LogLevel>)
+        if constexpr (std::is_same_v<T, Mode> || std::is_same_v<T, LogLevel> || std::is_same_v<T, GuardBackend>)
           return std::string(split_choices(o.choices)[static_cast<std::size_t>(v)]);
         else if constexpr (std::is_same_v<T, std::string>)
           return v;

@@ -14,6 +14,8 @@ namespace tnbc {
 
 enum class Mode { Off, Passthrough, Nbc, Trace, Optimize };
 enum class LogLevel { Error, Warn, Info, Debug };
+// How received pages are held back until their data is there (runtime/uffd.hh, runtime/guard.hh).
+enum class GuardBackend { Auto, Uffd, Protect };
 
 // Effective settings, filled from the table below.
 struct Settings {
@@ -21,6 +23,7 @@ struct Settings {
   std::string profile;
   std::string output_dir;
   LogLevel log = LogLevel::Warn;
+  GuardBackend guard = GuardBackend::Auto;
   std::optional<std::uint64_t> min_bytes;   // nullopt = "auto" (from the cost model)
   std::int64_t bcast_max_segments = 5;
   std::int64_t send_window = 4;
@@ -30,7 +33,7 @@ struct Settings {
 };
 
 // Where a parsed value goes; the alternative must agree with the option's type.
-using Field = std::variant<Mode Settings::*, LogLevel Settings::*, std::string Settings::*,
+using Field = std::variant<Mode Settings::*, LogLevel Settings::*, GuardBackend Settings::*, std::string Settings::*,
                            std::optional<std::uint64_t> Settings::*, std::int64_t Settings::*>;
 
 enum class OptionType { Choice, Path, Bytes, Integer, Seconds, Microseconds };

@@ -21,6 +21,7 @@
 #include "runtime/memory_map.hh"
 #include "runtime/pool.hh"
 #include "runtime/progress.hh"
+#include "runtime/uffd.hh"
 
 namespace tnbc {
 
@@ -77,10 +78,12 @@ class EngineImpl final : public Engine {
       stats_.record(Kind::Bcast, site, bytes, Outcome::Passthrough, why);
       return rc;
     }
+    const long long t_enter = futex::now_ns();
     fence(span_of(buffer, count, type), "MPI_Bcast on a buffer still being received");
     std::unique_lock lock(call_mutex_);
     PrivateComm& pc = comms_.get(comm);
     auto f = start(Kind::Bcast, pc);
+    f->call_start_ns = t_enter;
     const bool dense = is_dense(type);
     const int segments = static_cast<int>(std::clamp<std::size_t>(bytes / min_bytes_, 1, static_cast<std::size_t>(s_.bcast_max_segments)));
     const auto chunks = bcast_chunks(bytes, page_, segments);
@@ -215,16 +218,19 @@ class EngineImpl final : public Engine {
     f.recv_remaining.store(recvs);
   }
 
-  // Plans, registers and protects the guard regions of the receive layout at `base`; returns
+  // Plans, registers and guards the regions of the receive layout at `base`; returns
   // Reason::None when the call can return early, else why it must complete in the call.
-  // The pieces that must complete in the call are marked in `f.in_call`.
-  Reason try_guard(InFlight& f, std::uintptr_t base, std::uintptr_t lo, std::uintptr_t hi) {
+  // The pieces that must complete in the call are marked in `f.in_call`. `own` is the rank's
+  // own block, already in place (it is no received piece, but no stranger's data either).
+  Reason try_guard(InFlight& f, std::uintptr_t base, std::uintptr_t lo, std::uintptr_t hi, ByteRange own = {}) {
     finish_setup(f);
     RegionPlan plan = plan_regions(base, f.pieces, lo, hi, page_, {});
     f.in_call = plan.in_call;
     if (plan.regions.empty()) return Reason::NotGuardable;
-    if (!publication_available() || !memory_is_private(plan.regions.front().lo, plan.regions.back().hi))
-      return Reason::NotGuardable;
+    if (!memory_is_private(plan.regions.front().lo, plan.regions.back().hi)) return Reason::NotGuardable;
+    const bool uffd_ok = s_.guard != GuardBackend::Protect && uffd::active() && f.user_recv &&
+                         regions_hold_only_ours(f, plan, base, own);
+    if (!uffd_ok && !publication_available()) return Reason::NotGuardable;
     f.region_count = plan.regions.size();
     f.regions = std::make_unique<Region[]>(f.region_count);
     f.piece_regions.assign(f.pieces.size(), {0, 0});
@@ -242,26 +248,87 @@ class EngineImpl final : public Engine {
     }
     f.regions_remaining.store(static_cast<int>(f.region_count));
     for (std::size_t k = 0; k < f.region_count; ++k) guards().insert(&f.regions[k]);
-    // Protect runs of adjacent regions with one call each.
+    if (uffd_ok && empty_regions(f, base, own)) {
+      f.guard = InFlight::Guard::Uffd;
+      return Reason::None;
+    }
+    if (publication_available() && protect_regions(f)) {
+      f.guard = InFlight::Guard::Protect;
+      return Reason::None;
+    }
+    for (std::size_t j = 0; j < f.region_count; ++j) guards().erase(&f.regions[j]);
+    f.regions.reset();
+    f.region_count = 0;
+    f.piece_regions.clear();
+    f.regions_remaining.store(0);
+    return Reason::NotGuardable;
+  }
+
+  // Runs of adjacent regions, each handled with one system call: fn(lo, hi) for each.
+  template <class Fn>
+  static bool for_each_run(InFlight& f, Fn fn) {
     for (std::size_t k = 0; k < f.region_count;) {
       std::size_t e = k + 1;
       while (e < f.region_count && f.regions[e].lo == f.regions[e - 1].hi) ++e;
-      const std::uintptr_t a = f.regions[k].lo, b = f.regions[e - 1].hi;
-      if (::mprotect(reinterpret_cast<void*>(a), b - a, PROT_NONE) != 0) {
-        log(LogLevel::Info, "cannot protect %p+%zu (%s): completing in the call", reinterpret_cast<void*>(a),
-            static_cast<std::size_t>(b - a), std::strerror(errno));
-        ::mprotect(reinterpret_cast<void*>(f.regions[0].lo), a - f.regions[0].lo, PROT_READ | PROT_WRITE);
-        for (std::size_t j = 0; j < f.region_count; ++j) guards().erase(&f.regions[j]);
-        f.regions.reset();
-        f.region_count = 0;
-        f.piece_regions.clear();
-        f.regions_remaining.store(0);
-        return Reason::NotGuardable;
-      }
+      if (!fn(f.regions[k].lo, f.regions[e - 1].hi)) return false;
       k = e;
     }
-    f.guarded = true;
-    return Reason::None;
+    return true;
+  }
+
+  bool protect_regions(InFlight& f) {
+    std::uintptr_t done_to = f.regions[0].lo;
+    const bool ok = for_each_run(f, [&](std::uintptr_t a, std::uintptr_t b) {
+      if (::mprotect(reinterpret_cast<void*>(a), b - a, PROT_NONE) == 0) {
+        done_to = b;
+        return true;
+      }
+      log(LogLevel::Info, "cannot protect %p+%zu (%s): completing in the call", reinterpret_cast<void*>(a),
+          static_cast<std::size_t>(b - a), std::strerror(errno));
+      return false;
+    });
+    if (!ok) ::mprotect(reinterpret_cast<void*>(f.regions[0].lo), done_to - f.regions[0].lo, PROT_READ | PROT_WRITE);
+    return ok;
+  }
+
+  // Whether every byte of the regions' pages is received by this collective or is the own
+  // block: then emptying the pages loses nothing another thread could be writing meanwhile.
+  static bool regions_hold_only_ours(const InFlight& f, const RegionPlan& plan, std::uintptr_t base, ByteRange own) {
+    for (const auto& span : plan.regions) {
+      std::vector<ByteRange> cover;
+      for (int i : span.pieces) {
+        const Piece& p = f.pieces[static_cast<std::size_t>(i)];
+        cover.push_back({base + p.offset, base + p.offset + p.length});
+      }
+      if (!own.empty()) cover.push_back(own);
+      std::sort(cover.begin(), cover.end(), [](ByteRange a, ByteRange b) { return a.lo < b.lo; });
+      std::uintptr_t at = span.lo;
+      for (const ByteRange& c : cover) {
+        if (c.lo > at) break;
+        at = std::max(at, c.hi);
+      }
+      if (at < span.hi) return false;
+    }
+    return true;
+  }
+
+  // userfaultfd: saves the own block's bytes in the regions to staging (the publication copies
+  // whole pages from there), then registers and empties each run of regions.
+  bool empty_regions(InFlight& f, std::uintptr_t base, ByteRange own) {
+    for (std::size_t k = 0; k < f.region_count && !own.empty(); ++k) {
+      const std::uintptr_t a = std::max(own.lo, f.regions[k].lo), b = std::min(own.hi, f.regions[k].hi);
+      if (a < b) std::memcpy(f.recv_data + (a - base), reinterpret_cast<const void*>(a), b - a);
+    }
+    std::vector<ByteRange> armed;
+    const bool ok = for_each_run(f, [&](std::uintptr_t a, std::uintptr_t b) {
+      if (!uffd::arm(a, b)) return false;
+      armed.push_back({a, b});
+      return true;
+    });
+    if (ok) return true;
+    // Put back what was emptied (own bytes from staging; received bytes come later anyway).
+    for (const ByteRange& r : armed) uffd::fill(r.lo, r.hi, f.recv_data + (r.lo - base));
+    return false;
   }
 
   // Submits `f` and returns early (why == None: wait for the in-call pieces only) or after
@@ -312,9 +379,12 @@ class EngineImpl final : public Engine {
       f->bodies_released.store(true);
       urgency().poke();
       if (log_enabled(LogLevel::Debug))
-        log(LogLevel::Debug, "%s #%llu: in-call wait %.3f ms", kKindNames[static_cast<int>(kind)],
-            static_cast<unsigned long long>(f->sequence), (futex::now_ns() - t_submit) / 1e6);
+        log(LogLevel::Debug, "%s #%llu: in-call wait %.3f ms, %.3f ms in the call", kKindNames[static_cast<int>(kind)],
+            static_cast<unsigned long long>(f->sequence), (futex::now_ns() - t_submit) / 1e6,
+            (futex::now_ns() - f->call_start_ns) / 1e6);
       stats_.record(kind, site, bytes, Outcome::EarlyReturn, Reason::None);
+      if (f->guard != InFlight::Guard::None)
+        stats_.record_guard(f->guard == InFlight::Guard::Uffd ? Stats::GuardUsed::Userfaultfd : Stats::GuardUsed::ProtNone);
       return MPI_SUCCESS;
     }
     progress_.submit(f);
@@ -367,6 +437,7 @@ class EngineImpl final : public Engine {
   int all_to_all(Kind kind, const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
                  void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
                  CallSite site) {
+    const long long t_enter = futex::now_ns();
     const bool in_place = sendbuf == MPI_IN_PLACE;
     const void* sbuf = in_place ? recvbuf : sendbuf;
     const int* scounts = in_place ? recvcounts : sendcounts;
@@ -417,6 +488,7 @@ class EngineImpl final : public Engine {
     lock.lock();
     const long long t_setup = futex::now_ns();
     auto f = start(kind, pc);
+    f->call_start_ns = t_enter;
     f->send_block = pool_.acquire(stotal);
     f->recv_block = pool_.acquire(rspan);
     if ((stotal && !f->send_block.data) || (rspan && !f->recv_block.data)) {
@@ -459,12 +531,14 @@ class EngineImpl final : public Engine {
           lo = std::min(lo, base + roff[p]);
           hi = std::max(hi, base + roff[p] + rbytes[p]);
         }
-      why = try_guard(*f, base, lo, hi);
+      ByteRange own{};
+      if (rbytes[self]) own = {base + roff[self], base + roff[self] + rbytes[self]};
+      why = try_guard(*f, base, lo, hi, own);
     }
     if (log_enabled(LogLevel::Debug))
-      log(LogLevel::Debug, "%s #%llu: staging %.3f ms, guard %.3f ms (%zu regions)", kKindNames[static_cast<int>(kind)],
+      log(LogLevel::Debug, "%s #%llu: staging %.3f ms, guard %.3f ms (%zu regions, %s)", kKindNames[static_cast<int>(kind)],
           static_cast<unsigned long long>(f->sequence), (t_staged - t_setup) / 1e6, (futex::now_ns() - t_staged) / 1e6,
-          f->region_count);
+          f->region_count, f->guard == InFlight::Guard::Uffd ? "userfaultfd" : f->guard == InFlight::Guard::Protect ? "PROT_NONE" : "not guarded");
     lock.unlock();
     return complete(f, why, kind, site, rtotal, [&] {
       for (std::size_t p = 0; p < N; ++p) {
@@ -503,9 +577,15 @@ Engine* Engine::current() { return g_current.load(); }
 std::unique_ptr<Engine> Engine::create(const Settings& s, Stats& stats, int world_rank, int world_size) {
   (void)world_rank;
   (void)world_size;
-  if (!publication_available())
+  std::string why;
+  if (s.guard != GuardBackend::Protect && !uffd::start(why))
+    log(s.guard == GuardBackend::Uffd ? LogLevel::Warn : LogLevel::Info,
+        "%s: guarding receive buffers with PROT_NONE instead of userfaultfd", why.c_str());
+  if (!uffd::active() && !publication_available())
     log(LogLevel::Warn, "/proc/self/mem is not writable here: receive buffers cannot be guarded, "
                         "collectives complete before returning");
+  if (uffd::active() && !uffd::kernel_faults_wait())
+    log(LogLevel::Info, "userfaultfd in user-mode-only mode: system calls on a guarded buffer are fenced");
   auto e = std::make_unique<EngineImpl>(s, stats);
   install_fault_handler(s.timeout_s * 1000000000LL);
   // A child process has no progress thread: complete every guarded buffer before fork().

@@ -332,7 +332,13 @@ bool intercept_sigaction(int sig, const struct sigaction* act, struct sigaction*
   return true;
 }
 
-void mark_progress_thread() { tls_progress_thread = true; }
+std::atomic<int> g_progress_tid{0};
+
+void mark_progress_thread() {
+  tls_progress_thread = true;
+  g_progress_tid.store(my_tid());
+}
+int progress_thread_tid() { return g_progress_tid.load(); }
 bool on_progress_thread() { return tls_progress_thread; }
 
 }  // namespace tnbc

@@ -125,6 +125,8 @@ bool intercept_sigaction(int sig, const struct sigaction* act, struct sigaction*
 // Marks the calling thread as the progress thread (it must never wait for a publication).
 void mark_progress_thread();
 bool on_progress_thread();
+// Its kernel thread id (0 before it started), for fault reports that carry a thread id.
+int progress_thread_tid();
 
 // The engine's reporter prints what is missing and ends the job (MPI_Abort); abort() follows
 // if it returns.

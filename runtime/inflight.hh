@@ -31,7 +31,10 @@ struct InFlight {
   char* send_data = nullptr;    // what Send pieces read (offsets index it)
   char* recv_data = nullptr;    // what Recv pieces write
   char* user_recv = nullptr;    // where published Recv pieces go (nullptr: the caller unpacks)
-  bool guarded = false;         // regions were protected: publish through /proc/self/mem
+  // How the regions are held back: PROT_NONE (publish through /proc/self/mem, then mprotect) or
+  // emptied userfaultfd pages (publish a region with one UFFDIO_COPY from staging).
+  enum class Guard : std::uint8_t { None, Protect, Uffd };
+  Guard guard = Guard::None;
 
   std::unique_ptr<Region[]> regions;
   std::size_t region_count = 0;
@@ -53,6 +56,7 @@ struct InFlight {
   int sends_in_flight = 0;
   int sends_remaining = 0;
   long long submitted_ns = 0;        // for the debug log
+  long long call_start_ns = 0;       // when the calling thread entered the collective (debug log)
   std::uint64_t polls_at_submit = 0;
 
   ~InFlight() {

@@ -115,7 +115,8 @@ std::string Stats::summary_json(int rank, int size, const std::string& mode) con
     }
     j << "}}";
   }
-  j << "},\n \"sites\": [";
+  j << "},\n \"guards\": {\"userfaultfd\": " << guards_[0].load() << ", \"prot_none\": " << guards_[1].load()
+    << "},\n \"sites\": [";
   bool first = true;
   // Sorted by kind and address so that summaries of different ranks line up.
   std::vector<std::pair<SiteKey, SiteCounters>> sorted(sites_.begin(), sites_.end());

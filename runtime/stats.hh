@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <unordered_map>
 #include <mutex>
@@ -56,6 +57,9 @@ class Stats {
   // shards are summed when read.
   void record(Kind kind, CallSite site, std::uint64_t bytes, Outcome outcome, Reason reason);
   KindCounters kind(Kind k) const;
+  // Which guard held an early-returned receive buffer back (runtime/uffd.hh, runtime/guard.hh).
+  enum class GuardUsed { Userfaultfd, ProtNone };
+  void record_guard(GuardUsed g) { guards_[static_cast<std::size_t>(g)].fetch_add(1, std::memory_order_relaxed); }
   // JSON text of the whole summary (rank, size and mode are the caller's).
   std::string summary_json(int rank, int size, const std::string& mode) const;
 
@@ -78,6 +82,7 @@ class Stats {
   };
   Shard& shard();
 
+  std::array<std::atomic<std::uint64_t>, 2> guards_{};  // rare (early returns only): shared
   mutable std::mutex mutex_;     // guards the list of shards
   std::vector<Shard*> shards_;   // one per thread that recorded; never freed (threads may exit)
 };

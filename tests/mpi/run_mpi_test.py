@@ -4,12 +4,16 @@
 usage: run_mpi_test.py --np N --lib LIBTNBC [--mode nbc] [--no-lib] [--env K=V ...]
                        [--expect-exit K] [--expect-output TEXT ...] [--expect-stderr TEXT ...]
                        [--expect-summary kind=alltoall,min_calls=3,lang=fortran,min_early=1 ...]
+                       [--expect-guard userfaultfd|prot_none]
                        [--timeout SECONDS] -- PROGRAM [ARGS]
 
 --expect-summary constraints are checked on the per-rank summaries tnbc writes at MPI_Finalize
 (TNBC_OUTPUT_DIR/tnbc-summary.<rank>.json), summed over ranks: `min_calls` (calls of that kind),
 `min_fortran` (calls through the Fortran bindings), `min_early` (calls that returned early),
 `lang` (a call site in that language exists), `reason=NAME` (at least one call had that reason).
+--expect-guard NAME: at least one early return was held back by that guard backend (summed
+`guards` of the summaries); for userfaultfd the test is skipped (exit 77) when tnbc said the
+kernel does not allow it here.
 Exit status 0 when every expectation holds; the reason is printed otherwise.
 """
 import argparse
@@ -31,7 +35,10 @@ def fail(msg, output=""):
     sys.exit(1)
 
 
-def check_summaries(outdir, np, constraints, output):
+SKIP = 77
+
+
+def check_summaries(outdir, np, constraints, output, guard=None):
     files = sorted(glob.glob(os.path.join(outdir, "tnbc-summary.*.json")))
     if len(files) != np:
         fail(f"expected {np} summaries in {outdir}, found {len(files)}", output)
@@ -42,6 +49,15 @@ def check_summaries(outdir, np, constraints, output):
         if s.get("format") != "tnbc-summary" or s.get("version") != 1:
             fail(f"{f}: not a tnbc-summary version 1")
         summaries.append(s)
+    if guard:
+        used = sum(s["guards"][guard] for s in summaries)
+        if used == 0 and guard == "userfaultfd" and "instead of userfaultfd" in output:
+            print("SKIP: userfaultfd is not available here:")
+            print("\n".join(l for l in output.splitlines() if "instead of userfaultfd" in l)[:500])
+            sys.exit(SKIP)
+        if used == 0:
+            fail(f"no early return was guarded by {guard} (guards: {[s['guards'] for s in summaries]})", output)
+        print(f"guard {guard}: {used} early returns")
     for c in constraints:
         fields = dict(kv.split("=", 1) for kv in c.split(","))
         kind = fields.pop("kind")
@@ -81,6 +97,7 @@ def main():
     ap.add_argument("--expect-exit", type=int, default=0)
     ap.add_argument("--expect-output", action="append", default=[])
     ap.add_argument("--expect-summary", action="append", default=[])
+    ap.add_argument("--expect-guard", choices=["userfaultfd", "prot_none"])
     ap.add_argument("--timeout", type=float, default=180)
     ap.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args()
@@ -121,8 +138,8 @@ def main():
     for text in a.expect_output:
         if text not in output:
             fail(f"output lacks '{text}'", output)
-    if a.expect_summary and not a.no_lib:
-        check_summaries(outdir, a.np, a.expect_summary, output)
+    if (a.expect_summary or a.expect_guard) and not a.no_lib:
+        check_summaries(outdir, a.np, a.expect_summary, output, a.expect_guard)
     shutil.rmtree(outdir, ignore_errors=True)
     print("PASS")
 

@@ -1,0 +1,37 @@
+// The userfaultfd guard backend (TNBC_GUARD=uffd, the default where the kernel allows it).
+//
+//   in the call:   UFFDIO_REGISTER(region, MISSING); madvise(region, MADV_DONTNEED)
+//                  -> the region's pages are empty; any access blocks in the kernel
+//   a reader:      touches the region -> sleeps in the kernel (no signal); the listener thread
+//                  sees the fault and makes the progress thread poll at its fastest
+//   publication:   UFFDIO_COPY(region <- staging) installs every page, complete, atomically, and
+//                  wakes the readers; UFFDIO_UNREGISTER gives the range back
+//
+// Compared with PROT_NONE + /proc/self/mem (runtime/publish.cc) this copies at memcpy-like speed
+// and lets system calls on a guarded buffer wait instead of failing with EFAULT (when the kernel
+// allows kernel-mode faults to be handled: root, or vm.unprivileged_userfaultfd=1).
+// Bytes of a region's pages that are not received (other data sharing the pages) are saved to
+// the staging copy before the pages are emptied, so the copy puts them back.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace tnbc::uffd {
+
+// Opens the userfaultfd and starts the listener thread. False, with the reason in `why`, when
+// the kernel does not allow it (old kernel, seccomp, sysctl); the caller then uses PROT_NONE.
+bool start(std::string& why);
+bool active();
+// True when system calls touching an emptied page wait for it (not only user-mode accesses).
+bool kernel_faults_wait();
+
+// Registers the page-aligned range [lo, hi) and empties its pages. False (range untouched and
+// unregistered) if the range cannot be handled this way (e.g. mlock'ed memory).
+bool arm(std::uintptr_t lo, std::uintptr_t hi);
+// Installs the contents of [src, src + hi - lo) as the pages of [lo, hi), wakes readers and
+// unregisters the range. False (after logging) if the kernel refused.
+bool fill(std::uintptr_t lo, std::uintptr_t hi, const char* src);
+
+}  // namespace tnbc::uffd

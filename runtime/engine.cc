@@ -80,8 +80,10 @@ class EngineImpl final : public Engine {
     }
     const long long t_enter = futex::now_ns();
     fence(span_of(buffer, count, type), "MPI_Bcast on a buffer still being received");
-    std::unique_lock lock(call_mutex_);
+    // The private duplicate is made collectively: never under call_mutex_, which another
+    // thread's collective on another communicator may hold while its peers wait for this one.
     PrivateComm& pc = comms_.get(comm);
+    std::unique_lock lock(call_mutex_);
     auto f = start(Kind::Bcast, pc);
     f->call_start_ns = t_enter;
     const bool dense = is_dense(type);
@@ -444,8 +446,8 @@ class EngineImpl final : public Engine {
     const int* sdisp = in_place ? rdispls : sdispls;
     MPI_Datatype stype = in_place ? recvtype : sendtype;
 
+    PrivateComm& pc = comms_.get(comm);  // not under call_mutex_ (see bcast)
     std::unique_lock lock(call_mutex_);
-    PrivateComm& pc = comms_.get(comm);
     const int n = pc.size, me = pc.rank;
     const auto N = static_cast<std::size_t>(n);
     MPI_Aint lb = 0, sext = 0, rext = 0;

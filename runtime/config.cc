@@ -31,6 +31,12 @@ const std::vector<Option> kOptions = {
      "SIGSEGV handler and the data is written through /proc/self/mem; auto: uffd where the "
      "kernel allows it, else protect.",
      &Settings::guard},
+    {"send_copy", OptionType::Choice, "lazy", "lazy|eager",
+     "When the bytes to send are copied out of the program's send buffer. eager: all of them "
+     "inside the call; lazy: only what is sent from inside the call, the rest by the progress "
+     "thread just before sending it, the pages staying read-only until then (a write by the "
+     "program first copies what is left).",
+     &Settings::send_copy},
     {"min_bytes", OptionType::Bytes, "auto", "",
      "Smallest sub-message (bytes per peer, or per broadcast) that returns early; smaller "
      "collectives run blocking. auto: derived from the page size and the measured guard cost.",
@@ -125,11 +131,12 @@ std::string parse_option(const Option& o, std::string_view raw, Settings& s) {
       const std::string lv = lower(v);
       for (std::size_t i = 0; i < names.size(); ++i) {
         if (lv != names[i]) continue;
-        if (auto f = std::get_if<Mode Settings::*>(&o.field)) s.*(*f) = static_cast<Mode>(i);
-        else if (auto g = std::get_if<LogLevel Settings::*>(&o.field))
-          s.*(*g) = static_cast<LogLevel>(i);
-        else if (auto b = std::get_if<GuardBackend Settings::*>(&o.field))
-          s.*(*b) = static_cast<GuardBackend>(i);
+        std::visit(
+            [&](auto field) {
+              using T = std::remove_cvref_t<decltype(s.*field)>;
+              if constexpr (std::is_enum_v<T>) s.*field = static_cast<T>(i);  // choices list the enum in order
+            },
+            o.field);
         return {};
       }
       return bad + "one of " + std::string(o.choices) + ".";
@@ -190,7 +197,7 @@ std::string value_string(const Option& o, const Settings& s) {
       [&](auto field) -> std::string {
         using T = std::remove_cvref_t<decltype(s.*field)>;
         const auto& v = s.*field;
-        if constexpr (std::is_same_v<T, Mode> || std::is_same_v<T, LogLevel> || std::is_same_v<T, GuardBackend>)
+        if constexpr (std::is_enum_v<T>)
           return std::string(split_choices(o.choices)[static_cast<std::size_t>(v)]);
         else if constexpr (std::is_same_v<T, std::string>)
           return v;

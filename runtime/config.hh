@@ -16,6 +16,8 @@ enum class Mode { Off, Passthrough, Nbc, Trace, Optimize };
 enum class LogLevel { Error, Warn, Info, Debug };
 // How received pages are held back until their data is there (runtime/uffd.hh, runtime/guard.hh).
 enum class GuardBackend { Auto, Uffd, Protect };
+// When the bytes to send are copied out of the program's send buffer (runtime/send_copy.hh).
+enum class SendCopy { Lazy, Eager };
 
 // Effective settings, filled from the table below.
 struct Settings {
@@ -24,6 +26,7 @@ struct Settings {
   std::string output_dir;
   LogLevel log = LogLevel::Warn;
   GuardBackend guard = GuardBackend::Auto;
+  SendCopy send_copy = SendCopy::Lazy;
   std::optional<std::uint64_t> min_bytes;   // nullopt = "auto" (from the cost model)
   std::int64_t bcast_max_segments = 5;
   std::int64_t send_window = 4;
@@ -33,7 +36,8 @@ struct Settings {
 };
 
 // Where a parsed value goes; the alternative must agree with the option's type.
-using Field = std::variant<Mode Settings::*, LogLevel Settings::*, GuardBackend Settings::*, std::string Settings::*,
+using Field = std::variant<Mode Settings::*, LogLevel Settings::*, GuardBackend Settings::*, SendCopy Settings::*,
+                           std::string Settings::*,
                            std::optional<std::uint64_t> Settings::*, std::int64_t Settings::*>;
 
 enum class OptionType { Choice, Path, Bytes, Integer, Seconds, Microseconds };

@@ -21,6 +21,7 @@
 #include "runtime/memory_map.hh"
 #include "runtime/pool.hh"
 #include "runtime/progress.hh"
+#include "runtime/send_copy.hh"
 #include "runtime/uffd.hh"
 
 namespace tnbc {
@@ -249,12 +250,16 @@ class EngineImpl final : public Engine {
       }
     }
     f.regions_remaining.store(static_cast<int>(f.region_count));
-    for (std::size_t k = 0; k < f.region_count; ++k) guards().insert(&f.regions[k]);
-    if (uffd_ok && empty_regions(f, base, own)) {
+    std::size_t listed = 0;
+    while (listed < f.region_count && guards().insert(&f.regions[listed])) ++listed;
+    if (listed < f.region_count) {
+      // Overlaps a region still in use: another thread's collective on these pages.
+      log(LogLevel::Info, "receive buffer overlaps a buffer still guarded: completing in the call");
+    } else if (uffd_ok && empty_regions(f, base, own)) {
       f.guard = InFlight::Guard::Uffd;
       return Reason::None;
-    }
-    if (publication_available() && protect_regions(f)) {
+    } else if (publication_available() && protect_regions(f)) {
+      ensure_signal_stack();
       f.guard = InFlight::Guard::Protect;
       return Reason::None;
     }
@@ -411,7 +416,14 @@ class EngineImpl final : public Engine {
         report_missing(&f);
         PMPI_Abort(MPI_COMM_WORLD, 1);
       }
-      sched_yield();
+      // Test back to back for TNBC_POLL_MIN_US, then sleep that long between tests rather than
+      // yield: a thread that keeps yielding loses its place to computing threads (EEVDF pushes
+      // its deadline back), while a sleeper wakes with credit and runs as soon as it is due.
+      const long long poll_ns = std::max<long long>(s_.poll_min_us * 1000, 1000);
+      if (futex::now_ns() - start > poll_ns) {
+        struct timespec ts{0, static_cast<long>(poll_ns)};
+        nanosleep(&ts, nullptr);
+      }
     }
   }
 
@@ -505,10 +517,13 @@ class EngineImpl final : public Engine {
           kKindNames[static_cast<int>(kind)], me, sbytes[self], rbytes[self]);
       PMPI_Abort(MPI_COMM_WORLD, 1);
     }
-    for (std::size_t p = 0; p < N; ++p) {
+    // Send data: packed now when it must be (non-dense type, or in place: the receive will
+    // overwrite it); otherwise staged piece by piece below (runtime/send_copy.hh).
+    const bool pack_sends = !sdense || in_place;
+    auto send_block_of = [&](std::size_t p) { return static_cast<const char*>(sbuf) + static_cast<std::ptrdiff_t>(sdisp[p]) * sext; };
+    for (std::size_t p = 0; p < N && pack_sends; ++p) {
       if (!sbytes[p] || p == self) continue;
-      copy_in(static_cast<const char*>(sbuf) + static_cast<std::ptrdiff_t>(sdisp[p]) * sext, scounts[p], stype,
-              sdense, f->send_data + soff[p], sbytes[p], pc.comm);
+      copy_in(send_block_of(p), scounts[p], stype, sdense, f->send_data + soff[p], sbytes[p], pc.comm);
     }
     // Own block: straight into place (no guard is up yet; in place it is there already), or into
     // the receive staging when the receive side is unpacked at the end.
@@ -520,6 +535,15 @@ class EngineImpl final : public Engine {
     std::vector<int> order(N);
     std::iota(order.begin(), order.end(), 0);
     f->pieces = build_alltoallv(me, n, sbytes, soff, rbytes, roff, page_, order);
+    if (!pack_sends) {
+      std::vector<const char*> src(f->pieces.size(), nullptr);
+      for (std::size_t i = 0; i < src.size(); ++i) {
+        const Piece& piece = f->pieces[i];
+        const auto p = static_cast<std::size_t>(piece.peer);
+        if (piece.dir == Dir::Send) src[i] = send_block_of(p) + (piece.offset - soff[p]);
+      }
+      stage_sends(*f, src, s_.send_copy == SendCopy::Lazy, page_);
+    }
     f->user_recv = layout ? static_cast<char*>(recvbuf) : nullptr;
     const long long t_staged = futex::now_ns();
     Reason why = Reason::None;

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <sched.h>
 #include <ucontext.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -195,12 +196,33 @@ void GuardTable::unlock() const {
   lock_.store(0, std::memory_order_release);
 }
 
-void GuardTable::insert(Region* r) {
+bool GuardTable::insert(Region* r) {
   lock();
-  // An older, published region at the same address may still be listed (its collective has
-  // not retired yet): the new one takes its place.
-  if (map_.insert_or_assign(r->lo, r).second) count_.fetch_add(1, std::memory_order_release);
+  // The overlapping regions: the one starting at or before r->lo, and those starting inside r.
+  auto first = map_.upper_bound(r->lo);
+  if (first != map_.begin() && std::prev(first)->second->hi > r->lo) --first;
+  auto last = map_.lower_bound(r->hi);
+  for (auto it = first; it != last; ++it) {
+    if (!it->second->published.load(std::memory_order_acquire)) {
+      unlock();
+      return false;
+    }
+  }
+  for (auto it = first; it != last;) {
+    remember_erased(it->second);
+    it = map_.erase(it);
+    count_.fetch_sub(1, std::memory_order_release);
+  }
+  map_.emplace(r->lo, r);
+  count_.fetch_add(1, std::memory_order_release);
   unlock();
+  return true;
+}
+
+void GuardTable::remember_erased(const Region* r) {
+  const unsigned slot = recent_next_.fetch_add(1, std::memory_order_relaxed) % kRecent;
+  recent_lo_[slot].store(r->lo, std::memory_order_relaxed);
+  recent_hi_[slot].store(r->hi, std::memory_order_release);
 }
 
 void GuardTable::erase(Region* r) {
@@ -210,9 +232,7 @@ void GuardTable::erase(Region* r) {
     map_.erase(it);
     count_.fetch_sub(1, std::memory_order_release);
   }
-  const unsigned slot = recent_next_.fetch_add(1, std::memory_order_relaxed) % kRecent;
-  recent_lo_[slot].store(r->lo, std::memory_order_relaxed);
-  recent_hi_[slot].store(r->hi, std::memory_order_release);
+  remember_erased(r);
   unlock();
   while (r->waiters.load(std::memory_order_acquire) != 0) sched_yield();
 }
@@ -311,6 +331,43 @@ void fence_range(std::uintptr_t lo, std::uintptr_t hi, Access how, const char* w
 void fence_all(const char* what) { fence_range(0, UINTPTR_MAX, Access::MpiCall, what); }
 
 // ---------------------------------------------------------------- handler
+namespace {
+// The alternate stack tnbc gave this thread, released when the thread exits.
+struct SignalStack {
+  void* base = nullptr;
+  std::size_t size = 0;
+  ~SignalStack() {
+    if (!base) return;
+    stack_t off{};
+    off.ss_flags = SS_DISABLE;
+    sigaltstack(&off, nullptr);
+    munmap(base, size);
+  }
+};
+thread_local SignalStack tls_signal_stack;
+thread_local bool tls_signal_stack_checked = false;
+}  // namespace
+
+void ensure_signal_stack() {
+  if (tls_signal_stack_checked) return;
+  tls_signal_stack_checked = true;
+  stack_t current{};
+  if (sigaltstack(nullptr, &current) != 0 || !(current.ss_flags & SS_DISABLE)) return;  // the program has one
+  const long min = sysconf(_SC_SIGSTKSZ);
+  const std::size_t size = std::max<std::size_t>(64 * 1024, min > 0 ? 4 * static_cast<std::size_t>(min) : 0);
+  void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (base == MAP_FAILED) return;
+  stack_t alt{};
+  alt.ss_sp = base;
+  alt.ss_size = size;
+  if (sigaltstack(&alt, nullptr) != 0) {
+    munmap(base, size);
+    return;
+  }
+  tls_signal_stack.base = base;
+  tls_signal_stack.size = size;
+}
+
 void install_fault_handler(long long timeout_ns) {
   g_timeout_ns = timeout_ns;
   if (g_installed.load()) return;

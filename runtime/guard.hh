@@ -60,8 +60,11 @@ RegionPlan plan_regions(std::uintptr_t base, const std::vector<Piece>& pieces, s
 
 class GuardTable {
  public:
-  void insert(Region* r);
-  // Removes `r`; returns once no thread that found it can still be reading it.
+  // Lists `r`. Listed regions never overlap: regions `r` overlaps that are done (published or
+  // opened; their collective has not retired yet) are stale and unlisted, so that a look-up
+  // finds `r`. Returns false, listing nothing, if `r` overlaps a region still in use.
+  bool insert(Region* r);
+  // Removes `r` (if still listed); returns once no thread that found it can still be reading it.
   void erase(Region* r);
   // The region containing `addr`, with its waiters count raised (call release()), or nullptr.
   Region* acquire(std::uintptr_t addr);
@@ -83,6 +86,7 @@ class GuardTable {
  private:
   void lock() const;
   void unlock() const;
+  void remember_erased(const Region* r);  // for recently_erased (under the lock)
   mutable std::atomic<int> lock_{0};  // owner tid, 0 = free (never held while touching user memory)
   std::map<std::uintptr_t, Region*> map_;  // by lo
   std::atomic<int> count_{0};
@@ -113,6 +117,12 @@ void wait_published(Region* r, const char* what);
 void fence_range(std::uintptr_t lo, std::uintptr_t hi, Access how, const char* what);
 void fence_all(const char* what);
 
+// Gives the calling thread an alternate signal stack if it has none (once per thread). A
+// guarded page may be stack memory of a frame that has returned; when the next calls write
+// there, the kernel could not push the SIGSEGV frame onto that same stack and would kill the
+// process instead of running tnbc's handler.
+void ensure_signal_stack();
+
 // Installs tnbc's SIGSEGV handler (after PMPI_Init, so it is first). The handler previously
 // installed becomes the chained one.
 void install_fault_handler(long long timeout_ns);
@@ -137,27 +147,26 @@ void set_timeout_reporter(TimeoutReporter fn);
 template <class Fn>
 void GuardTable::for_each_overlapping(std::uintptr_t lo, std::uintptr_t hi, Fn fn) {
   if (empty() || lo >= hi || held_by_this_thread()) return;
-  // Collect in batches on the stack: nothing may allocate or free while the lock is held.
-  constexpr int kBatch = 32;
-  Region* hits[kBatch];
+  // One region at a time: fn may wait (for a publication, or a copy by the progress thread),
+  // and a region held meanwhile could not be erased by the progress thread, which would then
+  // stop making progress for the region waited for.
   std::uintptr_t cursor = lo;
   while (cursor < hi) {
-    int n = 0;
+    Region* hit = nullptr;
     lock();
     auto it = map_.upper_bound(cursor);
     if (it != map_.begin()) --it;
-    for (; it != map_.end() && it->first < hi && n < kBatch; ++it) {
+    for (; it != map_.end() && it->first < hi; ++it) {
       if (it->second->hi <= cursor) continue;
-      it->second->waiters.fetch_add(1, std::memory_order_acq_rel);
-      hits[n++] = it->second;
+      hit = it->second;
+      hit->waiters.fetch_add(1, std::memory_order_acq_rel);
+      break;
     }
     unlock();
-    if (n == 0) break;
-    cursor = hits[n - 1]->hi;
-    for (int k = 0; k < n; ++k) {
-      fn(hits[k]);
-      release(hits[k]);
-    }
+    if (!hit) break;
+    cursor = hit->hi;
+    fn(hit);
+    release(hit);
   }
 }
 

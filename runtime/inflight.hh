@@ -42,6 +42,17 @@ struct InFlight {
   std::vector<bool> in_call;  // per piece: must arrive before the call returns
   std::vector<bool> by_caller;  // per piece: posted by the calling thread, not the progress thread
 
+  // Lazy send copy (runtime/send_copy.hh): per Send piece, where its bytes are in the program's
+  // send buffer (nullptr: already in staging) and their state: 0 only there, 1 being copied,
+  // 2 in staging. The read-only page runs are regions with a hook; `send_open`: 0 read-only,
+  // 1 being made writable, 2 writable again.
+  std::vector<const char*> send_src;
+  std::unique_ptr<std::atomic<std::uint8_t>[]> send_state;
+  std::atomic<int> sends_unstaged{0};
+  std::unique_ptr<Region[]> send_regions;
+  std::size_t send_region_count = 0;
+  std::atomic<int> send_open{2};
+
   std::unique_ptr<std::atomic<std::uint8_t>[]> done;  // per piece
   std::atomic<int> recv_remaining{0};
   std::atomic<int> regions_remaining{0};

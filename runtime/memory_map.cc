@@ -1,6 +1,7 @@
 #include "runtime/memory_map.hh"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -14,14 +15,15 @@ namespace tnbc {
 namespace {
 struct Mapping {
   std::uintptr_t lo, hi;
+  bool writable;
 };
 std::mutex g_mutex;
 std::vector<Mapping> g_known;  // private mappings seen (bounded)
 constexpr std::size_t kKnownMax = 64;
 
-bool covered_by_known(std::uintptr_t lo, std::uintptr_t hi) {
+bool covered_by_known(std::uintptr_t lo, std::uintptr_t hi, bool writable) {
   for (const auto& m : g_known)
-    if (lo >= m.lo && hi <= m.hi) return true;
+    if (lo >= m.lo && hi <= m.hi && (m.writable || !writable)) return true;
   return false;
 }
 
@@ -37,9 +39,9 @@ std::string read_maps() {
 }
 }  // namespace
 
-bool memory_is_private(std::uintptr_t lo, std::uintptr_t hi) {
+bool memory_is_private(std::uintptr_t lo, std::uintptr_t hi, bool writable) {
   std::lock_guard lock(g_mutex);
-  if (covered_by_known(lo, hi)) return true;
+  if (covered_by_known(lo, hi, writable)) return true;
   const std::string maps = read_maps();
   std::uintptr_t next = lo;  // first byte not yet found in a suitable mapping
   std::vector<Mapping> found;
@@ -58,8 +60,9 @@ bool memory_is_private(std::uintptr_t lo, std::uintptr_t hi) {
     const char* perms = end + 1;
     const bool priv = std::strlen(perms) >= 4 && perms[3] == 'p';
     const bool huge = line.find("hugepage") != std::string::npos || line.find("hugetlb") != std::string::npos;
-    if (!priv || huge) return false;
-    found.push_back({a, b});
+    const bool rw = std::strlen(perms) >= 2 && perms[0] == 'r' && perms[1] == 'w';
+    if (!priv || huge || (writable && !rw)) return false;
+    found.push_back({a, b, rw});
     next = b;
   }
   if (next < hi) return false;
@@ -68,6 +71,23 @@ bool memory_is_private(std::uintptr_t lo, std::uintptr_t hi) {
     g_known.push_back(m);
   }
   return true;
+}
+
+bool on_this_threads_stack(std::uintptr_t lo, std::uintptr_t hi) {
+  thread_local std::uintptr_t stack_lo = 0, stack_hi = 0;
+  if (stack_hi == 0) {
+    pthread_attr_t attr;
+    void* addr = nullptr;
+    std::size_t size = 0;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+      pthread_attr_getstack(&attr, &addr, &size);
+      pthread_attr_destroy(&attr);
+    }
+    stack_lo = reinterpret_cast<std::uintptr_t>(addr);
+    stack_hi = stack_lo + size;
+    if (stack_hi == 0) stack_hi = 1;  // unknown: nothing is on it
+  }
+  return lo < stack_hi && hi > stack_lo;
 }
 
 }  // namespace tnbc

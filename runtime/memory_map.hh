@@ -2,11 +2,17 @@
 // mapped privately (heap, stack, anonymous or private file mappings, static data), none of it
 // shared (MAP_SHARED, System V or POSIX shared memory) or hugetlbfs. Read from
 // /proc/self/maps; mappings already found suitable are remembered, so a buffer used again
-// costs no read.
+// costs no read. With `writable`, every byte must also be mapped read-write (tnbc makes such
+// pages read-only for a while and then read-write again, which must be how it found them).
 #pragma once
 
 #include <cstdint>
 
 namespace tnbc {
-bool memory_is_private(std::uintptr_t lo, std::uintptr_t hi);
+bool memory_is_private(std::uintptr_t lo, std::uintptr_t hi, bool writable = false);
+
+// Whether [lo, hi) overlaps the calling thread's stack (its bounds are read once per thread).
+// Stack pages of a frame that has returned are written again by the next calls: tnbc does not
+// leave such pages read-only behind the program's back (runtime/send_copy.hh).
+bool on_this_threads_stack(std::uintptr_t lo, std::uintptr_t hi);
 }

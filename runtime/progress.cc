@@ -8,6 +8,7 @@
 
 #include "runtime/futex.hh"
 #include "runtime/log.hh"
+#include "runtime/send_copy.hh"
 
 namespace tnbc {
 
@@ -73,7 +74,7 @@ void Progress::post(InFlight& f) {
   for (auto it = f.unposted_sends.begin(); it != f.unposted_sends.end() && f.sends_in_flight < window_;) {
     const Piece& p = f.pieces[static_cast<std::size_t>(*it)];
     if ((p.after >= 0 && !f.done[static_cast<std::size_t>(p.after)].load(std::memory_order_acquire)) ||
-        (!p.edge && !f.bodies_released.load(std::memory_order_acquire))) {
+        (!p.edge && !f.bodies_released.load(std::memory_order_acquire)) || !send_piece_staged(f, *it)) {
       ++it;
       continue;
     }
@@ -175,6 +176,7 @@ void Progress::run() {
         continue;
       }
       for (std::size_t k = 0; k < f.region_count; ++k) guards().erase(&f.regions[k]);
+      retire_send_regions(f);
       if (log_enabled(LogLevel::Debug))
         log(LogLevel::Debug, "%s #%llu finished: %.3f ms after submission, %llu polls",
             kKindNames[static_cast<int>(f.kind)], static_cast<unsigned long long>(f.sequence),

@@ -466,11 +466,24 @@ class Tracer final : public Engine {
       call.hi = std::max(call.hi, r.hi);
     }
     call.open.store(static_cast<int>(call.nregions));
-    for (std::size_t k = 0; k < call.nregions; ++k) guards().insert(&call.regions[k]);
-    // One mprotect per run of adjacent regions of the same kind (mprotect flushes TLBs).
+    // A region overlapping one still in use (another thread's call) is left open, untraced.
+    for (std::size_t k = 0; k < call.nregions; ++k) {
+      if (guards().insert(&call.regions[k])) continue;
+      call.ctx[k].opened.store(1);
+      call.regions[k].published.store(1);
+      call.open.fetch_sub(1);
+    }
+    ensure_signal_stack();  // the guarded pages may be stack the next calls write to
+    // One mprotect per run of adjacent listed regions of the same kind (mprotect flushes TLBs).
     for (std::size_t k = 0; k < call.nregions;) {
+      if (call.ctx[k].opened.load()) {
+        ++k;
+        continue;
+      }
       std::size_t e = k + 1;
-      while (e < call.nregions && call.regions[e].lo == call.regions[e - 1].hi && call.ctx[e].send == call.ctx[k].send) ++e;
+      while (e < call.nregions && call.regions[e].lo == call.regions[e - 1].hi && call.ctx[e].send == call.ctx[k].send &&
+             !call.ctx[e].opened.load())
+        ++e;
       const std::uintptr_t a = call.regions[k].lo, b = call.regions[e - 1].hi;
       if (::mprotect(reinterpret_cast<void*>(a), b - a, call.ctx[k].send ? PROT_READ : PROT_NONE) != 0) {
         log(LogLevel::Info, "trace: cannot protect %p+%zu (%s)", reinterpret_cast<void*>(a),

@@ -1,0 +1,159 @@
+#include "runtime/send_copy.hh"
+
+#include <sys/mman.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "runtime/inflight.hh"
+#include "runtime/log.hh"
+#include "runtime/memory_map.hh"
+
+namespace tnbc {
+
+namespace {
+
+enum : std::uint8_t { kInUser = 0, kCopying = 1, kStaged = 2 };
+enum : int { kReadOnly = 0, kOpening = 1, kOpen = 2 };
+
+void pause_briefly() {
+  struct timespec ts{0, 10 * 1000};
+  nanosleep(&ts, nullptr);
+}
+
+// Makes the read-only pages writable again, once (async-signal-safe).
+void open_pages(InFlight& f) {
+  int expected = kReadOnly;
+  if (f.send_open.compare_exchange_strong(expected, kOpening, std::memory_order_acq_rel)) {
+    for (std::size_t k = 0; k < f.send_region_count; ++k) {
+      const Region& r = f.send_regions[k];
+      if (::mprotect(reinterpret_cast<void*>(r.lo), r.hi - r.lo, PROT_READ | PROT_WRITE) != 0)
+        log_raw("tnbc: cannot make a send buffer writable again (mprotect failed)");
+    }
+    f.send_open.store(kOpen, std::memory_order_release);
+    return;
+  }
+  while (f.send_open.load(std::memory_order_acquire) != kOpen) pause_briefly();  // another opener
+}
+
+// Copies piece i into staging if nobody has; with `wait`, also waits for another thread's copy.
+bool stage_piece(InFlight& f, std::size_t i, bool wait) {
+  auto& state = f.send_state[i];
+  std::uint8_t expected = kInUser;
+  if (state.compare_exchange_strong(expected, kCopying, std::memory_order_acq_rel)) {
+    const Piece& p = f.pieces[i];
+    std::memcpy(f.send_data + p.offset, f.send_src[i], p.length);
+    state.store(kStaged, std::memory_order_release);
+    if (f.sends_unstaged.fetch_sub(1, std::memory_order_acq_rel) == 1) open_pages(f);
+    return true;
+  }
+  if (expected == kStaged) return true;
+  if (!wait) return false;
+  while (state.load(std::memory_order_acquire) != kStaged) pause_briefly();  // a memcpy elsewhere
+  return true;
+}
+
+// The regions' hook: a write by the program (fault) or a fence. Everything left is copied and
+// the pages become writable; the access is then retried.
+void on_send_page(Region* r, std::uintptr_t, Access, const void*) {
+  auto& f = *static_cast<InFlight*>(r->hook_data);
+  for (std::size_t i = 0; i < f.send_src.size(); ++i)
+    if (f.send_src[i]) stage_piece(f, i, true);
+  open_pages(f);
+}
+
+std::uintptr_t page_down(std::uintptr_t a, std::size_t page) { return a & ~(static_cast<std::uintptr_t>(page) - 1); }
+std::uintptr_t page_up(std::uintptr_t a, std::size_t page) { return page_down(a + page - 1, page); }
+
+// Page runs that hold any byte of a piece left in place, merged.
+std::vector<std::pair<std::uintptr_t, std::uintptr_t>> runs_of(const InFlight& f, std::size_t page) {
+  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> spans;
+  for (std::size_t i = 0; i < f.send_src.size(); ++i) {
+    if (!f.send_src[i]) continue;
+    const auto a = reinterpret_cast<std::uintptr_t>(f.send_src[i]);
+    spans.emplace_back(page_down(a, page), page_up(a + f.pieces[i].length, page));
+  }
+  std::sort(spans.begin(), spans.end());
+  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> runs;
+  for (const auto& s : spans) {
+    if (!runs.empty() && s.first <= runs.back().second) runs.back().second = std::max(runs.back().second, s.second);
+    else runs.push_back(s);
+  }
+  return runs;
+}
+
+// Leaves the body pieces in place behind read-only pages; false (nothing changed) if the memory
+// does not allow it. If mprotect refuses, everything is copied at once (and true returned).
+bool guard_bodies(InFlight& f, const std::vector<const char*>& src, std::size_t page) {
+  f.send_src.assign(f.pieces.size(), nullptr);
+  int left = 0;
+  for (std::size_t i = 0; i < f.pieces.size(); ++i) {
+    const Piece& p = f.pieces[i];
+    if (p.dir != Dir::Send || p.edge || p.length == 0) continue;
+    f.send_src[i] = src[i];
+    ++left;
+  }
+  const auto runs = runs_of(f, page);
+  bool ok = left > 0;
+  for (const auto& [lo, hi] : runs)
+    ok = ok && memory_is_private(lo, hi, /*writable=*/true) && !on_this_threads_stack(lo, hi);
+  if (!ok) {
+    f.send_src.clear();
+    return false;
+  }
+  f.send_state = std::make_unique<std::atomic<std::uint8_t>[]>(f.pieces.size());
+  f.sends_unstaged.store(left);
+  f.send_region_count = runs.size();
+  f.send_regions = std::make_unique<Region[]>(runs.size());
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    Region& r = f.send_regions[k];
+    r.lo = runs[k].first;
+    r.hi = runs[k].second;
+    r.owner = &f;
+    r.hook = on_send_page;
+    r.hook_data = &f;
+    // Listed before the pages turn read-only, so a fault always finds it. A region in use
+    // there (another thread's collective sending from the same pages) keeps them: copy now.
+    if (!guards().insert(&r)) {
+      for (std::size_t j = 0; j < k; ++j) guards().erase(&f.send_regions[j]);
+      f.send_regions.reset();
+      f.send_region_count = 0;
+      f.send_src.clear();
+      return false;
+    }
+  }
+  f.send_open.store(kReadOnly);
+  for (const auto& [lo, hi] : runs) {
+    if (::mprotect(reinterpret_cast<void*>(lo), hi - lo, PROT_READ) == 0) continue;
+    log(LogLevel::Info, "cannot make send pages %p+%zu read-only (%s): copying them in the call",
+        reinterpret_cast<void*>(lo), static_cast<std::size_t>(hi - lo), std::strerror(errno));
+    on_send_page(&f.send_regions[0], lo, Access::MpiCall, nullptr);  // copy all, pages RW again
+    break;
+  }
+  return true;
+}
+
+}  // namespace
+
+void stage_sends(InFlight& f, const std::vector<const char*>& src, bool lazy, std::size_t page) {
+  const bool guarded = lazy && guard_bodies(f, src, page);
+  for (std::size_t i = 0; i < f.pieces.size(); ++i) {
+    const Piece& p = f.pieces[i];
+    if (p.dir != Dir::Send || p.length == 0 || (guarded && f.send_src[i])) continue;
+    std::memcpy(f.send_data + p.offset, src[i], p.length);
+  }
+}
+
+bool send_piece_staged(InFlight& f, int i) {
+  const auto k = static_cast<std::size_t>(i);
+  if (k >= f.send_src.size() || !f.send_src[k]) return true;
+  return stage_piece(f, k, false);
+}
+
+void retire_send_regions(InFlight& f) {
+  for (std::size_t k = 0; k < f.send_region_count; ++k) guards().erase(&f.send_regions[k]);
+}
+
+}  // namespace tnbc

@@ -1,0 +1,40 @@
+// The send side of an early-returning collective: the program may overwrite its send buffer
+// as soon as the call returns, so tnbc must hold the bytes it still has to send.
+//
+// Eager (TNBC_SEND_COPY=eager): every send piece is copied into staging inside the call.
+// Lazy (the default): only the pieces sent from inside the call (edges) are copied there; the
+// pages holding the other pieces become read-only, and the progress thread copies each piece
+// into staging just before it posts it, in priority order. A write by the program to such a
+// page faults; the region's hook copies every piece not yet copied, makes the pages writable
+// again and returns, so the write goes through (one fault, then the program runs on).
+//
+//   call:      copy edge pieces -> staging; mprotect(body pages, PROT_READ); return
+//   progress:  before Isend(piece i): copy i  (user -> staging) ... last one: pages RW again
+//   program:   write to a body page -> SIGSEGV -> hook: copy all left, pages RW -> write retried
+//   fences:    free/munmap/read(2)/MPI calls/fork on those pages: the same hook first
+//
+// Nothing here waits for another rank: a write fault costs at most the copies left to do.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace tnbc {
+
+struct InFlight;
+
+// Stages the Send pieces of `f` whose first byte is at src[i] in the program's send buffer
+// (src[i] unused for other pieces). With `lazy`, pieces not marked edge are left in place and
+// their pages made read-only; if that is not possible (memory not private and writable, on
+// the calling thread's stack, mprotect refused) everything is copied now. Call before the
+// pieces are submitted.
+void stage_sends(InFlight& f, const std::vector<const char*>& src, bool lazy, std::size_t page);
+
+// Progress thread, before posting Send piece i: true once its bytes are in staging (copying
+// them now if nobody has); false while a program thread is copying it (try again later).
+bool send_piece_staged(InFlight& f, int i);
+
+// At retirement: unlists the send regions (every piece has been copied by then).
+void retire_send_regions(InFlight& f);
+
+}  // namespace tnbc

@@ -1,63 +1,214 @@
 #!/usr/bin/env python3
-"""Runs a command (usually `mpirun ...`) on an emulated cluster link.
+"""Runs a command (usually `mpirun ...`) on an emulated cluster network.
 
-The whole command runs in a private network namespace whose loopback is shaped like a NIC:
-`mtu 9000` and `tc qdisc add dev lo root tbf rate RATE burst 256kb latency 100ms` (a burst
-below the MTU stalls TCP). Open MPI is restricted to TCP over that loopback
+One node (default): the whole command runs in a private network namespace whose loopback is
+shaped like a NIC: `mtu 9000` and `tc qdisc add dev lo root tbf rate RATE burst 256kb latency
+100ms` (a burst below the MTU stalls TCP). Open MPI is restricted to TCP over that loopback
 (OMPI_MCA_btl=tcp,self, btl/oob_tcp_if_include=lo), so the ranks of this one machine share
 one shaped "NIC", like M processes of a cluster node (the T-NBC paper, section 5.2.2).
 
-usage: netrun.py [--rate 4gbit] [--stats] [--skip-code] -- COMMAND [ARGS]
+K nodes (--nodes K): K namespaces node0..node{K-1}, each with one veth `eth0` (10.77.0.i+1/24,
+mtu 9000) whose peer is a port of a bridge in a "switch" namespace (10.77.0.254, where the
+command runs). Every node's link is shaped in both directions like a full-duplex NIC: tbf on
+the node's eth0 (its egress) and on its switch port (its ingress). Open MPI starts its daemons
+inside the node namespaces through netrun-agent.sh (plm_rsh_agent: `ip netns exec` instead of
+ssh, with the node's own host name `tnbc-nodeI`), from a hostfile with M slots per node, so
+ranks are placed block-wise (ranks 0..M-1 on node 0, ...). M = ceil(np / K), np taken from the
+command's -np/-n, or --ranks-per-node M. Between nodes the ranks use TCP on 10.77.0.0/24; within
+a node shared memory (vader, --intra vader, default) or TCP over the node's unshaped loopback
+(--intra tcp). The root namespace's network is not touched.
 
-The namespace is removed on exit, on Ctrl-C and on SIGTERM. Without the privileges to create
-namespaces (root or CAP_NET_ADMIN) it says so and exits 1 (77 with --skip-code, Meson's "skip").
+usage: netrun.py [--rate 4gbit] [--nodes K [--ranks-per-node M] [--intra vader|tcp]]
+                 [--stats] [--skip-code] -- COMMAND [ARGS]
+
+The namespaces (with their veths and the bridge) and every process still inside them are
+removed on exit, on Ctrl-C, SIGTERM and SIGHUP. Without the privileges to create namespaces
+(root: CAP_SYS_ADMIN and CAP_NET_ADMIN) it says so and exits 1 (77 with --skip-code, Meson's "skip").
 """
 import argparse
 import os
+import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
+import time
 
 SKIP = 77
+HERE = os.path.dirname(os.path.abspath(__file__))
+AGENT = os.path.join(HERE, "netrun-agent.sh")
+SUBNET = "10.77.0"
+SWITCH_ADDR = f"{SUBNET}.254"
+SHAPE = ["burst", "256kb", "latency", "100ms"]
+MTU = "9000"
+# How long processes left in a namespace get between SIGTERM and SIGKILL when it is removed.
+TERM_GRACE_S = 5
+NP_OPTIONS = ("-np", "--np", "-n", "--n", "-c")
 
 
 def run(cmd, check=True):
     return subprocess.run(cmd, check=check, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-class Namespace:
-    def __init__(self, rate):
-        self.name = f"tnbc-{os.getpid()}"
-        self.rate = rate
-        self.created = False
+def node_host(i):
+    return f"tnbc-node{i}"
 
-    def __enter__(self):
-        r = run(["ip", "netns", "add", self.name], check=False)
+
+class Network:
+    """The namespaces of one run; removing it stops what still runs inside them first."""
+
+    def __init__(self, rate):
+        self.prefix = f"tnbc-{os.getpid()}"
+        self.rate = rate
+        self.namespaces = []
+        self.qdiscs = []  # (label, namespace, device) of every shaped link, for --stats
+
+    def add_namespace(self, name):
+        r = run(["ip", "netns", "add", name], check=False)
         if r.returncode != 0:
             raise PermissionError(r.stdout.strip())
-        self.created = True
-        steps = [["ip", "-n", self.name, "link", "set", "lo", "mtu", "9000", "up"],
-                 ["ip", "netns", "exec", self.name, "tc", "qdisc", "add", "dev", "lo", "root", "tbf",
-                  "rate", self.rate, "burst", "256kb", "latency", "100ms"]]
-        for step in steps:
-            r = run(step, check=False)
-            if r.returncode != 0:
-                raise RuntimeError(f"{' '.join(step)}: {r.stdout.strip()}")
-        return self
+        self.namespaces.append(name)
+
+    @staticmethod
+    def step(*cmd):
+        r = run(list(cmd), check=False)
+        if r.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)}: {r.stdout.strip()}")
+
+    def shape(self, label, ns, dev):
+        self.step("ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root", "tbf",
+                  "rate", self.rate, *SHAPE)
+        self.qdiscs.append((label, ns, dev))
 
     def stats(self):
-        return run(["ip", "netns", "exec", self.name, "tc", "-s", "qdisc", "show", "dev", "lo"], check=False).stdout
+        lines = []
+        for label, ns, dev in self.qdiscs:
+            out = run(["ip", "netns", "exec", ns, "tc", "-s", "qdisc", "show", "dev", dev], check=False).stdout
+            m = re.search(r"qdisc tbf .*?Sent (\d+) bytes (\d+) pkt \(dropped (\d+), overlimits (\d+)", out, re.S)
+            if m:
+                lines.append(f"netrun: {label:16} tbf sent {m.group(1)} bytes {m.group(2)} pkt "
+                             f"(dropped {m.group(3)}, overlimits {m.group(4)})")
+            else:
+                lines.append(f"netrun: {label:16} no tbf statistics: {out.strip()}")
+        return "\n".join(lines)
 
-    def __exit__(self, *exc):
-        if self.created:
-            run(["ip", "netns", "del", self.name], check=False)
-            self.created = False
+    @staticmethod
+    def pids(ns):
+        out = run(["ip", "netns", "pids", ns], check=False).stdout
+        return [int(p) for p in out.split() if p.isdigit()]
+
+    def kill_all(self, sig):
+        for ns in self.namespaces:
+            for pid in self.pids(ns):
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+
+    def wait_empty(self, seconds):
+        deadline = time.monotonic() + seconds
+        while any(self.pids(ns) for ns in self.namespaces):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+        return True
+
+    def close(self):
+        # Daemonized orteds are no children of ours: whatever still runs inside a namespace
+        # would keep it (and its veth) alive after `ip netns del`.
+        self.kill_all(signal.SIGTERM)
+        if not self.wait_empty(TERM_GRACE_S):
+            self.kill_all(signal.SIGKILL)
+            self.wait_empty(TERM_GRACE_S)
+        for ns in reversed(self.namespaces):
+            run(["ip", "netns", "del", ns], check=False)
+        self.namespaces = []
+
+
+class SingleNode(Network):
+    """One namespace with a shaped loopback; the command runs in it."""
+
+    def build(self):
+        self.head = self.prefix
+        self.add_namespace(self.head)
+        self.step("ip", "-n", self.head, "link", "set", "lo", "mtu", MTU, "up")
+        self.shape("lo", self.head, "lo")
+
+    def environment(self):
+        return {"OMPI_MCA_btl": "tcp,self", "OMPI_MCA_btl_tcp_if_include": "lo",
+                "OMPI_MCA_oob_tcp_if_include": "lo"}
+
+    def describe(self):
+        return f"one node, loopback shaped to {self.rate}"
+
+
+class Nodes(Network):
+    """K node namespaces joined by veth pairs to a bridge in a switch namespace (the head,
+    where mpirun runs); each node's link shaped in both directions."""
+
+    def __init__(self, rate, k, slots, intra, tmpdir):
+        super().__init__(rate)
+        self.k, self.slots, self.intra, self.tmpdir = k, slots, intra, tmpdir
+
+    def build(self):
+        self.head = f"{self.prefix}-switch"
+        self.add_namespace(self.head)
+        self.step("ip", "-n", self.head, "link", "set", "lo", "up")
+        self.step("ip", "-n", self.head, "link", "add", "br0", "mtu", MTU, "type", "bridge")
+        self.step("ip", "-n", self.head, "addr", "add", f"{SWITCH_ADDR}/24", "dev", "br0")
+        self.step("ip", "-n", self.head, "link", "set", "br0", "up")
+        for i in range(self.k):
+            ns, port = f"{self.prefix}-{node_host(i)}", f"node{i}"
+            self.add_namespace(ns)
+            # Both ends are created inside their namespaces: nothing appears in the root one.
+            self.step("ip", "link", "add", "eth0", "netns", ns, "mtu", MTU, "type", "veth",
+                      "peer", "name", port, "netns", self.head, "mtu", MTU)
+            self.step("ip", "-n", self.head, "link", "set", port, "master", "br0", "up")
+            self.step("ip", "-n", ns, "addr", "add", f"{SUBNET}.{i + 1}/24", "dev", "eth0")
+            self.step("ip", "-n", ns, "link", "set", "eth0", "up")
+            self.step("ip", "-n", ns, "link", "set", "lo", "up")
+            self.shape(f"node{i} egress", ns, "eth0")
+            self.shape(f"node{i} ingress", self.head, port)
+        self.hostfile = os.path.join(self.tmpdir, "hostfile")
+        with open(self.hostfile, "w") as f:
+            f.writelines(f"{node_host(i)} slots={self.slots}\n" for i in range(self.k))
+
+    def environment(self):
+        return {"OMPI_MCA_btl": "vader,tcp,self" if self.intra == "vader" else "tcp,self",
+                "OMPI_MCA_btl_tcp_if_include": f"{SUBNET}.0/24",
+                "OMPI_MCA_oob_tcp_if_include": f"{SUBNET}.0/24",
+                "OMPI_MCA_orte_default_hostfile": self.hostfile,
+                "OMPI_MCA_rmaps_base_mapping_policy": "slot",
+                "OMPI_MCA_plm_rsh_agent": AGENT,
+                "OMPI_MCA_plm_rsh_no_tree_spawn": "1",
+                "NETRUN_NS_PREFIX": self.prefix}
+
+    def describe(self):
+        return (f"{self.k} nodes x {self.slots} slots (ranks block-wise), links shaped to {self.rate}, "
+                f"intra-node {self.intra}")
+
+
+def command_np(cmd):
+    """The process count of an mpirun command line (-np N, -n N, --np=N), or None."""
+    for i, tok in enumerate(cmd):
+        name, _, value = tok.partition("=")
+        if name in NP_OPTIONS:
+            value = value or (cmd[i + 1] if i + 1 < len(cmd) else "")
+            if value.isdigit():
+                return int(value)
+    return None
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rate", default="4gbit", help="link rate for tc tbf (default 4gbit)")
+    ap.add_argument("--nodes", type=int, default=1, help="number of emulated nodes K (default 1)")
+    ap.add_argument("--ranks-per-node", type=int, default=None,
+                    help="slots per node M (default: ceil(np / K) with np from the command)")
+    ap.add_argument("--intra", choices=("vader", "tcp"), default="vader",
+                    help="transport between ranks of one node with --nodes (default vader)")
     ap.add_argument("--stats", action="store_true", help="print the qdisc statistics at the end")
     ap.add_argument("--skip-code", action="store_true", help="exit 77 when namespaces are not allowed")
     ap.add_argument("command", nargs=argparse.REMAINDER)
@@ -65,47 +216,64 @@ def main():
     cmd = a.command[1:] if a.command and a.command[0] == "--" else a.command
     if not cmd:
         ap.error("no command given")
-    missing = [t for t in ("ip", "tc") if shutil.which(t) is None]
+    if a.nodes < 1 or (a.ranks_per_node is not None and a.ranks_per_node < 1):
+        ap.error("--nodes and --ranks-per-node must be at least 1")
+    tools = ("ip", "tc") if a.nodes == 1 else ("ip", "tc", "unshare")
+    missing = [t for t in tools if shutil.which(t) is None]
     if missing:
-        print(f"netrun: {', '.join(missing)} not found (Debian package iproute2)", file=sys.stderr)
+        print(f"netrun: {', '.join(missing)} not found (Debian packages iproute2, util-linux)", file=sys.stderr)
         sys.exit(SKIP if a.skip_code else 1)
+    if a.nodes > 1:
+        np = command_np(cmd)
+        slots = a.ranks_per_node or (-(-np // a.nodes) if np else None)
+        if not slots:
+            ap.error("--nodes needs the process count: give mpirun -np N in the command or --ranks-per-node M")
+        if socket.gethostname() in [node_host(i) for i in range(a.nodes)]:
+            ap.error(f"this machine is called {socket.gethostname()}, a name of an emulated node")
     env = dict(os.environ)
-    env.update({"OMPI_MCA_btl": "tcp,self", "OMPI_MCA_btl_tcp_if_include": "lo",
-                "OMPI_MCA_oob_tcp_if_include": "lo", "OMPI_MCA_btl_vader_single_copy_mechanism": "none"})
     if os.geteuid() == 0:
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    # No single-copy (CMA) reads into pages that tnbc may guard.
+    env["OMPI_MCA_btl_vader_single_copy_mechanism"] = "none"
     child = None
 
-    def forward(sig, _frame):
-        if child and child.poll() is None:
-            os.killpg(child.pid, sig)
-        raise KeyboardInterrupt
+    def stop(_sig, _frame):
+        raise KeyboardInterrupt  # handled like Ctrl-C below
 
-    signal.signal(signal.SIGTERM, forward)
-    try:
-        with Namespace(a.rate) as ns:
-            child = subprocess.Popen(["ip", "netns", "exec", ns.name] + cmd, env=env, start_new_session=True)
-            try:
-                code = child.wait()
-            except KeyboardInterrupt:
-                if child.poll() is None:
-                    os.killpg(child.pid, signal.SIGTERM)
-                    try:
-                        child.wait(timeout=10)
-                    except subprocess.TimeoutExpired:
-                        os.killpg(child.pid, signal.SIGKILL)
-                code = 130
-            if a.stats:
-                print(ns.stats(), file=sys.stderr)
-            sys.exit(code)
-    except PermissionError as e:
-        print(f"netrun: cannot create a network namespace ({e}); this needs root or CAP_NET_ADMIN",
-              file=sys.stderr)
-        sys.exit(SKIP if a.skip_code else 1)
-    except RuntimeError as e:
-        print(f"netrun: cannot shape the link: {e}", file=sys.stderr)
-        sys.exit(SKIP if a.skip_code else 1)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, stop)
+    code = 1
+    with tempfile.TemporaryDirectory(prefix="netrun-") as tmpdir:
+        net = SingleNode(a.rate) if a.nodes == 1 else Nodes(a.rate, a.nodes, slots, a.intra, tmpdir)
+        try:
+            net.build()
+            env.update(net.environment())
+            print(f"netrun: {net.describe()}; namespaces {' '.join(net.namespaces)}", file=sys.stderr, flush=True)
+            child = subprocess.Popen(["ip", "netns", "exec", net.head] + cmd, env=env, start_new_session=True)
+            code = child.wait()
+        except KeyboardInterrupt:
+            if child and child.poll() is None:
+                os.killpg(child.pid, signal.SIGTERM)
+                try:
+                    child.wait(timeout=TERM_GRACE_S)
+                except subprocess.TimeoutExpired:
+                    os.killpg(child.pid, signal.SIGKILL)
+            code = 130
+        except PermissionError as e:
+            print(f"netrun: cannot create a network namespace ({e}); "
+                  "this needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN)", file=sys.stderr)
+            code = SKIP if a.skip_code else 1
+        except RuntimeError as e:
+            print(f"netrun: cannot build the emulated network: {e}", file=sys.stderr)
+            code = SKIP if a.skip_code else 1
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                signal.signal(sig, signal.SIG_IGN)  # the clean-up must not be interrupted
+            if a.stats and net.qdiscs:
+                print(net.stats(), file=sys.stderr)
+            net.close()
+    sys.exit(code)
 
 
 if __name__ == "__main__":

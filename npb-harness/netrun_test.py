@@ -1,36 +1,197 @@
 #!/usr/bin/env python3
-"""Test of netrun.py: a 2-rank is-proxy under the shaped link must verify, its traffic must
-have gone through the qdisc, and no namespace may be left behind. Skips (77) where the machine
-does not allow network namespaces.
+"""Test of netrun.py. Skips (77) where the machine does not allow network namespaces.
 
-usage: netrun_test.py NETRUN IS_PROXY LIBTNBC
+One node (default): a 2-rank is-proxy under the shaped loopback must verify and its traffic
+must have gone through the qdisc.
+--nodes K: a 4-rank is-proxy on K emulated nodes must verify with its traffic through every
+node's shaped link (both directions); with all ranks on node 0 (almost) nothing may cross its
+link; ranks must be placed block-wise (host name tnbc-nodeI from the agent); SIGTERM and SIGINT
+during a run must end it and remove everything; without privileges netrun must say so (exit 1,
+77 with --skip-code).
+Every run must leave no namespace, no process inside one, and no veth or bridge behind.
+
+usage: netrun_test.py NETRUN IS_PROXY LIBTNBC [--nodes K]
 """
+import argparse
 import os
 import re
+import shutil
+import signal
 import subprocess
 import sys
+import time
 
-netrun, is_proxy, lib = sys.argv[1:4]
-before = subprocess.run(["ip", "netns", "list"], stdout=subprocess.PIPE, text=True).stdout
-cmd = [sys.executable, netrun, "--stats", "--skip-code", "--", "mpirun", "--oversubscribe", "-np", "2",
-       "-x", f"LD_PRELOAD={lib}", is_proxy, "S", "3"]
-r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
-print(r.stdout)
-if r.returncode == 77:
-    print("SKIP: network namespaces are not allowed here")
-    sys.exit(77)
-if r.returncode != 0:
-    print(f"FAIL: exit status {r.returncode}")
+SKIP = 77
+NP = 4
+RUN_TIMEOUT_S = 240
+STOP_TIMEOUT_S = 60
+
+ap = argparse.ArgumentParser()
+ap.add_argument("netrun")
+ap.add_argument("is_proxy")
+ap.add_argument("lib")
+ap.add_argument("--nodes", type=int, default=1)
+a = ap.parse_args()
+a.netrun = os.path.abspath(a.netrun)
+
+
+def fail(msg, output=""):
+    print(output)
+    print(f"FAIL: {msg}")
     sys.exit(1)
-if "Verification    =               SUCCESSFUL" not in r.stdout:
-    print("FAIL: is-proxy did not verify")
-    sys.exit(1)
-m = re.search(r"qdisc tbf .*?Sent (\d+) bytes", r.stdout, re.S)
-if not m or int(m.group(1)) < 100000:
-    print("FAIL: the traffic did not go through the shaped loopback")
-    sys.exit(1)
-after = subprocess.run(["ip", "netns", "list"], stdout=subprocess.PIPE, text=True).stdout
-if len(after.splitlines()) > len(before.splitlines()):
-    print(f"FAIL: a namespace was left behind:\n{after}")
-    sys.exit(1)
-print(f"PASS: {m.group(1)} bytes through the shaped link")
+
+
+def root_links():
+    """Veths and bridges of the root namespace (netrun --nodes must create none there)."""
+    names = set()
+    for kind in ("veth", "bridge"):
+        out = subprocess.run(["ip", "-o", "link", "show", "type", kind], stdout=subprocess.PIPE, text=True).stdout
+        names |= {line.split(":")[1].strip() for line in out.splitlines()}
+    return names
+
+
+def namespaces_of(output):
+    m = re.search(r"netrun: .*; namespaces (.*)", output)
+    return m.group(1).split() if m else []
+
+
+def check_nothing_left(output, links_before):
+    names = namespaces_of(output)
+    if not names:
+        fail("netrun did not name its namespaces", output)
+    listed = subprocess.run(["ip", "netns", "list"], stdout=subprocess.PIPE, text=True).stdout
+    left = [n for n in names if re.search(rf"^{re.escape(n)}\b", listed, re.M)]
+    if left:
+        fail(f"namespaces left behind: {left}", output)
+    new = root_links() - links_before
+    if new:
+        fail(f"links left behind in the root namespace: {sorted(new)}", output)
+
+
+def netrun(args, cmd, timeout=RUN_TIMEOUT_S):
+    r = subprocess.run([sys.executable, a.netrun, "--stats", "--skip-code"] + args + ["--"] + cmd,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    if r.returncode == SKIP:
+        print(r.stdout)
+        print("SKIP: network namespaces are not allowed here")
+        sys.exit(SKIP)
+    return r
+
+
+def sent(output, label):
+    m = re.search(rf"netrun: {label}\s+tbf sent (\d+) bytes", output)
+    if not m:
+        fail(f"no qdisc statistics for {label}", output)
+    return int(m.group(1))
+
+
+def proxy(np):
+    return ["mpirun", "--oversubscribe", "-np", str(np), "-x", f"LD_PRELOAD={a.lib}", a.is_proxy, "S", "3"]
+
+
+def verified(r, what):
+    if r.returncode != 0:
+        fail(f"{what}: exit status {r.returncode}", r.stdout)
+    if "Verification    =               SUCCESSFUL" not in r.stdout:
+        fail(f"{what}: is-proxy did not verify", r.stdout)
+
+
+def test_one_node(links):
+    r = netrun([], proxy(2))
+    verified(r, "one node")
+    check_nothing_left(r.stdout, links)
+    lo = sent(r.stdout, "lo")
+    if lo < 100000:
+        fail(f"only {lo} bytes went through the shaped loopback", r.stdout)
+    print(f"PASS: {lo} bytes through the shaped loopback")
+
+
+def test_nodes(links):
+    k = a.nodes
+    r = netrun(["--nodes", str(k)], proxy(NP))
+    verified(r, f"{k} nodes")
+    check_nothing_left(r.stdout, links)
+    spread = {f"node{i} {d}": sent(r.stdout, f"node{i} {d}") for i in range(k) for d in ("egress", "ingress")}
+    # Every node has ranks (np >= k) and is-proxy sends to every peer: each link carried data.
+    low = {q: b for q, b in spread.items() if b < 100000}
+    if low:
+        fail(f"too little traffic through {low}", r.stdout)
+    print(f"PASS: {k} nodes, is-proxy verified; bytes through the shaped links: {spread}")
+
+    # All ranks on node 0: their traffic stays on the node (only the daemons' messages cross).
+    r = netrun(["--nodes", str(k), "--ranks-per-node", str(NP)], proxy(NP))
+    verified(r, "all ranks on node 0")
+    check_nothing_left(r.stdout, links)
+    alone = sent(r.stdout, "node0 egress")
+    if alone * 10 > spread["node0 egress"]:
+        fail(f"with all ranks on node 0, {alone} bytes still crossed its link "
+             f"({spread['node0 egress']} when spread)", r.stdout)
+    print(f"PASS: intra-node traffic stays on the node ({alone} bytes crossed, {spread['node0 egress']} when spread)")
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        stop_during_run(sig, links)
+    no_privileges()
+
+
+def stop_during_run(sig, links):
+    """Block-wise placement, then `sig` to netrun while the ranks sleep on their nodes."""
+    token = str(7000 + os.getpid() % 1000)  # the ranks' `sleep` argument, to find leftovers
+    cmd = [sys.executable, a.netrun, "--nodes", str(a.nodes), "--", "mpirun", "--oversubscribe", "-np", str(NP),
+           "sh", "-c", f'echo "rank $OMPI_COMM_WORLD_RANK on $(hostname)"; exec sleep {token}']
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while sum(line.startswith("rank ") for line in lines) < NP:
+        line = p.stdout.readline()
+        if not line or time.monotonic() > deadline:
+            p.kill()
+            fail("the ranks did not start", "".join(lines))
+        lines.append(line)
+    output = "".join(lines)
+    per_node = -(-NP // a.nodes)
+    for rank, host in re.findall(r"^rank (\d+) on (\S+)", output, re.M):
+        if host != f"tnbc-node{int(rank) // per_node}":
+            p.kill()
+            fail(f"rank {rank} runs on {host}, not block-wise", output)
+    time.sleep(1)  # let the ranks reach their sleep
+    p.send_signal(sig)
+    try:
+        rest, _ = p.communicate(timeout=STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        fail(f"netrun did not end within {STOP_TIMEOUT_S} s of {sig.name}", output)
+    output += rest
+    if p.returncode == 0:
+        fail(f"netrun exited 0 after {sig.name}", output)
+    check_nothing_left(output, links)
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if f.read().split(b"\0")[:2] == [b"sleep", token.encode()]:
+                    fail(f"a rank (pid {pid}) survived {sig.name}", output)
+        except OSError:
+            pass
+    print(f"PASS: ranks placed block-wise; {sig.name} ended the run (exit {p.returncode}) and removed everything")
+
+
+def no_privileges():
+    """Without CAP_SYS_ADMIN and CAP_NET_ADMIN netrun cannot create namespaces: a clear message,
+    exit 1 (77 with --skip-code)."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        print("note: not root or no setpriv: the missing-privileges case is not tested")
+        return
+    drop = ["setpriv", "--bounding-set=-net_admin,-sys_admin"]
+    for extra, want in (([], 1), (["--skip-code"], SKIP)):
+        r = subprocess.run(drop + [sys.executable, a.netrun, "--nodes", str(a.nodes)] + extra +
+                           ["--", "mpirun", "-np", str(NP), "true"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
+        if r.returncode != want or "this needs root" not in r.stdout:
+            fail(f"without privileges: exit {r.returncode} (want {want}) and no clear message", r.stdout)
+    print("PASS: without privileges netrun says so (exit 1, 77 with --skip-code)")
+
+
+links_before = root_links()
+if a.nodes == 1:
+    test_one_node(links_before)
+else:
+    test_nodes(links_before)

@@ -163,32 +163,6 @@ void on_touch(Region* r, std::uintptr_t addr, Access access, const void* code) {
   call->open.fetch_sub(1, std::memory_order_acq_rel);
 }
 
-// Writable private mappings, from /proc/self/maps (send pages are given back PROT_READ|WRITE,
-// so only pages that had it are write-protected).
-bool writable_private(std::uintptr_t lo, std::uintptr_t hi) {
-  static std::vector<Span> known;
-  for (const Span& s : known)
-    if (lo >= s.lo && hi <= s.hi) return true;
-  FILE* f = std::fopen("/proc/self/maps", "re");
-  if (!f) return false;
-  char line[512];
-  std::uintptr_t cur = lo;
-  std::vector<Span> found;
-  while (std::fgets(line, sizeof line, f) && cur < hi) {
-    unsigned long a = 0, b = 0;
-    char perms[8] = "";
-    if (std::sscanf(line, "%lx-%lx %7s", &a, &b, perms) != 3) continue;
-    if (b <= cur || a > cur) continue;
-    if (perms[0] != 'r' || perms[1] != 'w' || perms[3] != 'p') break;
-    found.push_back({a, b});
-    cur = b;
-  }
-  std::fclose(f);
-  if (cur < hi) return false;
-  if (known.size() > 256) known.clear();
-  known.insert(known.end(), found.begin(), found.end());
-  return true;
-}
 
 class Tracer;
 std::atomic<Tracer*> g_tracer{nullptr};
@@ -432,7 +406,7 @@ class Tracer final : public Engine {
     std::vector<Span> send_pages;
     for (const Span& m : merged) {
       auto pages = whole_pages_except(m.lo, m.hi, page_, recv_pages);
-      if (!pages.empty() && writable_private(pages.front().lo, pages.back().hi))
+      if (!pages.empty() && memory_is_private(pages.front().lo, pages.back().hi, /*writable=*/true))
         send_pages.insert(send_pages.end(), pages.begin(), pages.end());
     }
     call.nregions = plan.size() + send_pages.size();

@@ -71,3 +71,55 @@ TEST_CASE("fence on a region with a hook calls the hook instead of waiting") {
   CHECK(last == Access::Syscall);
   guards().erase(&r);
 }
+
+TEST_CASE("guard table: a new region unlists the done regions it overlaps, refuses live ones") {
+  GuardTable t;
+  Region stale_small, stale_big, live, fresh, later;
+  stale_small.lo = 0x200000, stale_small.hi = 0x202000;  // published: its collective not retired yet
+  stale_big.lo = 0x204000, stale_big.hi = 0x210000;
+  stale_small.published.store(1);
+  stale_big.published.store(1);
+  REQUIRE(t.insert(&stale_small));
+  REQUIRE(t.insert(&stale_big));
+  // The new region starts before both and ends inside the second: both are unlisted, so an
+  // address inside the new region always finds it (a look-up by start address would otherwise
+  // stop at the stale region and miss the new one).
+  fresh.lo = 0x1ff000, fresh.hi = 0x206000;
+  REQUIRE(t.insert(&fresh));
+  CHECK(t.acquire(0x205800) == &fresh);
+  t.release(&fresh);
+  CHECK(t.acquire(0x201000) == &fresh);
+  t.release(&fresh);
+  CHECK(t.acquire(0x208000) == nullptr);  // stale_big's rest is unlisted too
+  CHECK(t.recently_erased(0x208000));
+  // Erasing an unlisted region is harmless and leaves the new one listed.
+  t.erase(&stale_small);
+  CHECK(t.acquire(0x201000) == &fresh);
+  t.release(&fresh);
+  // A region still in use (not published) is never replaced.
+  live.lo = 0x300000, live.hi = 0x304000;
+  REQUIRE(t.insert(&live));
+  later.lo = 0x303000, later.hi = 0x305000;
+  CHECK_FALSE(t.insert(&later));
+  CHECK(t.acquire(0x304800) == nullptr);  // `later` was not listed
+  CHECK(t.acquire(0x303800) == &live);
+  t.release(&live);
+  for (Region* r : {&fresh, &live, &stale_big}) t.erase(r);
+  CHECK(t.empty());
+}
+
+TEST_CASE("guard table: a fence holds one region at a time") {
+  GuardTable t;
+  std::vector<Region> r(3);
+  for (int i = 0; i < 3; ++i) {
+    r[i].lo = 0x400000 + i * 0x1000;
+    r[i].hi = r[i].lo + 0x1000;
+    REQUIRE(t.insert(&r[i]));
+  }
+  // While fn runs for one region, no other region has a waiter raised (the progress thread
+  // must be able to erase any other region meanwhile).
+  t.for_each_overlapping(0x400000, 0x403000, [&](Region* x) {
+    for (auto& y : r) CHECK(y.waiters.load() == (&y == x ? 1 : 0));
+  });
+  for (auto& x : r) t.erase(&x);
+}

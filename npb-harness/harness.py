@@ -183,6 +183,9 @@ def main():
     for p in passes:
         if p not in ("baseline", "nbc", "trace", "optimize", "passthrough"):
             sys.exit(f"harness: unknown pass '{p}' (baseline, passthrough, nbc, trace, optimize)")
+    if "optimize" in passes and ("trace" not in passes or passes.index("trace") > passes.index("optimize")):
+        sys.exit("harness: the optimize pass uses the profile of a trace pass: list trace before optimize "
+                 "(e.g. --passes baseline,nbc,trace,optimize)")
     if any(p != "baseline" for p in passes) and not os.path.exists(tnbc):
         sys.exit(f"harness: {tnbc} not found (build first, or --tnbc PATH)")
     net = a.net
@@ -198,6 +201,7 @@ def main():
     kind = "npb" if a.npb_src else "proxy"
 
     runs, failures = [], []
+    latest_profile = {}  # (benchmark, class, np) -> profile of the latest trace pass
     total = len(progs) * len(nps) * len(passes) * a.repeat
     done = 0
     for (bench, cls), prog in sorted(progs.items()):
@@ -211,8 +215,15 @@ def main():
                     cmd = ["mpirun", "--oversubscribe", "-np", str(np)]
                     if net == "loopback":
                         cmd += ["--mca", "btl", "self,vader,tcp"]
+                    used_profile = latest_profile.get((bench, cls, np)) if p == "optimize" else None
+                    if p == "optimize" and not used_profile:
+                        log(f"[{done}/{total}] {bench}.{cls} np={np} optimize: skipped, its trace pass gave no profile")
+                        continue
                     if p != "baseline":
-                        cmd += [tnbc, "exec", "--mode", p, "--output-dir", os.path.join(rundir, "tnbc"), "--"]
+                        cmd += [tnbc, "exec", "--mode", p, "--output-dir", os.path.join(rundir, "tnbc")]
+                        if used_profile:
+                            cmd += ["--profile", used_profile]
+                        cmd += ["--"]
                     cmd += prog
                     if net != "loopback":
                         cmd = [sys.executable, NETRUN, "--rate", a.rate, "--nodes", str(a.nodes), "--"] + cmd
@@ -236,6 +247,10 @@ def main():
                         if m.returncode != 0:
                             log(f"  !!! tnbc merge failed: {m.stdout.strip()[-500:]}")
                             profile = None
+                        else:
+                            latest_profile[(bench, cls, np)] = profile
+                    elif p == "optimize":
+                        profile = used_profile
                     run = {"benchmark": bench, "kind": kind, "class": cls, "np": np, "net": net,
                            "nodes": 1 if net == "loopback" else a.nodes, "pass": p,
                            "repeat": rep, "time": res["time"], "verified": res["verified"] and code == 0,

@@ -257,10 +257,10 @@ static int uffd_blocked_reader(int fd, int pages, double* round_trip, double* wa
 
 /* ---------------------------------------------------------------- main ---- */
 
-static void row(bench_json* j, size_t bytes, const char* key, double s) {
+static void row(bench_json* j, size_t bytes, double s) {
   bench_json_object(j, NULL);
   bench_json_int(j, "bytes", (long long)bytes);
-  bench_json_num(j, key, s * 1e6);
+  bench_json_num(j, "us", s * 1e6);
   bench_json_num(j, "us_per_mib", s * 1e6 / ((double)bytes / (1 << 20)));
   bench_json_end(j);
 }
@@ -327,13 +327,13 @@ int main(int argc, char** argv) {
            pub[i] * 1e6, pub[i] * 1e6 / mib, cpy[i] * 1e6 / mib);
   }
   bench_json_array(&j, "mprotect_pair");
-  for (int i = 0; i < nsizes; i++) row(&j, sizes[i], "us", pairs[i]);
+  for (int i = 0; i < nsizes; i++) row(&j, sizes[i], pairs[i]);
   bench_json_end(&j);
   bench_json_array(&j, "proc_mem_publish");
-  for (int i = 0; i < nsizes && memfd >= 0; i++) row(&j, sizes[i], "us", pub[i]);
+  for (int i = 0; i < nsizes && memfd >= 0; i++) row(&j, sizes[i], pub[i]);
   bench_json_end(&j);
   bench_json_array(&j, "memcpy");
-  for (int i = 0; i < nsizes; i++) row(&j, sizes[i], "us", cpy[i]);
+  for (int i = 0; i < nsizes; i++) row(&j, sizes[i], cpy[i]);
   bench_json_end(&j);
   if (memfd >= 0) close(memfd);
 

@@ -1,0 +1,16 @@
+#include "bench_mpi.h"
+
+#include <string.h>
+
+void bench_max_over_ranks(const double* in, double* out, int n) {
+  PMPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+}
+
+void bench_json_mpi_header(bench_json* j) {
+  char version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+  int len = 0;
+  PMPI_Get_library_version(version, &len);
+  version[strcspn(version, "\n,")] = 0;   /* first line / clause: name and version */
+  bench_json_machine(j, version);
+  bench_json_tnbc(j);
+}

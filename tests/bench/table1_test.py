@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Functional test of the Table 1 program (never of its timings).
+
+Runs table1_alltoall at np 2 on plain loopback with tiny sizes, once with libtnbc.so preloaded
+(through tests/mpi/run_mpi_test.py, which also checks that tnbc returned early) and once
+without. Each run must exit 0 (every result identical to the blocking one) and write a JSON
+file with all five scenarios, each with the three measured variants and the skipped optimize
+variant; the run with tnbc must say tnbc was active, the one without that it was not loaded.
+
+usage: table1_test.py --lib LIBTNBC --mpirun MPIRUN --runner RUN_MPI_TEST TABLE1_ALLTOALL
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+SCENARIOS = ["a", "b", "c", "d", "e"]
+VARIANTS = ["blocking", "mpi3", "tnbc"]
+VARIANT_FIELDS = ["total_s", "init_s", "overlap_s", "achieved_over_ideal", "eq3_bound_s", "tinit_over_tcomm",
+                  "speedup_vs_mpi3"]
+# 64 KiB per peer: above tnbc's default threshold (three pages), small enough to be quick.
+ARGS = ["--bytes", "64K", "--iterations", "2", "--calibration", "2", "--order", "reverse"]
+
+
+def fail(msg):
+    print(f"FAIL: {msg}")
+    sys.exit(1)
+
+
+def finite(x):
+    return isinstance(x, (int, float)) and math.isfinite(x)
+
+
+def check_json(path, with_tnbc):
+    try:
+        with open(path) as f:
+            d = json.load(f)
+    except (OSError, ValueError) as e:
+        fail(f"{path}: not valid JSON ({e})")
+    if d.get("format") != "tnbc-bench" or d.get("version") != 1 or d.get("program") != "table1_alltoall":
+        fail(f"{path}: wrong format/version/program: {d.get('format')} {d.get('version')} {d.get('program')}")
+    for key in ("nproc", "kernel", "mpi_library"):
+        if not d.get("machine", {}).get(key):
+            fail(f"machine.{key} missing")
+    p = d["parameters"]
+    if p["np"] != 2 or p["bytes"] != 65536 or p["order_list"] != [1, 0]:
+        fail(f"parameters not recorded as given: {p}")
+    if not finite(d["calibration"]["tcomm_s"]) or d["calibration"]["tcomm_s"] <= 0:
+        fail(f"calibration: {d['calibration']}")
+    t = d["tnbc"]
+    if with_tnbc and not (t["loaded"] and t["active"] and t["status"] == "nbc"):
+        fail(f"tnbc should be loaded and active: {t}")
+    if not with_tnbc and (t["loaded"] or t["active"]):
+        fail(f"tnbc should not be loaded: {t}")
+    ids = [s["id"] for s in d["scenarios"]]
+    if ids != SCENARIOS:
+        fail(f"scenarios {ids}, expected {SCENARIOS}")
+    for s in d["scenarios"]:
+        names = [v["name"] for v in s["variants"]]
+        if names != VARIANTS + ["tnbc-optimize"]:
+            fail(f"scenario {s['id']}: variants {names}")
+        if "skipped" not in s["variants"][-1]:
+            fail(f"scenario {s['id']}: tnbc-optimize should be marked skipped")
+        for v in s["variants"][:-1]:
+            for field in VARIANT_FIELDS:
+                if not finite(v.get(field)):
+                    fail(f"scenario {s['id']} {v['name']}: {field} = {v.get(field)}")
+            if len(v["total_per_iteration_s"]) != 2:
+                fail(f"scenario {s['id']} {v['name']}: per-iteration times missing")
+        if not finite(s["ideal_overlap_s"]) or not isinstance(s["measured"]["condition_holds"], bool):
+            fail(f"scenario {s['id']}: ideal/condition missing")
+    ver = d["verification"]
+    if ver["wrong_results"] != 0 or ver["iterations_checked"] != 10:
+        fail(f"verification: {ver}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--mpirun", required=True)
+    ap.add_argument("--runner", required=True)
+    ap.add_argument("program")
+    a = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="tnbc-bench-test-")
+
+    with_path = os.path.join(tmp, "with.json")
+    r = subprocess.run([sys.executable, a.runner, "--np", "2", "--lib", a.lib,
+                        "--expect-output", "tnbc: loaded, status 'nbc'",
+                        "--expect-output", "all identical",
+                        "--expect-summary", "kind=alltoall,min_early=1",
+                        "--", a.program, *ARGS, "--json", with_path], text=True,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=280)
+    print(r.stdout)
+    if r.returncode != 0:
+        fail("the run with tnbc failed (see above)")
+    check_json(with_path, True)
+
+    without_path = os.path.join(tmp, "without.json")
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    r = subprocess.run([a.mpirun, "--oversubscribe", "-np", "2", a.program, *ARGS, "--json", without_path],
+                       text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, timeout=280)
+    print(r.stdout)
+    if r.returncode != 0:
+        fail(f"the run without tnbc exited {r.returncode}")
+    if "tnbc: NOT LOADED" not in r.stdout:
+        fail("the run without tnbc did not say that tnbc was not loaded")
+    check_json(without_path, False)
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()

@@ -54,8 +54,9 @@ void report_missing(const void* owner) {
 
 class EngineImpl final : public Engine {
  public:
-  EngineImpl(const Settings& s, Stats& stats)
-      : s_(s), stats_(stats), page_(static_cast<std::size_t>(sysconf(_SC_PAGESIZE))), progress_(s) {
+  EngineImpl(const Settings& s, Stats& stats, std::unique_ptr<ReadOrderSource> orders)
+      : s_(s), stats_(stats), page_(static_cast<std::size_t>(sysconf(_SC_PAGESIZE))), orders_(std::move(orders)),
+        progress_(s) {
     // Smallest sub-message worth guarding: one whole page must lie between the partial first
     // and last pages a piece may share with its neighbours (split_points), i.e. three pages.
     min_bytes_ = s.min_bytes ? *s.min_bytes : 3 * page_;
@@ -89,10 +90,7 @@ class EngineImpl final : public Engine {
     const bool dense = is_dense(type);
     const int segments = static_cast<int>(std::clamp<std::size_t>(bytes / min_bytes_, 1, static_cast<std::size_t>(s_.bcast_max_segments)));
     const auto chunks = bcast_chunks(bytes, page_, segments);
-    std::vector<int> order(chunks.size());
-    std::iota(order.begin(), order.end(), 0);
-    if (order.size() > 2) std::rotate(order.begin() + 1, order.end() - 1, order.end());  // first, last, middle
-    f->pieces = build_bcast(pc.rank, pc.size, root, chunks, order);
+    f->pieces = build_bcast(pc.rank, pc.size, root, chunks, bcast_order(chunks, root, pc.size, site));
 
     if (pc.rank == root) {
       f->send_block = pool_.acquire(bytes);
@@ -517,9 +515,8 @@ class EngineImpl final : public Engine {
       char* dst = layout ? static_cast<char*>(recvbuf) + roff[self] : f->recv_data + roff[self];
       copy_in(src, scounts[self], stype, sdense, dst, sbytes[self], pc.comm);
     }
-    std::vector<int> order(N);
-    std::iota(order.begin(), order.end(), 0);
-    f->pieces = build_alltoallv(me, n, sbytes, soff, rbytes, roff, page_, order);
+    f->pieces = build_alltoallv(me, n, sbytes, soff, rbytes, roff, page_,
+                                alltoall_order(kind, site, n, rbytes, in_place ? std::vector<std::size_t>(N) : sbytes));
     f->user_recv = layout ? static_cast<char*>(recvbuf) : nullptr;
     const long long t_staged = futex::now_ns();
     Reason why = Reason::None;
@@ -553,6 +550,42 @@ class EngineImpl final : public Engine {
     });
   }
 
+  // Read orders (runtime/read_order.hh): the profile's, else the default. Only priorities
+  // change with the order, so ranks that disagree still match every message.
+  std::vector<int> alltoall_order(Kind kind, CallSite site, int n, const std::vector<std::size_t>& rbytes,
+                                  const std::vector<std::size_t>& sbytes) {
+    std::vector<int> order;
+    if (orders_)
+      order = orders_->order({kind, site, n, -1, {rbytes.begin(), rbytes.end()}, {sbytes.begin(), sbytes.end()}});
+    if (order.size() != static_cast<std::size_t>(n)) {
+      order.resize(static_cast<std::size_t>(n));
+      std::iota(order.begin(), order.end(), 0);
+    }
+    return order;
+  }
+
+  // Chunks of a broadcast: the first and the last (they may land in partial pages and are
+  // received in the call) go first, then the middle ones in read order.
+  std::vector<int> bcast_order(const std::vector<Chunk>& chunks, int root, int n, CallSite site) {
+    const int last = static_cast<int>(chunks.size()) - 1;
+    std::vector<int> read;
+    if (orders_ && last >= 2) {
+      CallShape call{Kind::Bcast, site, n, root, {}, {}};
+      for (const Chunk& c : chunks) call.recv_bytes.push_back(c.length);
+      read = orders_->order(call);
+    }
+    if (read.size() != chunks.size()) {
+      read.resize(chunks.size());
+      std::iota(read.begin(), read.end(), 0);
+    }
+    std::vector<int> order;
+    if (last >= 0) order.push_back(0);
+    if (last >= 1) order.push_back(last);
+    for (int c : read)
+      if (c != 0 && c != last) order.push_back(c);
+    return order;
+  }
+
   int out_of_memory_bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm, CallSite site,
                           std::size_t bytes) {
     log(LogLevel::Error, "out of memory for staging %zu bytes", bytes);
@@ -566,6 +599,7 @@ class EngineImpl final : public Engine {
   std::size_t page_;
   std::size_t min_bytes_ = 0;
   long long timeout_ns_ = 0;
+  std::unique_ptr<ReadOrderSource> orders_;
   Pool pool_;
   CommCache comms_;
   Progress progress_;
@@ -576,7 +610,8 @@ class EngineImpl final : public Engine {
 
 Engine* Engine::current() { return g_current.load(); }
 
-std::unique_ptr<Engine> Engine::create(const Settings& s, Stats& stats, int world_rank, int world_size) {
+std::unique_ptr<Engine> Engine::create(const Settings& s, Stats& stats, int world_rank, int world_size,
+                                       std::unique_ptr<ReadOrderSource> orders) {
   (void)world_rank;
   (void)world_size;
   std::string why;
@@ -588,7 +623,7 @@ std::unique_ptr<Engine> Engine::create(const Settings& s, Stats& stats, int worl
                         "collectives complete before returning");
   if (uffd::active() && !uffd::kernel_faults_wait())
     log(LogLevel::Info, "userfaultfd in user-mode-only mode: system calls on a guarded buffer are fenced");
-  auto e = std::make_unique<EngineImpl>(s, stats);
+  auto e = std::make_unique<EngineImpl>(s, stats, std::move(orders));
   install_fault_handler(s.timeout_s * 1000000000LL);
   // A child process has no progress thread: complete every guarded buffer before fork().
   static bool atfork_registered = false;

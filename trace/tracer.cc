@@ -206,9 +206,7 @@ class Tracer final : public Engine {
     dir_ = s.output_dir.empty() ? std::string("tnbc-trace") : s.output_dir;
     if (s.output_dir.empty() && rank == 0)
       log(LogLevel::Warn, "TNBC_OUTPUT_DIR is not set: trace files go to ./tnbc-trace/ (then: tnbc merge tnbc-trace -o app.profile)");
-    char exe[4096];
-    const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
-    executable_ = n > 0 ? std::string(exe, static_cast<std::size_t>(n)) : std::string("?");
+    executable_ = executable_path();
     // One id for the whole run, so that `tnbc merge` recognises files of different runs.
     char id[17] = {};
     if (rank == 0) {

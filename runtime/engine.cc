@@ -252,7 +252,9 @@ class EngineImpl final : public Engine {
       f.guard = InFlight::Guard::Uffd;
       return Reason::None;
     }
-    if (publication_available() && protect_regions(f)) {
+    // PROT_NONE pages need tnbc's SIGSEGV handler in place (another may have replaced it).
+    const bool handler = ensure_fault_handler() != HandlerState::Lost;
+    if (handler && publication_available() && protect_regions(f)) {
       f.guard = InFlight::Guard::Protect;
       return Reason::None;
     }
@@ -261,7 +263,7 @@ class EngineImpl final : public Engine {
     f.region_count = 0;
     f.piece_regions.clear();
     f.regions_remaining.store(0);
-    return Reason::NotGuardable;
+    return handler ? Reason::NotGuardable : Reason::SignalHandler;
   }
 
   // Runs of adjacent regions, each handled with one system call: fn(lo, hi) for each.

@@ -21,6 +21,7 @@ const char* reason_name(Reason r) {
     case Reason::ThreadLevel: return "thread_level";
     case Reason::Disabled: return "disabled";
     case Reason::ReceiveTypeMismatch: return "type_size_mismatch";
+    case Reason::SignalHandler: return "signal_handler";
     case Reason::Count_: break;
   }
   return "unknown";

@@ -37,6 +37,7 @@ enum class Reason {
   ThreadLevel,           // MPI_THREAD_MULTIPLE not available
   Disabled,              // tnbc turned itself off after an error (see the log)
   ReceiveTypeMismatch,   // type sizes disagree with the send side
+  SignalHandler,         // tnbc's SIGSEGV handler was replaced and cannot be put back
   Count_,                // number of reasons (not a reason)
 };
 const char* reason_name(Reason r);

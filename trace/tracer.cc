@@ -417,6 +417,12 @@ class Tracer final : public Engine {
     call.spans = spans;
     std::vector<TraceRegion> plan;
     if (!spans.empty() && lo < hi && memory_is_private(lo, hi)) plan = plan_trace_regions(spans, lo, hi, page_);
+    // Every guard below is PROT_NONE / PROT_READ: its faults must reach tnbc's handler.
+    if ((!plan.empty() || !send.empty()) && ensure_fault_handler() == HandlerState::Lost) {
+      call.rec.reason = "signal_handler";
+      plan.clear();
+      send.clear();
+    }
     std::vector<Span> recv_pages;
     for (const TraceRegion& r : plan) recv_pages.push_back({r.lo, r.hi});
     // Send blocks merged where they touch, then their whole pages outside the receive regions.

@@ -16,6 +16,8 @@ early),
 `guards` of the summaries); for userfaultfd the test is skipped (exit 77) when tnbc said the
 kernel does not allow it here.
 --expect-once TEXT: exactly one output line contains TEXT (a message said once for all ranks).
+--skip-if-output TEXT: the test is skipped (exit 77) when the output contains TEXT (e.g. MPI
+cannot select a component the test asks for on this machine).
 Exit status 0 when every expectation holds; the reason is printed otherwise.
 """
 import argparse
@@ -101,6 +103,7 @@ def main():
     ap.add_argument("--expect-exit", type=int, default=0)
     ap.add_argument("--expect-output", action="append", default=[])
     ap.add_argument("--expect-once", action="append", default=[])
+    ap.add_argument("--skip-if-output", action="append", default=[])
     ap.add_argument("--expect-summary", action="append", default=[])
     ap.add_argument("--expect-guard", choices=["userfaultfd", "prot_none"])
     ap.add_argument("--timeout", type=float, default=180)
@@ -138,6 +141,10 @@ def main():
         output, _ = proc.communicate()
         fail(f"timed out after {a.timeout:.0f} s (killed)", output)
     print(output)
+    for text in a.skip_if_output:
+        if text in output:
+            print(f"SKIP: the output says '{text}'")
+            sys.exit(SKIP)
     if proc.returncode != a.expect_exit:
         fail(f"exit status {proc.returncode}, expected {a.expect_exit}", output)
     for text in a.expect_output:

@@ -34,19 +34,44 @@ std::atomic<Engine*> g_current{nullptr};
 // Tags: each collective on a communicator gets a block of kTagStride tags.
 constexpr int kTagStride = 128;
 
+// What a collective still waits for: the receives that have not arrived (the peer never sent
+// them) and the sends not yet taken (the peer never received them). Used by every timeout
+// message; also called from the SIGSEGV handler (snprintf into a stack buffer, log_raw).
 void report_missing(const void* owner) {
   const auto* f = static_cast<const InFlight*>(owner);
   if (!f) return;
   char line[256];
-  std::snprintf(line, sizeof line, "  collective: %s #%llu (tnbc tag base %d)", kKindNames[static_cast<int>(f->kind)],
-                static_cast<unsigned long long>(f->sequence), f->base_tag);
+  std::snprintf(line, sizeof line, "  collective: %s #%llu on a communicator of %d ranks (tnbc tag base %d)",
+                kKindNames[static_cast<int>(f->kind)], static_cast<unsigned long long>(f->sequence), f->comm_size,
+                f->base_tag);
   log_raw(line);
+  // Peers with which nothing at all was exchanged: those have most likely not called the
+  // collective (a peer that did sends its edge pieces at once). Said first: MPI_Abort may cut
+  // the list below short.
+  int suspects = 0;
+  for (std::size_t i = 0; i < f->pieces.size() && suspects < 16; ++i) {
+    const int peer = f->pieces[i].peer;
+    bool seen_before = false, any_done = false;
+    for (std::size_t j = 0; j < f->pieces.size() && !seen_before; ++j) {
+      if (f->pieces[j].peer != peer) continue;
+      seen_before = j < i;
+      any_done = any_done || f->done[j].load();
+    }
+    if (seen_before || any_done || peer < 0) continue;
+    std::snprintf(line, sizeof line, "  rank %d: nothing received from it or delivered to it in this collective "
+                  "(it has most likely not called it, or died)", peer);
+    log_raw(line);
+    ++suspects;
+  }
   int shown = 0;
   for (std::size_t i = 0; i < f->pieces.size() && shown < 16; ++i) {
     const Piece& p = f->pieces[i];
-    if (f->done[i].load() || p.dir != Dir::Recv) continue;
-    std::snprintf(line, sizeof line, "  missing: %zu bytes at offset %zu from rank %d (sub-message %d)", p.length,
-                  p.offset, p.peer, p.sub);
+    if (f->done[i].load()) continue;
+    if (p.dir == Dir::Recv)
+      std::snprintf(line, sizeof line, "  missing: %zu bytes at offset %zu from rank %d (sub-message %d)", p.length,
+                    p.offset, p.peer, p.sub);
+    else
+      std::snprintf(line, sizeof line, "  not delivered: %zu bytes to rank %d (sub-message %d)", p.length, p.peer, p.sub);
     log_raw(line);
     ++shown;
   }
@@ -68,7 +93,7 @@ class EngineImpl final : public Engine {
     // Every rank is in MPI_Init now: duplicate MPI_COMM_WORLD here rather than in its first
     // collective (a rank that never reaches that collective would hang the duplication inside
     // MPI, where no timeout can report it).
-    comms_.get(MPI_COMM_WORLD);
+    comms_.get(MPI_COMM_WORLD, timeout_ns_, "MPI_Init");
   }
 
   // ------------------------------------------------------------------ collectives
@@ -83,7 +108,7 @@ class EngineImpl final : public Engine {
     fence(span_of(buffer, count, type), "MPI_Bcast on a buffer still being received");
     // The private duplicate is made collectively: never under call_mutex_, which another
     // thread's collective on another communicator may hold while its peers wait for this one.
-    PrivateComm& pc = comms_.get(comm);
+    PrivateComm& pc = comms_.get(comm, timeout_ns_, "MPI_Bcast");
     std::unique_lock lock(call_mutex_);
     auto f = start(Kind::Bcast, pc);
     f->call_start_ns = t_enter;
@@ -157,17 +182,26 @@ class EngineImpl final : public Engine {
 
   void complete_all() override { fence_all("a fence"); }
 
-  void drain() override {
-    if (!on_progress_thread()) progress_.drain();
-  }
+  void drain() override { drain_or_abort("before a communicator is freed (MPI_Comm_free)"); }
 
   void shutdown() override {
     complete_all();
+    drain_or_abort("in MPI_Finalize");
     progress_.stop();
     g_current.store(nullptr);
   }
 
  private:
+  // Waits until every collective in flight has finished, sends included; after TNBC_TIMEOUT
+  // says what is missing and ends the job.
+  void drain_or_abort(const char* when) {
+    if (on_progress_thread() || progress_.drain(timeout_ns_)) return;
+    log(LogLevel::Error, "timeout (TNBC_TIMEOUT=%llds) %s: collectives still in flight, their peers never "
+                         "took or sent their part:", static_cast<long long>(s_.timeout_s), when);
+    progress_.for_each_in_flight([](const InFlight& f) { report_missing(&f); });
+    PMPI_Abort(MPI_COMM_WORLD, 1);
+  }
+
   // Decisions every rank makes alike: communicator kind and message size.
   Reason global_reason(MPI_Comm comm, std::size_t bytes) const {
     int inter = 0;
@@ -182,6 +216,7 @@ class EngineImpl final : public Engine {
     f->kind = kind;
     f->pool = &pool_;
     f->comm = pc.comm;
+    f->comm_size = pc.size;
     f->sequence = pc.next_sequence++;
     const std::uint64_t cycle = static_cast<std::uint64_t>(std::max(1, pc.tag_ub / kTagStride));
     f->base_tag = static_cast<int>(f->sequence % cycle) * kTagStride;
@@ -446,7 +481,8 @@ class EngineImpl final : public Engine {
     const int* sdisp = in_place ? rdispls : sdispls;
     MPI_Datatype stype = in_place ? recvtype : sendtype;
 
-    PrivateComm& pc = comms_.get(comm);  // not under call_mutex_ (see bcast)
+    // Not under call_mutex_ (see bcast).
+    PrivateComm& pc = comms_.get(comm, timeout_ns_, kind == Kind::Alltoall ? "MPI_Alltoall" : "MPI_Alltoallv");
     std::unique_lock lock(call_mutex_);
     const int n = pc.size, me = pc.rank;
     const auto N = static_cast<std::size_t>(n);

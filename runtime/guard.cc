@@ -341,7 +341,10 @@ void wait_published(Region* r, const char* what) {
     if (r->published.load(std::memory_order_acquire)) break;
     futex::wait(word, seen, 100 * 1000 * 1000LL);
     if (futex::now_ns() - start > g_timeout_ns) {
-      char msg[256] = "timeout (TNBC_TIMEOUT) waiting for received data during ";
+      // Async-signal-safe formatting: this may run in the SIGSEGV handler.
+      char msg[256] = "timeout (TNBC_TIMEOUT=";
+      char* end = format_u64(msg + std::strlen(msg), static_cast<unsigned long long>(g_timeout_ns / 1000000000LL), 10);
+      std::strncat(end, "s) waiting for received data during ", sizeof msg - static_cast<std::size_t>(end - msg) - 1);
       std::strncat(msg, what, sizeof msg - std::strlen(msg) - 1);
       log_raw(msg);
       if (g_reporter) g_reporter(r->owner);

@@ -174,6 +174,7 @@ def main():
     kind = "npb" if a.npb_src else "proxy"
 
     runs, failures = [], []
+    profiles = {}  # (benchmark, class, np) -> profile of its latest trace pass, for optimize
     total = len(progs) * len(nps) * len(passes) * a.repeat
     done = 0
     for (bench, cls), prog in sorted(progs.items()):
@@ -188,7 +189,10 @@ def main():
                     if net == "loopback":
                         cmd += ["--mca", "btl", "self,vader,tcp"]
                     if p != "baseline":
-                        cmd += [tnbc, "exec", "--mode", p, "--output-dir", os.path.join(rundir, "tnbc"), "--"]
+                        cmd += [tnbc, "exec", "--mode", p, "--output-dir", os.path.join(rundir, "tnbc")]
+                        if p == "optimize" and (bench, cls, np) in profiles:
+                            cmd += ["--profile", profiles[(bench, cls, np)]]
+                        cmd += ["--"]
                     cmd += prog
                     if net == "shaped":
                         cmd = [sys.executable, NETRUN, "--rate", a.rate, "--"] + cmd
@@ -218,6 +222,8 @@ def main():
                         if m.returncode != 0:
                             log(f"  !!! tnbc merge failed: {m.stdout.strip()[-500:]}")
                             profile = None
+                        else:
+                            profiles[(bench, cls, np)] = profile
                     run = {"benchmark": bench, "kind": kind, "class": cls, "np": np, "net": net, "pass": p,
                            "repeat": rep, "time": res["time"], "verified": res["verified"] and code == 0,
                            "exit": code, "comm_timers": res["timers"], "wall": time.time() - t0,
@@ -261,9 +267,9 @@ def main():
     print("comm s = time inside the collective calls; in-call cut = 1 - comm(pass) / comm(baseline): "
           "how much of it the calls no longer take (what the program then waits for at its first touch "
           "of the data is in 'time s', not here)")
-    profiles = [r["profile"] for r in runs if r.get("profile")]
-    if profiles:
-        print("trace profiles (tnbc merge): " + ", ".join(profiles))
+    written = [r["profile"] for r in runs if r.get("profile")]
+    if written:
+        print("trace profiles (tnbc merge): " + ", ".join(written))
     if failures:
         print(f"\nharness: {len(failures)} run(s) FAILED verification", file=sys.stderr)
         sys.exit(1)

@@ -17,37 +17,19 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run_mpi_test import SKIP, fail, run_mpirun  # noqa: E402
+
 NP = 2
-SKIP = 77
-
-
-def fail(msg, output=""):
-    print(f"FAIL: {msg}")
-    if output:
-        print("---- output (last 40 lines) ----")
-        print("\n".join(output.splitlines()[-40:]))
-    sys.exit(1)
 
 
 def run(a, outdir, mode, expect):
-    env = dict(os.environ)
-    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     exports = {"LD_PRELOAD": os.path.abspath(a.lib), "TNBC_OUTPUT_DIR": outdir, "TNBC_MODE": mode}
-    cmd = ["mpirun", "--oversubscribe", "-np", str(NP)]
-    for k, v in exports.items():
-        env[k] = v
-        cmd += ["-x", k]
-    cmd += [a.prog, "1", "2"]
-    try:
-        r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
-    except subprocess.TimeoutExpired as e:
-        fail(f"timed out: {' '.join(cmd)}", e.stdout or "")
-    out = r.stdout
-    print(f"--- TNBC_OUTPUT_DIR={outdir} TNBC_MODE={mode}: exit {r.returncode}")
+    code, out = run_mpirun(NP, exports, [a.prog, "1", "2"], 120)
+    print(f"--- TNBC_OUTPUT_DIR={outdir} TNBC_MODE={mode}: exit {code}")
     print(out.strip())
-    if r.returncode != 0:
-        fail(f"exit status {r.returncode}: an unwritable output directory must not change it", out)
+    if code != 0:
+        fail(f"exit status {code}: an unwritable output directory must not change it", out)
     if " 0 failed" not in out:
         fail("results differ from the blocking collectives", out)
     for rank in range(NP):

@@ -25,33 +25,16 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run_mpi_test import fail, run_mpirun  # noqa: E402
+
 SCALE, OTHER_SCALE, ITER = "1", "2", "3"
 
 
-def fail(msg, output=""):
-    print(f"FAIL: {msg}")
-    if output:
-        print("---- output (last 40 lines) ----")
-        print("\n".join(output.splitlines()[-40:]))
-    sys.exit(1)
-
-
 def mpirun(a, np, prog, args, env_extra, outdir):
-    env = dict(os.environ)
-    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     exports = {"LD_PRELOAD": os.path.abspath(a.lib), "TNBC_OUTPUT_DIR": outdir}
     exports.update(env_extra)
-    cmd = ["mpirun", "--oversubscribe", "-np", str(np)]
-    for k, v in exports.items():
-        env[k] = v
-        cmd += ["-x", k]
-    cmd += [prog] + args
-    try:
-        r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
-    except subprocess.TimeoutExpired as e:
-        fail(f"timed out: {' '.join(cmd)}", e.stdout or "")
-    return r.returncode, r.stdout
+    return run_mpirun(np, exports, [prog] + args, 120)
 
 
 def trace_profile(a, np, work):

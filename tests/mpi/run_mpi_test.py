@@ -42,6 +42,29 @@ def fail(msg, output=""):
 SKIP = 77
 
 
+def run_mpirun(np, exports, cmd, timeout):
+    """Runs cmd under mpirun -np np with the variables in exports set and exported to every rank
+    (as root too, oversubscribed); returns (exit status, output). Fails the test on a timeout."""
+    env = dict(os.environ)
+    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
+    mpirun = ["mpirun", "--oversubscribe", "-np", str(np)]
+    for k, v in exports.items():
+        env[k] = v
+        mpirun += ["-x", k]
+    print("running:", " ".join(mpirun + cmd), flush=True)
+    proc = subprocess.Popen(mpirun + cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        output, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        output, _ = proc.communicate()
+        fail(f"timed out after {timeout:.0f} s (killed)", output)
+    return proc.returncode, output
+
+
 def check_summaries(outdir, np, constraints, output, guard=None):
     files = sorted(glob.glob(os.path.join(outdir, "tnbc-summary.*.json")))
     if len(files) != np:
@@ -115,11 +138,6 @@ def main():
     if shutil.which("mpirun") is None:
         fail("mpirun not found (install openmpi-bin)")
     outdir = tempfile.mkdtemp(prefix="tnbc-mpitest-")
-    env = dict(os.environ)
-    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-    env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
-    mpirun = ["mpirun", "--oversubscribe", "-np", str(a.np)]
     exports = {"TNBC_OUTPUT_DIR": outdir, "TNBC_MODE": a.mode}
     for kv in a.env:
         k, v = kv.split("=", 1)
@@ -128,25 +146,14 @@ def main():
         if not a.lib or not os.path.exists(a.lib):
             fail(f"library {a.lib} not found")
         exports["LD_PRELOAD"] = os.path.abspath(a.lib)
-    for k, v in exports.items():
-        env[k] = v
-        mpirun += ["-x", k]
-    print("running:", " ".join(mpirun + cmd), flush=True)
-    proc = subprocess.Popen(mpirun + cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
-    try:
-        output, _ = proc.communicate(timeout=a.timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        output, _ = proc.communicate()
-        fail(f"timed out after {a.timeout:.0f} s (killed)", output)
+    returncode, output = run_mpirun(a.np, exports, cmd, a.timeout)
     print(output)
     for text in a.skip_if_output:
         if text in output:
             print(f"SKIP: the output says '{text}'")
             sys.exit(SKIP)
-    if proc.returncode != a.expect_exit:
-        fail(f"exit status {proc.returncode}, expected {a.expect_exit}", output)
+    if returncode != a.expect_exit:
+        fail(f"exit status {returncode}, expected {a.expect_exit}", output)
     for text in a.expect_output:
         if text not in output:
             fail(f"output lacks '{text}'", output)

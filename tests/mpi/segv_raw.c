@@ -16,18 +16,16 @@
  *           (summary reason signal_handler); results must still be right; normal exit.
  * Every received byte is compared with PMPI_Alltoall; "segv_raw: 0 failed" on rank 0. */
 #define _GNU_SOURCE
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <mpi.h>
 #include <signal.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include "lock_sigsegv.h"
 
 #if !defined(__x86_64__)
 int main(void) {
@@ -73,20 +71,8 @@ static void install_raw(void) {
   }
 }
 
-/* Changing SIGSEGV's action fails with EPERM from now on (queries still work). */
 static void lock_sigsegv(void) {
-  struct sock_filter f[] = {
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_rt_sigaction, 0, 5),
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SIGSEGV, 0, 3),
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1])),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0), /* low half of act == 0: a query */
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 1 /* EPERM */),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-  };
-  struct sock_fprog prog = {(unsigned short)(sizeof f / sizeof f[0]), f};
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
+  if (lock_sigsegv_action() != 0) {
     printf("SKIP: seccomp filters are not available here\n");
     exit(77);
   }

@@ -3,7 +3,6 @@
 // or read-only file system is tested under MPI (tests/mpi/output_dir.py), where it needs a mount.
 #include <catch2/catch.hpp>
 
-#include <stdlib.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -11,23 +10,11 @@
 #include <sstream>
 
 #include "runtime/output_file.hh"
+#include "temp_dir.hh"
 
 namespace fs = std::filesystem;
 
 namespace {
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/tnbc-output-test-XXXXXX";
-    REQUIRE(mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
 std::string slurp(const fs::path& p) {
   std::ifstream in(p);
   std::ostringstream s;

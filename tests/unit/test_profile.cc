@@ -3,13 +3,12 @@
 // the file and the problem; the look-up tells found / unknown site / other sizes apart.
 #include <catch2/catch.hpp>
 
-#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <string>
 
+#include "temp_dir.hh"
 #include "trace/json.hh"
 #include "trace/merge.hh"
 #include "trace/profile.hh"
@@ -53,24 +52,6 @@ std::string merged_profile_text(int np = 2) {
   }
   return profile_json(merge(traces));
 }
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/tnbc-profile-test-XXXXXX";
-    REQUIRE(mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    const std::string cmd = "rm -rf '" + path + "'";
-    if (std::system(cmd.c_str()) != 0) WARN("could not remove " + path);
-  }
-  std::string write(const std::string& name, const std::string& text) const {
-    const std::string p = path + "/" + name;
-    std::ofstream(p, std::ios::binary) << text;
-    return p;
-  }
-};
 
 // The message of the ProfileError thrown by reading `text` from a file in `dir`.
 std::string rejection(const TempDir& dir, const std::string& text) {
@@ -168,9 +149,9 @@ TEST_CASE("profile: look-up by site, instance key and rank") {
 
 TEST_CASE("profile: unreadable files are refused naming the file") {
   TempDir dir;
-  CHECK_THROWS_WITH(read_profile(dir.path + "/none.profile"),
-                    Catch::Contains(dir.path + "/none.profile") && Catch::Contains("No such file"));
-  CHECK_THROWS_WITH(read_profile(dir.path), Catch::Contains(dir.path) && Catch::Contains("not a regular file"));
+  CHECK_THROWS_WITH(read_profile(dir.str() + "/none.profile"),
+                    Catch::Contains(dir.str() + "/none.profile") && Catch::Contains("No such file"));
+  CHECK_THROWS_WITH(read_profile(dir.str()), Catch::Contains(dir.str()) && Catch::Contains("not a regular file"));
   const std::string locked = dir.write("locked.profile", merged_profile_text());
   REQUIRE(::chmod(locked.c_str(), 0) == 0);
   if (::geteuid() != 0)  // root reads it anyway
@@ -234,8 +215,8 @@ TEST_CASE("profile: another np or another program is refused for this run") {
   TempDir dir;
   const LoadedProfile p = read_profile(dir.write("app.profile", merged_profile_text()));
   const std::string np = check_profile_run(p, 3, "/work/app/ft.x");
-  CHECK_THAT(np, Catch::Contains(dir.path + "/app.profile") && Catch::Contains("recorded with 2 processes, this run has 3"));
+  CHECK_THAT(np, Catch::Contains(dir.str() + "/app.profile") && Catch::Contains("recorded with 2 processes, this run has 3"));
   const std::string exe = check_profile_run(p, 2, "/work/app/is.x");
-  CHECK_THAT(exe, Catch::Contains(dir.path + "/app.profile") && Catch::Contains("/work/app/ft.x") &&
+  CHECK_THAT(exe, Catch::Contains(dir.str() + "/app.profile") && Catch::Contains("/work/app/ft.x") &&
                       Catch::Contains("this is /work/app/is.x"));
 }

@@ -5,11 +5,7 @@
 // which handlers ran. x86_64 Linux (raw rt_sigaction).
 #include <catch2/catch.hpp>
 
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <signal.h>
-#include <stddef.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "lock_sigsegv.h"
 #include "runtime/guard.hh"
 
 namespace {
@@ -86,20 +83,7 @@ TEST_CASE("signal chain: a replacement that cannot be undone is reported as lost
   const int status = in_child([] {
     tnbc::install_fault_handler(1000000000LL);
     install_raw_foreign();
-    // From now on SIGSEGV's action cannot be changed (queries still work).
-    struct sock_filter f[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_rt_sigaction, 0, 5),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SIGSEGV, 0, 3),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1])),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog prog = {static_cast<unsigned short>(sizeof f / sizeof f[0]), f};
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
-      _exit(77);
+    if (lock_sigsegv_action() != 0) _exit(77);  // SIGSEGV's action cannot be changed from now on
     _exit(tnbc::ensure_fault_handler() == tnbc::HandlerState::Lost ? 20 : 21);
   });
   if (status == 77) WARN("seccomp filters are not available here: not tested");

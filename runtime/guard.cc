@@ -416,6 +416,7 @@ void install_fault_handler(long long timeout_ns) {
 bool fault_handler_installed() { return g_installed.load(); }
 
 HandlerState ensure_fault_handler() {
+  if (!g_installed.load()) return HandlerState::Lost;  // never installed (or given up after a genuine fault)
   KernelSigaction k{};
   if (!kernel_action(k) || k.handler == reinterpret_cast<void*>(&on_fault)) return HandlerState::Ours;
   std::lock_guard lock(g_ensure_mutex);
@@ -424,12 +425,13 @@ HandlerState ensure_fault_handler() {
   const std::string who = describe_handler(k.handler);
   const int len = g_chain_len.load(std::memory_order_acquire);
   bool ok = len < kMaxChain;
+  int err = 0;
   if (ok) {
     g_chain[len] = as_sigaction(k);  // faults that are not tnbc's go to it from now on
     g_chain_len.store(len + 1, std::memory_order_release);
     const struct sigaction act = tnbc_action();
-    ok = libc_sigaction()(SIGSEGV, &act, nullptr) == 0 && kernel_action(k) &&
-         k.handler == reinterpret_cast<void*>(&on_fault);
+    if (libc_sigaction()(SIGSEGV, &act, nullptr) != 0) err = errno;
+    ok = err == 0 && kernel_action(k) && k.handler == reinterpret_cast<void*>(&on_fault);
     if (!ok) g_chain_len.store(len, std::memory_order_release);
   }
   if (ok) {
@@ -443,7 +445,7 @@ HandlerState ensure_fault_handler() {
   log_once(said_lost, LogLevel::Warn,
            "tnbc's SIGSEGV handler was replaced by %s and cannot be installed again (%s): collectives that "
            "would guard their receive buffer with PROT_NONE complete in the call instead",
-           who.c_str(), len >= kMaxChain ? "too many replacements" : std::strerror(errno));
+           who.c_str(), len >= kMaxChain ? "replaced too often" : err ? std::strerror(err) : "replaced again at once");
   return HandlerState::Lost;
 }
 

@@ -1,6 +1,10 @@
 #include "runtime/comm_cache.hh"
 
+#include <sched.h>
+
 #include "runtime/engine.hh"
+#include "runtime/futex.hh"
+#include "runtime/log.hh"
 
 namespace tnbc {
 
@@ -20,13 +24,28 @@ CommCache::CommCache() {
   PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_private, &keyval_, nullptr);
 }
 
-PrivateComm& CommCache::get(MPI_Comm user) {
+PrivateComm& CommCache::get(MPI_Comm user, long long timeout_ns, const char* what) {
   void* value = nullptr;
   int found = 0;
   PMPI_Comm_get_attr(user, keyval_, &value, &found);
   if (found) return *static_cast<PrivateComm*>(value);
   auto* pc = new PrivateComm();
-  PMPI_Comm_dup(user, &pc->comm);
+  MPI_Request req;
+  PMPI_Comm_idup(user, &pc->comm, &req);
+  const long long start = futex::now_ns();
+  for (int done = 0; PMPI_Test(&req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done;) {
+    if (futex::now_ns() - start > timeout_ns) {
+      int n = 0, me = 0;
+      PMPI_Comm_size(user, &n);
+      PMPI_Comm_rank(user, &me);
+      log(LogLevel::Error, "timeout (TNBC_TIMEOUT=%llds) in %s, the first collective tnbc runs on a communicator "
+                           "of %d ranks (this is rank %d of it): tnbc's private duplicate of that communicator "
+                           "(MPI_Comm_idup) did not complete, so some rank of it never called this collective",
+          timeout_ns / 1000000000LL, what, n, me);
+      PMPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    sched_yield();
+  }
   PMPI_Comm_set_errhandler(pc->comm, MPI_ERRORS_ARE_FATAL);
   PMPI_Comm_rank(pc->comm, &pc->rank);
   PMPI_Comm_size(pc->comm, &pc->size);

@@ -22,8 +22,10 @@ class CommCache {
   CommCache();
   // The private duplicate of `user` (created collectively on first use: every rank of `user`
   // reaches this point for the same collective, since the decision is made on inputs that are
-  // identical on all ranks).
-  PrivateComm& get(MPI_Comm user);
+  // identical on all ranks). The duplication is nonblocking (MPI_Comm_idup): when some rank
+  // has not joined after `timeout_ns`, tnbc says so (naming `what`, the collective) and ends
+  // the job with MPI_Abort instead of waiting forever inside MPI.
+  PrivateComm& get(MPI_Comm user, long long timeout_ns, const char* what);
 
  private:
   int keyval_ = MPI_KEYVAL_INVALID;

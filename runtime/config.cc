@@ -18,7 +18,11 @@ const std::vector<Option> kOptions = {
      "priorities of TNBC_PROFILE.",
      &Settings::mode},
     {"profile", OptionType::Path, "", "",
-     "Profile written by `tnbc merge` (used by mode optimize).", &Settings::profile},
+     "Profile written by `tnbc merge` (used by mode optimize). A profile that cannot be used "
+     "(unreadable, corrupt, another version, recorded at another np or for another program) is "
+     "reported once and the run uses default priorities; so are calls whose sizes differ from "
+     "the recorded ones.",
+     &Settings::profile},
     {"output_dir", OptionType::Path, "", "",
      "Directory for per-rank summaries, traces and reports; empty: write no files.",
      &Settings::output_dir},
@@ -54,8 +58,9 @@ const std::vector<Option> kOptions = {
      "Longest sleep between polls (the sleep doubles while nothing completes).",
      &Settings::poll_max_us, 1, 10000000},
     {"timeout", OptionType::Seconds, "600", "",
-     "Seconds a rank may wait for one sub-message before tnbc reports what is missing and calls "
-     "MPI_Abort.",
+     "Seconds a rank waits for other ranks (a sub-message, in the call, a fence, a read of a "
+     "guarded buffer; sends to finish in MPI_Finalize; all ranks of a communicator in its first "
+     "collective) before tnbc reports what is missing and calls MPI_Abort.",
      &Settings::timeout_s, 1, 0},
 };
 

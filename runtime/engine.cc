@@ -35,19 +35,44 @@ std::atomic<Engine*> g_current{nullptr};
 // Tags: each collective on a communicator gets a block of kTagStride tags.
 constexpr int kTagStride = 128;
 
+// What a collective still waits for: the receives that have not arrived (the peer never sent
+// them) and the sends not yet taken (the peer never received them). Used by every timeout
+// message; also called from the SIGSEGV handler (snprintf into a stack buffer, log_raw).
 void report_missing(const void* owner) {
   const auto* f = static_cast<const InFlight*>(owner);
   if (!f) return;
   char line[256];
-  std::snprintf(line, sizeof line, "  collective: %s #%llu (tnbc tag base %d)", kKindNames[static_cast<int>(f->kind)],
-                static_cast<unsigned long long>(f->sequence), f->base_tag);
+  std::snprintf(line, sizeof line, "  collective: %s #%llu on a communicator of %d ranks (tnbc tag base %d)",
+                kKindNames[static_cast<int>(f->kind)], static_cast<unsigned long long>(f->sequence), f->comm_size,
+                f->base_tag);
   log_raw(line);
+  // Peers with which nothing at all was exchanged: those have most likely not called the
+  // collective (a peer that did sends its edge pieces at once). Said first: MPI_Abort may cut
+  // the list below short.
+  int suspects = 0;
+  for (std::size_t i = 0; i < f->pieces.size() && suspects < 16; ++i) {
+    const int peer = f->pieces[i].peer;
+    bool seen_before = false, any_done = false;
+    for (std::size_t j = 0; j < f->pieces.size() && !seen_before; ++j) {
+      if (f->pieces[j].peer != peer) continue;
+      seen_before = j < i;
+      any_done = any_done || f->done[j].load();
+    }
+    if (seen_before || any_done || peer < 0) continue;
+    std::snprintf(line, sizeof line, "  rank %d: nothing received from it or delivered to it in this collective "
+                  "(it has most likely not called it, or died)", peer);
+    log_raw(line);
+    ++suspects;
+  }
   int shown = 0;
   for (std::size_t i = 0; i < f->pieces.size() && shown < 16; ++i) {
     const Piece& p = f->pieces[i];
-    if (f->done[i].load() || p.dir != Dir::Recv) continue;
-    std::snprintf(line, sizeof line, "  missing: %zu bytes at offset %zu from rank %d (sub-message %d)", p.length,
-                  p.offset, p.peer, p.sub);
+    if (f->done[i].load()) continue;
+    if (p.dir == Dir::Recv)
+      std::snprintf(line, sizeof line, "  missing: %zu bytes at offset %zu from rank %d (sub-message %d)", p.length,
+                    p.offset, p.peer, p.sub);
+    else
+      std::snprintf(line, sizeof line, "  not delivered: %zu bytes to rank %d (sub-message %d)", p.length, p.peer, p.sub);
     log_raw(line);
     ++shown;
   }
@@ -55,8 +80,9 @@ void report_missing(const void* owner) {
 
 class EngineImpl final : public Engine {
  public:
-  EngineImpl(const Settings& s, Stats& stats)
-      : s_(s), stats_(stats), page_(static_cast<std::size_t>(sysconf(_SC_PAGESIZE))), progress_(s) {
+  EngineImpl(const Settings& s, Stats& stats, std::unique_ptr<ReadOrderSource> orders)
+      : s_(s), stats_(stats), page_(static_cast<std::size_t>(sysconf(_SC_PAGESIZE))), orders_(std::move(orders)),
+        progress_(s) {
     // Smallest sub-message worth guarding: one whole page must lie between the partial first
     // and last pages a piece may share with its neighbours (split_points), i.e. three pages.
     min_bytes_ = s.min_bytes ? *s.min_bytes : 3 * page_;
@@ -68,7 +94,7 @@ class EngineImpl final : public Engine {
     // Every rank is in MPI_Init now: duplicate MPI_COMM_WORLD here rather than in its first
     // collective (a rank that never reaches that collective would hang the duplication inside
     // MPI, where no timeout can report it).
-    comms_.get(MPI_COMM_WORLD);
+    comms_.get(MPI_COMM_WORLD, timeout_ns_, "MPI_Init");
   }
 
   // ------------------------------------------------------------------ collectives
@@ -83,17 +109,14 @@ class EngineImpl final : public Engine {
     fence(span_of(buffer, count, type), "MPI_Bcast on a buffer still being received");
     // The private duplicate is made collectively: never under call_mutex_, which another
     // thread's collective on another communicator may hold while its peers wait for this one.
-    PrivateComm& pc = comms_.get(comm);
+    PrivateComm& pc = comms_.get(comm, timeout_ns_, "MPI_Bcast");
     std::unique_lock lock(call_mutex_);
     auto f = start(Kind::Bcast, pc);
     f->call_start_ns = t_enter;
     const bool dense = is_dense(type);
     const int segments = static_cast<int>(std::clamp<std::size_t>(bytes / min_bytes_, 1, static_cast<std::size_t>(s_.bcast_max_segments)));
     const auto chunks = bcast_chunks(bytes, page_, segments);
-    std::vector<int> order(chunks.size());
-    std::iota(order.begin(), order.end(), 0);
-    if (order.size() > 2) std::rotate(order.begin() + 1, order.end() - 1, order.end());  // first, last, middle
-    f->pieces = build_bcast(pc.rank, pc.size, root, chunks, order);
+    f->pieces = build_bcast(pc.rank, pc.size, root, chunks, bcast_order(chunks, root, pc.size, site));
 
     if (pc.rank == root) {
       f->send_block = pool_.acquire(bytes);
@@ -160,17 +183,26 @@ class EngineImpl final : public Engine {
 
   void complete_all() override { fence_all("a fence"); }
 
-  void drain() override {
-    if (!on_progress_thread()) progress_.drain();
-  }
+  void drain() override { drain_or_abort("before a communicator is freed (MPI_Comm_free)"); }
 
   void shutdown() override {
     complete_all();
+    drain_or_abort("in MPI_Finalize");
     progress_.stop();
     g_current.store(nullptr);
   }
 
  private:
+  // Waits until every collective in flight has finished, sends included; after TNBC_TIMEOUT
+  // says what is missing and ends the job.
+  void drain_or_abort(const char* when) {
+    if (on_progress_thread() || progress_.drain(timeout_ns_)) return;
+    log(LogLevel::Error, "timeout (TNBC_TIMEOUT=%llds) %s: collectives still in flight, their peers never "
+                         "took or sent their part:", static_cast<long long>(s_.timeout_s), when);
+    progress_.for_each_in_flight([](const InFlight& f) { report_missing(&f); });
+    PMPI_Abort(MPI_COMM_WORLD, 1);
+  }
+
   // Decisions every rank makes alike: communicator kind and message size.
   Reason global_reason(MPI_Comm comm, std::size_t bytes) const {
     int inter = 0;
@@ -185,6 +217,7 @@ class EngineImpl final : public Engine {
     f->kind = kind;
     f->pool = &pool_;
     f->comm = pc.comm;
+    f->comm_size = pc.size;
     f->sequence = pc.next_sequence++;
     const std::uint64_t cycle = static_cast<std::uint64_t>(std::max(1, pc.tag_ub / kTagStride));
     f->base_tag = static_cast<int>(f->sequence % cycle) * kTagStride;
@@ -252,13 +285,17 @@ class EngineImpl final : public Engine {
     f.regions_remaining.store(static_cast<int>(f.region_count));
     std::size_t listed = 0;
     while (listed < f.region_count && guards().insert(&f.regions[listed])) ++listed;
-    if (listed < f.region_count) {
+    const bool listed_all = listed == f.region_count;
+    if (!listed_all) {
       // Overlaps a region still in use: another thread's collective on these pages.
       log(LogLevel::Info, "receive buffer overlaps a buffer still guarded: completing in the call");
     } else if (uffd_ok && empty_regions(f, base, own)) {
       f.guard = InFlight::Guard::Uffd;
       return Reason::None;
-    } else if (publication_available() && protect_regions(f)) {
+    }
+    // PROT_NONE pages need tnbc's SIGSEGV handler in place (another may have replaced it).
+    const bool handler = !listed_all || ensure_fault_handler() != HandlerState::Lost;
+    if (listed_all && handler && publication_available() && protect_regions(f)) {
       ensure_signal_stack();
       f.guard = InFlight::Guard::Protect;
       return Reason::None;
@@ -268,7 +305,7 @@ class EngineImpl final : public Engine {
     f.region_count = 0;
     f.piece_regions.clear();
     f.regions_remaining.store(0);
-    return Reason::NotGuardable;
+    return handler ? Reason::NotGuardable : Reason::SignalHandler;
   }
 
   // Runs of adjacent regions, each handled with one system call: fn(lo, hi) for each.
@@ -458,7 +495,8 @@ class EngineImpl final : public Engine {
     const int* sdisp = in_place ? rdispls : sdispls;
     MPI_Datatype stype = in_place ? recvtype : sendtype;
 
-    PrivateComm& pc = comms_.get(comm);  // not under call_mutex_ (see bcast)
+    // Not under call_mutex_ (see bcast).
+    PrivateComm& pc = comms_.get(comm, timeout_ns_, kind == Kind::Alltoall ? "MPI_Alltoall" : "MPI_Alltoallv");
     std::unique_lock lock(call_mutex_);
     const int n = pc.size, me = pc.rank;
     const auto N = static_cast<std::size_t>(n);
@@ -532,9 +570,8 @@ class EngineImpl final : public Engine {
       char* dst = layout ? static_cast<char*>(recvbuf) + roff[self] : f->recv_data + roff[self];
       copy_in(src, scounts[self], stype, sdense, dst, sbytes[self], pc.comm);
     }
-    std::vector<int> order(N);
-    std::iota(order.begin(), order.end(), 0);
-    f->pieces = build_alltoallv(me, n, sbytes, soff, rbytes, roff, page_, order);
+    f->pieces = build_alltoallv(me, n, sbytes, soff, rbytes, roff, page_,
+                                alltoall_order(kind, site, n, rbytes, in_place ? std::vector<std::size_t>(N) : sbytes));
     if (!pack_sends) {
       std::vector<const char*> src(f->pieces.size(), nullptr);
       for (std::size_t i = 0; i < src.size(); ++i) {
@@ -577,6 +614,42 @@ class EngineImpl final : public Engine {
     });
   }
 
+  // Read orders (runtime/read_order.hh): the profile's, else the default. Only priorities
+  // change with the order, so ranks that disagree still match every message.
+  std::vector<int> alltoall_order(Kind kind, CallSite site, int n, const std::vector<std::size_t>& rbytes,
+                                  const std::vector<std::size_t>& sbytes) {
+    std::vector<int> order;
+    if (orders_)
+      order = orders_->order({kind, site, n, -1, {rbytes.begin(), rbytes.end()}, {sbytes.begin(), sbytes.end()}});
+    if (order.size() != static_cast<std::size_t>(n)) {
+      order.resize(static_cast<std::size_t>(n));
+      std::iota(order.begin(), order.end(), 0);
+    }
+    return order;
+  }
+
+  // Chunks of a broadcast: the first and the last (they may land in partial pages and are
+  // received in the call) go first, then the middle ones in read order.
+  std::vector<int> bcast_order(const std::vector<Chunk>& chunks, int root, int n, CallSite site) {
+    const int last = static_cast<int>(chunks.size()) - 1;
+    std::vector<int> read;
+    if (orders_ && last >= 2) {
+      CallShape call{Kind::Bcast, site, n, root, {}, {}};
+      for (const Chunk& c : chunks) call.recv_bytes.push_back(c.length);
+      read = orders_->order(call);
+    }
+    if (read.size() != chunks.size()) {
+      read.resize(chunks.size());
+      std::iota(read.begin(), read.end(), 0);
+    }
+    std::vector<int> order;
+    if (last >= 0) order.push_back(0);
+    if (last >= 1) order.push_back(last);
+    for (int c : read)
+      if (c != 0 && c != last) order.push_back(c);
+    return order;
+  }
+
   int out_of_memory_bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm, CallSite site,
                           std::size_t bytes) {
     log(LogLevel::Error, "out of memory for staging %zu bytes", bytes);
@@ -590,6 +663,7 @@ class EngineImpl final : public Engine {
   std::size_t page_;
   std::size_t min_bytes_ = 0;
   long long timeout_ns_ = 0;
+  std::unique_ptr<ReadOrderSource> orders_;
   Pool pool_;
   CommCache comms_;
   Progress progress_;
@@ -600,7 +674,8 @@ class EngineImpl final : public Engine {
 
 Engine* Engine::current() { return g_current.load(); }
 
-std::unique_ptr<Engine> Engine::create(const Settings& s, Stats& stats, int world_rank, int world_size) {
+std::unique_ptr<Engine> Engine::create(const Settings& s, Stats& stats, int world_rank, int world_size,
+                                       std::unique_ptr<ReadOrderSource> orders) {
   (void)world_rank;
   (void)world_size;
   std::string why;
@@ -612,7 +687,7 @@ std::unique_ptr<Engine> Engine::create(const Settings& s, Stats& stats, int worl
                         "collectives complete before returning");
   if (uffd::active() && !uffd::kernel_faults_wait())
     log(LogLevel::Info, "userfaultfd in user-mode-only mode: system calls on a guarded buffer are fenced");
-  auto e = std::make_unique<EngineImpl>(s, stats);
+  auto e = std::make_unique<EngineImpl>(s, stats, std::move(orders));
   install_fault_handler(s.timeout_s * 1000000000LL);
   // A child process has no progress thread: complete every guarded buffer before fork().
   static bool atfork_registered = false;

@@ -17,14 +17,17 @@
 
 #include "runtime/config.hh"
 #include "runtime/datatype.hh"
+#include "runtime/read_order.hh"
 #include "runtime/stats.hh"
 
 namespace tnbc {
 
 class Engine {
  public:
-  // nullptr (after a message) when the machinery is not usable here.
-  static std::unique_ptr<Engine> create(const Settings& s, Stats& stats, int world_rank, int world_size);
+  // nullptr (after a message) when the machinery is not usable here. `orders` (may be null:
+  // default order) gives the read order of each call's sub-messages (mode optimize).
+  static std::unique_ptr<Engine> create(const Settings& s, Stats& stats, int world_rank, int world_size,
+                                        std::unique_ptr<ReadOrderSource> orders = nullptr);
   static Engine* current();
   virtual ~Engine() = default;
 

@@ -10,7 +10,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <string>
 
 #include "runtime/futex.hh"
 #include "runtime/log.hh"
@@ -32,16 +35,44 @@ int my_tid() {
 std::uintptr_t page_down(std::uintptr_t a, std::size_t page) { return a & ~(static_cast<std::uintptr_t>(page) - 1); }
 std::uintptr_t page_up(std::uintptr_t a, std::size_t page) { return page_down(a + page - 1, page); }
 
-// The handler state: what was installed before tnbc, and what the program asked for since.
-struct sigaction g_chained;
+// The handlers tnbc passes faults that are not its own to. g_chain[0] was installed before
+// tnbc; each later entry replaced tnbc's handler behind the interposers' back (a raw
+// rt_sigaction) and was found by ensure_fault_handler(), which put tnbc's back on top. A
+// handler that saved tnbc's as "the previous one" calls it back for faults it does not want:
+// that call is passed further down the chain (tls_chain_next / tls_chain_info).
+constexpr int kMaxChain = 8;
+struct sigaction g_chain[kMaxChain];
+std::atomic<int> g_chain_len{0};
 std::atomic<bool> g_installed{false};
 long long g_timeout_ns = 600LL * 1000000000LL;
 TimeoutReporter g_reporter = nullptr;
+thread_local int tls_chain_next = -1;                 // inside a chained handler: the next one down
+thread_local const siginfo_t* tls_chain_info = nullptr;  // ... and the fault it was given
 
+void on_fault(int sig, siginfo_t* info, void* ctx);
+
+// libc's own sigaction, not the next interposer: libraries that keep their handler first by
+// ignoring sigaction() calls for SIGSEGV (UCX's libucs_signal, sanitizer runtimes) would
+// otherwise swallow tnbc's installation silently.
 using RealSigaction = int (*)(int, const struct sigaction*, struct sigaction*);
-RealSigaction real_sigaction() {
-  static RealSigaction fn = reinterpret_cast<RealSigaction>(dlsym(RTLD_NEXT, "sigaction"));
+RealSigaction libc_sigaction() {
+  static RealSigaction fn = [] {
+    void* libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+    void* f = libc ? dlsym(libc, "sigaction") : nullptr;
+    return reinterpret_cast<RealSigaction>(f ? f : dlsym(RTLD_NEXT, "sigaction"));
+  }();
   return fn;
+}
+
+// The kernel's SIGSEGV action, asked with the raw system call (no library in between).
+struct KernelSigaction {
+  void* handler;
+  unsigned long flags;
+  void* restorer;
+  std::uint64_t mask;
+};
+bool kernel_action(KernelSigaction& k) {
+  return syscall(SYS_rt_sigaction, SIGSEGV, nullptr, &k, sizeof k.mask) == 0;
 }
 
 // Whether the byte at `addr` can be read, asked of the kernel (which returns EFAULT instead of
@@ -52,15 +83,25 @@ bool readable(std::uintptr_t addr) {
   return syscall(SYS_process_vm_readv, getpid(), &local, 1, &remote, 1, 0) == 1;
 }
 
-void chain(int sig, siginfo_t* info, void* ctx) {
-  const struct sigaction& c = g_chained;
-  if (c.sa_flags & SA_SIGINFO) {
-    if (c.sa_sigaction) {
-      c.sa_sigaction(sig, info, ctx);
-      return;
+// Passes a fault that is not tnbc's to g_chain[start], or the next one below that is not tnbc's
+// own; the default action when none is left.
+void chain_from(int start, int sig, siginfo_t* info, void* ctx) {
+  for (int i = start; i >= 0; --i) {
+    const struct sigaction& c = g_chain[i];
+    if (c.sa_flags & SA_SIGINFO) {
+      if (c.sa_sigaction == on_fault) continue;
+      if (c.sa_sigaction == nullptr) break;
+    } else if (c.sa_handler == SIG_DFL || c.sa_handler == SIG_IGN) {
+      break;
     }
-  } else if (c.sa_handler != SIG_DFL && c.sa_handler != SIG_IGN) {
-    c.sa_handler(sig);
+    const int outer_next = tls_chain_next;
+    const siginfo_t* outer_info = tls_chain_info;
+    tls_chain_next = i - 1;
+    tls_chain_info = info;
+    if (c.sa_flags & SA_SIGINFO) c.sa_sigaction(sig, info, ctx);
+    else c.sa_handler(sig);
+    tls_chain_next = outer_next;
+    tls_chain_info = outer_info;
     return;
   }
   // Default action: reinstall it and return; the access faults again and the kernel
@@ -68,11 +109,21 @@ void chain(int sig, siginfo_t* info, void* ctx) {
   struct sigaction dfl;
   std::memset(&dfl, 0, sizeof dfl);
   dfl.sa_handler = SIG_DFL;
-  real_sigaction()(sig, &dfl, nullptr);
+  libc_sigaction()(sig, &dfl, nullptr);
   g_installed.store(false);
 }
 
+void chain(int sig, siginfo_t* info, void* ctx) {
+  chain_from(g_chain_len.load(std::memory_order_acquire) - 1, sig, info, ctx);
+}
+
 void on_fault(int sig, siginfo_t* info, void* ctx) {
+  if (tls_chain_info != nullptr && info == tls_chain_info) {
+    // Called back by a handler tnbc chained to, for a fault that handler does not take: it is
+    // not tnbc's either (that was checked first), so it goes further down the chain.
+    chain_from(tls_chain_next, sig, info, ctx);
+    return;
+  }
   const int saved_errno = errno;
   const auto addr = reinterpret_cast<std::uintptr_t>(info->si_addr);
   if (!tls_progress_thread) {
@@ -310,7 +361,10 @@ void wait_published(Region* r, const char* what) {
     if (r->published.load(std::memory_order_acquire)) break;
     futex::wait(word, seen, 100 * 1000 * 1000LL);
     if (futex::now_ns() - start > g_timeout_ns) {
-      char msg[256] = "timeout (TNBC_TIMEOUT) waiting for received data during ";
+      // Async-signal-safe formatting: this may run in the SIGSEGV handler.
+      char msg[256] = "timeout (TNBC_TIMEOUT=";
+      char* end = format_u64(msg + std::strlen(msg), static_cast<unsigned long long>(g_timeout_ns / 1000000000LL), 10);
+      std::strncat(end, "s) waiting for received data during ", sizeof msg - static_cast<std::size_t>(end - msg) - 1);
       std::strncat(msg, what, sizeof msg - std::strlen(msg) - 1);
       log_raw(msg);
       if (g_reporter) g_reporter(r->owner);
@@ -368,24 +422,96 @@ void ensure_signal_stack() {
   tls_signal_stack.size = size;
 }
 
-void install_fault_handler(long long timeout_ns) {
-  g_timeout_ns = timeout_ns;
-  if (g_installed.load()) return;
+namespace {
+struct sigaction tnbc_action() {
   struct sigaction act;
   std::memset(&act, 0, sizeof act);
   act.sa_sigaction = on_fault;
   act.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
   sigemptyset(&act.sa_mask);
-  real_sigaction()(SIGSEGV, &act, &g_chained);
+  return act;
+}
+
+// The SIGSEGV handler the kernel has now, as the sigaction a chain entry needs.
+struct sigaction as_sigaction(const KernelSigaction& k) {
+  struct sigaction a;
+  std::memset(&a, 0, sizeof a);
+  a.sa_flags = static_cast<int>(k.flags);
+  if (k.flags & SA_SIGINFO) a.sa_sigaction = reinterpret_cast<void (*)(int, siginfo_t*, void*)>(k.handler);
+  else a.sa_handler = reinterpret_cast<sighandler_t>(k.handler);
+  std::memcpy(&a.sa_mask, &k.mask, sizeof k.mask);
+  return a;
+}
+
+std::string describe_handler(const void* h) {
+  Dl_info info{};
+  if (h && dladdr(h, &info) && info.dli_fname) {
+    std::string s = info.dli_sname ? std::string(info.dli_sname) + " in " : std::string("a handler in ");
+    return s + info.dli_fname;
+  }
+  char b[32];
+  std::snprintf(b, sizeof b, "%p", h);
+  return std::string("the handler at ") + b;
+}
+
+std::mutex g_ensure_mutex;
+}  // namespace
+
+void install_fault_handler(long long timeout_ns) {
+  g_timeout_ns = timeout_ns;
+  if (g_installed.load()) return;
+  const struct sigaction act = tnbc_action();
+  struct sigaction before;
+  libc_sigaction()(SIGSEGV, &act, &before);
+  if (g_chain_len.load() == 0) {
+    g_chain[0] = before;
+    g_chain_len.store(1, std::memory_order_release);
+  }
   g_installed.store(true);
 }
 
 bool fault_handler_installed() { return g_installed.load(); }
 
+HandlerState ensure_fault_handler() {
+  if (!g_installed.load()) return HandlerState::Lost;  // never installed (or given up after a genuine fault)
+  KernelSigaction k{};
+  if (!kernel_action(k) || k.handler == reinterpret_cast<void*>(&on_fault)) return HandlerState::Ours;
+  std::lock_guard lock(g_ensure_mutex);
+  static bool said_reinstalled = false, said_lost = false;
+  if (!kernel_action(k) || k.handler == reinterpret_cast<void*>(&on_fault)) return HandlerState::Ours;
+  const std::string who = describe_handler(k.handler);
+  const int len = g_chain_len.load(std::memory_order_acquire);
+  bool ok = len < kMaxChain;
+  int err = 0;
+  if (ok) {
+    g_chain[len] = as_sigaction(k);  // faults that are not tnbc's go to it from now on
+    g_chain_len.store(len + 1, std::memory_order_release);
+    const struct sigaction act = tnbc_action();
+    if (libc_sigaction()(SIGSEGV, &act, nullptr) != 0) err = errno;
+    ok = err == 0 && kernel_action(k) && k.handler == reinterpret_cast<void*>(&on_fault);
+    if (!ok) g_chain_len.store(len, std::memory_order_release);
+  }
+  if (ok) {
+    log_once(said_reinstalled, LogLevel::Warn,
+             "tnbc's SIGSEGV handler was replaced by %s without going through sigaction()/signal() (a raw "
+             "rt_sigaction system call, or a library's private copy of sigaction): tnbc installed its handler "
+             "again and passes every fault that is not its own on to that one",
+             who.c_str());
+    return HandlerState::Reinstalled;
+  }
+  log_once(said_lost, LogLevel::Warn,
+           "tnbc's SIGSEGV handler was replaced by %s and cannot be installed again (%s): collectives that "
+           "would guard their receive buffer with PROT_NONE complete in the call instead",
+           who.c_str(), len >= kMaxChain ? "replaced too often" : err ? std::strerror(err) : "replaced again at once");
+  return HandlerState::Lost;
+}
+
 bool intercept_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
   if (sig != SIGSEGV || !g_installed.load()) return false;
-  if (old) *old = g_chained;
-  if (act) g_chained = *act;
+  // The program replaces the handler it sees, the one on top of the chain.
+  const int top = g_chain_len.load(std::memory_order_acquire) - 1;
+  if (old) *old = g_chain[top];
+  if (act) g_chain[top] = *act;
   return true;
 }
 

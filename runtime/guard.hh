@@ -127,6 +127,14 @@ void ensure_signal_stack();
 // installed becomes the chained one.
 void install_fault_handler(long long timeout_ns);
 bool fault_handler_installed();
+// Whether tnbc's handler is still the one the kernel calls. Something that replaced it without
+// going through the sigaction/signal interposers (a raw rt_sigaction system call, a library's
+// private sigaction) is detected here (one system call, ~0.6 us: called before guarding with
+// PROT_NONE, not on hot paths); tnbc's handler is installed again and chains to the new one
+// (Reinstalled, said once). Lost: it cannot be installed again (said once); nothing may then be
+// guarded with PROT_NONE.
+enum class HandlerState { Ours, Reinstalled, Lost };
+HandlerState ensure_fault_handler();
 // For the sigaction/signal interposers: while tnbc's handler is installed, the program's
 // handler for SIGSEGV is recorded as the chained one instead of replacing tnbc's.
 // Returns false if the call should go to the real sigaction.

@@ -9,25 +9,46 @@
 
 namespace tnbc {
 
+namespace {
+
+// mkdir -p: creates `dir` and any missing parent; empty on success, else why not.
+std::string make_directory(const std::string& dir) {
+  for (std::size_t at = dir.find('/', 1);; at = dir.find('/', at + 1)) {
+    const std::string part = dir.substr(0, at);
+    if (!part.empty() && ::mkdir(part.c_str(), 0777) != 0 && errno != EEXIST)
+      return "cannot create the directory '" + part + "': " + std::strerror(errno);
+    if (at == std::string::npos) break;
+  }
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) return "cannot use the directory '" + dir + "': " + std::strerror(errno);
+  if (!S_ISDIR(st.st_mode)) return "'" + dir + "' exists and is not a directory";
+  return {};
+}
+
+}  // namespace
+
 std::string write_output_file(const std::string& dir, const std::string& name, const std::string& text) {
-  if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST)
-    return "cannot create the directory '" + dir + "': " + std::strerror(errno);
+  if (std::string err = make_directory(dir); !err.empty()) return err;
   const std::string path = dir + "/" + name, tmp = path + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  bool ok = fd >= 0;
+  if (fd < 0) return "cannot create " + tmp + ": " + std::strerror(errno);
+  int error = 0;
   std::size_t off = 0;
-  while (ok && off < text.size()) {
+  while (off < text.size()) {
     const ssize_t w = ::write(fd, text.data() + off, text.size() - off);
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) ok = false;
-    else off += static_cast<std::size_t>(w);
+    if (w <= 0) {
+      error = w < 0 ? errno : ENOSPC;  // a zero-byte write: the device took nothing
+      break;
+    }
+    off += static_cast<std::size_t>(w);
   }
-  if (fd >= 0 && ::close(fd) != 0) ok = false;
-  if (ok && ::rename(tmp.c_str(), path.c_str()) != 0) ok = false;
-  if (ok) return {};
-  const std::string why = std::strerror(errno);
+  // close() reports write-back errors of some file systems (NFS, quotas).
+  if (::close(fd) != 0 && error == 0) error = errno;
+  if (error == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) error = errno;
+  if (error == 0) return {};
   ::unlink(tmp.c_str());
-  return "cannot write " + path + ": " + why;
+  return "cannot write " + path + ": " + std::strerror(error);
 }
 
 }  // namespace tnbc

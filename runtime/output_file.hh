@@ -1,5 +1,6 @@
 // Writes a whole file into a directory, atomically (temporary file + rename), creating the
-// directory if needed: readers never see a half-written summary or trace.
+// directory and its parents if needed: readers never see a half-written summary or trace, and
+// a failed write (full disk, read-only or unwritable directory) leaves no temporary file.
 #pragma once
 
 #include <string>

@@ -25,6 +25,7 @@ void Progress::submit(std::shared_ptr<InFlight> f) {
   in_flight_.fetch_add(1);
   {
     std::lock_guard lock(mutex_);
+    in_flight_list_.push_back(f);
     incoming_.push_back(std::move(f));
   }
   urgency().poke();
@@ -38,20 +39,22 @@ void Progress::adopt(InFlight* f, int i, MPI_Request req) {
   urgency().poke();
 }
 
-void Progress::drain() {
+bool Progress::drain(long long timeout_ns) {
+  const long long start = futex::now_ns();
   while (in_flight_.load(std::memory_order_acquire) != 0) {
     const std::uint32_t seen = finished_word_.load(std::memory_order_acquire);
     if (in_flight_.load(std::memory_order_acquire) == 0) break;
+    if (futex::now_ns() - start > timeout_ns) return false;
     urgency().waiting.fetch_add(1);
     urgency().poke();
     futex::wait(finished_word_, seen, 50 * 1000 * 1000LL);
     urgency().waiting.fetch_sub(1);
   }
+  return true;
 }
 
 void Progress::stop() {
   if (!thread_.joinable()) return;
-  drain();
   stop_.store(true);
   urgency().poke();
   thread_.join();
@@ -181,6 +184,10 @@ void Progress::run() {
         log(LogLevel::Debug, "%s #%llu finished: %.3f ms after submission, %llu polls",
             kKindNames[static_cast<int>(f.kind)], static_cast<unsigned long long>(f.sequence),
             (futex::now_ns() - f.submitted_ns) / 1e6, static_cast<unsigned long long>(polls_ - f.polls_at_submit));
+      {
+        std::lock_guard lock(mutex_);
+        std::erase_if(in_flight_list_, [&](const std::shared_ptr<InFlight>& p) { return p.get() == &f; });
+      }
       it = active_.erase(it);
       in_flight_.fetch_sub(1, std::memory_order_acq_rel);
       finished_word_.fetch_add(1, std::memory_order_release);

@@ -25,11 +25,17 @@ class Progress {
   // Takes over a request the calling thread posted for piece `i` of `f` (already submitted
   // or about to be): the progress thread completes it like its own.
   void adopt(InFlight* f, int i, MPI_Request req);
-  // Waits until every submitted collective has finished (sends included).
-  void drain();
+  // Waits until every submitted collective has finished (sends included); false if some are
+  // still in flight after `timeout_ns` (a peer never took or sent its part).
+  bool drain(long long timeout_ns);
+  // Ends the thread once nothing is in flight (drain first).
   void stop();
-  // For timeout messages: the collectives still in flight.
-  std::size_t in_flight() const { return in_flight_.load(); }
+  // For timeout messages: fn(const InFlight&) for each collective still in flight.
+  template <class Fn>
+  void for_each_in_flight(Fn fn) {
+    std::lock_guard lock(mutex_);
+    for (const auto& f : in_flight_list_) fn(*f);
+  }
 
  private:
   void run();
@@ -40,6 +46,7 @@ class Progress {
   std::mutex mutex_;
   std::vector<std::shared_ptr<InFlight>> incoming_;
   std::vector<std::tuple<InFlight*, int, MPI_Request>> adopted_;
+  std::vector<std::shared_ptr<InFlight>> in_flight_list_;  // submitted, not yet retired (mutex_)
   std::atomic<std::uint32_t> wake_{0};  // bumped on submit / stop
   std::atomic<bool> stop_{false};
   std::atomic<std::size_t> in_flight_{0};

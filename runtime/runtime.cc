@@ -9,6 +9,8 @@
 #include "runtime/engine.hh"
 #include "runtime/log.hh"
 #include "runtime/output_file.hh"
+#include "runtime/report.hh"
+#include "trace/profile_orders.hh"
 #include "trace/tracer.hh"
 
 extern char** environ;
@@ -28,15 +30,21 @@ void Runtime::configure() {
   ConfigResult r = load_config(&tnbc::process_getenv);
   settings_ = r.settings;
   set_log_level(settings_.log);
-  for (const auto& e : r.errors) log(LogLevel::Error, "%s", e.message.c_str());
+  // Said once for all ranks in start(), when the rank is known (runtime/report.hh).
+  pending_.clear();
+  for (const auto& e : r.errors) pending_.push_back({LogLevel::Error, e.message});
   if (!r.errors.empty()) {
-    log(LogLevel::Error, "invalid configuration: collectives run blocking (TNBC_MODE=passthrough); "
-                         "`tnbc config` lists the accepted values");
+    pending_.push_back({LogLevel::Error, "invalid configuration: collectives run blocking (TNBC_MODE=passthrough); "
+                                         "`tnbc config` lists the accepted values"});
     settings_.mode = Mode::Passthrough;
     blocking_reason_ = Reason::Disabled;
   }
   for (const auto& name : unknown_variables(environ))
-    log(LogLevel::Warn, "%s is not a tnbc setting (ignored); `tnbc --help` lists them", name.c_str());
+    pending_.push_back({LogLevel::Warn, name + " is not a tnbc setting (ignored); `tnbc --help` lists them"});
+  if (settings_.mode == Mode::Off) {  // start() does not run: say it now
+    for (const Message& m : pending_) log(m.level, "%s", m.text.c_str());
+    pending_.clear();
+  }
 }
 
 void Runtime::start(int provided) {
@@ -46,13 +54,21 @@ void Runtime::start(int provided) {
   if (rank_ == 0 && log_enabled(LogLevel::Debug))
     log(LogLevel::Debug, "effective settings:\n%s", dump(settings_).c_str());
   const Mode m = settings_.mode;
+  std::unique_ptr<ReadOrderSource> orders;
+  if (m == Mode::Optimize) {
+    std::string problem;
+    orders = trace::load_profile_orders(settings_, stats_, rank_, size_, problem);
+    if (!orders) pending_.push_back({LogLevel::Warn, problem + "; running with default priorities (as TNBC_MODE=nbc)"});
+  }
+  report_once(pending_, rank_);
+  pending_.clear();
   if (m == Mode::Nbc || m == Mode::Optimize) {
     if (provided < MPI_THREAD_MULTIPLE) {
       blocking_reason_ = Reason::ThreadLevel;
       if (rank_ == 0)
         log(LogLevel::Warn, "the MPI library does not provide MPI_THREAD_MULTIPLE; collectives run blocking");
     } else {
-      engine_ = Engine::create(settings_, stats_, rank_, size_);
+      engine_ = Engine::create(settings_, stats_, rank_, size_, std::move(orders));
       if (engine_) blocking_reason_ = Reason::None;
       else blocking_reason_ = Reason::Disabled;
     }

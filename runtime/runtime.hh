@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "runtime/config.hh"
+#include "runtime/report.hh"
 #include "runtime/stats.hh"
 
 namespace tnbc {
@@ -19,10 +20,12 @@ class Runtime {
  public:
   static Runtime& get();
 
-  // Reads the TNBC_* environment (errors are printed; invalid values fall back to running
-  // blocking). Called before PMPI_Init so `mode == off` can leave MPI untouched.
+  // Reads the TNBC_* environment (invalid values fall back to running blocking; the messages
+  // are printed by start(), once for all ranks). Called before PMPI_Init so `mode == off` can
+  // leave MPI untouched.
   void configure();
-  // After PMPI_Init*: rank, thread level, engine start. `provided` is what MPI gave tnbc.
+  // After PMPI_Init*: rank, start-up messages, the profile (mode optimize), thread level,
+  // engine start. `provided` is what MPI gave tnbc. Collective over MPI_COMM_WORLD.
   void start(int provided);
   // Before PMPI_Finalize: completes every collective in flight, stops the progress thread,
   // writes the per-rank summary.
@@ -48,6 +51,7 @@ class Runtime {
   int rank_ = -1, size_ = 0;
   Reason blocking_reason_ = Reason::Mode;
   std::unique_ptr<Engine> engine_;
+  std::vector<Message> pending_;  // start-up messages, said in start()
 };
 
 }  // namespace tnbc

@@ -21,6 +21,7 @@ const char* reason_name(Reason r) {
     case Reason::ThreadLevel: return "thread_level";
     case Reason::Disabled: return "disabled";
     case Reason::ReceiveTypeMismatch: return "type_size_mismatch";
+    case Reason::SignalHandler: return "signal_handler";
     case Reason::Count_: break;
   }
   return "unknown";
@@ -75,6 +76,12 @@ KindCounters Stats::kind(Kind k) const {
   return sum;
 }
 
+void Stats::set_profile(const std::string& file, const std::string& status) {
+  std::lock_guard lock(mutex_);
+  profile_file_ = file;
+  profile_status_ = status;
+}
+
 std::string json_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
@@ -116,7 +123,13 @@ std::string Stats::summary_json(int rank, int size, const std::string& mode) con
     j << "}}";
   }
   j << "},\n \"guards\": {\"userfaultfd\": " << guards_[0].load() << ", \"prot_none\": " << guards_[1].load()
-    << "},\n \"sites\": [";
+    << "},\n ";
+  if (!profile_status_.empty())
+    j << "\"profile\": {\"file\": \"" << json_escape(profile_file_) << "\", \"status\": \"" << profile_status_
+      << "\", \"calls_ordered\": " << profile_uses(ProfileUse::Ordered)
+      << ", \"calls_unknown_site\": " << profile_uses(ProfileUse::UnknownSite)
+      << ", \"calls_other_sizes\": " << profile_uses(ProfileUse::OtherSizes) << "},\n ";
+  j << "\"sites\": [";
   bool first = true;
   // Sorted by kind and address so that summaries of different ranks line up.
   std::vector<std::pair<SiteKey, SiteCounters>> sorted(sites_.begin(), sites_.end());

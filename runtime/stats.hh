@@ -37,6 +37,7 @@ enum class Reason {
   ThreadLevel,           // MPI_THREAD_MULTIPLE not available
   Disabled,              // tnbc turned itself off after an error (see the log)
   ReceiveTypeMismatch,   // type sizes disagree with the send side
+  SignalHandler,         // tnbc's SIGSEGV handler was replaced and cannot be put back
   Count_,                // number of reasons (not a reason)
 };
 const char* reason_name(Reason r);
@@ -60,6 +61,12 @@ class Stats {
   // Which guard held an early-returned receive buffer back (runtime/uffd.hh, runtime/guard.hh).
   enum class GuardUsed { Userfaultfd, ProtNone };
   void record_guard(GuardUsed g) { guards_[static_cast<std::size_t>(g)].fetch_add(1, std::memory_order_relaxed); }
+  // Mode optimize: the profile (TNBC_PROFILE) and its status ("loaded", "rejected", "none"),
+  // and per call whether its read order came from the profile (runtime/read_order.hh).
+  enum class ProfileUse { Ordered, UnknownSite, OtherSizes };
+  void set_profile(const std::string& file, const std::string& status);
+  void record_profile(ProfileUse u) { profile_uses_[static_cast<std::size_t>(u)].fetch_add(1, std::memory_order_relaxed); }
+  std::uint64_t profile_uses(ProfileUse u) const { return profile_uses_[static_cast<std::size_t>(u)].load(); }
   // JSON text of the whole summary (rank, size and mode are the caller's).
   std::string summary_json(int rank, int size, const std::string& mode) const;
 
@@ -83,6 +90,8 @@ class Stats {
   Shard& shard();
 
   std::array<std::atomic<std::uint64_t>, 2> guards_{};  // rare (early returns only): shared
+  std::array<std::atomic<std::uint64_t>, 3> profile_uses_{};
+  std::string profile_file_, profile_status_;  // set once at start-up
   mutable std::mutex mutex_;     // guards the list of shards
   std::vector<Shard*> shards_;   // one per thread that recorded; never freed (threads may exit)
 };

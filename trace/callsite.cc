@@ -2,6 +2,7 @@
 
 #include <cxxabi.h>
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -124,6 +125,12 @@ std::uint64_t size_signature(const std::vector<std::uint64_t>& recv_bytes, const
 std::uint64_t instance_key(std::uint64_t site, std::uint64_t size_sig) {
   std::uint64_t h = fnv1a64(&site, sizeof site);
   return fnv1a64(&size_sig, sizeof size_sig, h);
+}
+
+std::string executable_path() {
+  char exe[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  return n > 0 ? std::string(exe, static_cast<std::size_t>(n)) : std::string("?");
 }
 
 }  // namespace tnbc::trace

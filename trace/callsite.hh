@@ -50,4 +50,7 @@ std::uint64_t size_signature(const std::vector<std::uint64_t>& recv_bytes, const
                              int root);
 std::uint64_t instance_key(std::uint64_t site, std::uint64_t size_sig);
 
+// The running program (/proc/self/exe), as traces and profiles record it; "?" if unknown.
+std::string executable_path();
+
 }  // namespace tnbc::trace

@@ -375,7 +375,7 @@ std::vector<TraceFile> load_trace_dir(const std::string& dir, std::vector<std::s
 
 std::string profile_json(const Profile& p) {
   std::ostringstream o;
-  o << "{\"format\": \"tnbc-profile\", \"version\": " << kProfileVersion << ",\n";
+  o << "{\"format\": \"" << kProfileFormat << "\", \"version\": " << kProfileVersion << ",\n";
   o << " \"np\": " << p.np << ", \"executable\": " << json_str(p.executable) << ", \"run_id\": " << json_str(p.run_id)
     << ",\n";
   o << " \"notes\": [";

@@ -9,10 +9,9 @@
 #include <vector>
 
 #include "trace/format.hh"
+#include "trace/profile.hh"
 
 namespace tnbc::trace {
-
-inline constexpr int kProfileVersion = 1;
 
 struct MergeError : std::runtime_error {
   using std::runtime_error::runtime_error;

@@ -180,9 +180,7 @@ class Tracer final : public Engine {
     dir_ = s.output_dir.empty() ? std::string("tnbc-trace") : s.output_dir;
     if (s.output_dir.empty() && rank == 0)
       log(LogLevel::Warn, "TNBC_OUTPUT_DIR is not set: trace files go to ./tnbc-trace/ (then: tnbc merge tnbc-trace -o app.profile)");
-    char exe[4096];
-    const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
-    executable_ = n > 0 ? std::string(exe, static_cast<std::size_t>(n)) : std::string("?");
+    executable_ = executable_path();
     // One id for the whole run, so that `tnbc merge` recognises files of different runs.
     char id[17] = {};
     if (rank == 0) {
@@ -393,6 +391,12 @@ class Tracer final : public Engine {
     call.spans = spans;
     std::vector<TraceRegion> plan;
     if (!spans.empty() && lo < hi && memory_is_private(lo, hi)) plan = plan_trace_regions(spans, lo, hi, page_);
+    // Every guard below is PROT_NONE / PROT_READ: its faults must reach tnbc's handler.
+    if ((!plan.empty() || !send.empty()) && ensure_fault_handler() == HandlerState::Lost) {
+      call.rec.reason = "signal_handler";
+      plan.clear();
+      send.clear();
+    }
     std::vector<Span> recv_pages;
     for (const TraceRegion& r : plan) recv_pages.push_back({r.lo, r.hi});
     // Send blocks merged where they touch, then their whole pages outside the receive regions.

@@ -1,5 +1,15 @@
 /* Reliability cases (one per run): threads, fork, a rank that never calls the collective.
- * usage: reliability threads|fork|missing-rank */
+ * usage: reliability threads|fork|missing-rank|missing-fence|missing-read|missing-finalize|missing-comm
+ * The missing-* cases: rank 1 (missing-rank: the last rank) never calls the collective; the
+ * others must not wait forever wherever they wait (TNBC_TIMEOUT), but say what is missing and
+ * end the job (MPI_Abort):
+ *   missing-rank      in the call (the bytes of partial pages arrive before it returns)
+ *   missing-fence     write(2) of a receive buffer whose data never comes (libc fence)
+ *   missing-read      a plain read of it: asleep in the kernel (userfaultfd) or in the SIGSEGV
+ *                     handler (TNBC_GUARD=protect)
+ *   missing-finalize  a broadcast root whose child never receives: MPI_Finalize drains the sends
+ *   missing-comm      the first collective on a new communicator (tnbc's duplicate of it) */
+#include <fcntl.h>
 #include <mpi.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -66,11 +76,49 @@ int main(int argc, char** argv) {
     int status = 0;
     waitpid(child, &status, 0);
     bad = !WIFEXITED(status) || WEXITSTATUS(status) != 0 || memcmp(d, ref, per * np) != 0;
-  } else if (strcmp(what, "missing-rank") == 0) {
-    /* Rank 1 never calls the collective: the others must say what is missing and abort. */
+  } else if (strcmp(what, "missing-fence") == 0 || strcmp(what, "missing-read") == 0) {
+    /* Page-aligned blocks: nothing lands in a partial page, so the call returns at once. */
+    const size_t per = 1 << 20;
+    unsigned char *s, *d;
+    if (posix_memalign((void**)&s, 4096, per * np) || posix_memalign((void**)&d, 4096, per * np)) return 2;
+    memset(s, rank, per * np);
+    if (rank != 1) {
+      MPI_Alltoall(s, (int)per, MPI_BYTE, d, (int)per, MPI_BYTE, MPI_COMM_WORLD);
+      if (strcmp(what, "missing-fence") == 0) {
+        const int fd = open("/dev/null", O_WRONLY);
+        bad = write(fd, d + per, per) != (ssize_t)per; /* rank 1's block */
+      } else {
+        bad = ((volatile unsigned char*)d)[per] != 1;
+      }
+    } else {
+      sleep(60);
+    }
+  } else if (strcmp(what, "missing-finalize") == 0) {
+    const size_t bytes = 1 << 20;
+    char* b = calloc(bytes, 1);
+    if (rank != 1) {
+      MPI_Bcast(b, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD); /* run at np 2: root 0, leaf 1 */
+      MPI_Finalize();  /* straight there: the sends to rank 1 are still in flight */
+      return 0;
+    }
+    sleep(60);
+  } else if (strcmp(what, "missing-comm") == 0) {
+    MPI_Comm c;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
     const size_t per = 1 << 20;
     char *s = calloc(per, np), *d = calloc(per, np);
-    if (rank != 1) MPI_Alltoall(s, (int)per, MPI_BYTE, d, (int)per, MPI_BYTE, MPI_COMM_WORLD);
+    if (rank != 1) MPI_Alltoall(s, (int)per, MPI_BYTE, d, (int)per, MPI_BYTE, c);
+    else sleep(60);
+    bad = d[0] != 0;
+  } else if (strcmp(what, "missing-rank") == 0) {
+    /* The last rank never calls the collective. The receive buffer starts 16 bytes into a page,
+     * so its last partial page holds bytes of the last rank's block: every other rank waits for
+     * them in the call. */
+    const size_t per = 1 << 20;
+    char *s = calloc(per, np), *base;
+    if (posix_memalign((void**)&base, 4096, per * np + 4096)) return 2;
+    char* d = base + 16;
+    if (rank != np - 1) MPI_Alltoall(s, (int)per, MPI_BYTE, d, (int)per, MPI_BYTE, MPI_COMM_WORLD);
     else sleep(60);
     long sum = 0;
     for (size_t i = 0; i < per * np; i += 4096) sum += d[i];

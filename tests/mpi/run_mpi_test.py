@@ -2,18 +2,22 @@
 """Runs an MPI program under mpirun with libtnbc.so preloaded and checks what came out.
 
 usage: run_mpi_test.py --np N --lib LIBTNBC [--mode nbc] [--no-lib] [--env K=V ...]
-                       [--expect-exit K] [--expect-output TEXT ...] [--expect-stderr TEXT ...]
+                       [--expect-exit K] [--expect-output TEXT ...] [--expect-once TEXT ...]
                        [--expect-summary kind=alltoall,min_calls=3,lang=fortran,min_early=1 ...]
                        [--expect-guard userfaultfd|prot_none]
                        [--timeout SECONDS] -- PROGRAM [ARGS]
 
 --expect-summary constraints are checked on the per-rank summaries tnbc writes at MPI_Finalize
 (TNBC_OUTPUT_DIR/tnbc-summary.<rank>.json), summed over ranks: `min_calls` (calls of that kind),
-`min_fortran` (calls through the Fortran bindings), `min_early` (calls that returned early),
+`min_fortran` (calls through the Fortran bindings), `min_early` / `max_early` (calls that returned
+early),
 `lang` (a call site in that language exists), `reason=NAME` (at least one call had that reason).
 --expect-guard NAME: at least one early return was held back by that guard backend (summed
 `guards` of the summaries); for userfaultfd the test is skipped (exit 77) when tnbc said the
 kernel does not allow it here.
+--expect-once TEXT: exactly one output line contains TEXT (a message said once for all ranks).
+--skip-if-output TEXT: the test is skipped (exit 77) when the output contains TEXT (e.g. MPI
+cannot select a component the test asks for on this machine).
 Exit status 0 when every expectation holds; the reason is printed otherwise.
 """
 import argparse
@@ -36,6 +40,29 @@ def fail(msg, output=""):
 
 
 SKIP = 77
+
+
+def run_mpirun(np, exports, cmd, timeout):
+    """Runs cmd under mpirun -np np with the variables in exports set and exported to every rank
+    (as root too, oversubscribed); returns (exit status, output). Fails the test on a timeout."""
+    env = dict(os.environ)
+    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
+    mpirun = ["mpirun", "--oversubscribe", "-np", str(np)]
+    for k, v in exports.items():
+        env[k] = v
+        mpirun += ["-x", k]
+    print("running:", " ".join(mpirun + cmd), flush=True)
+    proc = subprocess.Popen(mpirun + cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        output, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        output, _ = proc.communicate()
+        fail(f"timed out after {timeout:.0f} s (killed)", output)
+    return proc.returncode, output
 
 
 def check_summaries(outdir, np, constraints, output, guard=None):
@@ -78,11 +105,13 @@ def check_summaries(outdir, np, constraints, output, guard=None):
                 fail(f"{kind}: {total['fortran_calls']} Fortran calls intercepted, expected at least {value}")
             elif key == "min_early" and total["early_return"] < int(value):
                 fail(f"{kind}: {total['early_return']} early returns, expected at least {value}")
+            elif key == "max_early" and total["early_return"] > int(value):
+                fail(f"{kind}: {total['early_return']} early returns, expected at most {value}")
             elif key == "lang" and value not in langs:
                 fail(f"{kind}: no call site in {value} (sites: {sorted(langs)})")
             elif key == "reason" and reasons.get(value, 0) == 0:
                 fail(f"{kind}: no call ran blocking for reason {value} (reasons: {reasons})")
-            elif key not in ("min_calls", "min_fortran", "min_early", "lang", "reason"):
+            elif key not in ("min_calls", "min_fortran", "min_early", "max_early", "lang", "reason"):
                 fail(f"unknown constraint {key}")
         print(f"summary {kind}: {total}, reasons {reasons}, sites {sorted(langs)}")
 
@@ -96,6 +125,8 @@ def main():
     ap.add_argument("--env", action="append", default=[])
     ap.add_argument("--expect-exit", type=int, default=0)
     ap.add_argument("--expect-output", action="append", default=[])
+    ap.add_argument("--expect-once", action="append", default=[])
+    ap.add_argument("--skip-if-output", action="append", default=[])
     ap.add_argument("--expect-summary", action="append", default=[])
     ap.add_argument("--expect-guard", choices=["userfaultfd", "prot_none"])
     ap.add_argument("--timeout", type=float, default=180)
@@ -107,11 +138,6 @@ def main():
     if shutil.which("mpirun") is None:
         fail("mpirun not found (install openmpi-bin)")
     outdir = tempfile.mkdtemp(prefix="tnbc-mpitest-")
-    env = dict(os.environ)
-    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-    env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
-    mpirun = ["mpirun", "--oversubscribe", "-np", str(a.np)]
     exports = {"TNBC_OUTPUT_DIR": outdir, "TNBC_MODE": a.mode}
     for kv in a.env:
         k, v = kv.split("=", 1)
@@ -120,24 +146,21 @@ def main():
         if not a.lib or not os.path.exists(a.lib):
             fail(f"library {a.lib} not found")
         exports["LD_PRELOAD"] = os.path.abspath(a.lib)
-    for k, v in exports.items():
-        env[k] = v
-        mpirun += ["-x", k]
-    print("running:", " ".join(mpirun + cmd), flush=True)
-    proc = subprocess.Popen(mpirun + cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
-    try:
-        output, _ = proc.communicate(timeout=a.timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        output, _ = proc.communicate()
-        fail(f"timed out after {a.timeout:.0f} s (killed)", output)
+    returncode, output = run_mpirun(a.np, exports, cmd, a.timeout)
     print(output)
-    if proc.returncode != a.expect_exit:
-        fail(f"exit status {proc.returncode}, expected {a.expect_exit}", output)
+    for text in a.skip_if_output:
+        if text in output:
+            print(f"SKIP: the output says '{text}'")
+            sys.exit(SKIP)
+    if returncode != a.expect_exit:
+        fail(f"exit status {returncode}, expected {a.expect_exit}", output)
     for text in a.expect_output:
         if text not in output:
             fail(f"output lacks '{text}'", output)
+    for text in a.expect_once:
+        n = sum(text in line for line in output.splitlines())
+        if n != 1:
+            fail(f"{n} output lines contain '{text}', expected exactly one", output)
     if (a.expect_summary or a.expect_guard) and not a.no_lib:
         check_summaries(outdir, a.np, a.expect_summary, output, a.expect_guard)
     shutil.rmtree(outdir, ignore_errors=True)

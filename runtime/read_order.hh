@@ -1,0 +1,37 @@
+// Where the engine learns in which order receivers read a collective's sub-messages, to give
+// its pieces priorities (runtime/schedule.hh: `order` of build_alltoallv, the chunk order of
+// build_bcast). Mode optimize supplies the orders of a profile (trace/profile_orders.hh);
+// without a source every call uses the default order.
+//
+// An order only changes the order in which a rank posts its sends and receives: never which
+// messages exist, their sizes or their tags. Ranks that use different orders (one found the
+// call in the profile, another did not) still match every message; all receives are posted
+// and sends are nonblocking, so no order can deadlock.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/stats.hh"
+
+namespace tnbc {
+
+// What identifies one call for the look-up: the same inputs the trace pass recorded.
+struct CallShape {
+  Kind kind = Kind::Alltoall;
+  CallSite site;
+  int comm_size = 0;
+  int root = -1;                              // bcast only
+  std::vector<std::uint64_t> recv_bytes;      // per sub-message (peer, or bcast chunk)
+  std::vector<std::uint64_t> send_bytes;      // per peer (all-to-all, not in place), else empty or zeros
+};
+
+class ReadOrderSource {
+ public:
+  virtual ~ReadOrderSource() = default;
+  // A permutation of the call's sub-messages 0..n-1 (n = recv_bytes.size()), read first
+  // first; empty for the default order.
+  virtual std::vector<int> order(const CallShape& call) = 0;
+};
+
+}  // namespace tnbc

@@ -1,0 +1,82 @@
+// Reading a profile back (format "tnbc-profile", version 1, written by `tnbc merge`;
+// docs/formats.md) for the optimized pass (TNBC_MODE=optimize), and looking up the read order
+// of a collective's sub-messages by call site and size signature.
+//
+//   read_profile(path)      file -> Profile; syntax, format, version and field errors throw
+//   check_profile_run(...)  the profile against this run: np, executable
+//   ProfileIndex::find      (site, instance key, rank) -> the site's orders, or why not:
+//                           unknown site / other sizes than recorded
+//
+// Pure C++ (no MPI): the library and the unit tests link it. Whatever is wrong, the caller
+// prints one message and runs the affected calls with default priorities.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace tnbc::trace {
+
+inline constexpr const char* kProfileFormat = "tnbc-profile";
+inline constexpr int kProfileVersion = 1;  // what `tnbc merge` writes and the reader accepts
+
+// What the optimized pass needs of one site of the profile.
+struct ProfileSite {
+  std::uint64_t site = 0;           // call-site hash (frames, kind, communicator size)
+  std::string kind;                 // "bcast" | "alltoall" | "alltoallv"
+  int comm_size = 0;
+  int sub_messages = 0;
+  std::string where;                // innermost frame, "symbol (module+0xoffset)", for messages
+  std::vector<int> consensus;       // sub-message indices, read first first
+  struct Rank {
+    int rank = 0;
+    bool receives = false;
+    std::vector<int> order;              // this rank's read order
+    std::vector<std::uint64_t> keys;     // instance keys (site + size signature) seen
+  };
+  std::vector<Rank> ranks;
+};
+
+struct LoadedProfile {
+  std::string path;
+  int np = 0;
+  std::string executable;
+  std::vector<ProfileSite> sites;
+};
+
+// The message says what is wrong and names the file (`what()` is a complete sentence).
+struct ProfileError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// `name` is used in messages (the path).
+LoadedProfile parse_profile(const std::string& text, const std::string& name);
+LoadedProfile read_profile(const std::string& path);
+
+// Empty when the profile fits this run, else a message naming the file and the mismatch
+// (another number of processes, another executable).
+std::string check_profile_run(const LoadedProfile& p, int np, const std::string& executable);
+
+class ProfileIndex {
+ public:
+  explicit ProfileIndex(LoadedProfile p);
+
+  enum class Status { Found, UnknownSite, OtherSizes };
+  struct Result {
+    Status status = Status::UnknownSite;
+    const ProfileSite* site = nullptr;       // set unless UnknownSite
+    const ProfileSite::Rank* rank = nullptr;  // set when Found
+  };
+  // `key` is this rank's instance key of the call (site + size signature), `sub_messages` the
+  // number of sub-messages the call has: both must match what the profile recorded for `rank`.
+  Result find(std::uint64_t site, std::uint64_t key, int rank, int sub_messages) const;
+  const LoadedProfile& profile() const { return p_; }
+
+ private:
+  LoadedProfile p_;
+  std::unordered_map<std::uint64_t, std::size_t> by_site_;
+};
+
+}  // namespace tnbc::trace

@@ -137,27 +137,28 @@ void set_timeout_reporter(TimeoutReporter fn);
 template <class Fn>
 void GuardTable::for_each_overlapping(std::uintptr_t lo, std::uintptr_t hi, Fn fn) {
   if (empty() || lo >= hi || held_by_this_thread()) return;
-  // Collect in batches on the stack: nothing may allocate or free while the lock is held.
-  constexpr int kBatch = 32;
-  Region* hits[kBatch];
-  std::uintptr_t cursor = lo;
-  while (cursor < hi) {
-    int n = 0;
+  // One region at a time, in address order: a caller waiting in fn() for one region must hold
+  // no other, or the progress thread, which erases a finished collective's regions only when
+  // nobody holds them (erase), would wait for us while we wait for it.
+  bool first = true;
+  std::uintptr_t last_key = 0;
+  while (true) {
+    Region* r = nullptr;
     lock();
-    auto it = map_.upper_bound(cursor);
-    if (it != map_.begin()) --it;
-    for (; it != map_.end() && it->first < hi && n < kBatch; ++it) {
-      if (it->second->hi <= cursor) continue;
-      it->second->waiters.fetch_add(1, std::memory_order_acq_rel);
-      hits[n++] = it->second;
+    auto it = map_.upper_bound(first ? lo : last_key);
+    if (first && it != map_.begin()) --it;
+    for (; it != map_.end() && it->first < hi; ++it) {
+      if (it->second->hi <= lo) continue;
+      r = it->second;
+      r->waiters.fetch_add(1, std::memory_order_acq_rel);
+      break;
     }
     unlock();
-    if (n == 0) break;
-    cursor = hits[n - 1]->hi;
-    for (int k = 0; k < n; ++k) {
-      fn(hits[k]);
-      release(hits[k]);
-    }
+    if (r == nullptr) return;
+    first = false;
+    last_key = r->lo;
+    fn(r);
+    release(r);
   }
 }
 

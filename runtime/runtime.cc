@@ -8,6 +8,7 @@
 
 #include "runtime/engine.hh"
 #include "runtime/log.hh"
+#include "runtime/memory_hooks.hh"
 #include "runtime/output_file.hh"
 #include "trace/tracer.hh"
 
@@ -46,7 +47,11 @@ void Runtime::start(int provided) {
   if (rank_ == 0 && log_enabled(LogLevel::Debug))
     log(LogLevel::Debug, "effective settings:\n%s", dump(settings_).c_str());
   const Mode m = settings_.mode;
-  if (m == Mode::Nbc || m == Mode::Optimize) {
+  std::string why;
+  if ((m == Mode::Nbc || m == Mode::Optimize || m == Mode::Trace) && !munmap_fence_holds(why)) {
+    blocking_reason_ = Reason::Disabled;
+    if (rank_ == 0) log(LogLevel::Warn, "%s; collectives run blocking", why.c_str());
+  } else if (m == Mode::Nbc || m == Mode::Optimize) {
     if (provided < MPI_THREAD_MULTIPLE) {
       blocking_reason_ = Reason::ThreadLevel;
       if (rank_ == 0)

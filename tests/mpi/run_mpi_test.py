@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Runs an MPI program under mpirun with libtnbc.so preloaded and checks what came out.
 
-usage: run_mpi_test.py --np N --lib LIBTNBC [--mode nbc] [--no-lib] [--env K=V ...]
-                       [--expect-exit K] [--expect-output TEXT ...] [--expect-stderr TEXT ...]
+usage: run_mpi_test.py [--mpi openmpi|mpich] [--mpirun PATH] [--preload-first LIB ...]
+                       --np N --lib LIBTNBC [--mode nbc] [--no-lib] [--env K=V ...]
+                       [--expect-exit K] [--expect-output TEXT ...] [--allow-errors]
                        [--expect-summary kind=alltoall,min_calls=3,lang=fortran,min_early=1 ...]
                        [--expect-guard userfaultfd|prot_none]
                        [--timeout SECONDS] -- PROGRAM [ARGS]
@@ -14,12 +15,18 @@ usage: run_mpi_test.py --np N --lib LIBTNBC [--mode nbc] [--no-lib] [--env K=V .
 --expect-guard NAME: at least one early return was held back by that guard backend (summed
 `guards` of the summaries); for userfaultfd the test is skipped (exit 77) when tnbc said the
 kernel does not allow it here.
+A line `tnbc[R]: error: ...` in the output fails the test unless --allow-errors is given.
+--mpi/--mpirun name the implementation the build uses and its launcher (meson passes both):
+Open MPI's mpirun gets `--oversubscribe` and `-x K=V`, MPICH's hydra `-genv K V` (it places more
+ranks than cores by itself). The variables go to the ranks only, never into the launcher.
+--preload-first LIB goes before libtnbc.so in LD_PRELOAD (the ASan runtime of a sanitized build).
 Exit status 0 when every expectation holds; the reason is printed otherwise.
 """
 import argparse
 import glob
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -87,8 +94,33 @@ def check_summaries(outdir, np, constraints, output, guard=None):
         print(f"summary {kind}: {total}, reasons {reasons}, sites {sorted(langs)}")
 
 
+def launch_command(mpi, mpirun, np, exports):
+    """The launcher command line for `np` ranks with `exports` set in the ranks' environment."""
+    if mpi == "mpich":
+        cmd = [mpirun, "-np", str(np)]
+        for k, v in exports.items():
+            cmd += ["-genv", k, v]
+        return cmd
+    cmd = [mpirun, "--oversubscribe", "-np", str(np)]
+    for k, v in exports.items():
+        cmd += ["-x", f"{k}={v}"]
+    return cmd
+
+
+def exit_status(mpi, returncode, output):
+    """The job's exit status as Open MPI's mpirun and shells report it: 128+N for a rank killed by
+    signal N. Hydra exits with N itself and names the signal in its report."""
+    m = re.search(r"TERMINATED WITH THE EXIT STRING: .*\(signal (\d+)\)", output)
+    if mpi == "mpich" and m and returncode == int(m.group(1)):
+        return 128 + returncode
+    return returncode
+
+
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--mpi", choices=["openmpi", "mpich"], default="openmpi")
+    ap.add_argument("--mpirun", default="mpirun")
+    ap.add_argument("--preload-first", action="append", default=[])
     ap.add_argument("--np", type=int, required=True)
     ap.add_argument("--lib")
     ap.add_argument("--mode", default="nbc")
@@ -96,6 +128,7 @@ def main():
     ap.add_argument("--env", action="append", default=[])
     ap.add_argument("--expect-exit", type=int, default=0)
     ap.add_argument("--expect-output", action="append", default=[])
+    ap.add_argument("--allow-errors", action="store_true")
     ap.add_argument("--expect-summary", action="append", default=[])
     ap.add_argument("--expect-guard", choices=["userfaultfd", "prot_none"])
     ap.add_argument("--timeout", type=float, default=180)
@@ -104,25 +137,25 @@ def main():
     cmd = a.command[1:] if a.command and a.command[0] == "--" else a.command
     if not cmd:
         ap.error("no program given")
-    if shutil.which("mpirun") is None:
-        fail("mpirun not found (install openmpi-bin)")
+    if shutil.which(a.mpirun) is None:
+        fail(f"{a.mpirun} not found (install openmpi-bin or mpich)")
     outdir = tempfile.mkdtemp(prefix="tnbc-mpitest-")
     env = dict(os.environ)
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
-    mpirun = ["mpirun", "--oversubscribe", "-np", str(a.np)]
     exports = {"TNBC_OUTPUT_DIR": outdir, "TNBC_MODE": a.mode}
     for kv in a.env:
         k, v = kv.split("=", 1)
         exports[k] = v
+    preload = list(a.preload_first)
     if not a.no_lib:
         if not a.lib or not os.path.exists(a.lib):
             fail(f"library {a.lib} not found")
-        exports["LD_PRELOAD"] = os.path.abspath(a.lib)
-    for k, v in exports.items():
-        env[k] = v
-        mpirun += ["-x", k]
+        preload.append(os.path.abspath(a.lib))
+    if preload:
+        exports["LD_PRELOAD"] = ":".join(preload)
+    mpirun = launch_command(a.mpi, a.mpirun, a.np, exports)
     print("running:", " ".join(mpirun + cmd), flush=True)
     proc = subprocess.Popen(mpirun + cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
@@ -133,11 +166,15 @@ def main():
         output, _ = proc.communicate()
         fail(f"timed out after {a.timeout:.0f} s (killed)", output)
     print(output)
-    if proc.returncode != a.expect_exit:
-        fail(f"exit status {proc.returncode}, expected {a.expect_exit}", output)
+    status = exit_status(a.mpi, proc.returncode, output)
+    if status != a.expect_exit:
+        fail(f"exit status {status}, expected {a.expect_exit}", output)
     for text in a.expect_output:
         if text not in output:
             fail(f"output lacks '{text}'", output)
+    errors = re.findall(r"^tnbc\[\d+\]: error: .*$", output, re.M)
+    if errors and not a.allow_errors:
+        fail(f"tnbc reported {len(errors)} error(s), first: {errors[0]}", output)
     if (a.expect_summary or a.expect_guard) and not a.no_lib:
         check_summaries(outdir, a.np, a.expect_summary, output, a.expect_guard)
     shutil.rmtree(outdir, ignore_errors=True)

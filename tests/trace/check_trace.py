@@ -25,13 +25,12 @@ def fail(msg):
     sys.exit(1)
 
 
-def run_traced(args, outdir, np, prog_args, extra_env=None):
+def run_traced(args, outdir, np, prog_args):
     env = dict(os.environ)
     env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
     exports = {"LD_PRELOAD": ":".join(args.preload_first + [args.lib]), "TNBC_MODE": "trace",
                "TNBC_OUTPUT_DIR": outdir}
     exports.update(kv.split("=", 1) for kv in args.env)
-    exports.update(extra_env or {})
     cmd = launch_command(args.mpi, args.mpirun, np, exports) + [args.prog] + prog_args
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=100)
     sys.stdout.write(p.stdout)

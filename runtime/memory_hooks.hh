@@ -1,11 +1,11 @@
 // Other libraries' memory hooks versus tnbc's munmap fence.
 //
 // tnbc interposes munmap (shim/libc.cc) so that memory is never unmapped while it may still
-// publish into it. UCX (MPICH's ch4:ucx device, Open MPI's pml/osc ucx) and Open MPI's
-// "patcher" install memory hooks that overwrite the first instructions of the `munmap` the
-// program calls — tnbc's — with a jump to their own code, which then unmaps through a raw
-// system call: tnbc's fence is lost silently. UCX also rewrites relocations (its "reloc" mode),
-// which no byte comparison sees.
+// publish into it. UCX (MPICH's ch4:ucx device; Open MPI's ucx components load it too)
+// installs memory hooks that overwrite the first instructions of the `munmap` the program
+// calls — tnbc's — with a jump to its own code, which then unmaps through a raw system call:
+// tnbc's fence is lost silently (Open MPI's own memory patcher may do the same). UCX can also
+// rewrite relocations instead (its "reloc" mode), which no byte comparison sees.
 //  - If UCX's memory-event API is there (libucm loaded, tnbc built with its header), tnbc
 //    registers a handler that runs before every munmap UCX intercepts and fences the range.
 //  - The code of the `munmap` the program reaches is compared with its bytes in the library

@@ -5,7 +5,7 @@
 #   tools/dev.sh test   build, then the whole test suite (unit, MPI integration, harness, trace),
 #                       then the MPI integration suite again in two more builds (docs/testing.md):
 #                       BUILD-asan (ASan+UBSan) and BUILD-mpich (MPICH instead of Open MPI).
-#                       TNBC_TEST_ASAN=0 / TNBC_TEST_MPICH=0 leave one out.
+#                       DEV_TEST_ASAN=0 / DEV_TEST_MPICH=0 leave one out.
 #   tools/dev.sh test MESON_TEST_OPTIONS...   only the main build, with these options
 # Missing Debian packages are installed first (as root, or through sudo).
 set -euo pipefail
@@ -28,7 +28,7 @@ install_missing() {
 # Installing MPICH registers Debian alternatives for mpicc/mpif90, mpirun and mpi.h. Open MPI
 # must stay the default for everyone else on the machine: put back any that moved.
 keep_openmpi_default() {
-  local arch name target
+  local arch name target name_target
   arch=$(gcc -print-multiarch)
   for name_target in "mpi=/usr/bin/mpicc.openmpi" "mpirun=/usr/bin/mpirun.openmpi" \
                      "mpi-$arch=/usr/lib/$arch/openmpi/include"; do
@@ -84,14 +84,18 @@ case "${1:-}" in
   test)
     shift
     meson test -C "$BUILD" --print-errorlogs --num-processes 1 "$@" || status=$?
-    if [[ $# -eq 0 && ${TNBC_TEST_ASAN:-1} != 0 ]]; then
-      # -O0 (buildtype debug) builds in a third of the time and gives ASan its best reports.
+    if [[ $# -eq 0 && ${DEV_TEST_ASAN:-1} != 0 ]]; then
+      # -O0 (buildtype debug) builds in less than half the CPU time and gives ASan its best reports.
       extra_suite "$BUILD-asan" "ASan+UBSan" -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
     fi
-    if [[ $# -eq 0 && ${TNBC_TEST_MPICH:-1} != 0 ]]; then
-      install_missing mpich libmpich-dev
-      keep_openmpi_default
-      extra_suite "$BUILD-mpich" "MPICH" -Dmpi=mpich
+    if [[ $# -eq 0 && ${DEV_TEST_MPICH:-1} != 0 ]]; then
+      if install_missing mpich libmpich-dev && keep_openmpi_default; then
+        extra_suite "$BUILD-mpich" "MPICH" -Dmpi=mpich
+      else
+        echo "tnbc: MPICH could not be installed"
+        broken=$((broken + 1))
+        status=1
+      fi
     fi
     # One closing line that CI (and people) can read, from meson's own logs.
     python3 - "$broken" "${logs[@]}" <<'PY'

@@ -62,6 +62,10 @@ const std::vector<Option> kOptions = {
      "guarded buffer; sends to finish in MPI_Finalize; all ranks of a communicator in its first "
      "collective) before tnbc reports what is missing and calls MPI_Abort.",
      &Settings::timeout_s, 1, 0},
+    {"abort_flush_us", OptionType::Microseconds, "100000", "",
+     "Pause between printing a timeout report and MPI_Abort, so that the launcher forwards the "
+     "report (MPICH's hydra drops what a rank wrote just before aborting).",
+     &Settings::abort_flush_us, 0, 10000000},
 };
 
 std::vector<std::string_view> split_choices(std::string_view s) {

@@ -33,6 +33,7 @@ struct Settings {
   std::int64_t poll_min_us = 20;
   std::int64_t poll_max_us = 1000;
   std::int64_t timeout_s = 600;
+  std::int64_t abort_flush_us = 100000;
 };
 
 // Where a parsed value goes; the alternative must agree with the option's type.

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <mutex>
 #include <numeric>
 
@@ -31,6 +32,7 @@ bool publication_available();  // publish.cc
 namespace {
 
 std::atomic<Engine*> g_current{nullptr};
+std::int64_t g_abort_flush_us = 0;  // TNBC_ABORT_FLUSH_US, for the timeout reporter
 
 // Tags: each collective on a communicator gets a block of kTagStride tags.
 constexpr int kTagStride = 128;
@@ -87,8 +89,12 @@ class EngineImpl final : public Engine {
     // and last pages a piece may share with its neighbours (split_points), i.e. three pages.
     min_bytes_ = s.min_bytes ? *s.min_bytes : 3 * page_;
     timeout_ns_ = s.timeout_s * 1000000000LL;
+    g_abort_flush_us = s.abort_flush_us;
     set_timeout_reporter([](const void* owner) {
       report_missing(owner);
+      const timespec pause{static_cast<time_t>(g_abort_flush_us / 1000000),
+                           static_cast<long>(g_abort_flush_us % 1000000) * 1000};
+      nanosleep(&pause, nullptr);  // async-signal-safe: the reporter may run in the fault handler
       PMPI_Abort(MPI_COMM_WORLD, 1);  // ends every rank, not just this one
     });
     // Every rank is in MPI_Init now: duplicate MPI_COMM_WORLD here rather than in its first

@@ -155,26 +155,28 @@ void set_timeout_reporter(TimeoutReporter fn);
 template <class Fn>
 void GuardTable::for_each_overlapping(std::uintptr_t lo, std::uintptr_t hi, Fn fn) {
   if (empty() || lo >= hi || held_by_this_thread()) return;
-  // One region at a time: fn may wait (for a publication, or a copy by the progress thread),
-  // and a region held meanwhile could not be erased by the progress thread, which would then
-  // stop making progress for the region waited for.
-  std::uintptr_t cursor = lo;
-  while (cursor < hi) {
-    Region* hit = nullptr;
+  // One region at a time, in address order: a caller waiting in fn() for one region must hold
+  // no other, or the progress thread, which erases a finished collective's regions only when
+  // nobody holds them (erase), would wait for us while we wait for it.
+  bool first = true;
+  std::uintptr_t last_key = 0;
+  while (true) {
+    Region* r = nullptr;
     lock();
-    auto it = map_.upper_bound(cursor);
-    if (it != map_.begin()) --it;
+    auto it = map_.upper_bound(first ? lo : last_key);
+    if (first && it != map_.begin()) --it;
     for (; it != map_.end() && it->first < hi; ++it) {
-      if (it->second->hi <= cursor) continue;
-      hit = it->second;
-      hit->waiters.fetch_add(1, std::memory_order_acq_rel);
+      if (it->second->hi <= lo) continue;
+      r = it->second;
+      r->waiters.fetch_add(1, std::memory_order_acq_rel);
       break;
     }
     unlock();
-    if (!hit) break;
-    cursor = hit->hi;
-    fn(hit);
-    release(hit);
+    if (r == nullptr) return;
+    first = false;
+    last_key = r->lo;
+    fn(r);
+    release(r);
   }
 }
 

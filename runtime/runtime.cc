@@ -8,6 +8,7 @@
 
 #include "runtime/engine.hh"
 #include "runtime/log.hh"
+#include "runtime/memory_hooks.hh"
 #include "runtime/output_file.hh"
 #include "runtime/report.hh"
 #include "trace/profile_orders.hh"
@@ -60,9 +61,14 @@ void Runtime::start(int provided) {
     orders = trace::load_profile_orders(settings_, stats_, rank_, size_, problem);
     if (!orders) pending_.push_back({LogLevel::Warn, problem + "; running with default priorities (as TNBC_MODE=nbc)"});
   }
+  std::string why;
+  const bool munmap_fenced = !(m == Mode::Nbc || m == Mode::Optimize || m == Mode::Trace) || munmap_fence_holds(why);
+  if (!munmap_fenced) pending_.push_back({LogLevel::Warn, why + "; collectives run blocking"});
   report_once(pending_, rank_);
   pending_.clear();
-  if (m == Mode::Nbc || m == Mode::Optimize) {
+  if (!munmap_fenced) {
+    blocking_reason_ = Reason::Disabled;
+  } else if (m == Mode::Nbc || m == Mode::Optimize) {
     if (provided < MPI_THREAD_MULTIPLE) {
       blocking_reason_ = Reason::ThreadLevel;
       if (rank_ == 0)

@@ -13,23 +13,39 @@ namespace tnbc::shim {
 
 namespace {
 
-// Where the implementations keep their Fortran sentinels (Open MPI: common symbols
-// mpi_fortran_in_place_ etc.; MPICH: MPIR_F_MPI_IN_PLACE / MPIR_F_MPI_BOTTOM).
+// Open MPI: the Fortran sentinels are common symbols; their addresses are what a Fortran
+// program passes for MPI_IN_PLACE / MPI_BOTTOM.
 const char* const kInPlaceSymbols[] = {"mpi_fortran_in_place_", "mpi_fortran_in_place",
-                                       "mpi_fortran_in_place__", "MPI_FORTRAN_IN_PLACE",
-                                       "MPIR_F_MPI_IN_PLACE"};
+                                       "mpi_fortran_in_place__", "MPI_FORTRAN_IN_PLACE"};
 const char* const kBottomSymbols[] = {"mpi_fortran_bottom_", "mpi_fortran_bottom",
-                                      "mpi_fortran_bottom__", "MPI_FORTRAN_BOTTOM",
-                                      "MPIR_F_MPI_BOTTOM"};
+                                      "mpi_fortran_bottom__", "MPI_FORTRAN_BOTTOM"};
+
+// MPICH: the sentinels live in the common block MPIPRIV1 of mpif.h; the pointer variables
+// MPIR_F_MPI_IN_PLACE / MPIR_F_MPI_BOTTOM hold their addresses once `mpirinitf_` has run.
+// MPICH's Fortran bindings run it on their first call (MPIR_F_NeedInit says whether it has run);
+// tnbc replaces mpi_init_, so a program may reach tnbc's wrappers first: run it here then.
+void* mpich_sentinel(const char* pointer_symbol) {
+  auto* need_init = static_cast<int*>(dlsym(RTLD_DEFAULT, "MPIR_F_NeedInit"));
+  auto* init = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "mpirinitf_"));
+  auto* pointer = static_cast<void**>(dlsym(RTLD_DEFAULT, pointer_symbol));
+  if (need_init == nullptr || init == nullptr || pointer == nullptr) return nullptr;
+  if (*need_init) {
+    init();
+    *need_init = 0;
+  }
+  return *pointer;
+}
 
 struct Sentinels {
-  void* in_place[std::size(kInPlaceSymbols)] = {};
-  void* bottom[std::size(kBottomSymbols)] = {};
+  void* in_place[std::size(kInPlaceSymbols) + 1] = {};
+  void* bottom[std::size(kBottomSymbols) + 1] = {};
   Sentinels() {
     for (std::size_t i = 0; i < std::size(kInPlaceSymbols); ++i)
       in_place[i] = dlsym(RTLD_DEFAULT, kInPlaceSymbols[i]);
     for (std::size_t i = 0; i < std::size(kBottomSymbols); ++i)
       bottom[i] = dlsym(RTLD_DEFAULT, kBottomSymbols[i]);
+    in_place[std::size(kInPlaceSymbols)] = mpich_sentinel("MPIR_F_MPI_IN_PLACE");
+    bottom[std::size(kBottomSymbols)] = mpich_sentinel("MPIR_F_MPI_BOTTOM");
   }
 };
 

@@ -2,25 +2,48 @@
 # The two set-up commands of the README, on a fresh Debian 12 machine:
 #   tools/dev.sh demo   build, then the main job on the built-in workload (proxies through the
 #                       baseline and tnbc passes on the emulated network, comparison table)
-#   tools/dev.sh test   build, then the whole test suite (unit, MPI integration, harness, trace)
+#   tools/dev.sh test   build, then the whole test suite (unit, MPI integration, harness, trace),
+#                       then the MPI integration suite again in two more builds (docs/testing.md):
+#                       BUILD-asan (ASan+UBSan) and BUILD-mpich (MPICH instead of Open MPI).
+#                       DEV_TEST_ASAN=0 / DEV_TEST_MPICH=0 leave one out.
+#   tools/dev.sh test MESON_TEST_OPTIONS...   only the main build, with these options
 # Missing Debian packages are installed first (as root, or through sudo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${TNBC_BUILD_DIR:-build}
 
-packages=(g++ gfortran pkg-config python3 meson ninja-build openmpi-bin libopenmpi-dev
-          libunwind-dev catch2 iproute2)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
+sudo_cmd=()
+[[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+install_missing() {
+  local missing=() p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  ((${#missing[@]})) || return 0
   echo "tnbc: installing Debian packages: ${missing[*]}"
-  sudo_cmd=()
-  [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
   "${sudo_cmd[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
+}
+
+# Installing MPICH registers Debian alternatives for mpicc/mpif90, mpirun and mpi.h. Open MPI
+# must stay the default for everyone else on the machine: put back any that moved.
+keep_openmpi_default() {
+  local arch name target name_target
+  arch=$(gcc -print-multiarch)
+  for name_target in "mpi=/usr/bin/mpicc.openmpi" "mpirun=/usr/bin/mpirun.openmpi" \
+                     "mpi-$arch=/usr/lib/$arch/openmpi/include"; do
+    name=${name_target%%=*}
+    target=${name_target#*=}
+    [[ -e $target ]] || continue
+    if [[ $(update-alternatives --query "$name" 2>/dev/null | sed -n 's/^Value: //p') != "$target" ]]; then
+      echo "tnbc: the alternative $name moved away from Open MPI; setting it back to $target"
+      "${sudo_cmd[@]}" update-alternatives --set "$name" "$target" >/dev/null
+    fi
+  done
+}
+
+install_missing g++ gfortran pkg-config python3 meson ninja-build openmpi-bin libopenmpi-dev \
+                libunwind-dev catch2 iproute2
 
 # Open MPI refuses to run as root unless told so (containers and CI run as root).
 if [[ $(id -u) -eq 0 ]]; then
@@ -29,6 +52,27 @@ fi
 
 [[ -f "$BUILD/build.ninja" ]] || meson setup "$BUILD" >/dev/null
 ninja -C "$BUILD" >/dev/null
+
+# One more build dir that runs only the MPI integration suite: set up, build what the suite
+# needs (the `mpi-tests` alias), run it. Its log joins `logs`; a build that fails counts as one
+# failed test. Never stops the script.
+logs=("$BUILD/meson-logs/testlog.json")
+status=0
+broken=0
+extra_suite() {
+  local dir=$1 label=$2
+  shift 2
+  echo "tnbc: MPI integration suite, $label ($dir)"
+  if ! { [[ -f "$dir/build.ninja" ]] || meson setup "$dir" "$@" >/dev/null; } ||
+     ! ninja -C "$dir" mpi-tests >/dev/null; then
+    echo "tnbc: the $label build failed"
+    broken=$((broken + 1))
+    status=1
+    return
+  fi
+  logs+=("$dir/meson-logs/testlog.json")
+  meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes 1 --suite mpi || status=1
+}
 
 case "${1:-}" in
   demo)
@@ -39,15 +83,28 @@ case "${1:-}" in
     ;;
   test)
     shift
-    status=0
     meson test -C "$BUILD" --print-errorlogs --num-processes 1 "$@" || status=$?
-    # One closing line that CI (and people) can read, from meson's own log.
-    python3 - "$BUILD/meson-logs/testlog.json" <<'PY'
+    if [[ $# -eq 0 && ${DEV_TEST_ASAN:-1} != 0 ]]; then
+      # -O0 (buildtype debug) builds in less than half the CPU time and gives ASan its best reports.
+      extra_suite "$BUILD-asan" "ASan+UBSan" -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
+    fi
+    if [[ $# -eq 0 && ${DEV_TEST_MPICH:-1} != 0 ]]; then
+      if install_missing mpich libmpich-dev && keep_openmpi_default; then
+        extra_suite "$BUILD-mpich" "MPICH" -Dmpi=mpich
+      else
+        echo "tnbc: MPICH could not be installed"
+        broken=$((broken + 1))
+        status=1
+      fi
+    fi
+    # One closing line that CI (and people) can read, from meson's own logs.
+    python3 - "$broken" "${logs[@]}" <<'PY'
 import json, sys
-counts = {}
-for line in open(sys.argv[1]):
-    r = json.loads(line)["result"]
-    counts[r] = counts.get(r, 0) + 1
+counts = {"BROKEN BUILD": int(sys.argv[1])}
+for path in sys.argv[2:]:
+    for line in open(path):
+        r = json.loads(line)["result"]
+        counts[r] = counts.get(r, 0) + 1
 ok = counts.get("OK", 0) + counts.get("EXPECTEDFAIL", 0)
 skipped = counts.get("SKIP", 0)
 failed = sum(n for r, n in counts.items() if r not in ("OK", "EXPECTEDFAIL", "SKIP"))

@@ -7,7 +7,7 @@ without. Each run must exit 0 (every result identical to the blocking one) and w
 file with all five scenarios, each with the three measured variants and the skipped optimize
 variant; the run with tnbc must say tnbc was active, the one without that it was not loaded.
 
-usage: table1_test.py --lib LIBTNBC --mpirun MPIRUN --runner RUN_MPI_TEST TABLE1_ALLTOALL
+usage: table1_test.py [launcher options of run_mpi_test.py] --lib LIBTNBC TABLE1_ALLTOALL
 """
 import argparse
 import json
@@ -16,6 +16,10 @@ import os
 import subprocess
 import sys
 import tempfile
+
+RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mpi", "run_mpi_test.py")
+sys.path.insert(0, os.path.dirname(RUNNER))
+from run_mpi_test import add_launcher_options, run_mpirun  # noqa: E402  (the one way tests start MPI jobs)
 
 SCENARIOS = ["a", "b", "c", "d", "e"]
 VARIANTS = ["blocking", "mpi3", "tnbc"]
@@ -79,15 +83,15 @@ def check_json(path, with_tnbc):
 
 def main():
     ap = argparse.ArgumentParser()
+    add_launcher_options(ap)
     ap.add_argument("--lib", required=True)
-    ap.add_argument("--mpirun", required=True)
-    ap.add_argument("--runner", required=True)
     ap.add_argument("program")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="tnbc-bench-test-")
 
     with_path = os.path.join(tmp, "with.json")
-    r = subprocess.run([sys.executable, a.runner, "--np", "2", "--lib", a.lib,
+    launcher = ["--mpi", a.mpi, "--mpirun", a.mpirun] + [x for f in a.preload_first for x in ("--preload-first", f)]
+    r = subprocess.run([sys.executable, RUNNER, *launcher, "--np", "2", "--lib", a.lib,
                         "--expect-output", "tnbc: loaded, status 'nbc'",
                         "--expect-output", "all identical",
                         "--expect-summary", "kind=alltoall,min_early=1",
@@ -99,13 +103,11 @@ def main():
     check_json(with_path, True)
 
     without_path = os.path.join(tmp, "without.json")
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    r = subprocess.run([a.mpirun, "--oversubscribe", "-np", "2", a.program, *ARGS, "--json", without_path],
-                       text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, timeout=280)
-    print(r.stdout)
-    if r.returncode != 0:
-        fail(f"the run without tnbc exited {r.returncode}")
-    if "tnbc: NOT LOADED" not in r.stdout:
+    code, out = run_mpirun(2, {}, [a.program, *ARGS, "--json", without_path], 280, a)
+    print(out)
+    if code != 0:
+        fail(f"the run without tnbc exited {code}")
+    if "tnbc: NOT LOADED" not in out:
         fail("the run without tnbc did not say that tnbc was not loaded")
     check_json(without_path, False)
     print("PASS")

@@ -190,7 +190,7 @@ static void case_alltoall(MPI_Comm comm, long count, int type, int mem, size_t o
   const size_t bytes = (size_t)count * (size_t)type_extent[type] * (size_t)size;
   if (mem == MEM_STACK && bytes > STACK_MAX) mem = MEM_HEAP;
   void* stack_s = mem == MEM_STACK ? alloca(bytes + offset + 1) : NULL;
-  void* stack_r = mem == MEM_STACK ? alloca(bytes + offset + 1) : NULL;
+  void* stack_r = mem == MEM_STACK ? alloca(bytes + offset + 3 + 1) : NULL;
   void *us, *ur;
   size_t ls = 0, lr = 0;
   unsigned char* s = region(mem, bytes, offset, 0, stack_s, &us, &ls);
@@ -265,7 +265,7 @@ static void case_alltoallv(MPI_Comm comm, unsigned seed, long scale, int type, i
   const size_t sbytes = (size_t)(in_place ? rpos : spos) * ext + 1, rbytes = (size_t)rpos * ext + 1;
   if (mem == MEM_STACK && (sbytes > STACK_MAX || rbytes > STACK_MAX)) mem = MEM_HEAP;
   void* stack_s = mem == MEM_STACK ? alloca(sbytes + offset + 1) : NULL;
-  void* stack_r = mem == MEM_STACK ? alloca(rbytes + offset + 1) : NULL;
+  void* stack_r = mem == MEM_STACK ? alloca(rbytes + offset + 5 + 1) : NULL;
   void *us, *ur;
   size_t ls = 0, lr = 0;
   unsigned char* s = region(mem, sbytes, offset, 0, stack_s, &us, &ls);

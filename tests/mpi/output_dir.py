@@ -18,14 +18,14 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run_mpi_test import SKIP, fail, run_mpirun  # noqa: E402
+from run_mpi_test import SKIP, add_launcher_options, fail, run_mpirun  # noqa: E402
 
 NP = 2
 
 
 def run(a, outdir, mode, expect):
     exports = {"LD_PRELOAD": os.path.abspath(a.lib), "TNBC_OUTPUT_DIR": outdir, "TNBC_MODE": mode}
-    code, out = run_mpirun(NP, exports, [a.prog, "1", "2"], 120)
+    code, out = run_mpirun(NP, exports, [a.prog, "1", "2"], 120, a)
     print(f"--- TNBC_OUTPUT_DIR={outdir} TNBC_MODE={mode}: exit {code}")
     print(out.strip())
     if code != 0:
@@ -47,6 +47,7 @@ def mount_tmpfs(where, options):
 
 def main():
     ap = argparse.ArgumentParser()
+    add_launcher_options(ap)
     ap.add_argument("--lib", required=True)
     ap.add_argument("--prog", required=True)
     ap.add_argument("--case", choices=["unusable", "full"], required=True)

@@ -26,7 +26,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run_mpi_test import fail, run_mpirun  # noqa: E402
+from run_mpi_test import add_launcher_options, fail, run_mpirun  # noqa: E402
 
 SCALE, OTHER_SCALE, ITER = "1", "2", "3"
 
@@ -34,7 +34,7 @@ SCALE, OTHER_SCALE, ITER = "1", "2", "3"
 def mpirun(a, np, prog, args, env_extra, outdir):
     exports = {"LD_PRELOAD": os.path.abspath(a.lib), "TNBC_OUTPUT_DIR": outdir}
     exports.update(env_extra)
-    return run_mpirun(np, exports, [prog] + args, 120)
+    return run_mpirun(np, exports, [prog] + args, 120, a)
 
 
 def trace_profile(a, np, work):
@@ -96,13 +96,14 @@ def run_case(a, work, name, profile, expect, status, prog=None, scale=SCALE):
 
 def main():
     ap = argparse.ArgumentParser()
+    add_launcher_options(ap)
     ap.add_argument("--lib", required=True)
     ap.add_argument("--tool", required=True)
     ap.add_argument("--prog", required=True)
     ap.add_argument("--np", type=int, default=3)
     a = ap.parse_args()
-    if shutil.which("mpirun") is None:
-        fail("mpirun not found")
+    if shutil.which(a.mpirun) is None:
+        fail(f"{a.mpirun} not found")
     work = tempfile.mkdtemp(prefix="tnbc-profile-")
     good = trace_profile(a, a.np, work)
     other_np = trace_profile(a, a.np - 1, work)

@@ -1,5 +1,6 @@
-/* Reliability cases (one per run): threads, fork, a rank that never calls the collective.
- * usage: reliability threads|fork|missing-rank|missing-fence|missing-read|missing-finalize|missing-comm
+/* Reliability cases (one per run): threads, fork, a receive buffer unmapped right after the early
+ * return, a rank that never calls the collective.
+ * usage: reliability threads|fork|munmap|missing-rank|missing-fence|missing-read|missing-finalize|missing-comm
  * The missing-* cases: rank 1 (missing-rank: the last rank) never calls the collective; the
  * others must not wait forever wherever they wait (TNBC_TIMEOUT), but say what is missing and
  * end the job (MPI_Abort):
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -76,6 +78,29 @@ int main(int argc, char** argv) {
     int status = 0;
     waitpid(child, &status, 0);
     bad = !WIFEXITED(status) || WEXITSTATUS(status) != 0 || memcmp(d, ref, per * np) != 0;
+  } else if (strcmp(what, "munmap") == 0) {
+    /* The receive buffer is unmapped before anything touched it and the range mapped again: the
+     * munmap must wait for the data (also when the MPI library's memory hooks patched munmap,
+     * as UCX does), or late data lands in the new mapping or tnbc fails to publish. */
+    const size_t per = 16 * 4096 + 100, len = per * np;
+    unsigned char* s = malloc(len);
+    memset(s, 0x11, len);
+    for (int it = 0; it < 20; it++) {
+      unsigned char* d = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      MPI_Alltoall(s, (int)per, MPI_BYTE, d, (int)per, MPI_BYTE, MPI_COMM_WORLD);
+      munmap(d, len);
+      unsigned char* again = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      memset(again, 0xA5, len);
+      MPI_Barrier(MPI_COMM_WORLD);
+      usleep(20000);
+      for (size_t i = 0; i < len; i++)
+        if (again[i] != 0xA5) {
+          bad++;
+          break;
+        }
+      munmap(again, len);
+    }
+    free(s);
   } else if (strcmp(what, "missing-fence") == 0 || strcmp(what, "missing-read") == 0) {
     /* Page-aligned blocks: nothing lands in a partial page, so the call returns at once. */
     const size_t per = 1 << 20;

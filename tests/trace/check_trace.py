@@ -14,6 +14,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mpi"))
+from run_mpi_test import launch_command  # noqa: E402  (the one way tests start MPI jobs)
+
 ITER = 3
 
 
@@ -22,13 +25,13 @@ def fail(msg):
     sys.exit(1)
 
 
-def run_traced(args, outdir, np, prog_args, extra_env=None):
+def run_traced(args, outdir, np, prog_args):
     env = dict(os.environ)
-    env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-                "TNBC_MODE": "trace", "TNBC_OUTPUT_DIR": outdir, "OMPI_MCA_rmaps_base_oversubscribe": "1"})
-    env.update(extra_env or {})
-    cmd = [args.mpirun, "--oversubscribe", "-np", str(np),
-           "-x", "LD_PRELOAD=" + args.lib, "-x", "TNBC_MODE", "-x", "TNBC_OUTPUT_DIR", args.prog] + prog_args
+    env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
+    exports = {"LD_PRELOAD": ":".join(args.preload_first + [args.lib]), "TNBC_MODE": "trace",
+               "TNBC_OUTPUT_DIR": outdir}
+    exports.update(kv.split("=", 1) for kv in args.env)
+    cmd = launch_command(args.mpi, args.mpirun, np, exports) + [args.prog] + prog_args
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=100)
     sys.stdout.write(p.stdout)
     sys.stderr.write(p.stderr)
@@ -226,7 +229,10 @@ def main():
     ap.add_argument("--lib", required=True)
     ap.add_argument("--tool", required=True)
     ap.add_argument("--prog", required=True)
+    ap.add_argument("--mpi", choices=["openmpi", "mpich"], default="openmpi")
     ap.add_argument("--mpirun", default="mpirun")
+    ap.add_argument("--preload-first", action="append", default=[])
+    ap.add_argument("--env", action="append", default=[])  # K=V for the ranks
     ap.add_argument("--pattern", default="3120")
     ap.add_argument("--np", type=int, default=4)
     args = ap.parse_args()

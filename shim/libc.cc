@@ -102,6 +102,38 @@ ssize_t pwritev(int fd, const struct iovec* iov, int count, off_t off) {
   fence_iov(iov, count);
   return real(fd, iov, count, off);
 }
+// Programs built with _FILE_OFFSET_BITS=64 (meson's default, autoconf's AC_SYS_LARGEFILE) call
+// the *64 names of the vectored calls; preadv2/pwritev2 are further symbols of their own.
+ssize_t preadv64(int fd, const struct iovec* iov, int count, off64_t off) {
+  static const auto real = next<ssize_t (*)(int, const struct iovec*, int, off64_t)>("preadv64");
+  fence_iov(iov, count);
+  return real(fd, iov, count, off);
+}
+ssize_t pwritev64(int fd, const struct iovec* iov, int count, off64_t off) {
+  static const auto real = next<ssize_t (*)(int, const struct iovec*, int, off64_t)>("pwritev64");
+  fence_iov(iov, count);
+  return real(fd, iov, count, off);
+}
+ssize_t preadv2(int fd, const struct iovec* iov, int count, off_t off, int flags) {
+  static const auto real = next<ssize_t (*)(int, const struct iovec*, int, off_t, int)>("preadv2");
+  fence_iov(iov, count);
+  return real(fd, iov, count, off, flags);
+}
+ssize_t pwritev2(int fd, const struct iovec* iov, int count, off_t off, int flags) {
+  static const auto real = next<ssize_t (*)(int, const struct iovec*, int, off_t, int)>("pwritev2");
+  fence_iov(iov, count);
+  return real(fd, iov, count, off, flags);
+}
+ssize_t preadv64v2(int fd, const struct iovec* iov, int count, off64_t off, int flags) {
+  static const auto real = next<ssize_t (*)(int, const struct iovec*, int, off64_t, int)>("preadv64v2");
+  fence_iov(iov, count);
+  return real(fd, iov, count, off, flags);
+}
+ssize_t pwritev64v2(int fd, const struct iovec* iov, int count, off64_t off, int flags) {
+  static const auto real = next<ssize_t (*)(int, const struct iovec*, int, off64_t, int)>("pwritev64v2");
+  fence_iov(iov, count);
+  return real(fd, iov, count, off, flags);
+}
 ssize_t recv(int fd, void* buf, size_t n, int flags) {
   static const auto real = next<ssize_t (*)(int, void*, size_t, int)>("recv");
   fence_bytes(buf, n);

@@ -70,4 +70,9 @@ bool memory_is_private(std::uintptr_t lo, std::uintptr_t hi) {
   return true;
 }
 
+void forget_mappings(std::uintptr_t lo, std::uintptr_t hi) {
+  std::lock_guard lock(g_mutex);
+  std::erase_if(g_known, [&](const Mapping& m) { return m.lo < hi && lo < m.hi; });
+}
+
 }  // namespace tnbc

@@ -1,10 +1,12 @@
-/* Reliability cases (one per run): threads, fork, a rank that never calls the collective.
- * usage: reliability threads|fork|missing-rank */
+/* Reliability cases (one per run): threads, fork, a rank that never calls the collective,
+ * a shared mapping put where a private one (already used as a receive buffer) was.
+ * usage: reliability threads|fork|missing-rank|remap-shared */
 #include <mpi.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -66,6 +68,22 @@ int main(int argc, char** argv) {
     int status = 0;
     waitpid(child, &status, 0);
     bad = !WIFEXITED(status) || WEXITSTATUS(status) != 0 || memcmp(d, ref, per * np) != 0;
+  } else if (strcmp(what, "remap-shared") == 0) {
+    /* A receive buffer in private memory, then MAP_SHARED memory at the same address: tnbc
+     * must notice the new mapping (it cannot guard shared memory) and still be right. */
+    const size_t per = 5 * 4096 + 100, len = per * (size_t)np + 4096;
+    unsigned char *s = malloc(per * np), *ref = malloc(per * np);
+    unsigned char* d = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    for (int round = 0; round < 2 && d != MAP_FAILED; round++) {
+      for (size_t i = 0; i < per * np; i++) s[i] = (unsigned char)(i * 5 + rank + round);
+      PMPI_Alltoall(s, (int)per, MPI_BYTE, ref, (int)per, MPI_BYTE, MPI_COMM_WORLD);
+      MPI_Alltoall(s, (int)per, MPI_BYTE, d, (int)per, MPI_BYTE, MPI_COMM_WORLD);
+      bad += memcmp(d, ref, per * np) != 0;
+      munmap(d, len);
+      if (round == 0) d = mmap(d, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    }
+    bad += d == MAP_FAILED;
+    free(s), free(ref);
   } else if (strcmp(what, "missing-rank") == 0) {
     /* Rank 1 never calls the collective: the others must say what is missing and abort. */
     const size_t per = 1 << 20;

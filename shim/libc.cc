@@ -184,6 +184,55 @@ size_t fwrite(const void* p, size_t size, size_t n, FILE* f) {
   return real(p, size, n, f);
 }
 
+// Programs built with -D_FORTIFY_SOURCE call the checked (_chk) names wherever the compiler
+// knows the buffer's size; glibc runs them without going through the names above.
+ssize_t __read_chk(int fd, void* buf, size_t n, size_t buflen) {
+  static const auto real = next<ssize_t (*)(int, void*, size_t, size_t)>("__read_chk");
+  fence_bytes(buf, n);
+  return real(fd, buf, n, buflen);
+}
+ssize_t __pread_chk(int fd, void* buf, size_t n, off_t off, size_t buflen) {
+  static const auto real = next<ssize_t (*)(int, void*, size_t, off_t, size_t)>("__pread_chk");
+  fence_bytes(buf, n);
+  return real(fd, buf, n, off, buflen);
+}
+ssize_t __pread64_chk(int fd, void* buf, size_t n, off64_t off, size_t buflen) {
+  static const auto real = next<ssize_t (*)(int, void*, size_t, off64_t, size_t)>("__pread64_chk");
+  fence_bytes(buf, n);
+  return real(fd, buf, n, off, buflen);
+}
+ssize_t __recv_chk(int fd, void* buf, size_t n, size_t buflen, int flags) {
+  static const auto real = next<ssize_t (*)(int, void*, size_t, size_t, int)>("__recv_chk");
+  fence_bytes(buf, n);
+  return real(fd, buf, n, buflen, flags);
+}
+ssize_t __recvfrom_chk(int fd, void* buf, size_t n, size_t buflen, int flags, struct sockaddr* from, socklen_t* len) {
+  static const auto real =
+      next<ssize_t (*)(int, void*, size_t, size_t, int, struct sockaddr*, socklen_t*)>("__recvfrom_chk");
+  fence_bytes(buf, n);
+  return real(fd, buf, n, buflen, flags, from, len);
+}
+size_t __fread_chk(void* p, size_t plen, size_t size, size_t n, FILE* f) {
+  static const auto real = next<size_t (*)(void*, size_t, size_t, size_t, FILE*)>("__fread_chk");
+  fence_bytes(p, size * n);
+  return real(p, plen, size, n, f);
+}
+size_t __fread_unlocked_chk(void* p, size_t plen, size_t size, size_t n, FILE* f) {
+  static const auto real = next<size_t (*)(void*, size_t, size_t, size_t, FILE*)>("__fread_unlocked_chk");
+  fence_bytes(p, size * n);
+  return real(p, plen, size, n, f);
+}
+size_t fread_unlocked(void* p, size_t size, size_t n, FILE* f) {
+  static const auto real = next<size_t (*)(void*, size_t, size_t, FILE*)>("fread_unlocked");
+  fence_bytes(p, size * n);
+  return real(p, size, n, f);
+}
+size_t fwrite_unlocked(const void* p, size_t size, size_t n, FILE* f) {
+  static const auto real = next<size_t (*)(const void*, size_t, size_t, FILE*)>("fwrite_unlocked");
+  fence_bytes(p, size * n);
+  return real(p, size, n, f);
+}
+
 void free(void* p) {
   if (p && !tnbc::guards().empty()) fence_bytes(p, malloc_usable_size(p));
   if (g_real_free) g_real_free(p);  // null only while dlsym itself runs at load: leak that block

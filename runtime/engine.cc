@@ -384,6 +384,7 @@ class EngineImpl final : public Engine {
         log(LogLevel::Debug, "%s #%llu: in-call wait %.3f ms, %.3f ms in the call", kKindNames[static_cast<int>(kind)],
             static_cast<unsigned long long>(f->sequence), (futex::now_ns() - t_submit) / 1e6,
             (futex::now_ns() - f->call_start_ns) / 1e6);
+      if (f->guard != InFlight::Guard::None) ensure_signal_stack();
       stats_.record(kind, site, bytes, Outcome::EarlyReturn, Reason::None);
       if (f->guard != InFlight::Guard::None)
         stats_.record_guard(f->guard == InFlight::Guard::Uffd ? Stats::GuardUsed::Userfaultfd : Stats::GuardUsed::ProtNone);

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <sched.h>
 #include <ucontext.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -324,6 +325,49 @@ void install_fault_handler(long long timeout_ns) {
 }
 
 bool fault_handler_installed() { return g_installed.load(); }
+
+namespace {
+// Room for tnbc's handler and the handlers it chains to (which may print backtraces); pages
+// are committed only when used.
+constexpr std::size_t kSignalStackBytes = 256 * 1024;
+
+struct SignalStack {
+  void* mem = nullptr;
+  bool checked = false;
+  ~SignalStack() {
+    if (!mem) return;
+    stack_t cur{}, off{};
+    off.ss_flags = SS_DISABLE;
+    if (sigaltstack(nullptr, &cur) == 0 && cur.ss_sp == mem) sigaltstack(&off, nullptr);
+    ::munmap(mem, kSignalStackBytes);
+  }
+};
+thread_local SignalStack tls_signal_stack;
+}  // namespace
+
+void ensure_signal_stack() {
+  SignalStack& st = tls_signal_stack;
+  if (st.checked) return;
+  st.checked = true;
+  stack_t cur{};
+  if (sigaltstack(nullptr, &cur) != 0 || !(cur.ss_flags & SS_DISABLE)) return;  // the program's own
+  void* p = ::mmap(nullptr, kSignalStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (p == MAP_FAILED) {
+    log(LogLevel::Warn, "no alternate signal stack (%s): a fault on guarded pages of this thread's own stack "
+                        "would end the process", std::strerror(errno));
+    return;
+  }
+  stack_t ss{};
+  ss.ss_sp = p;
+  ss.ss_size = kSignalStackBytes;
+  if (sigaltstack(&ss, nullptr) != 0) {
+    log(LogLevel::Warn, "sigaltstack failed (%s): a fault on guarded pages of this thread's own stack would end "
+                        "the process", std::strerror(errno));
+    ::munmap(p, kSignalStackBytes);
+    return;
+  }
+  st.mem = p;
+}
 
 bool intercept_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
   if (sig != SIGSEGV || !g_installed.load()) return false;

@@ -117,6 +117,11 @@ void fence_all(const char* what);
 // installed becomes the chained one.
 void install_fault_handler(long long timeout_ns);
 bool fault_handler_installed();
+// Gives the calling thread an alternate signal stack (unless it has one): a thread returning
+// early may leave guarded pages in its own stack (a receive buffer there, unread when its
+// function returns), and the frames of later calls fault on them; the kernel can only deliver
+// that SIGSEGV to tnbc's handler (SA_ONSTACK) on a stack outside those pages.
+void ensure_signal_stack();
 // For the sigaction/signal interposers: while tnbc's handler is installed, the program's
 // handler for SIGSEGV is recorded as the chained one instead of replacing tnbc's.
 // Returns false if the call should go to the real sigaction.

@@ -466,6 +466,7 @@ class Tracer final : public Engine {
       call.hi = std::max(call.hi, r.hi);
     }
     call.open.store(static_cast<int>(call.nregions));
+    ensure_signal_stack();  // the regions may lie in this thread's own stack
     for (std::size_t k = 0; k < call.nregions; ++k) guards().insert(&call.regions[k]);
     // One mprotect per run of adjacent regions of the same kind (mprotect flushes TLBs).
     for (std::size_t k = 0; k < call.nregions;) {

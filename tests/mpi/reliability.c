@@ -1,6 +1,7 @@
 /* Reliability cases (one per run): threads, fork, a rank that never calls the collective,
- * a shared mapping put where a private one (already used as a receive buffer) was.
- * usage: reliability threads|fork|missing-rank|remap-shared */
+ * a shared mapping put where a private one (already used as a receive buffer) was, a receive
+ * buffer on the stack left unread when its function returns.
+ * usage: reliability threads|fork|missing-rank|remap-shared|stack-reuse */
 #include <mpi.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -34,6 +35,24 @@ static void* worker(void* arg) {
   const int t = (int)(long)arg;
   thread_bad[t] = alltoall_check(comms[t], (1 << 18) + t * 4096 + 100, t);
   return NULL;
+}
+
+/* A receive buffer on the stack, of which only the first byte is read before the function
+ * returns: its pages may still be held back when deeper calls put their frames there. */
+#define STACK_BUF (256 * 1024)
+__attribute__((noinline)) static long stack_receive(void) {
+  unsigned char s[STACK_BUF], r[STACK_BUF], ref[STACK_BUF];
+  for (size_t i = 0; i < STACK_BUF; i++) s[i] = (unsigned char)(i * 3 + rank);
+  PMPI_Alltoall(s, STACK_BUF / np, MPI_BYTE, ref, STACK_BUF / np, MPI_BYTE, MPI_COMM_WORLD);
+  MPI_Alltoall(s, STACK_BUF / np, MPI_BYTE, r, STACK_BUF / np, MPI_BYTE, MPI_COMM_WORLD);
+  return r[0] != ref[0];
+}
+/* Small frames, one below the other, through the stack the buffer above occupied. */
+__attribute__((noinline)) static long walk_stack(int depth) {
+  volatile unsigned char frame[2000];
+  frame[0] = (unsigned char)depth;
+  frame[sizeof frame - 1] = frame[0];
+  return depth == 0 ? frame[0] : walk_stack(depth - 1) + frame[sizeof frame - 1] - (unsigned char)depth;
 }
 
 int main(int argc, char** argv) {
@@ -84,6 +103,11 @@ int main(int argc, char** argv) {
     }
     bad += d == MAP_FAILED;
     free(s), free(ref);
+  } else if (strcmp(what, "stack-reuse") == 0) {
+    for (int it = 0; it < 20; it++) {
+      bad += stack_receive();
+      bad += walk_stack(3 * STACK_BUF / 2000) != 0;
+    }
   } else if (strcmp(what, "missing-rank") == 0) {
     /* Rank 1 never calls the collective: the others must say what is missing and abort. */
     const size_t per = 1 << 20;

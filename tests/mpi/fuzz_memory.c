@@ -38,9 +38,12 @@ size_t fuzz_align_pick(Rng* r) {
 
 size_t fuzz_stack_bytes(size_t len, size_t align) { return len + align + PAGE; }
 
+/* The first offset at or after the pool's top with the wanted alignment: buffers may share a
+ * partial page with the one before. */
 static unsigned char* from_pool(unsigned char* pool, size_t size, size_t* top, size_t len, size_t align,
                                 size_t* mark) {
-  const size_t start = (*top + PAGE - 1) / PAGE * PAGE + align;
+  size_t start = *top / PAGE * PAGE + align;
+  if (start < *top) start += PAGE;
   if (start + len > size) return NULL;
   *mark = *top;
   *top = start + len;

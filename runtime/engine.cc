@@ -87,7 +87,8 @@ class EngineImpl final : public Engine {
     auto f = start(Kind::Bcast, pc);
     f->call_start_ns = t_enter;
     const bool dense = is_dense(type);
-    const int segments = static_cast<int>(std::clamp<std::size_t>(bytes / min_bytes_, 1, static_cast<std::size_t>(s_.bcast_max_segments)));
+    const int segments = static_cast<int>(std::clamp<std::size_t>(bytes / std::max<std::size_t>(min_bytes_, 1), 1,
+                                                                  static_cast<std::size_t>(s_.bcast_max_segments)));
     const auto chunks = bcast_chunks(bytes, page_, segments);
     std::vector<int> order(chunks.size());
     std::iota(order.begin(), order.end(), 0);

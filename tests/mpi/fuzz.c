@@ -89,7 +89,10 @@ static size_t pick_bytes(Rng* r, size_t max) {
   } else if (c < 65) {
     size_t maxk = max / PAGE;
     maxk = maxk < 1 ? 1 : maxk > 96 ? 96 : maxk;
-    const size_t k = maxk > 3 && rng_chance(r, 800) ? 3 + rng_below(r, maxk - 2) : 1 + rng_below(r, maxk);
+    /* around tnbc's threshold (three pages) or anywhere above it */
+    const size_t k = rng_chance(r, 400) ? 1 + rng_below(r, maxk < 6 ? maxk : 6)
+                     : maxk > 3           ? 3 + rng_below(r, maxk - 2)
+                                          : 1 + rng_below(r, maxk);
     long d = rng_chance(r, 300) ? (rng_chance(r, 500) ? 1 : -1) : (long)rng_below(r, 201) - 100;
     b = (size_t)((long)(k * PAGE) + d);
   } else if (c < 92) {

@@ -3,7 +3,7 @@
 // shared (MAP_SHARED, System V or POSIX shared memory) or hugetlbfs. Read from
 // /proc/self/maps; mappings already found suitable are remembered, so a buffer used again
 // costs no read. Whatever maps or unmaps memory (the mmap/munmap/mremap/shmat interposers)
-// must call forget_mappings, or a shared mapping put where a remembered private one was
+// must call mappings_changed, or a shared mapping put where a remembered private one was
 // would be taken for private.
 #pragma once
 
@@ -11,6 +11,6 @@
 
 namespace tnbc {
 bool memory_is_private(std::uintptr_t lo, std::uintptr_t hi);
-// Drops every remembered mapping overlapping [lo, hi).
-void forget_mappings(std::uintptr_t lo, std::uintptr_t hi);
+// Forgets every remembered mapping (lock-free, async-signal-safe).
+void mappings_changed();
 }

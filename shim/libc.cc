@@ -4,7 +4,7 @@
 //    published). Direct `syscall(2)` uses and libc-internal calls are not seen (docs/limitations).
 // 2. free / realloc / munmap: memory must not be unmapped (and perhaps mapped again by someone
 //    else) while tnbc may still publish into it. munmap / mmap / mremap / shmat also make tnbc
-//    forget what it knew about the mappings there (a shared one may take a private one's place).
+//    forget which mappings it found private (a shared one may take a private one's place).
 // 3. sigaction / signal for SIGSEGV: while tnbc's handler is installed the program's handler is
 //    chained behind it instead of replacing it.
 // Every fence starts with one atomic load (no guarded range: nothing else happens).
@@ -46,11 +46,6 @@ void fence_iov(const struct iovec* iov, int count) {
 
 void fence_msg(const struct msghdr* m) {
   if (m) fence_iov(m->msg_iov, static_cast<int>(m->msg_iovlen));
-}
-
-void forget_range(const void* p, std::size_t n) {
-  const auto lo = reinterpret_cast<std::uintptr_t>(p);
-  tnbc::forget_mappings(lo, lo + n);
 }
 
 using FreeFn = void (*)(void*);
@@ -246,19 +241,19 @@ int munmap(void* p, size_t n) {
   static const auto real = next<int (*)(void*, size_t)>("munmap");
   fence_bytes(p, n);
   const int rc = real(p, n);
-  forget_range(p, n);
+  tnbc::mappings_changed();
   return rc;
 }
 void* mmap(void* p, size_t n, int prot, int flags, int fd, off_t off) {
   static const auto real = next<void* (*)(void*, size_t, int, int, int, off_t)>("mmap");
   void* q = real(p, n, prot, flags, fd, off);
-  if (q != MAP_FAILED) forget_range(q, n);
+  tnbc::mappings_changed();
   return q;
 }
 void* mmap64(void* p, size_t n, int prot, int flags, int fd, off64_t off) {
   static const auto real = next<void* (*)(void*, size_t, int, int, int, off64_t)>("mmap64");
   void* q = real(p, n, prot, flags, fd, off);
-  if (q != MAP_FAILED) forget_range(q, n);
+  tnbc::mappings_changed();
   return q;
 }
 void* mremap(void* p, size_t old_n, size_t n, int flags, ...) {
@@ -272,15 +267,13 @@ void* mremap(void* p, size_t old_n, size_t n, int flags, ...) {
   }
   fence_bytes(p, old_n);
   void* q = (flags & MREMAP_FIXED) ? real(p, old_n, n, flags, target) : real(p, old_n, n, flags);
-  forget_range(p, old_n);
-  if (q != MAP_FAILED) forget_range(q, n);
+  tnbc::mappings_changed();
   return q;
 }
 void* shmat(int id, const void* p, int flags) {
   static const auto real = next<void* (*)(int, const void*, int)>("shmat");
   void* q = real(id, p, flags);
-  struct shmid_ds ds;
-  if (q != reinterpret_cast<void*>(-1) && shmctl(id, IPC_STAT, &ds) == 0) forget_range(q, ds.shm_segsz);
+  tnbc::mappings_changed();
   return q;
 }
 

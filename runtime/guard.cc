@@ -198,9 +198,19 @@ void GuardTable::unlock() const {
 
 void GuardTable::insert(Region* r) {
   lock();
-  // An older, published region at the same address may still be listed (its collective has
-  // not retired yet): the new one takes its place.
-  if (map_.insert_or_assign(r->lo, r).second) count_.fetch_add(1, std::memory_order_release);
+  // Older, published regions overlapping this one may still be listed (their collective has
+  // not retired yet; a new collective fences unpublished ones before it guards): the new one
+  // takes their place, so that listed regions never overlap and a look-up finds the new one.
+  // Their collective's erase() later finds them gone.
+  auto it = map_.upper_bound(r->lo);
+  if (it != map_.begin() && std::prev(it)->second->hi > r->lo) --it;
+  int replaced = 0;
+  while (it != map_.end() && it->first < r->hi) {
+    it = map_.erase(it);
+    ++replaced;
+  }
+  map_.emplace(r->lo, r);
+  count_.fetch_add(1 - replaced, std::memory_order_release);
   unlock();
 }
 

@@ -120,7 +120,8 @@ class EngineImpl final : public Engine {
     auto f = start(Kind::Bcast, pc);
     f->call_start_ns = t_enter;
     const bool dense = is_dense(type);
-    const int segments = static_cast<int>(std::clamp<std::size_t>(bytes / min_bytes_, 1, static_cast<std::size_t>(s_.bcast_max_segments)));
+    const int segments = static_cast<int>(std::clamp<std::size_t>(bytes / std::max<std::size_t>(min_bytes_, 1), 1,
+                                                                  static_cast<std::size_t>(s_.bcast_max_segments)));
     const auto chunks = bcast_chunks(bytes, page_, segments);
     f->pieces = build_bcast(pc.rank, pc.size, root, chunks, bcast_order(chunks, root, pc.size, site));
 
@@ -432,6 +433,7 @@ class EngineImpl final : public Engine {
         log(LogLevel::Debug, "%s #%llu: in-call wait %.3f ms, %.3f ms in the call", kKindNames[static_cast<int>(kind)],
             static_cast<unsigned long long>(f->sequence), (futex::now_ns() - t_submit) / 1e6,
             (futex::now_ns() - f->call_start_ns) / 1e6);
+      if (f->guard != InFlight::Guard::None) ensure_signal_stack();
       stats_.record(kind, site, bytes, Outcome::EarlyReturn, Reason::None);
       if (f->guard != InFlight::Guard::None)
         stats_.record_guard(f->guard == InFlight::Guard::Uffd ? Stats::GuardUsed::Userfaultfd : Stats::GuardUsed::ProtNone);

@@ -386,43 +386,6 @@ void fence_all(const char* what) { fence_range(0, UINTPTR_MAX, Access::MpiCall, 
 
 // ---------------------------------------------------------------- handler
 namespace {
-// The alternate stack tnbc gave this thread, released when the thread exits.
-struct SignalStack {
-  void* base = nullptr;
-  std::size_t size = 0;
-  ~SignalStack() {
-    if (!base) return;
-    stack_t off{};
-    off.ss_flags = SS_DISABLE;
-    sigaltstack(&off, nullptr);
-    munmap(base, size);
-  }
-};
-thread_local SignalStack tls_signal_stack;
-thread_local bool tls_signal_stack_checked = false;
-}  // namespace
-
-void ensure_signal_stack() {
-  if (tls_signal_stack_checked) return;
-  tls_signal_stack_checked = true;
-  stack_t current{};
-  if (sigaltstack(nullptr, &current) != 0 || !(current.ss_flags & SS_DISABLE)) return;  // the program has one
-  const long min = sysconf(_SC_SIGSTKSZ);
-  const std::size_t size = std::max<std::size_t>(64 * 1024, min > 0 ? 4 * static_cast<std::size_t>(min) : 0);
-  void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-  if (base == MAP_FAILED) return;
-  stack_t alt{};
-  alt.ss_sp = base;
-  alt.ss_size = size;
-  if (sigaltstack(&alt, nullptr) != 0) {
-    munmap(base, size);
-    return;
-  }
-  tls_signal_stack.base = base;
-  tls_signal_stack.size = size;
-}
-
-namespace {
 struct sigaction tnbc_action() {
   struct sigaction act;
   std::memset(&act, 0, sizeof act);
@@ -504,6 +467,49 @@ HandlerState ensure_fault_handler() {
            "would guard their receive buffer with PROT_NONE complete in the call instead",
            who.c_str(), len >= kMaxChain ? "replaced too often" : err ? std::strerror(err) : "replaced again at once");
   return HandlerState::Lost;
+}
+
+namespace {
+// Room for tnbc's handler and the handlers it chains to (which may print backtraces); pages
+// are committed only when used.
+constexpr std::size_t kSignalStackBytes = 256 * 1024;
+
+struct SignalStack {
+  void* mem = nullptr;
+  bool checked = false;
+  ~SignalStack() {
+    if (!mem) return;
+    stack_t cur{}, off{};
+    off.ss_flags = SS_DISABLE;
+    if (sigaltstack(nullptr, &cur) == 0 && cur.ss_sp == mem) sigaltstack(&off, nullptr);
+    ::munmap(mem, kSignalStackBytes);
+  }
+};
+thread_local SignalStack tls_signal_stack;
+}  // namespace
+
+void ensure_signal_stack() {
+  SignalStack& st = tls_signal_stack;
+  if (st.checked) return;
+  st.checked = true;
+  stack_t cur{};
+  if (sigaltstack(nullptr, &cur) != 0 || !(cur.ss_flags & SS_DISABLE)) return;  // the program's own
+  void* p = ::mmap(nullptr, kSignalStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (p == MAP_FAILED) {
+    log(LogLevel::Warn, "no alternate signal stack (%s): a fault on guarded pages of this thread's own stack "
+                        "would end the process", std::strerror(errno));
+    return;
+  }
+  stack_t ss{};
+  ss.ss_sp = p;
+  ss.ss_size = kSignalStackBytes;
+  if (sigaltstack(&ss, nullptr) != 0) {
+    log(LogLevel::Warn, "sigaltstack failed (%s): a fault on guarded pages of this thread's own stack would end "
+                        "the process", std::strerror(errno));
+    ::munmap(p, kSignalStackBytes);
+    return;
+  }
+  st.mem = p;
 }
 
 bool intercept_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -20,6 +21,10 @@ struct Mapping {
 std::mutex g_mutex;
 std::vector<Mapping> g_known;  // private mappings seen (bounded)
 constexpr std::size_t kKnownMax = 64;
+// Bumped (lock-free: the interposers may run inside an allocator called under g_mutex) whenever
+// memory is mapped or unmapped; g_known holds what was seen at g_known_generation.
+std::atomic<std::uint64_t> g_generation{0};
+std::uint64_t g_known_generation = 0;
 
 bool covered_by_known(std::uintptr_t lo, std::uintptr_t hi, bool writable) {
   for (const auto& m : g_known)
@@ -41,6 +46,11 @@ std::string read_maps() {
 
 bool memory_is_private(std::uintptr_t lo, std::uintptr_t hi, bool writable) {
   std::lock_guard lock(g_mutex);
+  const std::uint64_t generation = g_generation.load(std::memory_order_acquire);
+  if (generation != g_known_generation) {
+    g_known.clear();
+    g_known_generation = generation;
+  }
   if (covered_by_known(lo, hi, writable)) return true;
   const std::string maps = read_maps();
   std::uintptr_t next = lo;  // first byte not yet found in a suitable mapping
@@ -66,6 +76,7 @@ bool memory_is_private(std::uintptr_t lo, std::uintptr_t hi, bool writable) {
     next = b;
   }
   if (next < hi) return false;
+  if (g_generation.load(std::memory_order_acquire) != generation) return true;  // do not remember
   for (const auto& m : found) {
     if (g_known.size() >= kKnownMax) g_known.erase(g_known.begin());
     g_known.push_back(m);
@@ -89,5 +100,7 @@ bool on_this_threads_stack(std::uintptr_t lo, std::uintptr_t hi) {
   }
   return lo < stack_hi && hi > stack_lo;
 }
+
+void mappings_changed() { g_generation.fetch_add(1, std::memory_order_acq_rel); }
 
 }  // namespace tnbc

@@ -4,6 +4,9 @@
 // /proc/self/maps; mappings already found suitable are remembered, so a buffer used again
 // costs no read. With `writable`, every byte must also be mapped read-write (tnbc makes such
 // pages read-only for a while and then read-write again, which must be how it found them).
+// Whatever maps or unmaps memory (the mmap/munmap/mremap/shmat interposers)
+// must call mappings_changed, or a shared mapping put where a remembered private one was
+// would be taken for private.
 #pragma once
 
 #include <cstdint>
@@ -15,4 +18,6 @@ bool memory_is_private(std::uintptr_t lo, std::uintptr_t hi, bool writable = fal
 // Stack pages of a frame that has returned are written again by the next calls: tnbc does not
 // leave such pages read-only behind the program's back (runtime/send_copy.hh).
 bool on_this_threads_stack(std::uintptr_t lo, std::uintptr_t hi);
+// Forgets every remembered mapping (lock-free, async-signal-safe).
+void mappings_changed();
 }

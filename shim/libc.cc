@@ -3,7 +3,8 @@
 //    them fail with EFAULT instead of faulting, so the buffer is fenced first (completed and
 //    published). Direct `syscall(2)` uses and libc-internal calls are not seen (docs/limitations).
 // 2. free / realloc / munmap: memory must not be unmapped (and perhaps mapped again by someone
-//    else) while tnbc may still publish into it.
+//    else) while tnbc may still publish into it. munmap / mmap / mremap / shmat also make tnbc
+//    forget which mappings it found private (a shared one may take a private one's place).
 // 3. sigaction / signal for SIGSEGV: while tnbc's handler is installed the program's handler is
 //    chained behind it instead of replacing it.
 // Every fence starts with one atomic load (no guarded range: nothing else happens).
@@ -14,13 +15,16 @@
 #include <signal.h>
 #include <stdio.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <cstdarg>
 #include <cstring>
 
 #include "runtime/guard.hh"
+#include "runtime/memory_map.hh"
 
 namespace {
 
@@ -102,6 +106,38 @@ ssize_t pwritev(int fd, const struct iovec* iov, int count, off_t off) {
   fence_iov(iov, count);
   return real(fd, iov, count, off);
 }
+// Programs built with _FILE_OFFSET_BITS=64 (meson's default, autoconf's AC_SYS_LARGEFILE) call
+// the *64 names of the vectored calls; preadv2/pwritev2 are further symbols of their own.
+ssize_t preadv64(int fd, const struct iovec* iov, int count, off64_t off) {
+  static const auto real = next<ssize_t (*)(int, const struct iovec*, int, off64_t)>("preadv64");
+  fence_iov(iov, count);
+  return real(fd, iov, count, off);
+}
+ssize_t pwritev64(int fd, const struct iovec* iov, int count, off64_t off) {
+  static const auto real = next<ssize_t (*)(int, const struct iovec*, int, off64_t)>("pwritev64");
+  fence_iov(iov, count);
+  return real(fd, iov, count, off);
+}
+ssize_t preadv2(int fd, const struct iovec* iov, int count, off_t off, int flags) {
+  static const auto real = next<ssize_t (*)(int, const struct iovec*, int, off_t, int)>("preadv2");
+  fence_iov(iov, count);
+  return real(fd, iov, count, off, flags);
+}
+ssize_t pwritev2(int fd, const struct iovec* iov, int count, off_t off, int flags) {
+  static const auto real = next<ssize_t (*)(int, const struct iovec*, int, off_t, int)>("pwritev2");
+  fence_iov(iov, count);
+  return real(fd, iov, count, off, flags);
+}
+ssize_t preadv64v2(int fd, const struct iovec* iov, int count, off64_t off, int flags) {
+  static const auto real = next<ssize_t (*)(int, const struct iovec*, int, off64_t, int)>("preadv64v2");
+  fence_iov(iov, count);
+  return real(fd, iov, count, off, flags);
+}
+ssize_t pwritev64v2(int fd, const struct iovec* iov, int count, off64_t off, int flags) {
+  static const auto real = next<ssize_t (*)(int, const struct iovec*, int, off64_t, int)>("pwritev64v2");
+  fence_iov(iov, count);
+  return real(fd, iov, count, off, flags);
+}
 ssize_t recv(int fd, void* buf, size_t n, int flags) {
   static const auto real = next<ssize_t (*)(int, void*, size_t, int)>("recv");
   fence_bytes(buf, n);
@@ -143,6 +179,55 @@ size_t fwrite(const void* p, size_t size, size_t n, FILE* f) {
   return real(p, size, n, f);
 }
 
+// Programs built with -D_FORTIFY_SOURCE call the checked (_chk) names wherever the compiler
+// knows the buffer's size; glibc runs them without going through the names above.
+ssize_t __read_chk(int fd, void* buf, size_t n, size_t buflen) {
+  static const auto real = next<ssize_t (*)(int, void*, size_t, size_t)>("__read_chk");
+  fence_bytes(buf, n);
+  return real(fd, buf, n, buflen);
+}
+ssize_t __pread_chk(int fd, void* buf, size_t n, off_t off, size_t buflen) {
+  static const auto real = next<ssize_t (*)(int, void*, size_t, off_t, size_t)>("__pread_chk");
+  fence_bytes(buf, n);
+  return real(fd, buf, n, off, buflen);
+}
+ssize_t __pread64_chk(int fd, void* buf, size_t n, off64_t off, size_t buflen) {
+  static const auto real = next<ssize_t (*)(int, void*, size_t, off64_t, size_t)>("__pread64_chk");
+  fence_bytes(buf, n);
+  return real(fd, buf, n, off, buflen);
+}
+ssize_t __recv_chk(int fd, void* buf, size_t n, size_t buflen, int flags) {
+  static const auto real = next<ssize_t (*)(int, void*, size_t, size_t, int)>("__recv_chk");
+  fence_bytes(buf, n);
+  return real(fd, buf, n, buflen, flags);
+}
+ssize_t __recvfrom_chk(int fd, void* buf, size_t n, size_t buflen, int flags, struct sockaddr* from, socklen_t* len) {
+  static const auto real =
+      next<ssize_t (*)(int, void*, size_t, size_t, int, struct sockaddr*, socklen_t*)>("__recvfrom_chk");
+  fence_bytes(buf, n);
+  return real(fd, buf, n, buflen, flags, from, len);
+}
+size_t __fread_chk(void* p, size_t plen, size_t size, size_t n, FILE* f) {
+  static const auto real = next<size_t (*)(void*, size_t, size_t, size_t, FILE*)>("__fread_chk");
+  fence_bytes(p, size * n);
+  return real(p, plen, size, n, f);
+}
+size_t __fread_unlocked_chk(void* p, size_t plen, size_t size, size_t n, FILE* f) {
+  static const auto real = next<size_t (*)(void*, size_t, size_t, size_t, FILE*)>("__fread_unlocked_chk");
+  fence_bytes(p, size * n);
+  return real(p, plen, size, n, f);
+}
+size_t fread_unlocked(void* p, size_t size, size_t n, FILE* f) {
+  static const auto real = next<size_t (*)(void*, size_t, size_t, FILE*)>("fread_unlocked");
+  fence_bytes(p, size * n);
+  return real(p, size, n, f);
+}
+size_t fwrite_unlocked(const void* p, size_t size, size_t n, FILE* f) {
+  static const auto real = next<size_t (*)(const void*, size_t, size_t, FILE*)>("fwrite_unlocked");
+  fence_bytes(p, size * n);
+  return real(p, size, n, f);
+}
+
 void free(void* p) {
   if (p && !tnbc::guards().empty()) fence_bytes(p, malloc_usable_size(p));
   if (g_real_free) g_real_free(p);  // null only while dlsym itself runs at load: leak that block
@@ -155,7 +240,41 @@ void* realloc(void* p, size_t n) {
 int munmap(void* p, size_t n) {
   static const auto real = next<int (*)(void*, size_t)>("munmap");
   fence_bytes(p, n);
-  return real(p, n);
+  const int rc = real(p, n);
+  tnbc::mappings_changed();
+  return rc;
+}
+void* mmap(void* p, size_t n, int prot, int flags, int fd, off_t off) {
+  static const auto real = next<void* (*)(void*, size_t, int, int, int, off_t)>("mmap");
+  void* q = real(p, n, prot, flags, fd, off);
+  tnbc::mappings_changed();
+  return q;
+}
+void* mmap64(void* p, size_t n, int prot, int flags, int fd, off64_t off) {
+  static const auto real = next<void* (*)(void*, size_t, int, int, int, off64_t)>("mmap64");
+  void* q = real(p, n, prot, flags, fd, off);
+  tnbc::mappings_changed();
+  return q;
+}
+void* mremap(void* p, size_t old_n, size_t n, int flags, ...) {
+  static const auto real = next<void* (*)(void*, size_t, size_t, int, ...)>("mremap");
+  void* target = nullptr;
+  if (flags & MREMAP_FIXED) {
+    va_list ap;
+    va_start(ap, flags);
+    target = va_arg(ap, void*);
+    va_end(ap);
+  }
+  fence_bytes(p, old_n);
+  void* q = (flags & MREMAP_FIXED) ? real(p, old_n, n, flags, target) : real(p, old_n, n, flags);
+  tnbc::mappings_changed();
+  return q;
+}
+void* shmat(int id, const void* p, int flags) {
+  static const auto real = next<void* (*)(int, const void*, int)>("shmat");
+  void* q = real(id, p, flags);
+  tnbc::mappings_changed();
+  return q;
 }
 
 int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {

@@ -1,6 +1,9 @@
 /* Reliability cases (one per run): threads, fork, a receive buffer unmapped right after the early
- * return, a rank that never calls the collective.
- * usage: reliability threads|fork|munmap|missing-rank|missing-fence|missing-read|missing-finalize|missing-comm
+ * return, a shared mapping put where a private one (already used as a receive buffer) was, a
+ * receive buffer on the stack left unread when its function returns, a rank that never calls
+ * the collective.
+ * usage: reliability threads|fork|munmap|remap-shared|stack-reuse|missing-rank|missing-fence|
+ *                    missing-read|missing-finalize|missing-comm
  * The missing-* cases: rank 1 (missing-rank: the last rank) never calls the collective; the
  * others must not wait forever wherever they wait (TNBC_TIMEOUT), but say what is missing and
  * end the job (MPI_Abort):
@@ -44,6 +47,24 @@ static void* worker(void* arg) {
   const int t = (int)(long)arg;
   thread_bad[t] = alltoall_check(comms[t], (1 << 18) + t * 4096 + 100, t);
   return NULL;
+}
+
+/* A receive buffer on the stack, of which only the first byte is read before the function
+ * returns: its pages may still be held back when deeper calls put their frames there. */
+#define STACK_BUF (256 * 1024)
+__attribute__((noinline)) static long stack_receive(void) {
+  unsigned char s[STACK_BUF], r[STACK_BUF], ref[STACK_BUF];
+  for (size_t i = 0; i < STACK_BUF; i++) s[i] = (unsigned char)(i * 3 + rank);
+  PMPI_Alltoall(s, STACK_BUF / np, MPI_BYTE, ref, STACK_BUF / np, MPI_BYTE, MPI_COMM_WORLD);
+  MPI_Alltoall(s, STACK_BUF / np, MPI_BYTE, r, STACK_BUF / np, MPI_BYTE, MPI_COMM_WORLD);
+  return r[0] != ref[0];
+}
+/* Small frames, one below the other, through the stack the buffer above occupied. */
+__attribute__((noinline)) static long walk_stack(int depth) {
+  volatile unsigned char frame[2000];
+  frame[0] = (unsigned char)depth;
+  frame[sizeof frame - 1] = frame[0];
+  return depth == 0 ? frame[0] : walk_stack(depth - 1) + frame[sizeof frame - 1] - (unsigned char)depth;
 }
 
 int main(int argc, char** argv) {
@@ -101,6 +122,27 @@ int main(int argc, char** argv) {
       munmap(again, len);
     }
     free(s);
+  } else if (strcmp(what, "remap-shared") == 0) {
+    /* A receive buffer in private memory, then MAP_SHARED memory at the same address: tnbc
+     * must notice the new mapping (it cannot guard shared memory) and still be right. */
+    const size_t per = 5 * 4096 + 100, len = per * (size_t)np + 4096;
+    unsigned char *s = malloc(per * np), *ref = malloc(per * np);
+    unsigned char* d = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    for (int round = 0; round < 2 && d != MAP_FAILED; round++) {
+      for (size_t i = 0; i < per * np; i++) s[i] = (unsigned char)(i * 5 + rank + round);
+      PMPI_Alltoall(s, (int)per, MPI_BYTE, ref, (int)per, MPI_BYTE, MPI_COMM_WORLD);
+      MPI_Alltoall(s, (int)per, MPI_BYTE, d, (int)per, MPI_BYTE, MPI_COMM_WORLD);
+      bad += memcmp(d, ref, per * np) != 0;
+      munmap(d, len);
+      if (round == 0) d = mmap(d, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    }
+    bad += d == MAP_FAILED;
+    free(s), free(ref);
+  } else if (strcmp(what, "stack-reuse") == 0) {
+    for (int it = 0; it < 20; it++) {
+      bad += stack_receive();
+      bad += walk_stack(3 * STACK_BUF / 2000) != 0;
+    }
   } else if (strcmp(what, "missing-fence") == 0 || strcmp(what, "missing-read") == 0) {
     /* Page-aligned blocks: nothing lands in a partial page, so the call returns at once. */
     const size_t per = 1 << 20;

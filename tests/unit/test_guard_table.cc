@@ -127,3 +127,36 @@ TEST_CASE("guard table: a new region unlists the done regions it overlaps, refus
   for (Region* r : {&fresh, &live, &stale_big}) t.erase(r);
   CHECK(t.empty());
 }
+
+TEST_CASE("guard table: a new region replaces the published regions it overlaps") {
+  // An older collective's regions stay listed (published) until it retires; a new collective
+  // on the same memory may cut its pages differently. Look-ups must find the new region.
+  GuardTable t;
+  Region old_a, old_b, fresh;
+  old_a.lo = 0x200000, old_a.hi = 0x204000;  // starts before the new one
+  old_b.lo = 0x206000, old_b.hi = 0x20a000;  // starts inside it, ends after
+  old_a.published.store(1), old_b.published.store(1);
+  t.insert(&old_a);
+  t.insert(&old_b);
+  fresh.lo = 0x202000, fresh.hi = 0x208000;
+  t.insert(&fresh);
+
+  for (std::uintptr_t a : {0x202000ul, 0x203fffu + 0ul, 0x207000ul}) {
+    Region* hit = t.acquire(a);
+    CHECK(hit == &fresh);
+    if (hit) t.release(hit);
+  }
+  Region* stale = t.acquire(0x201000);  // old_a's other pages: no longer guarded by anyone
+  CHECK(stale == nullptr);
+  if (stale) t.release(stale);
+  std::vector<Region*> seen;
+  t.for_each_overlapping(0x203000, 0x203010, [&](Region* x) { seen.push_back(x); });
+  CHECK(seen == std::vector<Region*>{&fresh});
+  // The older collective retiring later erases nothing of the new one.
+  t.erase(&old_a);
+  t.erase(&old_b);
+  CHECK(t.acquire(0x207000) == &fresh);
+  t.release(&fresh);
+  t.erase(&fresh);
+  CHECK(t.empty());
+}

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bench_common.h"
 #include "bench_mpi.h"
@@ -44,7 +45,10 @@ static const char kCommonUsage[] =
     "  --curc-short F      T_CURC = F * Tcomm in (d), (e) (default 0.5)\n"
     "  --rate-slow F       R_CRC = F * Rcomm in (b), (d) (default 0.5)\n"
     "  --rate-fast F       R_CRC = F * Rcomm in (a), (c), (e) (default 2)\n"
-    "  --json FILE         write the results as JSON (format tnbc-bench)\n";
+    "  --json FILE         write the results as JSON (format tnbc-bench)\n"
+    "  --curc-sleep        diagnostic: CURC sleeps for the time its computation would take, so\n"
+    "                      the CPU is free meanwhile (not the paper's scenarios: it shows what the\n"
+    "                      communication's own CPU work costs the computation on this machine)\n";
 
 static const char* kOptimizeSkipped = "the optimize mode does not use the profile yet";
 
@@ -54,10 +58,23 @@ static volatile double g_sink;
 static volatile uint64_t g_checksum;   /* keeps calibration's CRC passes from being optimised away */
 
 /* CURC: `units` steps of a dependent floating-point chain; touches no memory. */
-static void curc(long units) {
+static void curc_compute(long units) {
   double x = 1.0;
   for (long i = 0; i < units; i++) x = x * 1.0000001 + 1e-9;
   g_sink = x;
+}
+
+static double g_curc_sleep_unit;  /* seconds per CURC step when CURC sleeps (--curc-sleep), else 0 */
+
+static void curc(long units) {
+  if (g_curc_sleep_unit <= 0) {
+    curc_compute(units);
+    return;
+  }
+  const double s = (double)units * g_curc_sleep_unit;
+  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
 }
 
 /* CRC: reads the blocks in `order`, every 64-byte line folded into a checksum, with `units`
@@ -91,7 +108,8 @@ int overlap_parse(int argc, char** argv, overlap_params* p, int bcast, const cha
       {"scenarios", required_argument, 0, 's'},   {"curc-long", required_argument, 0, 'L'},
       {"curc-short", required_argument, 0, 'S'},  {"rate-slow", required_argument, 0, 'W'},
       {"rate-fast", required_argument, 0, 'F'},   {"json", required_argument, 0, 'j'},
-      {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
+      {"curc-sleep", no_argument, 0, 'Z'},        {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
   const char* bad = NULL;
   int c;
   opterr = 0;
@@ -122,6 +140,7 @@ int overlap_parse(int argc, char** argv, overlap_params* p, int bcast, const cha
         if ((p->rate_fast = atof(optarg)) <= 1.0) bad = "--rate-fast wants a multiple of Rcomm > 1 (a, c, e)";
         break;
       case 'j': p->json = optarg; break;
+      case 'Z': p->curc_sleep = 1; break;
       case 'h':
         if (rank == 0) printf("%s%s", usage, kCommonUsage);
         return 1;
@@ -200,7 +219,7 @@ static double median_time(int reps, int is_curc, const struct overlap_collective
   if (reps > 9) reps = 9;
   for (int i = 0; i < reps; i++) {
     const double t0 = bench_cpu_now();
-    if (is_curc) curc(units);
+    if (is_curc) curc_compute(units);
     else g_checksum = crc(c->buffer(c->ctx, VAR_BLOCKING), order, c->nblocks, c->block_bytes, units);
     t[i] = bench_cpu_now() - t0;
   }
@@ -507,6 +526,7 @@ static void json_parameters(bench_json* j, const overlap_params* p, const struct
   bench_json_num(j, "curc_short", p->curc_short);
   bench_json_num(j, "rate_slow", p->rate_slow);
   bench_json_num(j, "rate_fast", p->rate_fast);
+  bench_json_int(j, "curc_sleep", p->curc_sleep);
   bench_json_end(j);
 }
 
@@ -528,6 +548,7 @@ static void print_header(const overlap_params* p, const struct overlap_collectiv
   printf("%s (%s), %d iterations; medians over iterations of the max over ranks\n", c->nblocks > 16 ? ",..." : "",
          p->order, p->iterations);
   bench_print_tnbc(stdout);
+  if (p->curc_sleep) printf("CURC SLEEPS (--curc-sleep, a diagnostic): the CPU is free while the program \"computes\"\n");
   printf("calibration: Tcomm %.3f ms, Rcomm %.1f MB/s; CURC step %.2f ns; CRC pass %.3f ms + %.2f ns per step\n",
          k->tcomm * 1e3, k->rcomm / 1e6, k->curc_unit * 1e9, k->crc_base * 1e3, k->crc_unit * 1e9);
   printf("  %-14s %9s %10s %9s %9s %8s %11s %10s\n", "variant", "total ms", "overlap ms", "ideal ms", "ach/ideal",
@@ -547,6 +568,7 @@ int overlap_run(const overlap_params* p, const struct overlap_collective* c) {
   }
   calibration k;
   calibrate(p, c, order, &k);
+  if (p->curc_sleep) g_curc_sleep_unit = k.curc_unit;  /* a step's time, slept */
 
   bench_json j;
   if (bench_json_open(&j, rank == 0 ? p->json : NULL, c->program) != 0) PMPI_Abort(MPI_COMM_WORLD, 2);

@@ -35,6 +35,7 @@ typedef struct overlap_params {
   double curc_long, curc_short;  /* T_CURC as a multiple of Tcomm: (a), and (d)/(e) */
   double rate_slow, rate_fast;   /* R_CRC as a multiple of Rcomm: (b)/(d), and (a)/(c)/(e) */
   const char* json;
+  int curc_sleep;        /* CURC sleeps as long as its computation would take (diagnostic) */
 } overlap_params;
 
 /* What a program supplies: the collective, its buffers and how to check them. */

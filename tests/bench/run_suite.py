@@ -4,6 +4,9 @@
   guard_costs                       once, without MPI and without tnbc
   table1_alltoall, table1_bcast     per np and access order, on the emulated link
                                     (npb-harness/netrun.py), with and without libtnbc.so
+                                    (TNBC_MODE=nbc); then a trace pass, `tnbc merge` of it
+                                    into a profile, and a run with TNBC_MODE=optimize and
+                                    that profile (its tnbc row is tnbc-optimize)
   passthrough_overhead              per np, on shared memory (the strictest case for a
                                     per-call cost) and on the emulated link, with and
                                     without libtnbc.so
@@ -14,7 +17,7 @@ issue's goals on the runs with tnbc. Figures from a busy machine are noise: reru
 
 usage: run_suite.py [--build-dir build] [--out DIR] [--np 2,4] [--orders seq,reverse,swap]
                     [--programs alltoall,bcast] [--iterations 10] [--rate 4gbit]
-                    [--no-netrun] [--only-with-tnbc] [-- EXTRA TABLE1 OPTIONS]
+                    [--no-netrun] [--only-with-tnbc] [--no-optimize] [-- EXTRA TABLE1 OPTIONS]
 """
 import argparse
 import datetime
@@ -48,18 +51,33 @@ class Suite:
         if os.geteuid() == 0:
             self.env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 
-    def mpirun(self, np, tnbc, name):
+    def mpirun(self, np, tnbc, name, mode, profile):
         cmd = ["mpirun", "--oversubscribe", "-np", str(np)]
         if tnbc:
             outdir = os.path.join(self.a.out, "tnbc-" + name)
             os.makedirs(outdir, exist_ok=True)
-            cmd += ["-x", "LD_PRELOAD=" + self.lib, "-x", "TNBC_MODE=nbc", "-x", "TNBC_OUTPUT_DIR=" + outdir]
+            cmd += ["-x", "LD_PRELOAD=" + self.lib, "-x", "TNBC_MODE=" + mode, "-x", "TNBC_OUTPUT_DIR=" + outdir]
+            if profile:
+                cmd += ["-x", "TNBC_PROFILE=" + os.path.abspath(profile)]
         return cmd
 
-    def run(self, name, program, args, np=None, tnbc=False, net=False):
+    def trace_profile(self, name, program, args, np):
+        """A trace pass of the program (TNBC_MODE=trace) merged into a profile (tnbc merge), for
+        its optimize run; None (said) when either fails."""
+        self.run(name, program, args, np=np, tnbc=True, net=True, mode="trace", record=False)
+        profile = os.path.join(self.a.out, name + ".profile")
+        tool = os.path.join(self.a.build_dir, "tools", "tnbc")
+        r = subprocess.run([tool, "merge", os.path.join(self.a.out, "tnbc-" + name), "-o", profile, "--quiet"],
+                           text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        if r.returncode != 0:
+            log(f"!! tnbc merge of {name} failed: {r.stdout.strip()}")
+            return None
+        return profile
+
+    def run(self, name, program, args, np=None, tnbc=False, net=False, mode="nbc", profile=None, record=True):
         """Runs one program; returns its parsed JSON (None on failure, recorded)."""
         path = os.path.join(self.a.out, name + ".json")
-        cmd = ([] if np is None else self.mpirun(np, tnbc, name)) + [os.path.join(self.bench, program)] + args
+        cmd = ([] if np is None else self.mpirun(np, tnbc, name, mode, profile)) + [os.path.join(self.bench, program)] + args
         cmd += ["--json", path]
         where = "none (no MPI)" if np is None else "plain (shared memory)"
         if net and not self.a.no_netrun:
@@ -71,11 +89,12 @@ class Suite:
             log("netrun: no network namespace here; running on plain loopback (overlap figures mean little)")
             self.a.no_netrun = True
             self.net = "loopback (netrun unavailable)"
-            return self.run(name, program, args, np, tnbc, net)
+            return self.run(name, program, args, np, tnbc, net, mode, profile, record)
         with open(os.path.join(self.a.out, name + ".txt"), "w") as f:
             f.write(r.stdout)
         log(r.stdout.rstrip())
-        entry = {"name": name, "program": program, "np": np, "tnbc_preloaded": tnbc, "network": where,
+        entry = {"name": name, "program": program, "np": np, "tnbc_preloaded": tnbc,
+                 "tnbc_mode": mode if tnbc else None, "profile": profile, "network": where,
                  "command": cmd, "exit_status": r.returncode, "result": None}
         if r.returncode == 0 and os.path.exists(path):
             with open(path) as f:
@@ -84,7 +103,8 @@ class Suite:
             log(f"!! {name} failed (exit status {r.returncode}); see {name}.txt")
         if tnbc:
             entry["tnbc_summary"] = early_returns(os.path.join(self.a.out, "tnbc-" + name))
-        self.runs.append(entry)
+        if record or r.returncode != 0:
+            self.runs.append(entry)
         return entry["result"]
 
 
@@ -109,7 +129,7 @@ def table1_rows(runs):
         if not d or "scenarios" not in d:
             continue
         label = f"{d['parameters']['collective']} np{r['np']} {d['parameters']['order']} " + \
-                ("+tnbc" if r["tnbc_preloaded"] else "no-tnbc")
+                (f"+{r['tnbc_mode']}" if r["tnbc_preloaded"] else "no-tnbc")
         for s in d["scenarios"]:
             v = {x["name"]: x for x in s["variants"]}
             t, m, b = v["tnbc"], v["mpi3"], v["blocking"]
@@ -128,7 +148,7 @@ def goals(runs):
         if not r["tnbc_preloaded"] or not d:
             continue
         if "scenarios" in d:
-            label = f"{d['parameters']['collective']} np{r['np']} {d['parameters']['order']}"
+            label = f"{d['parameters']['collective']} np{r['np']} {d['parameters']['order']} {r['tnbc_mode']}"
             tn = {s["id"]: next(v for v in s["variants"] if v["name"] == "tnbc") for s in d["scenarios"]}
             worst_ach = min(tn.items(), key=lambda kv: kv[1]["achieved_over_ideal"])
             worst_init = max(tn.items(), key=lambda kv: kv[1]["tinit_over_tcomm"])
@@ -209,6 +229,8 @@ def main():
     ap.add_argument("--rate", default="4gbit")
     ap.add_argument("--no-netrun", action="store_true", help="plain loopback instead of the emulated link")
     ap.add_argument("--only-with-tnbc", action="store_true", help="skip the runs without libtnbc.so")
+    ap.add_argument("--no-optimize", action="store_true",
+                    help="skip the trace pass and the optimize run (TNBC_PROFILE from it) of each Table 1 case")
     ap.add_argument("extra", nargs=argparse.REMAINDER, help="-- options passed to the Table 1 programs")
     a = ap.parse_args()
     extra = a.extra[1:] if a.extra and a.extra[0] == "--" else a.extra
@@ -227,10 +249,16 @@ def main():
     for np in nps:
         for order in a.orders.split(","):
             for prog in a.programs.split(","):
+                args = ["--iterations", str(a.iterations), "--order", order] + extra
                 for tnbc in pres:
                     name = f"table1_{prog}-np{np}-{order}-{'tnbc' if tnbc else 'plain'}"
-                    s.run(name, "table1_" + prog, ["--iterations", str(a.iterations), "--order", order] + extra,
-                          np=np, tnbc=tnbc, net=True)
+                    s.run(name, "table1_" + prog, args, np=np, tnbc=tnbc, net=True)
+                if not a.no_optimize:
+                    base = f"table1_{prog}-np{np}-{order}"
+                    profile = s.trace_profile(base + "-trace", "table1_" + prog, args, np)
+                    if profile:
+                        s.run(base + "-optimize", "table1_" + prog, args, np=np, tnbc=True, net=True,
+                              mode="optimize", profile=profile)
         for net in (False, True):
             for tnbc in pres:
                 s.run(f"passthrough-np{np}-{'net' if net else 'shm'}-{'tnbc' if tnbc else 'plain'}",
@@ -241,7 +269,7 @@ def main():
     lines = [f"tnbc benchmark suite: {machine and machine['date']}, {machine and machine['nproc']} CPUs, "
              f"{machine and machine['kernel']}, {machine and machine['mpi_library']}; network: {s.net}",
              ""] + table1_rows(s.runs) + [""] + passthrough_lines(s.runs) + guard_lines(s.runs) + ["", "goals (runs with tnbc):"]
-    lines += [f"  {'met' if x['met'] else 'NOT MET':<8}{x['run']:<24} {x['goal']}: {x['value']:.3f} ({x['where']})"
+    lines += [f"  {'met' if x['met'] else 'NOT MET':<8}{x['run']:<33} {x['goal']}: {x['value']:.3f} ({x['where']})"
               for x in g]
     failed = [r["name"] for r in s.runs if r["exit_status"] != 0]
     if failed:

@@ -13,7 +13,7 @@ NPB_SRC environment variable), real NPB 3.4 MPI IS and FT built from the user's 
 into OUT/npb-build first; the user's tree is not modified).
 
 usage: harness.py [--tnbc PATH] [--build-dir build] [--benchmarks is,ft] [--classes S]
-                  [--np 4] [--net shaped|loopback] [--rate 4gbit] [--passes baseline,nbc,trace]
+                  [--np 4] [--net shaped|loopback] [--rate 4gbit] [--passes baseline,nbc,trace,optimize]
                   [--npb-src DIR] [--out DIR] [--repeat 1] [--timeout 600]
 """
 import argparse
@@ -145,7 +145,7 @@ def main():
     ap.add_argument("--np", default="4")
     ap.add_argument("--net", default="shaped", help="shaped (emulated link, needs namespaces) or loopback")
     ap.add_argument("--rate", default="4gbit")
-    ap.add_argument("--passes", default="baseline,nbc,trace")
+    ap.add_argument("--passes", default="baseline,nbc,trace,optimize")
     ap.add_argument("--npb-src", default=os.environ.get("NPB_SRC"))
     ap.add_argument("--out", default=None)
     ap.add_argument("--repeat", type=int, default=1)

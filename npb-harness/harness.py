@@ -3,18 +3,19 @@
 
 For each (benchmark, class, np) and each pass (baseline = no tnbc; nbc, trace, optimize =
 `tnbc exec --mode ...`; after a trace pass the ranks' traces are merged into a profile with
-`tnbc merge`) it runs the program under mpirun (on the emulated link by default, see
-netrun.py), checks NPB's "Verification = SUCCESSFUL" (a failed or missing verification is
-reported loudly and makes the harness exit 1), parses times and communication timers, writes
-OUT/summary.json and prints a table.
+`tnbc merge`) it runs the program under mpirun (on the emulated link by default; with --nodes K
+on K emulated nodes, ranks placed block-wise; see netrun.py), checks NPB's "Verification =
+SUCCESSFUL" (a failed or missing verification is reported loudly and makes the harness exit 1),
+parses times and communication timers, writes OUT/summary.json and prints a table.
 
 Benchmarks: the built-in proxies (is, ft: npb-harness/proxies) or, with --npb-src DIR (or the
 NPB_SRC environment variable), real NPB 3.4 MPI IS and FT built from the user's tree (copied
 into OUT/npb-build first; the user's tree is not modified).
 
 usage: harness.py [--tnbc PATH] [--build-dir build] [--benchmarks is,ft] [--classes S]
-                  [--np 4] [--net shaped|loopback] [--rate 4gbit] [--passes baseline,nbc,trace,optimize]
-                  [--npb-src DIR] [--out DIR] [--repeat 1] [--timeout 600]
+                  [--np 4] [--net shaped|loopback] [--rate 4gbit] [--nodes 1]
+                  [--passes baseline,nbc,trace,optimize] [--npb-src DIR] [--out DIR] [--repeat 1]
+                  [--timeout 600]
 """
 import argparse
 import datetime
@@ -28,6 +29,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NETRUN = os.path.join(HERE, "netrun.py")
+# How long a timed-out run gets to clean up after SIGTERM (netrun: namespaces) before SIGKILL.
+STOP_GRACE_S = 30
 
 MAKE_DEF = """# written by tnbc's npb-harness for the local MPI compilers
 MPIFC = mpif90
@@ -116,6 +119,22 @@ def namespaces_allowed():
     return r.returncode == 0
 
 
+def run_bounded(cmd, cwd, env, timeout):
+    """(output, exit status) of cmd; after `timeout` seconds it gets SIGTERM (netrun then removes
+    its namespaces, which SIGKILL would leave behind) and the status is -1."""
+    p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        return p.communicate(timeout=timeout)[0], p.returncode
+    except subprocess.TimeoutExpired:
+        p.terminate()
+        try:
+            output = p.communicate(timeout=STOP_GRACE_S)[0]
+        except subprocess.TimeoutExpired:
+            p.kill()
+            output = p.communicate()[0]
+        return output + f"\nharness: timed out after {timeout:.0f} s", -1
+
+
 def parse(output):
     res = {"verified": "Verification    =               SUCCESSFUL" in output or
            re.search(r"Verification\s*=\s*SUCCESSFUL", output) is not None}
@@ -145,6 +164,7 @@ def main():
     ap.add_argument("--np", default="4")
     ap.add_argument("--net", default="shaped", help="shaped (emulated link, needs namespaces) or loopback")
     ap.add_argument("--rate", default="4gbit")
+    ap.add_argument("--nodes", type=int, default=1, help="emulated nodes K of the shaped network (default 1)")
     ap.add_argument("--passes", default="baseline,nbc,trace,optimize")
     ap.add_argument("--npb-src", default=os.environ.get("NPB_SRC"))
     ap.add_argument("--out", default=None)
@@ -167,9 +187,13 @@ def main():
         sys.exit(f"harness: {tnbc} not found (build first, or --tnbc PATH)")
     net = a.net
     if net == "shaped" and not namespaces_allowed():
-        log("network namespaces are not allowed here (needs root or CAP_NET_ADMIN): "
+        log("network namespaces are not allowed here (needs root: CAP_SYS_ADMIN and CAP_NET_ADMIN): "
             "running on plain loopback instead; overlap figures then mean little")
         net = "loopback"
+    if net == "loopback" and a.nodes > 1:
+        log(f"--nodes {a.nodes} needs the shaped network: all ranks run on one node")
+    elif net == "shaped" and a.nodes > 1:
+        net = f"{a.nodes}-nodes"
     progs = build_npb(a.npb_src, out, benchmarks, classes) if a.npb_src else proxy_programs(build, benchmarks, classes)
     kind = "npb" if a.npb_src else "proxy"
 
@@ -194,20 +218,14 @@ def main():
                             cmd += ["--profile", profiles[(bench, cls, np)]]
                         cmd += ["--"]
                     cmd += prog
-                    if net == "shaped":
-                        cmd = [sys.executable, NETRUN, "--rate", a.rate, "--"] + cmd
+                    if net != "loopback":
+                        cmd = [sys.executable, NETRUN, "--rate", a.rate, "--nodes", str(a.nodes), "--"] + cmd
                     log(f"[{done}/{total}] {bench}.{cls} np={np} {p} ({net})")
                     env = dict(os.environ)
                     if os.geteuid() == 0:
                         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
                     t0 = time.time()
-                    try:
-                        r = subprocess.run(cmd, cwd=rundir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                           text=True, timeout=a.timeout)
-                        output, code = r.stdout, r.returncode
-                    except subprocess.TimeoutExpired as e:
-                        output, code = (e.stdout or "") if isinstance(e.stdout, str) else "", -1
-                        output += f"\nharness: timed out after {a.timeout:.0f} s"
+                    output, code = run_bounded(cmd, rundir, env, a.timeout)
                     with open(os.path.join(rundir, "output.txt"), "w") as f:
                         f.write(output)
                     res = parse(output)
@@ -224,7 +242,8 @@ def main():
                             profile = None
                         else:
                             profiles[(bench, cls, np)] = profile
-                    run = {"benchmark": bench, "kind": kind, "class": cls, "np": np, "net": net, "pass": p,
+                    run = {"benchmark": bench, "kind": kind, "class": cls, "np": np, "net": net,
+                           "nodes": 1 if net == "loopback" else a.nodes, "pass": p,
                            "repeat": rep, "time": res["time"], "verified": res["verified"] and code == 0,
                            "exit": code, "comm_timers": res["timers"], "wall": time.time() - t0,
                            "output": os.path.join(rundir, "output.txt"),

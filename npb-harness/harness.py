@@ -262,7 +262,10 @@ def main():
     # Comparison: medians per (benchmark, class, np, pass), speedup and hidden share vs baseline.
     def median(xs):
         xs = sorted(x for x in xs if x is not None)
-        return xs[len(xs) // 2] if xs else None
+        if not xs:
+            return None
+        mid = len(xs) // 2
+        return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2  # an even count: not the larger one
 
     print()
     print(f"{'benchmark':10} {'class':5} {'np':>3} {'net':8} {'pass':9} {'time s':>9} {'speedup':>8} "

@@ -43,7 +43,8 @@ const std::vector<Option> kOptions = {
      &Settings::send_copy},
     {"min_bytes", OptionType::Bytes, "auto", "",
      "Smallest sub-message (bytes per peer, or per broadcast) that returns early; smaller "
-     "collectives run blocking. auto: derived from the page size and the measured guard cost.",
+     "collectives run blocking. auto: three pages, the smallest sub-message with a whole page to "
+     "guard between its partial first and last pages (not yet derived from measured costs).",
      &Settings::min_bytes},
     {"bcast_max_segments", OptionType::Integer, "5", "",
      "Most segments a broadcast is split into (the paper found no gain beyond 5).",

@@ -23,14 +23,16 @@ void pause_briefly() {
   nanosleep(&ts, nullptr);
 }
 
-// Makes the read-only pages writable again, once (async-signal-safe).
+// Makes the read-only pages writable again, once (async-signal-safe). The regions then count as
+// done (`published`): a later collective on these pages replaces them in the guard table.
 void open_pages(InFlight& f) {
   int expected = kReadOnly;
   if (f.send_open.compare_exchange_strong(expected, kOpening, std::memory_order_acq_rel)) {
     for (std::size_t k = 0; k < f.send_region_count; ++k) {
-      const Region& r = f.send_regions[k];
+      Region& r = f.send_regions[k];
       if (::mprotect(reinterpret_cast<void*>(r.lo), r.hi - r.lo, PROT_READ | PROT_WRITE) != 0)
         log_raw("tnbc: cannot make a send buffer writable again (mprotect failed)");
+      r.published.store(1, std::memory_order_release);
     }
     f.send_open.store(kOpen, std::memory_order_release);
     return;

@@ -35,11 +35,13 @@ const std::vector<Option> kOptions = {
      "SIGSEGV handler and the data is written through /proc/self/mem; auto: uffd where the "
      "kernel allows it, else protect.",
      &Settings::guard},
-    {"send_copy", OptionType::Choice, "lazy", "lazy|eager",
+    {"send_copy", OptionType::Choice, "eager", "eager|lazy",
      "When the bytes to send are copied out of the program's send buffer. eager: all of them "
      "inside the call; lazy: only what is sent from inside the call, the rest by the progress "
      "thread just before sending it, the pages staying read-only until then (a write by the "
-     "program first copies what is left).",
+     "program first copies what is left). lazy relies on the free() fence: memory freed through "
+     "an allocator tnbc does not see (a sanitizer's, one linked statically into the program) "
+     "could be purged before it is copied.",
      &Settings::send_copy},
     {"min_bytes", OptionType::Bytes, "auto", "",
      "Smallest sub-message (bytes per peer, or per broadcast) that returns early; smaller "

@@ -17,7 +17,7 @@ enum class LogLevel { Error, Warn, Info, Debug };
 // How received pages are held back until their data is there (runtime/uffd.hh, runtime/guard.hh).
 enum class GuardBackend { Auto, Uffd, Protect };
 // When the bytes to send are copied out of the program's send buffer (runtime/send_copy.hh).
-enum class SendCopy { Lazy, Eager };
+enum class SendCopy { Eager, Lazy };
 
 // Effective settings, filled from the table below.
 struct Settings {
@@ -26,7 +26,7 @@ struct Settings {
   std::string output_dir;
   LogLevel log = LogLevel::Warn;
   GuardBackend guard = GuardBackend::Auto;
-  SendCopy send_copy = SendCopy::Lazy;
+  SendCopy send_copy = SendCopy::Eager;
   std::optional<std::uint64_t> min_bytes;   // nullopt = "auto" (from the cost model)
   std::int64_t bcast_max_segments = 5;
   std::int64_t send_window = 4;

@@ -48,21 +48,30 @@ void report_missing(const void* owner) {
                 kKindNames[static_cast<int>(f->kind)], static_cast<unsigned long long>(f->sequence), f->comm_size,
                 f->base_tag);
   log_raw(line);
-  // Peers with which nothing at all was exchanged: those have most likely not called the
-  // collective (a peer that did sends its edge pieces at once). Said first: MPI_Abort may cut
-  // the list below short.
+  // Peers nothing was received from (or, for a peer we only send to, none of whose sends was
+  // taken): those have most likely not called the collective, since a peer that did sends its
+  // edge pieces at once. Sends that completed say little (an eager send completes locally), so
+  // they only count where nothing is to be received. Said first: MPI_Abort may cut the list
+  // below short.
   int suspects = 0;
   for (std::size_t i = 0; i < f->pieces.size() && suspects < 16; ++i) {
     const int peer = f->pieces[i].peer;
-    bool seen_before = false, any_done = false;
+    bool seen_before = false, receives = false, received = false, delivered = false;
     for (std::size_t j = 0; j < f->pieces.size() && !seen_before; ++j) {
-      if (f->pieces[j].peer != peer) continue;
+      const Piece& p = f->pieces[j];
+      if (p.peer != peer) continue;
       seen_before = j < i;
-      any_done = any_done || f->done[j].load();
+      const bool done = f->done[j].load();
+      if (p.dir == Dir::Recv) {
+        receives = true;
+        received = received || done;
+      } else {
+        delivered = delivered || done;
+      }
     }
-    if (seen_before || any_done || peer < 0) continue;
-    std::snprintf(line, sizeof line, "  rank %d: nothing received from it or delivered to it in this collective "
-                  "(it has most likely not called it, or died)", peer);
+    if (seen_before || peer < 0 || (receives ? received : delivered)) continue;
+    std::snprintf(line, sizeof line, "  rank %d: nothing %s in this collective (it has most likely not called it, or died)",
+                  peer, receives ? "received from it" : "delivered to it");
     log_raw(line);
     ++suspects;
   }

@@ -58,6 +58,7 @@ def add_launcher_options(ap):
     ap.add_argument("--mpi", choices=["openmpi", "mpich"], default="openmpi")
     ap.add_argument("--mpirun", default="mpirun")
     ap.add_argument("--preload-first", action="append", default=[])
+    ap.add_argument("--env", action="append", default=[], help="K=V set in the ranks' environment")
 
 
 def run_mpirun(np, exports, cmd, timeout, opts=None):
@@ -66,6 +67,10 @@ def run_mpirun(np, exports, cmd, timeout, opts=None):
     oversubscribed); returns (launcher exit status, output). Fails the test on a timeout."""
     mpi, mpirun = getattr(opts, "mpi", "openmpi"), getattr(opts, "mpirun", "mpirun")
     first = getattr(opts, "preload_first", [])
+    exports = dict(exports)
+    for kv in getattr(opts, "env", []):
+        k, v = kv.split("=", 1)
+        exports[k] = v
     if first and exports.get("LD_PRELOAD"):
         exports = dict(exports, LD_PRELOAD=":".join(first + [exports["LD_PRELOAD"]]))
     env = dict(os.environ)
@@ -176,7 +181,6 @@ def main():
     ap.add_argument("--lib")
     ap.add_argument("--mode", default="nbc")
     ap.add_argument("--no-lib", action="store_true")
-    ap.add_argument("--env", action="append", default=[])
     ap.add_argument("--expect-exit", type=int, default=0)
     ap.add_argument("--expect-output", action="append", default=[])
     ap.add_argument("--expect-once", action="append", default=[])
@@ -194,9 +198,6 @@ def main():
         fail(f"{a.mpirun} not found (install openmpi-bin or mpich)")
     outdir = tempfile.mkdtemp(prefix="tnbc-mpitest-")
     exports = {"TNBC_OUTPUT_DIR": outdir, "TNBC_MODE": a.mode}
-    for kv in a.env:
-        k, v = kv.split("=", 1)
-        exports[k] = v
     if not a.no_lib:
         if not a.lib or not os.path.exists(a.lib):
             fail(f"library {a.lib} not found")

@@ -47,7 +47,7 @@ bool publication_available() { return proc_mem_fd() >= 0; }
 namespace {
 // The bytes of piece `i` that lie outside its regions (in partial pages nobody guards), for the
 // userfaultfd backend, where a region's pages are filled whole from staging.
-bool copy_outside_regions(InFlight& f, int i, char* dst, const char* src, std::size_t n) {
+void copy_outside_regions(InFlight& f, int i, char* dst, const char* src, std::size_t n) {
   auto [first, last] = f.piece_regions.empty() ? std::pair{0, 0} : f.piece_regions[static_cast<std::size_t>(i)];
   auto at = reinterpret_cast<std::uintptr_t>(dst);
   const std::uintptr_t end = at + n;
@@ -57,7 +57,6 @@ bool copy_outside_regions(InFlight& f, int i, char* dst, const char* src, std::s
     at = std::max(at, r.hi);
   }
   if (at < end) std::memcpy(reinterpret_cast<void*>(at), src + (at - reinterpret_cast<std::uintptr_t>(dst)), end - at);
-  return true;
 }
 
 bool open_region(InFlight& f, Region& r) {
@@ -84,7 +83,7 @@ bool publish_piece(InFlight& f, int i) {
     const char* src = f.recv_data + p.offset;
     switch (f.guard) {
       case InFlight::Guard::Protect: ok = poke(dst, src, p.length); break;
-      case InFlight::Guard::Uffd: ok = copy_outside_regions(f, i, dst, src, p.length); break;
+      case InFlight::Guard::Uffd: copy_outside_regions(f, i, dst, src, p.length); break;
       case InFlight::Guard::None: std::memcpy(dst, src, p.length); break;
     }
     if (!ok) log(LogLevel::Error, "publishing %zu received bytes at %p failed: %s", p.length,

@@ -35,6 +35,13 @@ const std::vector<Option> kOptions = {
      "SIGSEGV handler and the data is written through /proc/self/mem; auto: uffd where the "
      "kernel allows it, else protect.",
      &Settings::guard},
+    {"uffd_publish", OptionType::Choice, "auto", "auto|copy",
+     "How the userfaultfd guard holds back and publishes received pages. auto: it moves the "
+     "buffer's own pages into tnbc's staging in the call and moves them back filled "
+     "(UFFDIO_MOVE, Linux >= 6.8: nothing copied, freed or allocated), copying where the kernel "
+     "will not move a page or the staging forwards data (a broadcast's inner ranks); copy: the "
+     "pages are emptied (MADV_DONTNEED) and filled with copies (UFFDIO_COPY).",
+     &Settings::uffd_publish},
     {"send_copy", OptionType::Choice, "eager", "eager|lazy",
      "When the bytes to send are copied out of the program's send buffer. eager: all of them "
      "inside the call; lazy: only what is sent from inside the call, the rest by the progress "

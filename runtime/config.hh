@@ -18,6 +18,8 @@ enum class LogLevel { Error, Warn, Info, Debug };
 enum class GuardBackend { Auto, Uffd, Protect };
 // When the bytes to send are copied out of the program's send buffer (runtime/send_copy.hh).
 enum class SendCopy { Eager, Lazy };
+// How the userfaultfd guard publishes a region (runtime/uffd.hh): moving pages where it can.
+enum class UffdPublish { Auto, Copy };
 
 // Effective settings, filled from the table below.
 struct Settings {
@@ -27,6 +29,7 @@ struct Settings {
   LogLevel log = LogLevel::Warn;
   GuardBackend guard = GuardBackend::Auto;
   SendCopy send_copy = SendCopy::Eager;
+  UffdPublish uffd_publish = UffdPublish::Auto;
   std::optional<std::uint64_t> min_bytes;   // nullopt = "auto" (from the cost model)
   std::int64_t bcast_max_segments = 5;
   std::int64_t send_window = 4;
@@ -38,6 +41,7 @@ struct Settings {
 
 // Where a parsed value goes; the alternative must agree with the option's type.
 using Field = std::variant<Mode Settings::*, LogLevel Settings::*, GuardBackend Settings::*, SendCopy Settings::*,
+                           UffdPublish Settings::*,
                            std::string Settings::*,
                            std::optional<std::uint64_t> Settings::*, std::int64_t Settings::*>;
 

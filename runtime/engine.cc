@@ -144,9 +144,8 @@ class EngineImpl final : public Engine {
       stats_.record(Kind::Bcast, site, bytes, Outcome::EarlyReturn, Reason::None);
       return MPI_SUCCESS;
     }
-    f->recv_block = pool_.acquire(bytes);
-    if (!f->recv_block.data) return out_of_memory_bcast(buffer, count, type, root, comm, site, bytes);
-    f->recv_data = f->send_data = f->recv_block.data;
+    f->recv_data = f->send_data = staging_for(f->recv_block, bytes, buffer);
+    if (!f->recv_data) return out_of_memory_bcast(buffer, count, type, root, comm, site, bytes);
     f->user_recv = dense ? static_cast<char*>(buffer) : nullptr;
     const auto base = reinterpret_cast<std::uintptr_t>(buffer);
     Reason why = dense ? try_guard(*f, base, base, base + bytes) : Reason::NoncontiguousDatatype;
@@ -305,7 +304,7 @@ class EngineImpl final : public Engine {
     if (!listed_all) {
       // Overlaps a region still in use: another thread's collective on these pages.
       log(LogLevel::Info, "receive buffer overlaps a buffer still guarded: completing in the call");
-    } else if (uffd_ok && empty_regions(f, base, own)) {
+    } else if (uffd_ok && (f.swapped = can_swap_pages(f, base), empty_regions(f, base, own))) {
       f.guard = InFlight::Guard::Uffd;
       return Reason::None;
     }
@@ -322,6 +321,23 @@ class EngineImpl final : public Engine {
     f.piece_regions.clear();
     f.regions_remaining.store(0);
     return handler ? Reason::NotGuardable : Reason::SignalHandler;
+  }
+
+  // Page swapping needs the staging at the same offset in its pages as the user's buffer (see
+  // staging_for) and no send reading the staging after publication (a broadcast's forwards).
+  bool can_swap_pages(const InFlight& f, std::uintptr_t base) const {
+    if (s_.uffd_publish != UffdPublish::Auto || !uffd::can_swap()) return false;
+    if ((reinterpret_cast<std::uintptr_t>(f.recv_data) - base) % page_ != 0) return false;
+    if (f.send_data != f.recv_data) return true;
+    return std::none_of(f.pieces.begin(), f.pieces.end(), [](const Piece& p) { return p.dir == Dir::Send; });
+  }
+
+  // Receive staging for `bytes` laid out like the user's buffer at `user`: at the same offset in
+  // its pages, so that whole pages can move between the two (page swapping).
+  char* staging_for(Block& block, std::size_t bytes, const void* user) {
+    const std::size_t shift = reinterpret_cast<std::uintptr_t>(user) % page_;
+    block = pool_.acquire(bytes + shift);
+    return block.data ? block.data + shift : nullptr;
   }
 
   // Runs of adjacent regions, each handled with one system call: fn(lo, hi) for each.
@@ -372,9 +388,24 @@ class EngineImpl final : public Engine {
     return true;
   }
 
-  // userfaultfd: saves the own block's bytes in the regions to staging (the publication copies
-  // whole pages from there), then registers and empties each run of regions.
+  // userfaultfd. Page swapping when it can (runtime/uffd.hh): each run of regions moves its
+  // pages, own bytes included, into the staging, which is at the same offset in its pages;
+  // all runs or none (publication treats the whole collective alike). Else saves the own
+  // block's bytes in the regions to staging (the publication copies whole pages from there),
+  // then registers and empties each run of regions.
   bool empty_regions(InFlight& f, std::uintptr_t base, ByteRange own) {
+    if (f.swapped) {
+      std::vector<ByteRange> moved;
+      const bool all = for_each_run(f, [&](std::uintptr_t a, std::uintptr_t b) {
+        if (!uffd::arm_swap(a, b, f.recv_data + (a - base))) return false;
+        moved.push_back({a, b});
+        return true;
+      });
+      if (all) return true;
+      for (const ByteRange& r : moved) uffd::fill_swapped(r.lo, r.hi, f.recv_data + (r.lo - base));
+      f.swapped = false;
+      log(LogLevel::Debug, "userfaultfd: pages would not move; copying instead");
+    }
     for (std::size_t k = 0; k < f.region_count && !own.empty(); ++k) {
       const std::uintptr_t a = std::max(own.lo, f.regions[k].lo), b = std::min(own.hi, f.regions[k].hi);
       if (a < b) std::memcpy(f.recv_data + (a - base), reinterpret_cast<const void*>(a), b - a);
@@ -446,6 +477,7 @@ class EngineImpl final : public Engine {
       stats_.record(kind, site, bytes, Outcome::EarlyReturn, Reason::None);
       if (f->guard != InFlight::Guard::None)
         stats_.record_guard(f->guard == InFlight::Guard::Uffd ? Stats::GuardUsed::Userfaultfd : Stats::GuardUsed::ProtNone);
+      if (f->swapped) stats_.record_guard(Stats::GuardUsed::UserfaultfdMoved);
       return MPI_SUCCESS;
     }
     progress_.submit(f);
@@ -559,13 +591,12 @@ class EngineImpl final : public Engine {
     auto f = start(kind, pc);
     f->call_start_ns = t_enter;
     f->send_block = pool_.acquire(stotal);
-    f->recv_block = pool_.acquire(rspan);
-    if ((stotal && !f->send_block.data) || (rspan && !f->recv_block.data)) {
+    f->recv_data = staging_for(f->recv_block, rspan, recvbuf);
+    if ((stotal && !f->send_block.data) || (rspan && !f->recv_data)) {
       log(LogLevel::Error, "out of memory for staging (%zu + %zu bytes)", stotal, rspan);
       PMPI_Abort(MPI_COMM_WORLD, 1);
     }
     f->send_data = f->send_block.data;
-    f->recv_data = f->recv_block.data;
     const std::size_t self = static_cast<std::size_t>(me);
     if (sbytes[self] != rbytes[self]) {
       log(LogLevel::Error, "%s: rank %d sends %zu bytes to itself but expects %zu (type signatures differ)",

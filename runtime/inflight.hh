@@ -36,6 +36,9 @@ struct InFlight {
   // emptied userfaultfd pages (publish a region with one UFFDIO_COPY from staging).
   enum class Guard : std::uint8_t { None, Protect, Uffd };
   Guard guard = Guard::None;
+  // Uffd only: the regions' pages were moved into the staging (runtime/uffd.hh, page swapping)
+  // and publication moves them back; else they were emptied and publication copies.
+  bool swapped = false;
 
   std::unique_ptr<Region[]> regions;
   std::size_t region_count = 0;

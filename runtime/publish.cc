@@ -3,7 +3,8 @@
 //    kernel writes the page frames directly, ignoring the protection, like a debugger's poke).
 //    Only when every piece of a region is in place does it become accessible, in one mprotect.
 //  - Guard::Uffd: the region's pages are empty (runtime/uffd.hh); when its last piece is in,
-//    one UFFDIO_COPY installs all its pages from staging. Bytes of a piece outside any region
+//    one UFFDIO_MOVE puts back its pages from staging (page swapping), or one UFFDIO_COPY
+//    installs copies of them. Bytes of a piece outside any region
 //    (partial pages, not guarded) are copied directly.
 // There is no moment at which the program can read a partly written page, and MPI never writes
 // into a guarded page.
@@ -62,8 +63,8 @@ void copy_outside_regions(InFlight& f, int i, char* dst, const char* src, std::s
 bool open_region(InFlight& f, Region& r) {
   bool ok = true;
   if (f.guard == InFlight::Guard::Uffd) {
-    const char* src = f.recv_data + (r.lo - reinterpret_cast<std::uintptr_t>(f.user_recv));
-    ok = uffd::fill(r.lo, r.hi, src);
+    char* src = f.recv_data + (r.lo - reinterpret_cast<std::uintptr_t>(f.user_recv));
+    ok = f.swapped ? uffd::fill_swapped(r.lo, r.hi, src) : uffd::fill(r.lo, r.hi, src);
   } else if (::mprotect(reinterpret_cast<void*>(r.lo), r.hi - r.lo, PROT_READ | PROT_WRITE) != 0) {
     log(LogLevel::Error, "mprotect(%p, %zu) failed: %s", reinterpret_cast<void*>(r.lo),
         static_cast<std::size_t>(r.hi - r.lo), std::strerror(errno));

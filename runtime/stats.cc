@@ -123,7 +123,7 @@ std::string Stats::summary_json(int rank, int size, const std::string& mode) con
     j << "}}";
   }
   j << "},\n \"guards\": {\"userfaultfd\": " << guards_[0].load() << ", \"prot_none\": " << guards_[1].load()
-    << "},\n ";
+    << ", \"userfaultfd_moved\": " << guards_[2].load() << "},\n ";
   if (!profile_status_.empty())
     j << "\"profile\": {\"file\": \"" << json_escape(profile_file_) << "\", \"status\": \"" << profile_status_
       << "\", \"calls_ordered\": " << profile_uses(ProfileUse::Ordered)

@@ -58,8 +58,9 @@ class Stats {
   // shards are summed when read.
   void record(Kind kind, CallSite site, std::uint64_t bytes, Outcome outcome, Reason reason);
   KindCounters kind(Kind k) const;
-  // Which guard held an early-returned receive buffer back (runtime/uffd.hh, runtime/guard.hh).
-  enum class GuardUsed { Userfaultfd, ProtNone };
+  // Which guard held an early-returned receive buffer back (runtime/uffd.hh, runtime/guard.hh);
+  // UserfaultfdMoved counts the userfaultfd ones whose pages were swapped, not copied (a subset).
+  enum class GuardUsed { Userfaultfd, ProtNone, UserfaultfdMoved };
   void record_guard(GuardUsed g) { guards_[static_cast<std::size_t>(g)].fetch_add(1, std::memory_order_relaxed); }
   // Mode optimize: the profile (TNBC_PROFILE) and its status ("loaded", "rejected", "none"),
   // and per call whether its read order came from the profile (runtime/read_order.hh).
@@ -89,7 +90,7 @@ class Stats {
   };
   Shard& shard();
 
-  std::array<std::atomic<std::uint64_t>, 2> guards_{};  // rare (early returns only): shared
+  std::array<std::atomic<std::uint64_t>, 3> guards_{};  // rare (early returns only): shared
   std::array<std::atomic<std::uint64_t>, 3> profile_uses_{};
   std::string profile_file_, profile_status_;  // set once at start-up
   mutable std::mutex mutex_;     // guards the list of shards

@@ -22,6 +22,25 @@
 #define UFFD_USER_MODE_ONLY 1
 #endif
 
+// UFFDIO_MOVE (Linux 6.8) is missing from older kernel headers (Debian 12 ships 6.1's); the ABI
+// is fixed, so declare it here.
+#ifndef UFFD_FEATURE_MOVE
+#define UFFD_FEATURE_MOVE (1 << 16)
+#endif
+#ifndef _UFFDIO_MOVE
+#define _UFFDIO_MOVE (0x05)
+struct uffdio_move {
+  __u64 dst;
+  __u64 src;
+  __u64 len;
+  __u64 mode;
+  __s64 move;  // bytes moved, or a negated error
+};
+#define UFFDIO_MOVE _IOWR(UFFDIO, _UFFDIO_MOVE, struct uffdio_move)
+#define UFFDIO_MOVE_MODE_DONTWAKE ((__u64)1 << 0)
+#define UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES ((__u64)1 << 1)
+#endif
+
 namespace tnbc::uffd {
 
 namespace {
@@ -29,6 +48,7 @@ namespace {
 int g_fd = -1;
 bool g_kernel_faults = false;
 bool g_thread_ids = false;
+bool g_can_move = false;
 
 // The listener: a fault means a thread is asleep in the kernel until its page is filled. Make
 // the progress thread hurry (and report a timeout) by waiting for the region like a fence.
@@ -73,6 +93,18 @@ void* listen(void*) {
 
 int open_uffd(int flags) { return static_cast<int>(syscall(SYS_userfaultfd, flags)); }
 
+// The optional features this kernel offers (UFFDIO_API may be called once per descriptor, and
+// fails when asked for a feature it does not know: ask a throwaway descriptor first).
+std::uint64_t available_features(int flags) {
+  const int fd = open_uffd(flags);
+  if (fd < 0) return 0;
+  uffdio_api api{};
+  api.api = UFFD_API;
+  const bool ok = ::ioctl(fd, UFFDIO_API, &api) == 0;
+  ::close(fd);
+  return ok ? api.features : 0;
+}
+
 }  // namespace
 
 bool start(std::string& why) {
@@ -92,15 +124,18 @@ bool start(std::string& why) {
     why = std::string("userfaultfd: ") + std::strerror(errno);
     return false;
   }
+  const int mode = kernel_faults ? 0 : UFFD_USER_MODE_ONLY;
+  std::uint64_t wanted = UFFD_FEATURE_MOVE;
+#ifdef UFFD_FEATURE_THREAD_ID
+  wanted |= UFFD_FEATURE_THREAD_ID;
+#endif
   uffdio_api api{};
   api.api = UFFD_API;
-#ifdef UFFD_FEATURE_THREAD_ID
-  api.features = UFFD_FEATURE_THREAD_ID;
-#endif
+  api.features = wanted & available_features(O_CLOEXEC | O_NONBLOCK | mode);
   if (::ioctl(fd, UFFDIO_API, &api) != 0) {
     // Retry without optional features (older kernels reject unknown ones).
     ::close(fd);
-    fd = open_uffd(O_CLOEXEC | O_NONBLOCK | (kernel_faults ? 0 : UFFD_USER_MODE_ONLY));
+    fd = open_uffd(O_CLOEXEC | O_NONBLOCK | mode);
     api = {};
     api.api = UFFD_API;
     if (fd < 0 || ::ioctl(fd, UFFDIO_API, &api) != 0) {
@@ -112,6 +147,7 @@ bool start(std::string& why) {
 #ifdef UFFD_FEATURE_THREAD_ID
     g_thread_ids = (api.features & UFFD_FEATURE_THREAD_ID) != 0;
 #endif
+    g_can_move = (api.features & UFFD_FEATURE_MOVE) != 0;
   }
   g_fd = fd;
   g_kernel_faults = kernel_faults;
@@ -182,6 +218,87 @@ bool fill(std::uintptr_t lo, std::uintptr_t hi, const char* src) {
     ok = false;
   }
   return ok;
+}
+
+bool can_swap() { return g_can_move; }
+
+namespace {
+// Registers [lo, lo + len) for missing-page faults; false (and left unregistered) unless the
+// range also accepts UFFDIO_MOVE.
+bool register_movable(std::uintptr_t lo, std::size_t len) {
+  uffdio_register reg{};
+  reg.range = {lo, len};
+  reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+  if (::ioctl(g_fd, UFFDIO_REGISTER, &reg) != 0) return false;
+  const std::uint64_t need = (1ULL << _UFFDIO_MOVE) | (1ULL << _UFFDIO_COPY);
+  if ((reg.ioctls & need) == need) return true;
+  uffdio_range range{lo, len};
+  ::ioctl(g_fd, UFFDIO_UNREGISTER, &range);
+  return false;
+}
+
+void unregister(std::uintptr_t lo, std::size_t len) {
+  if (len == 0) return;
+  uffdio_range range{lo, len};
+  ::ioctl(g_fd, UFFDIO_UNREGISTER, &range);
+}
+
+// Moves [src, src + len) to [dst, ...) (dst registered, its pages empty). Returns the bytes
+// moved before the kernel refused a page (len when all went).
+std::size_t move_pages(std::uintptr_t dst, std::uintptr_t src, std::size_t len, std::uint64_t mode) {
+  std::size_t done = 0;
+  while (done < len) {
+    uffdio_move m{};
+    m.dst = dst + done;
+    m.src = src + done;
+    m.len = len - done;
+    m.mode = mode;
+    const int rc = ::ioctl(g_fd, UFFDIO_MOVE, &m);
+    if (m.move > 0) done += static_cast<std::size_t>(m.move);
+    if (rc == 0) return len;
+    if (errno == EAGAIN || m.move == -EAGAIN) continue;
+    log(LogLevel::Debug, "UFFDIO_MOVE %p <- %p+%zu: %s", reinterpret_cast<void*>(m.dst), reinterpret_cast<void*>(m.src),
+        static_cast<std::size_t>(m.len), std::strerror(errno));
+    return done;
+  }
+  return done;
+}
+}  // namespace
+
+bool arm_swap(std::uintptr_t lo, std::uintptr_t hi, char* staging) {
+  const auto s = reinterpret_cast<std::uintptr_t>(staging);
+  const std::size_t len = hi - lo;
+  if (!g_can_move || !register_movable(lo, len)) return false;
+  // The staging pages must be empty to take the user's (a previous call may have left pages
+  // there); it is registered only while the pages move (UFFDIO_MOVE's destination must be).
+  std::size_t moved = 0;
+  bool ok = ::madvise(staging, len, MADV_DONTNEED) == 0 && register_movable(s, len);
+  if (ok) {
+    moved = move_pages(s, lo, len, UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES | UFFDIO_MOVE_MODE_DONTWAKE);
+    unregister(s, len);
+    ok = moved == len;
+  }
+  if (ok) return true;
+  // Put back what went (the user's range is still registered, so it can take moved pages).
+  const std::size_t back = moved > 0 ? move_pages(lo, s, moved, UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES) : 0;
+  if (back < moved) fill(lo + back, lo + moved, staging + back);  // copies the rest back, unregisters it
+  unregister(lo, back);
+  if (moved < len) unregister(lo + moved, len - moved);
+  return false;
+}
+
+bool fill_swapped(std::uintptr_t lo, std::uintptr_t hi, char* staging) {
+  const std::size_t moved = move_pages(lo, reinterpret_cast<std::uintptr_t>(staging), hi - lo, 0);
+  if (moved == hi - lo) {
+    uffdio_range range{lo, hi - lo};
+    if (::ioctl(g_fd, UFFDIO_UNREGISTER, &range) == 0) return true;
+    log(LogLevel::Error, "UFFDIO_UNREGISTER %p+%zu failed: %s", reinterpret_cast<void*>(lo),
+        static_cast<std::size_t>(hi - lo), std::strerror(errno));
+    return false;
+  }
+  // A page the kernel will not move: copy the rest (fill also unregisters the whole range).
+  if (moved > 0) unregister(lo, moved);
+  return fill(lo + moved, hi, staging + moved);
 }
 
 }  // namespace tnbc::uffd

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bench_common.h"
 #include "bench_mpi.h"
@@ -48,7 +49,10 @@ static const char kCommonUsage[] =
     "  --json FILE         write the results as JSON (format tnbc-bench)\n"
     "  --curc-sleep        diagnostic: CURC sleeps for the time its computation would take, so\n"
     "                      the CPU is free meanwhile (not the paper's scenarios: it shows what the\n"
-    "                      communication's own CPU work costs the computation on this machine)\n";
+    "                      communication's own CPU work costs the computation on this machine)\n"
+    "  --align WHERE       buffers where malloc puts them (malloc, the default: a large block\n"
+    "                      starts 16 bytes into a page, so tnbc completes the pieces landing in\n"
+    "                      the partial first and last pages in the call) or on a page (page)\n";
 
 
 /* ---------------------------------------------------------------- computation ---- */
@@ -97,6 +101,21 @@ static uint64_t crc(const unsigned char* buf, const int* order, int nblocks, siz
 
 /* ---------------------------------------------------------------- parameters ---- */
 
+void* overlap_alloc(const overlap_params* p, size_t bytes) {
+  void* b = NULL;
+  if (p->page_aligned) {
+    if (posix_memalign(&b, (size_t)sysconf(_SC_PAGESIZE), bytes ? bytes : 1) != 0) b = NULL;
+  } else {
+    b = malloc(bytes ? bytes : 1);
+  }
+  if (!b) {
+    fprintf(stderr, "out of memory (%zu bytes)\n", bytes);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  memset(b, 0, bytes);
+  return b;
+}
+
 int overlap_parse(int argc, char** argv, overlap_params* p, int bcast, const char* usage) {
   int rank;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -107,7 +126,8 @@ int overlap_parse(int argc, char** argv, overlap_params* p, int bcast, const cha
       {"scenarios", required_argument, 0, 's'},   {"curc-long", required_argument, 0, 'L'},
       {"curc-short", required_argument, 0, 'S'},  {"rate-slow", required_argument, 0, 'W'},
       {"rate-fast", required_argument, 0, 'F'},   {"json", required_argument, 0, 'j'},
-      {"curc-sleep", no_argument, 0, 'Z'},        {"help", no_argument, 0, 'h'},
+      {"curc-sleep", no_argument, 0, 'Z'},        {"align", required_argument, 0, 'A'},
+      {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
   const char* bad = NULL;
   int c;
@@ -140,6 +160,11 @@ int overlap_parse(int argc, char** argv, overlap_params* p, int bcast, const cha
         break;
       case 'j': p->json = optarg; break;
       case 'Z': p->curc_sleep = 1; break;
+      case 'A':
+        if (strcmp(optarg, "page") == 0) p->page_aligned = 1;
+        else if (strcmp(optarg, "malloc") == 0) p->page_aligned = 0;
+        else bad = "--align wants malloc or page";
+        break;
       case 'h':
         if (rank == 0) printf("%s%s", usage, kCommonUsage);
         return 1;
@@ -525,6 +550,7 @@ static void json_parameters(bench_json* j, const overlap_params* p, const struct
   bench_json_num(j, "rate_slow", p->rate_slow);
   bench_json_num(j, "rate_fast", p->rate_fast);
   bench_json_int(j, "curc_sleep", p->curc_sleep);
+  bench_json_int(j, "page_aligned", p->page_aligned);
   bench_json_end(j);
 }
 
@@ -547,6 +573,7 @@ static void print_header(const overlap_params* p, const struct overlap_collectiv
          p->order, p->iterations);
   bench_print_tnbc(stdout);
   if (p->curc_sleep) printf("CURC SLEEPS (--curc-sleep, a diagnostic): the CPU is free while the program \"computes\"\n");
+  printf("buffers: %s\n", p->page_aligned ? "page-aligned (--align page)" : "from malloc (--align malloc)");
   printf("calibration: Tcomm %.3f ms, Rcomm %.1f MB/s; CURC step %.2f ns; CRC pass %.3f ms + %.2f ns per step\n",
          k->tcomm * 1e3, k->rcomm / 1e6, k->curc_unit * 1e9, k->crc_base * 1e3, k->crc_unit * 1e9);
   printf("  %-14s %9s %10s %9s %9s %8s %11s %10s\n", "variant", "total ms", "overlap ms", "ideal ms", "ach/ideal",

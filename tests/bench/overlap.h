@@ -36,6 +36,7 @@ typedef struct overlap_params {
   double rate_slow, rate_fast;   /* R_CRC as a multiple of Rcomm: (b)/(d), and (a)/(c)/(e) */
   const char* json;
   int curc_sleep;        /* CURC sleeps as long as its computation would take (diagnostic) */
+  int page_aligned;      /* buffers start on a page (--align page) instead of where malloc puts them */
 } overlap_params;
 
 /* What a program supplies: the collective, its buffers and how to check them. */
@@ -55,6 +56,9 @@ struct overlap_collective {
    * deliver, or -1 when it is all right. */
   long (*check_reference)(void* ctx, long seed);
 };
+
+/* A zeroed buffer of `bytes` for the collective, placed as --align says (free() it). */
+void* overlap_alloc(const overlap_params* p, size_t bytes);
 
 /* Defaults, then the command line (every rank parses the same). Returns 0, 1 after --help,
  * or -1 after a message on rank 0. `bcast` enables --segments and --root. */

@@ -64,8 +64,8 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &a.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &a.np);
   const size_t total = a.per * (size_t)a.np;
-  a.send = malloc(total);
-  for (int v = 0; v < VAR_COUNT; v++) a.recv[v] = calloc(total, 1);
+  a.send = overlap_alloc(&p, total);
+  for (int v = 0; v < VAR_COUNT; v++) a.recv[v] = overlap_alloc(&p, total);
   struct overlap_collective c = {.program = "table1_alltoall", .collective = "alltoall", .dcomm = total,
                                  .nblocks = a.np, .block_bytes = a.per, .ctx = &a, .prepare = prepare, .run = run,
                                  .buffer = buffer, .check_reference = check_reference};

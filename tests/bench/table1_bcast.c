@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return rc < 0 ? 2 : 0;
   }
-  for (int v = 0; v < VAR_COUNT; v++) b.buf[v] = calloc(b.bytes, 1);
+  for (int v = 0; v < VAR_COUNT; v++) b.buf[v] = overlap_alloc(&p, b.bytes);
   struct overlap_collective c = {.program = "table1_bcast", .collective = "bcast", .dcomm = b.bytes,
                                  .nblocks = p.segments, .block_bytes = b.bytes / (size_t)p.segments, .ctx = &b,
                                  .prepare = prepare, .run = run, .buffer = buffer, .check_reference = check_reference};

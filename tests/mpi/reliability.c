@@ -13,6 +13,7 @@
  *                     handler (TNBC_GUARD=protect)
  *   missing-finalize  a broadcast root whose child never receives: MPI_Finalize drains the sends
  *   missing-comm      the first collective on a new communicator (tnbc's duplicate of it) */
+#include <errno.h>
 #include <fcntl.h>
 #include <mpi.h>
 #include <pthread.h>
@@ -99,6 +100,26 @@ int main(int argc, char** argv) {
     int status = 0;
     waitpid(child, &status, 0);
     bad = !WIFEXITED(status) || WEXITSTATUS(status) != 0 || memcmp(d, ref, per * np) != 0;
+    /* A collective into pages a live child still shares (copy-on-write): they cannot be moved
+     * (page swapping falls back to copying, after putting back the pages that did move: the
+     * own block was written, so its pages are the parent's alone) and the child's copy of
+     * the buffer must not change. */
+    int go[2];
+    if (pipe(go) != 0) MPI_Abort(MPI_COMM_WORLD, 2);
+    child = fork();
+    if (child == 0) {
+      char x;
+      while (read(go[0], &x, 1) < 0 && errno == EINTR) {
+      }
+      _exit(memcmp(d, ref, per * np) != 0 ? 3 : 0);
+    }
+    for (size_t i = 0; i < per * np; i++) s[i] = (unsigned char)(i * 7 + rank + 1);
+    PMPI_Alltoall(s, (int)per, MPI_BYTE, ref, (int)per, MPI_BYTE, MPI_COMM_WORLD);
+    MPI_Alltoall(s, (int)per, MPI_BYTE, d, (int)per, MPI_BYTE, MPI_COMM_WORLD);
+    bad += memcmp(d, ref, per * np) != 0;
+    if (write(go[1], "x", 1) != 1) MPI_Abort(MPI_COMM_WORLD, 2);
+    waitpid(child, &status, 0);
+    bad += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
   } else if (strcmp(what, "munmap") == 0) {
     /* The receive buffer is unmapped before anything touched it and the range mapped again: the
      * munmap must wait for the data (also when the MPI library's memory hooks patched munmap,

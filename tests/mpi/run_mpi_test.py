@@ -6,7 +6,7 @@ usage: run_mpi_test.py [--mpi openmpi|mpich] [--mpirun PATH] [--preload-first LI
                        [--expect-exit K] [--expect-output TEXT ...] [--expect-once TEXT ...]
                        [--skip-if-output TEXT ...] [--allow-errors]
                        [--expect-summary kind=alltoall,min_calls=3,lang=fortran,min_early=1 ...]
-                       [--expect-guard userfaultfd|prot_none]
+                       [--expect-guard G] [--expect-no-guard G]
                        [--timeout SECONDS] -- PROGRAM [ARGS]
 
 --expect-summary constraints are checked on the per-rank summaries tnbc writes at MPI_Finalize
@@ -15,8 +15,10 @@ usage: run_mpi_test.py [--mpi openmpi|mpich] [--mpirun PATH] [--preload-first LI
 early),
 `lang` (a call site in that language exists), `reason=NAME` (at least one call had that reason).
 --expect-guard NAME: at least one early return was held back by that guard backend (summed
-`guards` of the summaries); for userfaultfd the test is skipped (exit 77) when tnbc said the
-kernel does not allow it here.
+`guards` of the summaries: userfaultfd, prot_none, or userfaultfd_moved for pages swapped with
+UFFDIO_MOVE); for userfaultfd the test is skipped (exit 77) when tnbc said the kernel does not
+allow it here, for userfaultfd_moved also on kernels before Linux 6.8.
+--expect-no-guard NAME: no early return was held back by that guard backend.
 --expect-once TEXT: exactly one output line contains TEXT (a message said once for all ranks).
 --skip-if-output TEXT: the test is skipped (exit 77) when the output contains TEXT (e.g. MPI
 cannot select a component the test asks for on this machine).
@@ -33,6 +35,7 @@ import argparse
 import glob
 import json
 import os
+import platform
 import re
 import shutil
 import signal
@@ -90,7 +93,12 @@ def run_mpirun(np, exports, cmd, timeout, opts=None):
     return proc.returncode, output
 
 
-def check_summaries(outdir, np, constraints, output, guard=None):
+def kernel_version():
+    m = re.match(r"(\d+)\.(\d+)", platform.release())
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def check_summaries(outdir, np, constraints, output, guard=None, no_guard=None):
     files = sorted(glob.glob(os.path.join(outdir, "tnbc-summary.*.json")))
     if len(files) != np:
         fail(f"expected {np} summaries in {outdir}, found {len(files)}", output)
@@ -103,13 +111,20 @@ def check_summaries(outdir, np, constraints, output, guard=None):
         summaries.append(s)
     if guard:
         used = sum(s["guards"][guard] for s in summaries)
-        if used == 0 and guard == "userfaultfd" and "instead of userfaultfd" in output:
+        if used == 0 and guard.startswith("userfaultfd") and "instead of userfaultfd" in output:
             print("SKIP: userfaultfd is not available here:")
             print("\n".join(l for l in output.splitlines() if "instead of userfaultfd" in l)[:500])
+            sys.exit(SKIP)
+        if used == 0 and guard == "userfaultfd_moved" and kernel_version() < (6, 8):
+            print(f"SKIP: Linux {platform.release()} cannot move pages (UFFDIO_MOVE is Linux >= 6.8)")
             sys.exit(SKIP)
         if used == 0:
             fail(f"no early return was guarded by {guard} (guards: {[s['guards'] for s in summaries]})", output)
         print(f"guard {guard}: {used} early returns")
+    if no_guard:
+        used = sum(s["guards"][no_guard] for s in summaries)
+        if used:
+            fail(f"{used} early returns were guarded by {no_guard}, expected none", output)
     for c in constraints:
         fields = dict(kv.split("=", 1) for kv in c.split(","))
         kind = fields.pop("kind")
@@ -187,7 +202,8 @@ def main():
     ap.add_argument("--skip-if-output", action="append", default=[])
     ap.add_argument("--allow-errors", action="store_true")
     ap.add_argument("--expect-summary", action="append", default=[])
-    ap.add_argument("--expect-guard", choices=["userfaultfd", "prot_none"])
+    ap.add_argument("--expect-guard", choices=["userfaultfd", "prot_none", "userfaultfd_moved"])
+    ap.add_argument("--expect-no-guard", choices=["userfaultfd", "prot_none", "userfaultfd_moved"])
     ap.add_argument("--timeout", type=float, default=180)
     ap.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args()
@@ -221,8 +237,8 @@ def main():
     errors = re.findall(r"^tnbc\[\d+\]: error: .*$", output, re.M)
     if errors and not a.allow_errors:
         fail(f"tnbc reported {len(errors)} error(s), first: {errors[0]}", output)
-    if (a.expect_summary or a.expect_guard) and not a.no_lib:
-        check_summaries(outdir, a.np, a.expect_summary, output, a.expect_guard)
+    if (a.expect_summary or a.expect_guard or a.expect_no_guard) and not a.no_lib:
+        check_summaries(outdir, a.np, a.expect_summary, output, a.expect_guard, a.expect_no_guard)
     shutil.rmtree(outdir, ignore_errors=True)
     print("PASS")
 

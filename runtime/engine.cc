@@ -142,6 +142,7 @@ class EngineImpl final : public Engine {
       finish_setup(*f);
       progress_.submit(f);
       stats_.record(Kind::Bcast, site, bytes, Outcome::EarlyReturn, Reason::None);
+      stats_.record_in_call(futex::now_ns() - t_enter);
       return MPI_SUCCESS;
     }
     f->recv_data = f->send_data = staging_for(f->recv_block, bytes, buffer);
@@ -203,6 +204,7 @@ class EngineImpl final : public Engine {
   void shutdown() override {
     complete_all();
     drain_or_abort("in MPI_Finalize");
+    stats_.set_thread_cpu(progress_.cpu_seconds(), uffd::listener_cpu_seconds());
     progress_.stop();
     g_current.store(nullptr);
   }
@@ -475,6 +477,7 @@ class EngineImpl final : public Engine {
             (futex::now_ns() - f->call_start_ns) / 1e6);
       if (f->guard != InFlight::Guard::None) ensure_signal_stack();
       stats_.record(kind, site, bytes, Outcome::EarlyReturn, Reason::None);
+      stats_.record_in_call(futex::now_ns() - f->call_start_ns);
       if (f->guard != InFlight::Guard::None)
         stats_.record_guard(f->guard == InFlight::Guard::Uffd ? Stats::GuardUsed::Userfaultfd : Stats::GuardUsed::ProtNone);
       if (f->swapped) stats_.record_guard(Stats::GuardUsed::UserfaultfdMoved);

@@ -1,5 +1,6 @@
 #include "runtime/progress.hh"
 
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include "runtime/futex.hh"
 #include "runtime/log.hh"
 #include "runtime/send_copy.hh"
+#include "runtime/stats.hh"
 
 namespace tnbc {
 
@@ -58,6 +60,11 @@ void Progress::stop() {
   stop_.store(true);
   urgency().poke();
   thread_.join();
+}
+
+double Progress::cpu_seconds() {
+  if (!thread_.joinable()) return -1;
+  return thread_cpu_seconds(thread_.native_handle());
 }
 
 void Progress::post(InFlight& f) {
@@ -112,6 +119,7 @@ void request_short_slice(long long slice_ns) {
 
 void Progress::run() {
   mark_progress_thread();
+  pthread_setname_np(pthread_self(), "tnbc-progress");  // in top -H, perf, gdb
   request_short_slice(100 * 1000);
   std::vector<int> indices;
   long long sleep_ns = poll_min_ns_;

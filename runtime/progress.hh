@@ -30,6 +30,8 @@ class Progress {
   bool drain(long long timeout_ns);
   // Ends the thread once nothing is in flight (drain first).
   void stop();
+  // CPU seconds the thread has used so far (-1 once stopped or when unknown).
+  double cpu_seconds();
   // For timeout messages: fn(const InFlight&) for each collective still in flight.
   template <class Fn>
   void for_each_in_flight(Fn fn) {

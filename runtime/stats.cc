@@ -1,5 +1,7 @@
 #include "runtime/stats.hh"
 
+#include <time.h>
+
 #include <dlfcn.h>
 
 #include <cstdio>
@@ -95,6 +97,13 @@ std::string json_escape(const std::string& s) {
   return out;
 }
 
+double thread_cpu_seconds(pthread_t thread) {
+  clockid_t clock;
+  struct timespec t;
+  if (pthread_getcpuclockid(thread, &clock) != 0 || clock_gettime(clock, &t) != 0) return -1;
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
+}
+
 std::string Stats::summary_json(int rank, int size, const std::string& mode) const {
   std::array<KindCounters, 3> kinds_;
   for (std::size_t i = 0; i < kinds_.size(); ++i) kinds_[i] = kind(static_cast<Kind>(i));
@@ -124,6 +133,9 @@ std::string Stats::summary_json(int rank, int size, const std::string& mode) con
   }
   j << "},\n \"guards\": {\"userfaultfd\": " << guards_[0].load() << ", \"prot_none\": " << guards_[1].load()
     << ", \"userfaultfd_moved\": " << guards_[2].load() << "},\n ";
+  j << "\"overhead\": {\"in_early_calls_s\": " << static_cast<double>(in_call_ns_.load()) / 1e9
+    << ", \"progress_thread_cpu_s\": " << progress_cpu_s_ << ", \"uffd_listener_cpu_s\": " << listener_cpu_s_
+    << "},\n ";
   if (!profile_status_.empty())
     j << "\"profile\": {\"file\": \"" << json_escape(profile_file_) << "\", \"status\": \"" << profile_status_
       << "\", \"calls_ordered\": " << profile_uses(ProfileUse::Ordered)

@@ -2,6 +2,9 @@
 // (format "tnbc-summary", version 1; documented in docs/formats.md) at MPI_Finalize.
 #pragma once
 
+#include <pthread.h>
+
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -68,6 +71,13 @@ class Stats {
   void set_profile(const std::string& file, const std::string& status);
   void record_profile(ProfileUse u) { profile_uses_[static_cast<std::size_t>(u)].fetch_add(1, std::memory_order_relaxed); }
   std::uint64_t profile_uses(ProfileUse u) const { return profile_uses_[static_cast<std::size_t>(u)].load(); }
+  // tnbc's own costs: wall time inside calls that returned early (Tinit, summed), and the CPU
+  // time of its threads (read at shutdown; -1 when unknown).
+  void record_in_call(long long ns) { in_call_ns_.fetch_add(static_cast<std::uint64_t>(std::max(0LL, ns)), std::memory_order_relaxed); }
+  void set_thread_cpu(double progress_s, double listener_s) {
+    progress_cpu_s_ = progress_s;
+    listener_cpu_s_ = listener_s;
+  }
   // JSON text of the whole summary (rank, size and mode are the caller's).
   std::string summary_json(int rank, int size, const std::string& mode) const;
 
@@ -93,9 +103,14 @@ class Stats {
   std::array<std::atomic<std::uint64_t>, 3> guards_{};  // rare (early returns only): shared
   std::array<std::atomic<std::uint64_t>, 3> profile_uses_{};
   std::string profile_file_, profile_status_;  // set once at start-up
+  std::atomic<std::uint64_t> in_call_ns_{0};
+  double progress_cpu_s_ = -1, listener_cpu_s_ = -1;  // set once at shutdown
   mutable std::mutex mutex_;     // guards the list of shards
   std::vector<Shard*> shards_;   // one per thread that recorded; never freed (threads may exit)
 };
+
+// CPU seconds a thread of this process has used (-1 when unknown).
+double thread_cpu_seconds(pthread_t thread);
 
 // Escapes a string for JSON output.
 std::string json_escape(const std::string& s);

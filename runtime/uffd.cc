@@ -17,6 +17,7 @@
 
 #include "runtime/guard.hh"
 #include "runtime/log.hh"
+#include "runtime/stats.hh"
 
 #ifndef UFFD_USER_MODE_ONLY
 #define UFFD_USER_MODE_ONLY 1
@@ -49,6 +50,7 @@ int g_fd = -1;
 bool g_kernel_faults = false;
 bool g_thread_ids = false;
 bool g_can_move = false;
+pthread_t g_listener;
 
 // The listener: a fault means a thread is asleep in the kernel until its page is filled. Make
 // the progress thread hurry (and report a timeout) by waiting for the region like a fence.
@@ -159,6 +161,8 @@ bool start(std::string& why) {
     return false;
   }
   pthread_detach(t);
+  pthread_setname_np(t, "tnbc-uffd");
+  g_listener = t;
   return true;
 #endif
 }
@@ -221,6 +225,8 @@ bool fill(std::uintptr_t lo, std::uintptr_t hi, const char* src) {
 }
 
 bool can_swap() { return g_can_move; }
+
+double listener_cpu_seconds() { return g_fd >= 0 ? thread_cpu_seconds(g_listener) : -1; }
 
 namespace {
 // Registers [lo, lo + len) for missing-page faults; false (and left unregistered) unless the

@@ -37,6 +37,8 @@ namespace tnbc::uffd {
 // the kernel does not allow it (old kernel, seccomp, sysctl); the caller then uses PROT_NONE.
 bool start(std::string& why);
 bool active();
+// CPU seconds the listener thread has used (-1 when there is none).
+double listener_cpu_seconds();
 // True when system calls touching an emptied page wait for it (not only user-mode accesses).
 bool kernel_faults_wait();
 

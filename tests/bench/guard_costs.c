@@ -5,7 +5,8 @@
  *   mprotect pair      mprotect(PROT_NONE) + mprotect(PROT_READ|PROT_WRITE) of populated pages
  *   /proc/self/mem     publication while the pages are still PROT_NONE (pwrite of the data)
  *   userfaultfd        UFFDIO_REGISTER, MADV_DONTNEED (emptying), UFFDIO_COPY (installing),
- *                      UFFDIO_UNREGISTER per range size; and a blocked reader: from its touch
+ *                      UFFDIO_UNREGISTER per range size; page swapping (UFFDIO_MOVE, Linux >= 6.8):
+ *                      the pages moved out to a staging range and back, per range size; and a blocked reader: from its touch
  *                      of an empty page to its wake-up, and from UFFDIO_COPY to its wake-up
  *   memcpy             the reference for the per-MiB costs
  * Every figure is the median of repetitions. Run it without libtnbc.so preloaded (it then
@@ -130,6 +131,54 @@ typedef struct uffd_sizes {
   double reg, dontneed, copy, unreg;   /* medians, seconds */
 } uffd_sizes;
 
+/* UFFDIO_MOVE (Linux 6.8; older headers lack it, the ABI is fixed). */
+#define FEATURE_MOVE (1ULL << 16)
+struct move_args {
+  uint64_t dst, src, len, mode;
+  int64_t move;
+};
+#define IOCTL_MOVE _IOWR(UFFDIO, 0x05, struct move_args)
+#define MOVE_DONTWAKE (1ULL << 0)
+#define MOVE_ALLOW_SRC_HOLES (1ULL << 1)
+static int g_can_move;
+
+static int uffd_move(int fd, void* dst, void* src, size_t bytes, uint64_t mode) {
+  struct move_args m = {.dst = (uintptr_t)dst, .src = (uintptr_t)src, .len = bytes, .mode = mode};
+  return ioctl(fd, IOCTL_MOVE, &m) == 0 && m.move == (int64_t)bytes ? 0 : -1;
+}
+
+/* tnbc's page swapping, one cycle per repetition: out = register the buffer, empty and register
+ * the staging, move the buffer's pages into it, unregister the staging (in the call); in = move
+ * them back, unregister the buffer (publication). Medians, seconds. */
+static int uffd_swap(int fd, unsigned char* p, unsigned char* staging, size_t bytes, double* out, double* in) {
+  const int reps = reps_for(bytes);
+  double* t = malloc(2 * (size_t)reps * sizeof(double));
+  int rc = 0;
+  for (int i = 0; i < reps && rc == 0; i++) {
+    struct uffdio_register reg = {.range = {.start = (uintptr_t)p, .len = bytes}, .mode = UFFDIO_REGISTER_MODE_MISSING};
+    struct uffdio_register sreg = {.range = {.start = (uintptr_t)staging, .len = bytes},
+                                   .mode = UFFDIO_REGISTER_MODE_MISSING};
+    struct uffdio_range range = {.start = (uintptr_t)p, .len = bytes}, srange = sreg.range;
+    double t0 = bench_now();
+    rc |= ioctl(fd, UFFDIO_REGISTER, &reg);
+    rc |= madvise(staging, bytes, MADV_DONTNEED);
+    rc |= ioctl(fd, UFFDIO_REGISTER, &sreg);
+    rc |= uffd_move(fd, staging, p, bytes, MOVE_ALLOW_SRC_HOLES | MOVE_DONTWAKE);
+    rc |= ioctl(fd, UFFDIO_UNREGISTER, &srange);
+    double t1 = bench_now();
+    rc |= uffd_move(fd, p, staging, bytes, 0);
+    rc |= ioctl(fd, UFFDIO_UNREGISTER, &range);
+    double t2 = bench_now();
+    t[i] = t1 - t0;
+    t[reps + i] = t2 - t1;
+  }
+  if (rc != 0) perror("guard_costs: page swapping cycle");
+  *out = bench_median(t, reps);
+  *in = bench_median(t + reps, reps);
+  free(t);
+  return rc;
+}
+
 /* Opens and enables a userfaultfd; -1 with the reason in `why` when the kernel refuses. */
 static int uffd_open(char* why, size_t len, int* user_only) {
   *user_only = 0;
@@ -142,7 +191,14 @@ static int uffd_open(char* why, size_t len, int* user_only) {
     snprintf(why, len, "userfaultfd: %s", strerror(errno));
     return -1;
   }
-  struct uffdio_api api = {.api = UFFD_API};
+  /* UFFDIO_MOVE if the kernel has it (asked on a throwaway descriptor: UFFDIO_API fails on an
+   * unknown feature and may be called once). */
+  struct uffdio_api probe = {.api = UFFD_API};
+  int pfd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | (*user_only ? UFFD_USER_MODE_ONLY : 0));
+  const int can_move = pfd >= 0 && ioctl(pfd, UFFDIO_API, &probe) == 0 && (probe.features & FEATURE_MOVE);
+  if (pfd >= 0) close(pfd);
+  struct uffdio_api api = {.api = UFFD_API, .features = can_move ? FEATURE_MOVE : 0};
+  g_can_move = can_move;
   if (ioctl(fd, UFFDIO_API, &api) != 0) {
     snprintf(why, len, "UFFDIO_API: %s", strerror(errno));
     close(fd);
@@ -366,6 +422,30 @@ int main(int argc, char** argv) {
       bench_json_end(&j);
     }
     bench_json_end(&j);
+    bench_json_bool(&j, "page_swapping", g_can_move);
+    if (g_can_move) {
+      unsigned char* staging = map_populated(max_bytes);
+      printf("page swapping (UFFDIO_MOVE):\n%-10s %12s %12s %12s %12s\n", "bytes", "out us", "(us/MiB)", "back us",
+             "(us/MiB)");
+      bench_json_array(&j, "swap");
+      for (int i = 0; i < nsizes && staging; i++) {
+        double out = 0, in = 0;
+        if (uffd_swap(fd, a, staging, sizes[i], &out, &in) != 0) break;
+        const double mib = (double)sizes[i] / (1 << 20);
+        printf("%-10zu %12.2f %12.1f %12.2f %12.1f\n", sizes[i], out * 1e6, out * 1e6 / mib, in * 1e6, in * 1e6 / mib);
+        bench_json_object(&j, NULL);
+        bench_json_int(&j, "bytes", (long long)sizes[i]);
+        bench_json_num(&j, "out_us", out * 1e6);
+        bench_json_num(&j, "out_us_per_mib", out * 1e6 / mib);
+        bench_json_num(&j, "back_us", in * 1e6);
+        bench_json_num(&j, "back_us_per_mib", in * 1e6 / mib);
+        bench_json_end(&j);
+      }
+      bench_json_end(&j);
+      if (staging) munmap(staging, max_bytes);
+    } else {
+      printf("page swapping (UFFDIO_MOVE): not available on this kernel\n");
+    }
     double round_trip = 0, wake = 0;
     if (uffd_blocked_reader(fd, 200, &round_trip, &wake) == 0) {
       printf("blocked reader: touch of an empty page -> woken %.2f us (served by another thread); "

@@ -650,8 +650,8 @@ class EngineImpl final : public Engine {
       why = try_guard(*f, base, lo, hi, own);
     }
     if (log_enabled(LogLevel::Debug))
-      log(LogLevel::Debug, "%s #%llu: staging %.3f ms, guard %.3f ms (%zu regions, %s)", kKindNames[static_cast<int>(kind)],
-          static_cast<unsigned long long>(f->sequence), (t_staged - t_setup) / 1e6, (futex::now_ns() - t_staged) / 1e6,
+      log(LogLevel::Debug, "%s #%llu: set-up %.3f ms, staging %.3f ms, guard %.3f ms (%zu regions, %s)", kKindNames[static_cast<int>(kind)],
+          static_cast<unsigned long long>(f->sequence), (t_setup - t_enter) / 1e6, (t_staged - t_setup) / 1e6, (futex::now_ns() - t_staged) / 1e6,
           f->region_count, f->guard == InFlight::Guard::Uffd ? "userfaultfd" : f->guard == InFlight::Guard::Protect ? "PROT_NONE" : "not guarded");
     lock.unlock();
     return complete(f, why, kind, site, rtotal, [&] {

@@ -95,6 +95,9 @@ void* listen(void*) {
 
 int open_uffd(int flags) { return static_cast<int>(syscall(SYS_userfaultfd, flags)); }
 
+// tnbc's own madvise, past its interposer (shim/libc.cc fences purging advice).
+int raw_madvise(void* p, std::size_t n, int advice) { return static_cast<int>(syscall(SYS_madvise, p, n, advice)); }
+
 // The optional features this kernel offers (UFFDIO_API may be called once per descriptor, and
 // fails when asked for a feature it does not know: ask a throwaway descriptor first).
 std::uint64_t available_features(int flags) {
@@ -181,7 +184,7 @@ bool arm(std::uintptr_t lo, std::uintptr_t hi) {
   }
   uffdio_range range{lo, hi - lo};
   if ((reg.ioctls & (1ULL << _UFFDIO_COPY)) == 0 ||
-      ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED) != 0) {
+      raw_madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED) != 0) {
     log(LogLevel::Debug, "cannot empty %p+%zu for userfaultfd: %s", reinterpret_cast<void*>(lo),
         static_cast<std::size_t>(hi - lo), std::strerror(errno));
     ::ioctl(g_fd, UFFDIO_UNREGISTER, &range);
@@ -278,7 +281,7 @@ bool arm_swap(std::uintptr_t lo, std::uintptr_t hi, char* staging) {
   // The staging pages must be empty to take the user's (a previous call may have left pages
   // there); it is registered only while the pages move (UFFDIO_MOVE's destination must be).
   std::size_t moved = 0;
-  bool ok = ::madvise(staging, len, MADV_DONTNEED) == 0 && register_movable(s, len);
+  bool ok = raw_madvise(staging, len, MADV_DONTNEED) == 0 && register_movable(s, len);
   if (ok) {
     moved = move_pages(s, lo, len, UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES | UFFDIO_MOVE_MODE_DONTWAKE);
     unregister(s, len);

@@ -2,7 +2,7 @@
 // 1. Calls through which the kernel reads or writes user memory: a guarded page would make
 //    them fail with EFAULT instead of faulting, so the buffer is fenced first (completed and
 //    published). Direct `syscall(2)` uses and libc-internal calls are not seen (docs/limitations).
-// 2. free / realloc / munmap: memory must not be unmapped (and perhaps mapped again by someone
+// 2. free / realloc / munmap / madvise (purging advice): memory must not be unmapped or purged (and perhaps mapped again by someone
 //    else) while tnbc may still publish into it. munmap / mmap / mremap / shmat also make tnbc
 //    forget which mappings it found private (a shared one may take a private one's place).
 // 3. sigaction / signal for SIGSEGV: while tnbc's handler is installed the program's handler is
@@ -243,6 +243,14 @@ int munmap(void* p, size_t n) {
   const int rc = real(p, n);
   tnbc::mappings_changed();
   return rc;
+}
+// An allocator that frees memory by purging its pages (jemalloc, tcmalloc, glibc's arena trim;
+// also one linked into the program, whose free() tnbc does not see) expects them to read as
+// zeros afterwards: published data arriving later would break that.
+int madvise(void* p, size_t n, int advice) {
+  static const auto real = next<int (*)(void*, size_t, int)>("madvise");
+  if (advice == MADV_DONTNEED || advice == MADV_FREE || advice == MADV_REMOVE) fence_bytes(p, n);
+  return real(p, n, advice);
 }
 void* mmap(void* p, size_t n, int prot, int flags, int fd, off_t off) {
   static const auto real = next<void* (*)(void*, size_t, int, int, int, off_t)>("mmap");

@@ -1,8 +1,8 @@
-/* Reliability cases (one per run): threads, fork, a receive buffer unmapped right after the early
- * return, a shared mapping put where a private one (already used as a receive buffer) was, a
+/* Reliability cases (one per run): threads, fork, a receive buffer unmapped (or purged) right
+ * after the early return, a shared mapping put where a private one (already used as a receive buffer) was, a
  * receive buffer on the stack left unread when its function returns, a rank that never calls
  * the collective.
- * usage: reliability threads|fork|munmap|remap-shared|stack-reuse|missing-rank|missing-fence|
+ * usage: reliability threads|fork|munmap|madvise|remap-shared|stack-reuse|missing-rank|missing-fence|
  *                    missing-read|missing-finalize|missing-comm
  * The missing-* cases: rank 1 (missing-rank: the last rank) never calls the collective; the
  * others must not wait forever wherever they wait (TNBC_TIMEOUT), but say what is missing and
@@ -120,6 +120,28 @@ int main(int argc, char** argv) {
     if (write(go[1], "x", 1) != 1) MPI_Abort(MPI_COMM_WORLD, 2);
     waitpid(child, &status, 0);
     bad += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+  } else if (strcmp(what, "madvise") == 0) {
+    /* The receive buffer purged (MADV_DONTNEED, as an allocator does with freed memory) before
+     * anything touched it: afterwards it must read as zeros, as after the blocking call; data
+     * published late would land in the purged pages. */
+    const size_t per = 16 * 4096 + 100, len = per * np;
+    unsigned char* s = malloc(len);
+    memset(s, 0x11, len);
+    for (int it = 0; it < 20; it++) {
+      unsigned char* d = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      memset(d, 0x22, len);
+      MPI_Alltoall(s, (int)per, MPI_BYTE, d, (int)per, MPI_BYTE, MPI_COMM_WORLD);
+      madvise(d, len, MADV_DONTNEED);
+      MPI_Barrier(MPI_COMM_WORLD);
+      usleep(20000);
+      for (size_t i = 0; i < len; i++)
+        if (d[i] != 0) {
+          bad++;
+          break;
+        }
+      munmap(d, len);
+    }
+    free(s);
   } else if (strcmp(what, "munmap") == 0) {
     /* The receive buffer is unmapped before anything touched it and the range mapped again: the
      * munmap must wait for the data (also when the MPI library's memory hooks patched munmap,

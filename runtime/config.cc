@@ -76,6 +76,28 @@ const std::vector<Option> kOptions = {
      "Pause between printing a timeout report and MPI_Abort, so that the launcher forwards the "
      "report (MPICH's hydra drops what a rank wrote just before aborting).",
      &Settings::abort_flush_us, 0, 10000000},
+    // Mode optimize: the cost model of an early return (trace/gain.hh, docs/trace.md). A call
+    // site runs blocking when min(Tcomm, T_CURC + T_CRC) from the profile does not exceed
+    // TNBC_EARLY_RETURN_COST_US + TNBC_EARLY_RETURN_COST_US_PER_MIB * MiB received.
+    {"profile_blocking", OptionType::Choice, "auto", "auto|off",
+     "Mode optimize: auto: calls at a site where the profile shows no overlap to gain run "
+     "blocking (plain MPI, summary reason no_overlap_to_gain): the overlap the trace allows, "
+     "min(Tcomm, T_CURC + T_CRC) (the blocking duration; time from return to the first access "
+     "plus time to consume the data), does not exceed the cost of returning early "
+     "(TNBC_EARLY_RETURN_COST_US*); the decision uses only values all ranks read alike from the "
+     "profile. off: every call returns early as in nbc, only the read order is used.",
+     &Settings::profile_blocking},
+    {"early_return_cost_us", OptionType::Microseconds, "500", "",
+     "Mode optimize, cost model: fixed cost of returning early, per call (set-up and guard "
+     "system calls in the call, wake-ups of the progress thread, the faults of the first "
+     "accesses). Default: measured on a 2-core VM (docs/benchmarks.md: set-up 0.15 ms + per "
+     "region faults ~0.1 ms at np 4), rounded up.",
+     &Settings::early_return_cost_us, 0, 0},
+    {"early_return_cost_us_per_mib", OptionType::Integer, "500", "",
+     "Mode optimize, cost model: cost of returning early per MiB received on the rank that "
+     "receives most at the site (copy to staging, emptying and publishing the pages: "
+     "~0.2 + ~0.25 ms/MiB measured on a 2-core VM, docs/benchmarks.md), in microseconds.",
+     &Settings::early_return_cost_us_per_mib, 0, 0},
 };
 
 std::vector<std::string_view> split_choices(std::string_view s) {

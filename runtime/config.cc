@@ -85,18 +85,20 @@ const std::vector<Option> kOptions = {
      "min(Tcomm, T_CURC + T_CRC) (the blocking duration; time from return to the first access "
      "plus time to consume the data), does not exceed the cost of returning early "
      "(TNBC_EARLY_RETURN_COST_US*); the decision uses only values all ranks read alike from the "
-     "profile. off: every call returns early as in nbc, only the read order is used.",
+     "profile (docs/trace.md). off: the profile's read order only, no site runs blocking for "
+     "this reason.",
      &Settings::profile_blocking},
     {"early_return_cost_us", OptionType::Microseconds, "500", "",
      "Mode optimize, cost model: fixed cost of returning early, per call (set-up and guard "
      "system calls in the call, wake-ups of the progress thread, the faults of the first "
-     "accesses). Default: measured on a 2-core VM (docs/benchmarks.md: set-up 0.15 ms + per "
-     "region faults ~0.1 ms at np 4), rounded up.",
+     "accesses). Default: from a 2-core VM (docs/trace.md: set-up 0.15 ms, ~0.1 ms per woken "
+     "reader and sub-message at np 4), rounded up.",
      &Settings::early_return_cost_us, 0, 0},
     {"early_return_cost_us_per_mib", OptionType::Integer, "500", "",
      "Mode optimize, cost model: cost of returning early per MiB received on the rank that "
      "receives most at the site (copy to staging, emptying and publishing the pages: "
-     "~0.2 + ~0.25 ms/MiB measured on a 2-core VM, docs/benchmarks.md), in microseconds.",
+     "~0.2 + ~0.3 ms/MiB measured on a 2-core VM, rounded up for the progress thread's CPU "
+     "share; docs/trace.md), in microseconds.",
      &Settings::early_return_cost_us_per_mib, 0, 0},
 };
 

@@ -91,8 +91,8 @@ const std::vector<Option> kOptions = {
     {"early_return_cost_us", OptionType::Microseconds, "500", "",
      "Mode optimize, cost model: fixed cost of returning early, per call (set-up and guard "
      "system calls in the call, wake-ups of the progress thread, the faults of the first "
-     "accesses). Default: from a 2-core VM (docs/trace.md: set-up 0.15 ms, ~0.1 ms per woken "
-     "reader and sub-message at np 4), rounded up.",
+     "accesses). Default: from a 2-core VM (docs/trace.md: set-up ~0.2 ms and a few wake-ups of "
+     "readers of pages still held back at ~0.09 ms each).",
      &Settings::early_return_cost_us, 0, 0},
     {"early_return_cost_us_per_mib", OptionType::Integer, "500", "",
      "Mode optimize, cost model: cost of returning early per MiB received on the rank that "

@@ -130,6 +130,30 @@ std::string report(const std::string& dir) {
     o << "  " << k << c.line() << "\n";
   }
 
+  // tnbc's own costs (`overhead`): Tinit per early return, the CPU its threads used.
+  {
+    double in_early_s = 0, progress_s = 0, early = 0;
+    bool have = false;
+    for (const Summary& s : sums) {
+      const Value* ov = s.v.find("overhead");
+      if (!ov || ov->type != Value::Type::Object) continue;
+      have = true;
+      in_early_s += number(*ov, "in_early_calls_s");
+      progress_s += std::max(0.0, number(*ov, "progress_thread_cpu_s"));
+      for (const char* kind : {"alltoall", "alltoallv", "bcast"})
+        if (const Value* k = need(s.v, "collectives", Value::Type::Object, s.file).find(kind))
+          early += number(*k, "early_return");
+    }
+    if (have && early > 0) {
+      char b[200];
+      std::snprintf(b, sizeof b,
+                    "  time inside the early-returning calls (Tinit): %.3f ms per early return; progress threads' CPU "
+                    "%.3f s (all ranks)\n",
+                    in_early_s / early * 1e3, progress_s);
+      o << b;
+    }
+  }
+
   // Call sites by (kind, module, offset): the return address of the MPI entry point.
   std::map<std::tuple<std::string, std::string, std::string>, std::pair<std::string, Counts>> sites;
   for (const Summary& s : sums)

@@ -2,7 +2,8 @@
 """The user's main job: benchmarks through a baseline pass and tnbc passes, one comparison.
 
 For each (benchmark, class, np) and each pass (baseline = no tnbc; nbc, trace, optimize =
-`tnbc exec --mode ...`; after a trace pass the ranks' traces are merged into a profile with
+`tnbc exec --mode ...`; optimize-order = optimize with TNBC_PROFILE_BLOCKING=off, the read order
+only, no site run blocking; after a trace pass the ranks' traces are merged into a profile with
 `tnbc merge`) it runs the program under mpirun (on the emulated link by default; with --nodes K
 on K emulated nodes, ranks placed block-wise; see netrun.py), checks NPB's "Verification =
 SUCCESSFUL" (a failed or missing verification is reported loudly and makes the harness exit 1),
@@ -181,8 +182,8 @@ def main():
     nps = [int(n) for n in a.np.split(",")]
     passes = [p.strip() for p in a.passes.split(",") if p.strip()]
     for p in passes:
-        if p not in ("baseline", "nbc", "trace", "optimize", "passthrough"):
-            sys.exit(f"harness: unknown pass '{p}' (baseline, passthrough, nbc, trace, optimize)")
+        if p not in ("baseline", "nbc", "trace", "optimize", "optimize-order", "passthrough"):
+            sys.exit(f"harness: unknown pass '{p}' (baseline, passthrough, nbc, trace, optimize, optimize-order)")
     if any(p != "baseline" for p in passes) and not os.path.exists(tnbc):
         sys.exit(f"harness: {tnbc} not found (build first, or --tnbc PATH)")
     net = a.net
@@ -213,8 +214,11 @@ def main():
                     if net == "loopback":
                         cmd += ["--mca", "btl", "self,vader,tcp"]
                     if p != "baseline":
-                        cmd += [tnbc, "exec", "--mode", p, "--output-dir", os.path.join(rundir, "tnbc")]
-                        if p == "optimize" and (bench, cls, np) in profiles:
+                        mode = "optimize" if p == "optimize-order" else p
+                        cmd += [tnbc, "exec", "--mode", mode, "--output-dir", os.path.join(rundir, "tnbc")]
+                        if p == "optimize-order":
+                            cmd += ["--set", "profile_blocking=off"]
+                        if mode == "optimize" and (bench, cls, np) in profiles:
                             cmd += ["--profile", profiles[(bench, cls, np)]]
                         cmd += ["--"]
                     cmd += prog
@@ -268,7 +272,7 @@ def main():
         return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2  # an even count: not the larger one
 
     print()
-    print(f"{'benchmark':10} {'class':5} {'np':>3} {'net':8} {'pass':9} {'time s':>9} {'speedup':>8} "
+    print(f"{'benchmark':10} {'class':5} {'np':>3} {'net':8} {'pass':14} {'time s':>9} {'speedup':>8} "
           f"{'comm s':>8} {'in-call cut':>11}")
     for (bench, cls), _ in sorted(progs.items()):
         for np in nps:
@@ -282,7 +286,7 @@ def main():
                 ok = all(r["verified"] for r in sel)
                 speed = f"{base_t / t:.2f}x" if base_t and t else "-"
                 hidden = f"{100 * (1 - c / base_c):.0f}%" if base_c and c is not None and p != "baseline" else "-"
-                print(f"{bench:10} {cls:5} {np:>3} {net:8} {p:9} {t if t is not None else float('nan'):9.3f} "
+                print(f"{bench:10} {cls:5} {np:>3} {net:8} {p:14} {t if t is not None else float('nan'):9.3f} "
                       f"{speed:>8} {c if c is not None else float('nan'):8.3f} {hidden:>11}"
                       f"{'' if ok else '   VERIFICATION FAILED'}")
     print(f"\nsummary: {os.path.join(out, 'summary.json')}; per-run output and tnbc summaries under {out}")

@@ -20,6 +20,9 @@ enum class GuardBackend { Auto, Uffd, Protect };
 enum class SendCopy { Eager, Lazy };
 // How the userfaultfd guard publishes a region (runtime/uffd.hh): moving pages where it can.
 enum class UffdPublish { Auto, Copy };
+// Mode optimize: whether call sites where the profile shows nothing to gain run blocking
+// (trace/gain.hh).
+enum class ProfileBlocking { Auto, Off };
 
 // Effective settings, filled from the table below.
 struct Settings {
@@ -37,11 +40,14 @@ struct Settings {
   std::int64_t poll_max_us = 1000;
   std::int64_t timeout_s = 600;
   std::int64_t abort_flush_us = 100000;
+  ProfileBlocking profile_blocking = ProfileBlocking::Auto;
+  std::int64_t early_return_cost_us = 500;
+  std::int64_t early_return_cost_us_per_mib = 500;
 };
 
 // Where a parsed value goes; the alternative must agree with the option's type.
 using Field = std::variant<Mode Settings::*, LogLevel Settings::*, GuardBackend Settings::*, SendCopy Settings::*,
-                           UffdPublish Settings::*,
+                           UffdPublish Settings::*, ProfileBlocking Settings::*,
                            std::string Settings::*,
                            std::optional<std::uint64_t> Settings::*, std::int64_t Settings::*>;
 

@@ -120,6 +120,12 @@ class EngineImpl final : public Engine {
       stats_.record(Kind::Bcast, site, bytes, Outcome::Passthrough, why);
       return rc;
     }
+    if (orders_ && bcast_no_gain(bytes, root, comm, site)) {
+      fence(span_of(buffer, count, type), "MPI_Bcast on a buffer still being received");
+      const int rc = PMPI_Bcast(buffer, count, type, root, comm);
+      stats_.record(Kind::Bcast, site, bytes, Outcome::Passthrough, Reason::NoOverlapToGain);
+      return rc;
+    }
     const long long t_enter = futex::now_ns();
     fence(span_of(buffer, count, type), "MPI_Bcast on a buffer still being received");
     // The private duplicate is made collectively: never under call_mutex_, which another
@@ -129,8 +135,7 @@ class EngineImpl final : public Engine {
     auto f = start(Kind::Bcast, pc);
     f->call_start_ns = t_enter;
     const bool dense = is_dense(type);
-    const int segments = static_cast<int>(std::clamp<std::size_t>(bytes / std::max<std::size_t>(min_bytes_, 1), 1,
-                                                                  static_cast<std::size_t>(s_.bcast_max_segments)));
+    const int segments = bcast_segments(bytes);
     const auto chunks = bcast_chunks(bytes, page_, segments);
     f->pieces = build_bcast(pc.rank, pc.size, root, chunks, bcast_order(chunks, root, pc.size, site));
 
@@ -167,6 +172,19 @@ class EngineImpl final : public Engine {
       stats_.record(Kind::Alltoall, site, per_peer * static_cast<std::size_t>(n), Outcome::Passthrough, why);
       return rc;
     }
+    if (orders_) {
+      const bool in_place = sendbuf == MPI_IN_PLACE;
+      const std::uint64_t sent = in_place ? 0 : type_bytes(sendtype, sendcount);
+      const auto N = static_cast<std::size_t>(n);
+      if (orders_->run_blocking({Kind::Alltoall, site, n, -1, std::vector<std::uint64_t>(N, per_peer),
+                                 std::vector<std::uint64_t>(N, sent)})) {
+        if (!in_place) fence(span_of(sendbuf, static_cast<long long>(sendcount) * n, sendtype), "a collective on a guarded buffer");
+        fence(span_of(recvbuf, static_cast<long long>(recvcount) * n, recvtype), "a collective on a guarded buffer");
+        const int rc = PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+        stats_.record(Kind::Alltoall, site, per_peer * N, Outcome::Passthrough, Reason::NoOverlapToGain);
+        return rc;
+      }
+    }
     std::vector<int> sc(static_cast<std::size_t>(n), sendcount), rc(static_cast<std::size_t>(n), recvcount);
     std::vector<int> sd(static_cast<std::size_t>(n)), rd(static_cast<std::size_t>(n));
     for (int p = 0; p < n; ++p) {
@@ -188,6 +206,13 @@ class EngineImpl final : public Engine {
       for (int p = 0; p < n; ++p) bytes += type_bytes(recvtype, recvcounts[p]);
       const int rc = PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
       stats_.record(Kind::Alltoallv, site, bytes, Outcome::Passthrough, why);
+      return rc;
+    }
+    if (orders_ && alltoallv_no_gain(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, site)) {
+      const int rc = PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
+      std::size_t bytes = 0;
+      for (int p = 0, n = comm_size(comm); p < n; ++p) bytes += type_bytes(recvtype, recvcounts[p]);
+      stats_.record(Kind::Alltoallv, site, bytes, Outcome::Passthrough, Reason::NoOverlapToGain);
       return rc;
     }
     return all_to_all(Kind::Alltoallv, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
@@ -699,6 +724,52 @@ class EngineImpl final : public Engine {
     for (int c : read)
       if (c != 0 && c != last) order.push_back(c);
     return order;
+  }
+
+  // Mode optimize: whether the profile says this call has no overlap to gain (trace/gain.hh;
+  // decided alike on every rank, runtime/read_order.hh). The call shapes are those the read
+  // order look-ups below pass (alltoall_order, bcast_order), so that both find the same call.
+  static int comm_size(MPI_Comm comm) {
+    int n = 0;
+    PMPI_Comm_size(comm, &n);
+    return n;
+  }
+
+  int bcast_segments(std::size_t bytes) const {
+    return static_cast<int>(std::clamp<std::size_t>(bytes / std::max<std::size_t>(min_bytes_, 1), 1,
+                                                    static_cast<std::size_t>(s_.bcast_max_segments)));
+  }
+
+  bool bcast_no_gain(std::size_t bytes, int root, MPI_Comm comm, CallSite site) {
+    CallShape call{Kind::Bcast, site, comm_size(comm), root, {}, {}};
+    for (const Chunk& c : bcast_chunks(bytes, page_, bcast_segments(bytes))) call.recv_bytes.push_back(c.length);
+    return orders_->run_blocking(call);
+  }
+
+  // Fences the buffers too when the answer is yes (a new collective on them, as all_to_all does).
+  bool alltoallv_no_gain(const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                         void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+                         MPI_Comm comm, CallSite site) {
+    const int n = comm_size(comm);
+    const bool in_place = sendbuf == MPI_IN_PLACE;
+    CallShape call{Kind::Alltoallv, site, n, -1, {}, {}};
+    for (int p = 0; p < n; ++p) {
+      call.recv_bytes.push_back(type_bytes(recvtype, recvcounts[p]));
+      call.send_bytes.push_back(in_place ? 0 : type_bytes(sendtype, sendcounts[p]));
+    }
+    if (!orders_->run_blocking(call)) return false;
+    MPI_Aint lb = 0, sext = 0, rext = 0;
+    PMPI_Type_get_extent(recvtype, &lb, &rext);
+    if (!in_place) PMPI_Type_get_extent(sendtype, &lb, &sext);
+    for (int p = 0; p < n; ++p) {
+      if (!in_place && call.send_bytes[static_cast<std::size_t>(p)])
+        fence(span_of(static_cast<const char*>(sendbuf) + static_cast<std::ptrdiff_t>(sdispls[p]) * sext, sendcounts[p], sendtype),
+              "a collective on a guarded buffer");
+      if (call.recv_bytes[static_cast<std::size_t>(p)])
+        fence(span_of(static_cast<char*>(recvbuf) + static_cast<std::ptrdiff_t>(rdispls[p]) * rext, recvcounts[p], recvtype),
+              "a collective on a guarded buffer");
+    }
+    return true;
   }
 
   int out_of_memory_bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm, CallSite site,

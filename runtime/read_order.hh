@@ -32,6 +32,15 @@ class ReadOrderSource {
   // A permutation of the call's sub-messages 0..n-1 (n = recv_bytes.size()), read first
   // first; empty for the default order.
   virtual std::vector<int> order(const CallShape& call) = 0;
+  // True when the call is to run blocking (plain PMPI_*, summary reason no_overlap_to_gain)
+  // because the profile shows no overlap to gain at its site (trace/gain.hh). Unlike an order,
+  // this must be the same on every rank for the same call (a rank in PMPI_Alltoall and one in
+  // tnbc's schedule never match): implementations decide from values all ranks share only.
+  // Called before order() for the same call, which then follows only when this is false.
+  virtual bool run_blocking(const CallShape& call) {
+    (void)call;
+    return false;
+  }
 };
 
 }  // namespace tnbc

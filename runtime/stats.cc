@@ -24,6 +24,7 @@ const char* reason_name(Reason r) {
     case Reason::Disabled: return "disabled";
     case Reason::ReceiveTypeMismatch: return "type_size_mismatch";
     case Reason::SignalHandler: return "signal_handler";
+    case Reason::NoOverlapToGain: return "no_overlap_to_gain";
     case Reason::Count_: break;
   }
   return "unknown";
@@ -58,8 +59,30 @@ void Stats::record(Kind kind, CallSite site, std::uint64_t bytes, Outcome outcom
     sh.last = &sh.sites[key];  // node-based map: the address stays valid
     sh.last_key = key;
   }
-  ++sh.last->calls;
-  sh.last->bytes += bytes;
+  SiteCounters& sc = *sh.last;
+  ++sc.calls;
+  sc.bytes += bytes;
+  switch (outcome) {
+    case Outcome::EarlyReturn: ++sc.early_return; break;
+    case Outcome::CompletedInCall: ++sc.completed_in_call; break;
+    case Outcome::Passthrough: ++sc.passthrough; break;
+  }
+  if (reason != Reason::None) ++sc.reasons[static_cast<std::size_t>(reason)];
+}
+
+void Stats::record_profile_decision(const ProfileDecision& d) {
+  std::lock_guard lock(mutex_);
+  for (DecisionEntry& e : decisions_)
+    if (e.d.site == d.site && e.d.basis == d.basis) {
+      ++e.calls;
+      return;
+    }
+  decisions_.push_back({d, 1});
+}
+
+void Stats::set_profile_blocking(const std::string& state) {
+  std::lock_guard lock(mutex_);
+  profile_blocking_ = state;
 }
 
 KindCounters Stats::kind(Kind k) const {
@@ -104,6 +127,23 @@ double thread_cpu_seconds(pthread_t thread) {
   return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
 }
 
+namespace {
+void reasons_json(std::ostringstream& j, const std::array<std::uint64_t, static_cast<std::size_t>(Reason::Count_)>& reasons) {
+  bool first = true;
+  for (std::size_t r = 0; r < reasons.size(); ++r) {
+    if (reasons[r] == 0) continue;
+    j << (first ? "" : ", ") << "\"" << reason_name(static_cast<Reason>(r)) << "\": " << reasons[r];
+    first = false;
+  }
+}
+
+std::string ns_json(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.0f", v);
+  return b;
+}
+}  // namespace
+
 std::string Stats::summary_json(int rank, int size, const std::string& mode) const {
   std::array<KindCounters, 3> kinds_;
   for (std::size_t i = 0; i < kinds_.size(); ++i) kinds_[i] = kind(static_cast<Kind>(i));
@@ -111,8 +151,13 @@ std::string Stats::summary_json(int rank, int size, const std::string& mode) con
   std::unordered_map<SiteKey, SiteCounters, SiteHash> sites_;
   for (const Shard* sh : shards_)
     for (const auto& [key, c] : sh->sites) {
-      sites_[key].calls += c.calls;
-      sites_[key].bytes += c.bytes;
+      SiteCounters& sum = sites_[key];
+      sum.calls += c.calls;
+      sum.bytes += c.bytes;
+      sum.early_return += c.early_return;
+      sum.completed_in_call += c.completed_in_call;
+      sum.passthrough += c.passthrough;
+      for (std::size_t r = 0; r < c.reasons.size(); ++r) sum.reasons[r] += c.reasons[r];
     }
   std::ostringstream j;
   j << "{\"format\": \"tnbc-summary\", \"version\": 1, \"rank\": " << rank << ", \"size\": " << size
@@ -123,12 +168,7 @@ std::string Stats::summary_json(int rank, int size, const std::string& mode) con
       << ", \"fortran_calls\": " << k.fortran_calls << ", \"bytes\": " << k.bytes
       << ", \"early_return\": " << k.early_return << ", \"completed_in_call\": " << k.completed_in_call
       << ", \"passthrough\": " << k.passthrough << ", \"reasons\": {";
-    bool first = true;
-    for (std::size_t r = 0; r < k.reasons.size(); ++r) {
-      if (k.reasons[r] == 0) continue;
-      j << (first ? "" : ", ") << "\"" << reason_name(static_cast<Reason>(r)) << "\": " << k.reasons[r];
-      first = false;
-    }
+    reasons_json(j, k.reasons);
     j << "}}";
   }
   j << "},\n \"guards\": {\"userfaultfd\": " << guards_[0].load() << ", \"prot_none\": " << guards_[1].load()
@@ -140,7 +180,27 @@ std::string Stats::summary_json(int rank, int size, const std::string& mode) con
     j << "\"profile\": {\"file\": \"" << json_escape(profile_file_) << "\", \"status\": \"" << profile_status_
       << "\", \"calls_ordered\": " << profile_uses(ProfileUse::Ordered)
       << ", \"calls_unknown_site\": " << profile_uses(ProfileUse::UnknownSite)
-      << ", \"calls_other_sizes\": " << profile_uses(ProfileUse::OtherSizes) << "},\n ";
+      << ", \"calls_other_sizes\": " << profile_uses(ProfileUse::OtherSizes);
+  if (!profile_status_.empty() && !profile_blocking_.empty()) {
+    std::uint64_t blocking = 0;
+    for (const DecisionEntry& e : decisions_) blocking += e.d.blocking ? e.calls : 0;
+    j << ", \"blocking\": \"" << profile_blocking_ << "\", \"calls_blocking\": " << blocking << ",\n   \"decisions\": [";
+    // In order of first use (the same on every rank for SPMD programs).
+    for (std::size_t i = 0; i < decisions_.size(); ++i) {
+      const ProfileDecision& d = decisions_[i].d;
+      char site[24];
+      std::snprintf(site, sizeof site, "0x%016llx", static_cast<unsigned long long>(d.site));
+      j << (i ? ",\n    " : "\n    ") << "{\"site\": \"" << site << "\", \"kind\": \"" << d.kind << "\", \"where\": \""
+        << json_escape(d.where) << "\", \"decision\": \"" << (d.blocking ? "blocking" : "early_return")
+        << "\", \"basis\": \"" << d.basis << "\", \"calls\": " << decisions_[i].calls
+        << ", \"comm_ns\": " << (d.comm_ns < 0 ? "null" : ns_json(d.comm_ns))
+        << ", \"overlap_ns\": " << (d.overlap_ns < 0 ? "null" : ns_json(d.overlap_ns))
+        << ", \"cost_ns\": " << ns_json(d.cost_ns)
+        << ", \"saved_ns\": " << (d.comm_ns < 0 || d.overlap_ns < 0 ? "null" : ns_json(d.saved_ns)) << "}";
+    }
+    j << "]";
+  }
+  if (!profile_status_.empty()) j << "},\n ";
   j << "\"sites\": [";
   bool first = true;
   // Sorted by kind and address so that summaries of different ranks line up.
@@ -166,7 +226,11 @@ std::string Stats::summary_json(int rank, int size, const std::string& mode) con
       << "\", \"lang\": \"" << (lang == static_cast<int>(Lang::Fortran) ? "fortran" : "c")
       << "\", \"module\": \"" << json_escape(module) << "\", \"offset\": \"" << off
       << "\", \"symbol\": \"" << json_escape(symbol) << "\", \"calls\": " << s.calls
-      << ", \"bytes\": " << s.bytes << "}";
+      << ", \"bytes\": " << s.bytes << ", \"early_return\": " << s.early_return
+      << ", \"completed_in_call\": " << s.completed_in_call << ", \"passthrough\": " << s.passthrough
+      << ", \"reasons\": {";
+    reasons_json(j, s.reasons);
+    j << "}}";
     first = false;
   }
   j << "]}\n";

@@ -41,6 +41,7 @@ enum class Reason {
   Disabled,              // tnbc turned itself off after an error (see the log)
   ReceiveTypeMismatch,   // type sizes disagree with the send side
   SignalHandler,         // tnbc's SIGSEGV handler was replaced and cannot be put back
+  NoOverlapToGain,       // mode optimize: the profile shows no overlap to gain at the site
   Count_,                // number of reasons (not a reason)
 };
 const char* reason_name(Reason r);
@@ -53,6 +54,18 @@ struct KindCounters {
 
 struct SiteCounters {
   std::uint64_t calls = 0, bytes = 0;
+  std::uint64_t early_return = 0, completed_in_call = 0, passthrough = 0;
+  std::array<std::uint64_t, static_cast<std::size_t>(Reason::Count_)> reasons{};
+};
+
+// Mode optimize: what the profile decided for a call site (trace/gain.hh), for the summary.
+struct ProfileDecision {
+  std::uint64_t site = 0;          // the profile's site hash
+  std::string kind, where;         // where: innermost frame, "symbol (module+0xoffset)"
+  std::string basis;               // trace::basis_name
+  bool blocking = false;
+  double cost_ns = 0;
+  double comm_ns = -1, overlap_ns = -1, saved_ns = 0;  // -1: no estimate (saved_ns then unset)
 };
 
 class Stats {
@@ -78,6 +91,11 @@ class Stats {
     progress_cpu_s_ = progress_s;
     listener_cpu_s_ = listener_s;
   }
+  // Per call of mode optimize: the profile's decision for its site (one entry per site and basis,
+  // with the number of calls). `profile_blocking` is TNBC_PROFILE_BLOCKING's effect: "auto",
+  // "off", or "ranks_disagree" (the ranks read different profiles or settings: off).
+  void record_profile_decision(const ProfileDecision& d);
+  void set_profile_blocking(const std::string& state);
   // JSON text of the whole summary (rank, size and mode are the caller's).
   std::string summary_json(int rank, int size, const std::string& mode) const;
 
@@ -105,6 +123,12 @@ class Stats {
   std::string profile_file_, profile_status_;  // set once at start-up
   std::atomic<std::uint64_t> in_call_ns_{0};
   double progress_cpu_s_ = -1, listener_cpu_s_ = -1;  // set once at shutdown
+  std::string profile_blocking_;
+  struct DecisionEntry {
+    ProfileDecision d;
+    std::uint64_t calls = 0;
+  };
+  std::vector<DecisionEntry> decisions_;  // under mutex_; few (one per site and basis)
   mutable std::mutex mutex_;     // guards the list of shards
   std::vector<Shard*> shards_;   // one per thread that recorded; never freed (threads may exit)
 };

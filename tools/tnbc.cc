@@ -4,11 +4,13 @@
 //   tnbc config      prints the effective settings (from the TNBC_* environment)
 //   tnbc merge DIR -o app.profile
 //                    combines the per-rank traces of a trace pass into a profile (docs/trace.md)
+//   tnbc report DIR  what the calls of a run did, from its per-rank summaries (tools/report.cc)
 //   tnbc --help      this text and every setting
-// Later commands (merge, report, calibrate, predict) join here.
+// Later commands (calibrate, predict) join here.
 #include <limits.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +19,8 @@
 #include <vector>
 
 #include "runtime/config.hh"
+#include "tools/report.hh"
+#include "trace/gain.hh"
 #include "trace/merge.hh"
 
 extern char** environ;
@@ -35,6 +39,9 @@ const char* kUsage =
     "  merge DIR [-o FILE] [--quiet]\n"
     "                 combine the per-rank traces of a trace pass (TNBC_MODE=trace, TNBC_OUTPUT_DIR=DIR)\n"
     "                 into a profile (JSON, default DIR/app.profile) and print a summary\n"
+    "  report DIR     what the calls of a run did (DIR: its TNBC_OUTPUT_DIR): per kind and call site\n"
+    "                 early returns, calls completed in the call or run as plain MPI and why; in mode\n"
+    "                 optimize which sites ran blocking because the profile shows no overlap to gain\n"
     "  library        print the path of libtnbc.so that exec preloads\n"
     "  --help         this text\n"
     "\n"
@@ -167,7 +174,34 @@ int cmd_merge(const std::vector<std::string>& args) {
       std::remove(tmp.c_str());
       return fail("merge: cannot write " + out + ": " + std::strerror(errno));
     }
-    if (!quiet) std::fputs(tnbc::trace::profile_summary(p).c_str(), stdout);
+    if (!quiet) {
+      // What mode optimize will decide per site with the settings of this environment, read
+      // back from the file exactly as the library reads it (trace/gain.hh).
+      auto cfg = tnbc::load_config(&tnbc::process_getenv);
+      const tnbc::trace::LoadedProfile back = tnbc::trace::parse_profile(json, out);
+      const tnbc::trace::CostModel cost = tnbc::trace::cost_model(cfg.settings);
+      const bool enabled = cfg.settings.profile_blocking == tnbc::ProfileBlocking::Auto;
+      std::vector<std::string> verdicts;
+      const double min_bytes = cfg.settings.min_bytes ? static_cast<double>(*cfg.settings.min_bytes)
+                                                      : 3.0 * static_cast<double>(sysconf(_SC_PAGESIZE));
+      for (const auto& site : back.sites) {
+        // Alltoall per peer, Bcast whole: below TNBC_MIN_BYTES the call never reaches a decision.
+        const double bytes = tnbc::trace::estimate_site(site).bytes;
+        const double unit = site.kind == "alltoall" ? bytes / std::max(1, site.comm_size) : bytes;
+        if (site.kind != "alltoallv" && unit < min_bytes)
+          verdicts.push_back("plain MPI anyway: below TNBC_MIN_BYTES");
+        else
+          verdicts.push_back(tnbc::trace::describe(tnbc::trace::decide(&site, true, cost, enabled)));
+      }
+      std::fputs(tnbc::trace::profile_summary(p, verdicts).c_str(), stdout);
+      char line[200];
+      std::snprintf(line, sizeof line,
+                    "\noptimize: a site runs blocking when min(Tcomm, T_CURC + T_CRC) <= cost = %lld us + %lld us/MiB "
+                    "(TNBC_PROFILE_BLOCKING=%s)\n",
+                    static_cast<long long>(cfg.settings.early_return_cost_us),
+                    static_cast<long long>(cfg.settings.early_return_cost_us_per_mib), enabled ? "auto" : "off");
+      std::fputs(line, stdout);
+    }
     std::printf("%sprofile written to %s\n", quiet ? "" : "\n", out.c_str());
     return 0;
   } catch (const std::exception& e) {
@@ -189,6 +223,7 @@ int main(int argc, char** argv) {
   if (cmd == "exec") return cmd_exec(args);
   if (cmd == "config") return cmd_config();
   if (cmd == "merge") return cmd_merge(args);
+  if (cmd == "report") return tnbc::tools::cmd_report(args);
   if (cmd == "library") {
     const std::string lib = find_library();
     if (lib.empty()) return fail("cannot find libtnbc.so");

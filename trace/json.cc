@@ -1,6 +1,7 @@
 #include "trace/json.hh"
 
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 
 namespace tnbc::json {
@@ -227,7 +228,12 @@ class Parser {
     }
     const std::string text(t_.substr(start, pos_ - start));
     v.type = Value::Type::Number;
-    v.number = std::strtod(text.c_str(), nullptr);
+    // from_chars, not strtod: the same value whatever locale the program has set (a decimal
+    // comma would cut "4.5e9" to 4), so every rank reads a profile's numbers alike.
+    if (std::from_chars(text.data(), text.data() + text.size(), v.number).ec == std::errc::result_out_of_range) {
+      const bool tiny = text.find("e-") != std::string::npos || text.find("E-") != std::string::npos;
+      v.number = (text[0] == '-' ? -1.0 : 1.0) * (tiny ? 0.0 : HUGE_VAL);  // as strtod
+    }
     if (integral) {
       auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v.int_value);
       v.integer = ec == std::errc() && p == text.data() + text.size();

@@ -422,7 +422,7 @@ std::string profile_json(const Profile& p) {
   return o.str();
 }
 
-std::string profile_summary(const Profile& p) {
+std::string profile_summary(const Profile& p, const std::vector<std::string>& verdicts) {
   std::ostringstream o;
   std::uint64_t calls = 0;
   for (const auto& s : p.sites) calls += s.calls;
@@ -471,6 +471,7 @@ std::string profile_summary(const Profile& p) {
                                      : std::string("no"))
       << "\n";
     for (const auto& n : s.notes) o << "  note: " << n << "\n";
+    if (si < verdicts.size()) o << "  optimize: " << verdicts[si] << "\n";
   }
   return o.str();
 }

@@ -79,6 +79,7 @@ Profile merge(const std::vector<TraceFile>& traces, const std::vector<std::strin
 std::vector<TraceFile> load_trace_dir(const std::string& dir, std::vector<std::string>* names = nullptr);
 
 std::string profile_json(const Profile& p);
-std::string profile_summary(const Profile& p);
+// `verdicts` (optional, one per site): what mode optimize would do there (trace/gain.hh).
+std::string profile_summary(const Profile& p, const std::vector<std::string>& verdicts = {});
 
 }  // namespace tnbc::trace

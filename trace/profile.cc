@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -9,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "trace/format.hh"
 #include "trace/json.hh"
 
 namespace tnbc::trace {
@@ -55,6 +57,34 @@ class Reader {
     if (s.size() < 3 || s.size() > 18 || s[0] != '0' || s[1] != 'x') fail(path, v, "\"" + s + "\" is not a 64-bit hex number");
     auto [p, ec] = std::from_chars(s.data() + 2, s.data() + s.size(), out, 16);
     if (ec != std::errc() || p != s.data() + s.size()) fail(path, v, "\"" + s + "\" is not a 64-bit hex number");
+    return out;
+  }
+
+  // Optional fields (estimates a newer `tnbc merge` writes): absent or null -> nullopt; any
+  // other type than a number (a non-negative integer) is an error.
+  std::optional<double> opt_number(const Value& obj, const std::string& field, const char* key) const {
+    const Value* v = obj.find(key);
+    if (!v || v->type == Value::Type::Null) return std::nullopt;
+    if (v->type != Value::Type::Number) fail(field + "." + key, *v, std::string("expected a number or null, found ") + json::type_name(v->type));
+    if (!(v->number >= 0)) fail(field + "." + key, *v, "expected a number >= 0");
+    return v->number;
+  }
+  std::optional<std::uint64_t> opt_count(const Value& obj, const std::string& field, const char* key) const {
+    const Value* v = obj.find(key);
+    if (!v || v->type == Value::Type::Null) return std::nullopt;
+    return static_cast<std::uint64_t>(checked_int(*v, field + "." + key, 0, INT64_MAX));
+  }
+  std::vector<double> opt_numbers(const Value& obj, const std::string& field, const char* key) const {
+    std::vector<double> out;
+    const Value* v = obj.find(key);
+    if (!v || v->type == Value::Type::Null) return out;
+    if (v->type != Value::Type::Array) fail(field + "." + key, *v, std::string("expected an array, found ") + json::type_name(v->type));
+    for (std::size_t i = 0; i < v->items.size(); ++i) {
+      const Value& x = v->items[i];
+      if (x.type != Value::Type::Number || !(x.number >= 0))
+        fail(field + "." + key + "[" + std::to_string(i) + "]", x, "expected a number >= 0");
+      out.push_back(x.number);
+    }
     return out;
   }
 
@@ -114,6 +144,7 @@ LoadedProfile parse_profile(const std::string& text, const std::string& name) {
                        "); run `tnbc merge` of this tnbc on the traces again");
   LoadedProfile p;
   p.path = name;
+  p.digest = fnv1a64(text.data(), text.size());
   p.np = static_cast<int>(r.integer(root, "", "np", 1, 1 << 24));
   p.executable = r.member(root, "", "executable", Value::Type::String).string;
   const Value& sites = r.member(root, "", "sites", Value::Type::Array);
@@ -149,6 +180,13 @@ LoadedProfile parse_profile(const std::string& text, const std::string& name) {
       const Value& keys = r.member(rv, rp, "keys", Value::Type::Array);
       for (std::size_t j = 0; j < keys.items.size(); ++j)
         rank.keys.push_back(r.hex(keys.items[j], rp + ".keys[" + std::to_string(j) + "]"));
+      rank.calls = r.opt_count(rv, rp, "calls");
+      rank.traced = r.opt_count(rv, rp, "traced");
+      rank.bytes_per_call = r.opt_count(rv, rp, "bytes_per_call");
+      rank.duration_ns = r.opt_number(rv, rp, "duration_ns");
+      rank.curc_ns = r.opt_number(rv, rp, "curc_ns");
+      rank.r_crc = r.opt_number(rv, rp, "r_crc_bytes_per_s");
+      rank.gaps_ns = r.opt_numbers(rv, rp, "gaps_ns");
       site.ranks.push_back(std::move(rank));
     }
     p.sites.push_back(std::move(site));
@@ -179,7 +217,24 @@ std::string check_profile_run(const LoadedProfile& p, int np, const std::string&
 }
 
 ProfileIndex::ProfileIndex(LoadedProfile p) : p_(std::move(p)) {
-  for (std::size_t i = 0; i < p_.sites.size(); ++i) by_site_[p_.sites[i].site] = i;
+  for (std::size_t i = 0; i < p_.sites.size(); ++i) {
+    by_site_[p_.sites[i].site] = i;
+    std::vector<std::uint64_t> keys;
+    for (const ProfileSite::Rank& rk : p_.sites[i].ranks) keys.insert(keys.end(), rk.keys.begin(), rk.keys.end());
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    site_keys_.push_back(std::move(keys));
+  }
+}
+
+const ProfileSite* ProfileIndex::find_site(std::uint64_t site) const {
+  auto it = by_site_.find(site);
+  return it == by_site_.end() ? nullptr : &p_.sites[it->second];
+}
+
+bool ProfileIndex::key_recorded(const ProfileSite& s, std::uint64_t key) const {
+  const auto& keys = site_keys_[static_cast<std::size_t>(&s - p_.sites.data())];
+  return std::binary_search(keys.begin(), keys.end(), key);
 }
 
 ProfileIndex::Result ProfileIndex::find(std::uint64_t site, std::uint64_t key, int rank, int sub_messages) const {

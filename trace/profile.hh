@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -35,6 +36,12 @@ struct ProfileSite {
     bool receives = false;
     std::vector<int> order;              // this rank's read order
     std::vector<std::uint64_t> keys;     // instance keys (site + size signature) seen
+    // Estimates of the trace pass (trace/gain.hh); absent or null in the file: unknown.
+    std::optional<std::uint64_t> calls, traced, bytes_per_call;
+    std::optional<double> duration_ns;   // median blocking duration of the collective
+    std::optional<double> curc_ns;       // median time from return to the first touch
+    std::optional<double> r_crc;         // median rate of first touches, bytes/s
+    std::vector<double> gaps_ns;         // median gap before the k+1-th first touch
   };
   std::vector<Rank> ranks;
 };
@@ -44,6 +51,7 @@ struct LoadedProfile {
   int np = 0;
   std::string executable;
   std::vector<ProfileSite> sites;
+  std::uint64_t digest = 0;  // FNV-1a of the file's bytes: equal on ranks that read the same file
 };
 
 // The message says what is wrong and names the file (`what()` is a complete sentence).
@@ -72,11 +80,16 @@ class ProfileIndex {
   // `key` is this rank's instance key of the call (site + size signature), `sub_messages` the
   // number of sub-messages the call has: both must match what the profile recorded for `rank`.
   Result find(std::uint64_t site, std::uint64_t key, int rank, int sub_messages) const;
+  // The site alone (nullptr if unknown), and whether any rank recorded the instance key there:
+  // both depend on the file only, not on the rank that asks.
+  const ProfileSite* find_site(std::uint64_t site) const;
+  bool key_recorded(const ProfileSite& s, std::uint64_t key) const;
   const LoadedProfile& profile() const { return p_; }
 
  private:
   LoadedProfile p_;
   std::unordered_map<std::uint64_t, std::size_t> by_site_;
+  std::vector<std::vector<std::uint64_t>> site_keys_;  // per site: every rank's keys, sorted
 };
 
 }  // namespace tnbc::trace

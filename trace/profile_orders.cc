@@ -1,10 +1,16 @@
 #include "trace/profile_orders.hh"
 
+#include <mpi.h>
+
+#include <cstdio>
 #include <mutex>
+#include <thread>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "runtime/log.hh"
 #include "trace/callsite.hh"
+#include "trace/gain.hh"
 #include "trace/profile.hh"
 
 namespace tnbc::trace {
@@ -25,17 +31,69 @@ std::vector<int> complete_order(const std::vector<int>& partial, int n) {
   return out;
 }
 
+bool same_call(const CallShape& a, const CallShape& b) {
+  return a.kind == b.kind && a.site.return_address == b.site.return_address && a.comm_size == b.comm_size &&
+         a.root == b.root && a.recv_bytes == b.recv_bytes && a.send_bytes == b.send_bytes;
+}
+
 class ProfileOrders final : public ReadOrderSource {
  public:
-  ProfileOrders(LoadedProfile p, Stats& stats, int world_rank)
-      : index_(std::move(p)), stats_(stats), rank_(world_rank) {}
+  ProfileOrders(LoadedProfile p, Stats& stats, int world_rank, const Settings& s)
+      : index_(std::move(p)), stats_(stats), rank_(world_rank), cost_(cost_model(s)),
+        blocking_(s.profile_blocking == ProfileBlocking::Auto) {
+    // What every rank must share for the blocking decisions to agree: the file's bytes and the
+    // settings the decision reads.
+    digest_ = index_.profile().digest;
+    const std::int64_t knobs[] = {static_cast<std::int64_t>(s.profile_blocking), s.early_return_cost_us,
+                                  s.early_return_cost_us_per_mib};
+    digest_ = fnv1a64(knobs, sizeof knobs, digest_);
+    stats_.set_profile_blocking(blocking_ ? "auto" : "off");
+  }
+
+  std::uint64_t digest() const { return digest_; }
+  void disable_blocking() {
+    std::lock_guard lock(mutex_);
+    blocking_ = false;
+    decided_.clear();
+    stats_.set_profile_blocking("ranks_disagree");
+  }
+
+  // Decided from the site's aggregates and, for Alltoall and Bcast, whether the call's key (from
+  // sizes every rank passes alike) was recorded by any rank: nothing rank-local.
+  bool run_blocking(const CallShape& call) override {
+    std::lock_guard lock(mutex_);
+    const Id id = identify(call, false);
+    const ProfileSite* site = index_.find_site(id.site);
+    const bool global_sizes = call.kind != Kind::Alltoallv;
+    const bool sizes_recorded = site && (!global_sizes || index_.key_recorded(*site, id.key));
+    auto [it, fresh] = decided_.try_emplace(DecisionKey{id.site, sizes_recorded});
+    if (fresh) {
+      it->second = decide(site, sizes_recorded, cost_, blocking_);
+      // Every rank decides alike: rank 0 says it (TNBC_LOG=info), the others at debug.
+      const LogLevel level = rank_ == 0 ? LogLevel::Info : LogLevel::Debug;
+      if (site && log_enabled(level))
+        log(level, "%s at %s: %s", kKindNames[static_cast<std::size_t>(call.kind)], site->where.c_str(),
+            describe(it->second).c_str());
+    }
+    const Decision& d = it->second;
+    ProfileDecision pd;
+    pd.site = id.site;
+    pd.kind = kKindNames[static_cast<std::size_t>(call.kind)];
+    pd.where = site ? site->where : where_of(id.stack);
+    pd.basis = basis_name(d.basis);
+    pd.blocking = d.blocking();
+    pd.cost_ns = d.cost_ns;
+    if (d.saved_ns) pd.comm_ns = *d.comm_ns, pd.overlap_ns = *d.overlap_ns, pd.saved_ns = *d.saved_ns;
+    stats_.record_profile_decision(pd);
+    return d.blocking();
+  }
 
   std::vector<int> order(const CallShape& call) override {
     std::lock_guard lock(mutex_);
     const std::string kind = kKindNames[static_cast<std::size_t>(call.kind)];
-    const Stack stack = sites_.capture(call.site.return_address);
-    const std::uint64_t site = sites_.site_hash(stack, kind, call.comm_size);
-    const std::uint64_t key = instance_key(site, size_signature(call.recv_bytes, call.send_bytes, call.root));
+    const Id id = identify(call, true);
+    const Stack& stack = id.stack;
+    const std::uint64_t site = id.site, key = id.key;
     const int n = static_cast<int>(call.recv_bytes.size());
     const ProfileIndex::Result r = index_.find(site, key, rank_, n);
     switch (r.status) {
@@ -72,19 +130,70 @@ class ProfileOrders final : public ReadOrderSource {
     return level;
   }
 
+  struct Id {
+    Stack stack;
+    std::uint64_t site = 0, key = 0;
+  };
+  // The call's site and instance key, as the trace pass computed them. The engine asks
+  // run_blocking() (`reuse` false: always walks the stack) and then order() for the same call
+  // (`reuse` true): that one takes the walk just made on this thread if the shape and return
+  // address are the same, and consumes it.
+  Id identify(const CallShape& call, bool reuse) {
+    Memo& m = memo_[std::this_thread::get_id()];
+    if (reuse && m.valid && same_call(m.shape, call)) {
+      m.valid = false;
+      return m.id;
+    }
+    Id id;
+    id.stack = sites_.capture(call.site.return_address);
+    id.site = sites_.site_hash(id.stack, kKindNames[static_cast<std::size_t>(call.kind)], call.comm_size);
+    id.key = instance_key(id.site, size_signature(call.recv_bytes, call.send_bytes, call.root));
+    m.shape = call;
+    m.id = id;
+    m.valid = !reuse;
+    return id;
+  }
+
+  std::string where_of(const Stack& stack) {
+    const Frame& f = sites_.describe(stack.n ? stack.pcs[0] : 0);
+    char off[32];
+    std::snprintf(off, sizeof off, "+0x%llx", static_cast<unsigned long long>(f.offset));
+    return (f.symbol.empty() ? std::string("?") : f.symbol) + " (" + f.module + off + ")";
+  }
+
+  struct Memo {
+    bool valid = false;
+    CallShape shape;
+    Id id;
+  };
+  struct DecisionKey {
+    std::uint64_t site;
+    bool sizes_recorded;
+    bool operator==(const DecisionKey&) const = default;
+  };
+  struct DecisionHash {
+    std::size_t operator()(const DecisionKey& k) const { return std::hash<std::uint64_t>()(k.site) ^ k.sizes_recorded; }
+  };
+
   ProfileIndex index_;
   Stats& stats_;
   int rank_;
+  CostModel cost_;
+  bool blocking_;
+  std::uint64_t digest_ = 0;
   std::mutex mutex_;
   CallSites sites_;
+  std::unordered_map<std::thread::id, Memo> memo_;
+  std::unordered_map<DecisionKey, Decision, DecisionHash> decided_;
   std::unordered_set<std::uint64_t> reported_;  // sites already reported
   bool unknown_said_ = false, sizes_said_ = false;
 };
 
 }  // namespace
 
-std::unique_ptr<ReadOrderSource> load_profile_orders(const Settings& s, Stats& stats, int world_rank, int world_size,
-                                                     std::string& problem) {
+namespace {
+
+std::unique_ptr<ProfileOrders> load(const Settings& s, Stats& stats, int world_rank, int world_size, std::string& problem) {
   if (s.profile.empty()) {
     problem = "TNBC_MODE=optimize needs a profile (TNBC_PROFILE=FILE, written by `tnbc merge`); none given";
     stats.set_profile("", "none");
@@ -95,13 +204,36 @@ std::unique_ptr<ReadOrderSource> load_profile_orders(const Settings& s, Stats& s
     problem = check_profile_run(p, world_size, executable_path());
     if (problem.empty()) {
       stats.set_profile(s.profile, "loaded");
-      return std::make_unique<ProfileOrders>(std::move(p), stats, world_rank);
+      return std::make_unique<ProfileOrders>(std::move(p), stats, world_rank, s);
     }
   } catch (const ProfileError& e) {
     problem = e.what();
   }
   stats.set_profile(s.profile, "rejected");
   return nullptr;
+}
+
+}  // namespace
+
+std::unique_ptr<ReadOrderSource> load_profile_orders(const Settings& s, Stats& stats, int world_rank, int world_size,
+                                                     std::string& problem) {
+  std::unique_ptr<ProfileOrders> orders = load(s, stats, world_rank, world_size, problem);
+  // Which calls run blocking must be decided alike on every rank. Each decides from the profile
+  // file and the cost settings alone; this checks that all ranks read the same bytes with the
+  // same settings (one allreduce at start-up; 0 stands for "no usable profile here"). If not,
+  // no call runs blocking anywhere; the read orders stay (ranks may use different orders).
+  std::uint64_t v[2];
+  const std::uint64_t mine = orders ? orders->digest() : 0;
+  v[0] = mine;
+  v[1] = ~mine;
+  PMPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+  if (v[0] != ~v[1]) {
+    if (orders) orders->disable_blocking();
+    if (world_rank == 0)
+      log(LogLevel::Warn, "the ranks read different profiles or settings (TNBC_PROFILE, TNBC_PROFILE_BLOCKING, "
+                          "TNBC_EARLY_RETURN_COST_US*): no call site runs blocking (the read orders are still used)");
+  }
+  return orders;
 }
 
 }  // namespace tnbc::trace

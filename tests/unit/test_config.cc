@@ -71,3 +71,23 @@ TEST_CASE("unknown TNBC_ variables are reported") {
   REQUIRE(u.size() == 1);
   CHECK(u[0] == "TNBC_MODEE");
 }
+
+TEST_CASE("the cost model of mode optimize comes from the table") {
+  g_env.clear();
+  auto r = tnbc::load_config(&fake_getenv);
+  REQUIRE(r.errors.empty());
+  CHECK(r.settings.profile_blocking == tnbc::ProfileBlocking::Auto);
+  CHECK(r.settings.early_return_cost_us == 500);
+  CHECK(r.settings.early_return_cost_us_per_mib == 500);
+  g_env = {{"TNBC_PROFILE_BLOCKING", "off"}, {"TNBC_EARLY_RETURN_COST_US", "0us"},
+           {"TNBC_EARLY_RETURN_COST_US_PER_MIB", "1200"}};
+  r = tnbc::load_config(&fake_getenv);
+  REQUIRE(r.errors.empty());
+  CHECK(r.settings.profile_blocking == tnbc::ProfileBlocking::Off);
+  CHECK(r.settings.early_return_cost_us == 0);
+  CHECK(r.settings.early_return_cost_us_per_mib == 1200);
+  g_env = {{"TNBC_EARLY_RETURN_COST_US_PER_MIB", "-1"}, {"TNBC_PROFILE_BLOCKING", "never"}};
+  r = tnbc::load_config(&fake_getenv);
+  CHECK(r.errors.size() == 2);
+  CHECK(r.settings.early_return_cost_us_per_mib == 500);
+}

@@ -1,0 +1,243 @@
+// `tnbc report DIR`: what the calls of one run did, from its per-rank summaries
+// (DIR/tnbc-summary.<rank>.json, docs/formats.md): per kind and per call site how many calls
+// returned early, completed in the call or ran as plain MPI, and why; in mode optimize the
+// profile's decision per site (which sites ran blocking, with the estimate behind it) and
+// whether every rank decided alike.
+#include "tools/report.hh"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "trace/json.hh"
+
+namespace tnbc::tools {
+
+namespace {
+
+namespace fs = std::filesystem;
+using json::Value;
+
+struct ReportError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+const Value& need(const Value& obj, const char* key, Value::Type type, const std::string& file) {
+  const Value* v = obj.find(key);
+  if (!v || v->type != type)
+    throw ReportError(file + ": field \"" + key + "\" is missing or not " + json::type_name(type) +
+                      " (not a tnbc summary of this version?)");
+  return *v;
+}
+
+double number(const Value& obj, const char* key) {
+  const Value* v = obj.find(key);
+  return v && v->type == Value::Type::Number ? v->number : 0;
+}
+
+std::string text(const Value& obj, const char* key) {
+  const Value* v = obj.find(key);
+  return v && v->type == Value::Type::String ? v->string : std::string();
+}
+
+std::string ms(const Value& obj, const char* key) {
+  const Value* v = obj.find(key);
+  if (!v || v->type != Value::Type::Number) return "n/a";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2f ms", v->number / 1e6);
+  return b;
+}
+
+struct Counts {
+  double calls = 0, early = 0, in_call = 0, plain = 0;
+  std::map<std::string, double> reasons;
+  void add(const Value& v) {
+    calls += number(v, "calls");
+    early += number(v, "early_return");
+    in_call += number(v, "completed_in_call");
+    plain += number(v, "passthrough");
+    if (const Value* r = v.find("reasons"); r && r->type == Value::Type::Object)
+      for (const auto& [k, n] : r->members) reasons[k] += n.number;
+  }
+  std::string line() const {
+    char b[160];
+    std::snprintf(b, sizeof b, "calls %.0f: early return %.0f, completed in the call %.0f, plain MPI %.0f", calls, early,
+                  in_call, plain);
+    std::string s = b;
+    if (!reasons.empty()) {
+      s += "; why not early:";
+      for (const auto& [k, n] : reasons) s += " " + k + " " + std::to_string(static_cast<long long>(n));
+    }
+    return s;
+  }
+};
+
+std::string basename_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+std::string report(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw ReportError(dir + ": not a directory (expected TNBC_OUTPUT_DIR of a run)");
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string f = e.path().filename().string();
+    if (f.rfind("tnbc-summary.", 0) == 0 && f.size() > 18 && f.substr(f.size() - 5) == ".json") files.push_back(e.path().string());
+  }
+  if (files.empty()) throw ReportError(dir + ": no summaries (tnbc-summary.<rank>.json); run with TNBC_OUTPUT_DIR=" + dir);
+  struct Summary {
+    std::string file;
+    Value v;
+    int rank = 0;
+  };
+  std::vector<Summary> sums;
+  for (const auto& f : files) {
+    std::ifstream in(f, std::ios::binary);
+    std::ostringstream t;
+    t << in.rdbuf();
+    Summary s{f, {}, 0};
+    try {
+      s.v = json::parse(t.str());
+    } catch (const json::ParseError& e) {
+      throw ReportError(f + ": not valid JSON: " + e.what());
+    }
+    if (s.v.type != Value::Type::Object || text(s.v, "format") != "tnbc-summary")
+      throw ReportError(f + ": not a tnbc summary (format \"tnbc-summary\")");
+    s.rank = static_cast<int>(need(s.v, "rank", Value::Type::Number, f).number);
+    sums.push_back(std::move(s));
+  }
+  std::sort(sums.begin(), sums.end(), [](const Summary& a, const Summary& b) { return a.rank < b.rank; });
+
+  std::ostringstream o;
+  const int size = static_cast<int>(number(sums[0].v, "size"));
+  o << "tnbc report: " << dir << ": " << sums.size() << " of " << size << " ranks, mode " << text(sums[0].v, "mode") << "\n";
+
+  o << "\ncollectives (all ranks):\n";
+  for (const char* kind : {"alltoall", "alltoallv", "bcast"}) {
+    Counts c;
+    for (const Summary& s : sums) c.add(need(need(s.v, "collectives", Value::Type::Object, s.file), kind, Value::Type::Object, s.file));
+    if (c.calls == 0) continue;
+    char k[16];
+    std::snprintf(k, sizeof k, "%-10s", kind);
+    o << "  " << k << c.line() << "\n";
+  }
+
+  // tnbc's own costs (`overhead`): Tinit per early return, the CPU its threads used.
+  {
+    double in_early_s = 0, progress_s = 0, early = 0;
+    bool have = false;
+    for (const Summary& s : sums) {
+      const Value* ov = s.v.find("overhead");
+      if (!ov || ov->type != Value::Type::Object) continue;
+      have = true;
+      in_early_s += number(*ov, "in_early_calls_s");
+      progress_s += std::max(0.0, number(*ov, "progress_thread_cpu_s"));
+      for (const char* kind : {"alltoall", "alltoallv", "bcast"})
+        if (const Value* k = need(s.v, "collectives", Value::Type::Object, s.file).find(kind))
+          early += number(*k, "early_return");
+    }
+    if (have && early > 0) {
+      char b[200];
+      std::snprintf(b, sizeof b,
+                    "  time inside the early-returning calls (Tinit): %.3f ms per early return; progress threads' CPU "
+                    "%.3f s (all ranks)\n",
+                    in_early_s / early * 1e3, progress_s);
+      o << b;
+    }
+  }
+
+  // Call sites by (kind, module, offset): the return address of the MPI entry point.
+  std::map<std::tuple<std::string, std::string, std::string>, std::pair<std::string, Counts>> sites;
+  for (const Summary& s : sums)
+    for (const Value& site : need(s.v, "sites", Value::Type::Array, s.file).items) {
+      auto& e = sites[{text(site, "kind"), basename_of(text(site, "module")), text(site, "offset")}];
+      e.first = text(site, "symbol");
+      e.second.add(site);
+    }
+  o << "\ncall sites (return address of the MPI call; all ranks):\n";
+  for (const auto& [key, e] : sites) {
+    const auto& [kind, module, offset] = key;
+    o << "  " << kind << " at " << e.first << " (" << module << "+" << offset << "): " << e.second.line() << "\n";
+  }
+
+  const Value* profile = sums[0].v.find("profile");
+  if (profile && profile->type == Value::Type::Object) {
+    o << "\nprofile " << text(*profile, "file") << ": " << text(*profile, "status");
+    if (profile->find("blocking")) o << ", blocking decisions " << text(*profile, "blocking");
+    o << "\n";
+    // Decisions per (profile site, basis); every rank must have made the same ones.
+    struct Entry {
+      const Value* first = nullptr;
+      double calls = 0;
+      std::set<int> ranks;
+    };
+    std::map<std::pair<std::string, std::string>, Entry> decisions;
+    std::map<std::string, std::map<int, double>> blocking_by_site;  // site -> rank -> blocking calls
+    std::vector<std::string> order;
+    for (const Summary& s : sums) {
+      const Value* p = s.v.find("profile");
+      const Value* d = p ? p->find("decisions") : nullptr;
+      if (!d || d->type != Value::Type::Array) continue;
+      for (const Value& x : d->items) {
+        const std::string site = text(x, "site");
+        Entry& e = decisions[{site, text(x, "basis")}];
+        if (!e.first) {
+          e.first = &x;
+          order.push_back(site + "\n" + text(x, "basis"));
+        }
+        e.calls += number(x, "calls");
+        e.ranks.insert(s.rank);
+        blocking_by_site[site][s.rank] += text(x, "decision") == "blocking" ? number(x, "calls") : 0;
+      }
+    }
+    if (!order.empty()) o << "  per site (profile site id; calls over all ranks):\n";
+    for (const std::string& k : order) {
+      const std::string site = k.substr(0, k.find('\n')), basis = k.substr(k.find('\n') + 1);
+      const Entry& e = decisions[{site, basis}];
+      const Value& x = *e.first;
+      o << "  " << text(x, "kind") << " at " << text(x, "where") << " [" << site << "]: "
+        << (text(x, "decision") == "blocking" ? "RAN BLOCKING" : "returned early") << " (" << basis << "), "
+        << static_cast<long long>(e.calls) << " calls on " << e.ranks.size() << " ranks";
+      if (x.find("saved_ns") && x.find("saved_ns")->type == Value::Type::Number)
+        o << "; min(Tcomm " << ms(x, "comm_ns") << ", T_CURC + T_CRC " << ms(x, "overlap_ns") << ") - cost "
+          << ms(x, "cost_ns") << " = " << ms(x, "saved_ns");
+      o << "\n";
+    }
+    // Every rank of a collective must decide alike (plain MPI on one rank and tnbc's schedule on
+    // another never match): the blocking calls per site should be the same on every rank that
+    // called it (programs whose communicators span all ranks). Say so loudly if not.
+    for (const auto& [site, per_rank] : blocking_by_site) {
+      std::set<double> counts;
+      for (const auto& [rank, n] : per_rank) counts.insert(n);
+      if (counts.size() <= 1) continue;
+      o << "  WARNING: site " << site << " ran blocking a different number of times on different ranks:";
+      for (const auto& [rank, n] : per_rank) o << " rank " << rank << ": " << static_cast<long long>(n);
+      o << " (in a collective over those ranks this cannot match)\n";
+    }
+  }
+  return o.str();
+}
+
+int cmd_report(const std::vector<std::string>& args) {
+  if (args.size() != 1 || (!args[0].empty() && args[0][0] == '-')) {
+    std::fprintf(stderr, "tnbc: report: usage: tnbc report DIR   (DIR: TNBC_OUTPUT_DIR of a run)\n");
+    return 2;
+  }
+  try {
+    std::fputs(report(args[0]).c_str(), stdout);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tnbc: report: %s\n", e.what());
+    return 2;
+  }
+}
+
+}  // namespace tnbc::tools

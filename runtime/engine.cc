@@ -244,6 +244,10 @@ class EngineImpl final : public Engine {
     log(LogLevel::Error, "timeout (TNBC_TIMEOUT=%llds) %s: collectives still in flight, their peers never "
                          "took or sent their part:", static_cast<long long>(s_.timeout_s), when);
     progress_.for_each_in_flight([](const InFlight& f) { report_missing(&f); });
+    // As the timeout reporter does: give the launcher time to forward the report (hydra drops
+    // what a rank wrote just before aborting).
+    const timespec pause{static_cast<time_t>(g_abort_flush_us / 1000000), static_cast<long>(g_abort_flush_us % 1000000) * 1000};
+    nanosleep(&pause, nullptr);
     PMPI_Abort(MPI_COMM_WORLD, 1);
   }
 

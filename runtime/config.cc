@@ -63,7 +63,7 @@ const std::vector<Option> kOptions = {
      "sent as its first page, its body and its last page; the body is cut into pieces of whole pages, "
      "each one MPI message and, at the receiver, published on its own, so a program that reads the "
      "data right after the call waits for the first piece, not the whole body. Each piece costs one "
-     "more message and one more publication (one more UFFDIO_COPY or mprotect). auto: "
+     "more message and one more publication (one more UFFDIO_MOVE, UFFDIO_COPY or mprotect). auto: "
      "max(128 KiB, sub-message / 4) in whole pages, i.e. about 4 pieces per sub-message (at most 5) and none "
      "so small that the per-message costs dominate (measured: 64 KiB pieces slower than uncut "
      "bodies, 128 KiB to 1 MiB as fast or faster; docs/benchmarks.md); broadcast segments "

@@ -50,8 +50,8 @@ using PieceSetting = std::optional<std::uint64_t>;
 // The cost model of TNBC_PIECE_BYTES=auto (docs/architecture.md, "Piece size"). Each further
 // piece costs one more MPI message (matching, a rendezvous above the eager limit, one more
 // completion the progress thread must get a CPU to see) and one more region to publish (one
-// more UFFDIO_COPY or mprotect, ~10-50 us fixed each on the VMs here: docs/benchmarks.md,
-// guard_costs); it buys that a program reading the data right after the call waits for the
+// more UFFDIO_MOVE, UFFDIO_COPY or mprotect, ~10-50 us fixed each on the VMs here:
+// docs/benchmarks.md, guard_costs); it buys that a program reading the data right after the call waits for the
 // first piece of a sub-message instead of its whole body.
 //   auto = max(kAutoPieceMinBytes, sub-message / kAutoPiecesPerSub), in whole pages:
 // - kAutoPieceMinBytes keeps the fixed costs small against a piece's own transfer time: on the

@@ -16,7 +16,7 @@ const std::vector<Option> kOptions = {
      "count calls and bytes, run blocking; nbc: return early with guarded buffers; trace: run "
      "blocking and record the first access to each received sub-message; optimize: nbc with the "
      "priorities of TNBC_PROFILE.",
-     &Settings::mode},
+     &Settings::mode, 0, 0, true},
     {"profile", OptionType::Path, "", "",
      "Profile written by `tnbc merge` (used by mode optimize). A profile that cannot be used "
      "(unreadable, corrupt, another version, recorded at another np or for another program) is "
@@ -54,10 +54,24 @@ const std::vector<Option> kOptions = {
      "Smallest sub-message (bytes per peer, or per broadcast) that returns early; smaller "
      "collectives run blocking. auto: three pages, the smallest sub-message with a whole page to "
      "guard between its partial first and last pages (not yet derived from measured costs).",
-     &Settings::min_bytes},
+     &Settings::min_bytes, 0, 0, true},
     {"bcast_max_segments", OptionType::Integer, "5", "",
      "Most segments a broadcast is split into (the paper found no gain beyond 5).",
-     &Settings::bcast_max_segments, 1, 64},
+     &Settings::bcast_max_segments, 1, 64, true},
+    {"piece_bytes", OptionType::Bytes, "auto", "",
+     "Most bytes per message (piece) of a sub-message's body. A sub-message longer than two pages is "
+     "sent as its first page, its body and its last page; the body is cut into pieces of whole pages, "
+     "each one MPI message and, at the receiver, published on its own, so a program that reads the "
+     "data right after the call waits for the first piece, not the whole body. Each piece costs one "
+     "more message and one more publication (one more UFFDIO_MOVE, UFFDIO_COPY or mprotect). auto: "
+     "max(128 KiB, sub-message / 4) in whole pages, i.e. about 4 pieces per sub-message (at most 5) and none "
+     "so small that the per-message costs dominate (measured: 64 KiB pieces slower than uncut "
+     "bodies, 128 KiB to 1 MiB as fast or faster; docs/benchmarks.md); broadcast segments "
+     "(TNBC_BCAST_MAX_SEGMENTS) stay whole (cutting them measured slower). 0: no cut. A byte "
+     "count: at most that (rounded down to whole pages, at least one page), for broadcast segments "
+     "too. At most 126 body pieces per sub-message (broadcast: in all segments together), the tags "
+     "of one collective: a smaller value then gives larger pieces.",
+     &Settings::piece_bytes, 0, 0, true},
     {"send_window", OptionType::Integer, "4", "",
      "Most sends of one collective in flight at once; sends are posted in priority order.",
      &Settings::send_window, 1, 1 << 20},
@@ -258,8 +272,17 @@ std::string help_text() {
     out << "  " << env_name(o) << " (default: "
         << (o.default_value.empty() ? "empty" : std::string(o.default_value)) << ")";
     if (!o.choices.empty()) out << "  [" << o.choices << "]";
-    out << "\n      " << o.description << "\n";
+    out << "\n      " << o.description;
+    if (o.uniform) out << " Must be the same on every rank (checked at MPI_Init; if not, collectives run blocking).";
+    out << "\n";
   }
+  return out.str();
+}
+
+std::string uniform_settings(const Settings& s) {
+  std::ostringstream out;
+  for (const auto& o : kOptions)
+    if (o.uniform) out << env_name(o) << "=" << value_string(o, s) << "\n";
   return out.str();
 }
 

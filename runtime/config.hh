@@ -35,6 +35,7 @@ struct Settings {
   UffdPublish uffd_publish = UffdPublish::Auto;
   std::optional<std::uint64_t> min_bytes;   // nullopt = "auto" (from the cost model)
   std::int64_t bcast_max_segments = 5;
+  std::optional<std::uint64_t> piece_bytes; // nullopt = "auto" (runtime/schedule.hh); 0 = no cut
   std::int64_t send_window = 4;
   std::int64_t poll_min_us = 20;
   std::int64_t poll_max_us = 1000;
@@ -61,6 +62,10 @@ struct Option {
   std::string_view description;
   Field field;
   std::int64_t min = 0, max = 0; // inclusive range for numbers (max 0 = unbounded)
+  // Must be equal on every rank: it decides which messages exist (their number, sizes, tags),
+  // so ranks that disagree would wait for each other forever. Checked at MPI_Init
+  // (uniform_settings, runtime/runtime.cc); `tnbc --help` says so.
+  bool uniform = false;
 };
 
 // The table (defined in config.cc).
@@ -93,6 +98,9 @@ std::string parse_option(const Option& o, std::string_view value, Settings& s);
 std::string help_text();
 std::string dump(const Settings& s);
 std::string value_string(const Option& o, const Settings& s);
+
+// `NAME=value` lines of the options marked `uniform`, for comparing them between ranks.
+std::string uniform_settings(const Settings& s);
 
 // Names of unknown TNBC_* variables present in `environ` (probably misspelled).
 std::vector<std::string> unknown_variables(char** environ_list);

@@ -34,8 +34,9 @@ namespace {
 std::atomic<Engine*> g_current{nullptr};
 std::int64_t g_abort_flush_us = 0;  // TNBC_ABORT_FLUSH_US, for the timeout reporter
 
-// Tags: each collective on a communicator gets a block of kTagStride tags.
-constexpr int kTagStride = 128;
+// Tags: each collective on a communicator gets a block of kTagStride tags (the schedule
+// builders keep every piece's tag_offset below it).
+constexpr int kTagStride = kTagsPerCollective;
 
 // What a collective still waits for: the receives that have not arrived (the peer never sent
 // them) and the sends not yet taken (the peer never received them). Used by every timeout
@@ -137,7 +138,8 @@ class EngineImpl final : public Engine {
     const bool dense = is_dense(type);
     const int segments = bcast_segments(bytes);
     const auto chunks = bcast_chunks(bytes, page_, segments);
-    f->pieces = build_bcast(pc.rank, pc.size, root, chunks, bcast_order(chunks, root, pc.size, site));
+    f->pieces = build_bcast(pc.rank, pc.size, root, chunks, bcast_order(chunks, root, pc.size, site), page_,
+                            s_.piece_bytes);
 
     if (pc.rank == root) {
       f->send_block = pool_.acquire(bytes);
@@ -242,6 +244,10 @@ class EngineImpl final : public Engine {
     log(LogLevel::Error, "timeout (TNBC_TIMEOUT=%llds) %s: collectives still in flight, their peers never "
                          "took or sent their part:", static_cast<long long>(s_.timeout_s), when);
     progress_.for_each_in_flight([](const InFlight& f) { report_missing(&f); });
+    // As the timeout reporter does: give the launcher time to forward the report (hydra drops
+    // what a rank wrote just before aborting).
+    const timespec pause{static_cast<time_t>(g_abort_flush_us / 1000000), static_cast<long>(g_abort_flush_us % 1000000) * 1000};
+    nanosleep(&pause, nullptr);
     PMPI_Abort(MPI_COMM_WORLD, 1);
   }
 
@@ -647,7 +653,8 @@ class EngineImpl final : public Engine {
       copy_in(src, scounts[self], stype, sdense, dst, sbytes[self], pc.comm);
     }
     f->pieces = build_alltoallv(me, n, sbytes, soff, rbytes, roff, page_,
-                                alltoall_order(kind, site, n, rbytes, in_place ? std::vector<std::size_t>(N) : sbytes));
+                                alltoall_order(kind, site, n, rbytes, in_place ? std::vector<std::size_t>(N) : sbytes),
+                                s_.piece_bytes);
     if (!pack_sends) {
       std::vector<const char*> src(f->pieces.size(), nullptr);
       for (std::size_t i = 0; i < src.size(); ++i) {

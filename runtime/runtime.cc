@@ -1,5 +1,6 @@
 #include "runtime/runtime.hh"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -7,6 +8,7 @@
 #include <string>
 
 #include "runtime/engine.hh"
+#include "runtime/futex.hh"
 #include "runtime/log.hh"
 #include "runtime/memory_hooks.hh"
 #include "runtime/output_file.hh"
@@ -54,6 +56,7 @@ void Runtime::start(int provided) {
   set_log_rank(rank_);
   if (rank_ == 0 && log_enabled(LogLevel::Debug))
     log(LogLevel::Debug, "effective settings:\n%s", dump(settings_).c_str());
+  check_uniform_settings();
   const Mode m = settings_.mode;
   std::unique_ptr<ReadOrderSource> orders;
   if (m == Mode::Optimize) {
@@ -83,6 +86,37 @@ void Runtime::start(int provided) {
     blocking_reason_ = engine_ ? Reason::None : Reason::Mode;
   }
   started_.store(true, std::memory_order_release);
+}
+
+// The settings that decide which messages a collective consists of (config.hh, Option::uniform)
+// and the page size (the cuts are whole pages) must be equal on every rank, or ranks would wait
+// for messages that are never sent. The launcher normally passes the same environment to every
+// rank; a rank-local value (a wrapper script, a per-node default) is caught here, by one
+// reduction over MPI_COMM_WORLD: then every rank runs blocking, as with an invalid value.
+void Runtime::check_uniform_settings() {
+  const std::string mine = uniform_settings(settings_) + "page size=" + std::to_string(sysconf(_SC_PAGESIZE));
+  const std::uint64_t h = std::hash<std::string>()(mine);
+  std::uint64_t in[2] = {h, ~h}, out[2] = {0, 0};  // min of h and of ~h: the smallest and the largest h
+  MPI_Request req;
+  PMPI_Iallreduce(in, out, 2, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD, &req);
+  const long long start = futex::now_ns();
+  for (int done = 0; PMPI_Test(&req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done;) {
+    if (futex::now_ns() - start > settings_.timeout_s * 1000000000LL) {
+      log(LogLevel::Error, "timeout (TNBC_TIMEOUT=%llds) in MPI_Init: some rank did not take part in tnbc's "
+                           "start-up (is tnbc not preloaded there, or TNBC_MODE=off?)",
+          static_cast<long long>(settings_.timeout_s));
+      PMPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    sched_yield();
+  }
+  if (out[0] == ~out[1]) return;
+  std::string values = mine;
+  for (char& c : values)
+    if (c == '\n') c = ' ';
+  pending_.push_back({LogLevel::Error, "settings that shape the messages differ between ranks (this rank: " + values +
+                                           "): collectives run blocking (TNBC_MODE=passthrough)"});
+  settings_.mode = Mode::Passthrough;
+  blocking_reason_ = Reason::Disabled;
 }
 
 void Runtime::stop() {

@@ -44,6 +44,9 @@ class Runtime {
   Runtime();
   ~Runtime();
   void write_summary();
+  // Settings that decide the messages (and the page size) differ between ranks: every rank
+  // runs blocking, with a message. Collective over MPI_COMM_WORLD.
+  void check_uniform_settings();
 
   Settings settings_;
   Stats stats_;

@@ -1,9 +1,12 @@
 /* Reliability cases (one per run): threads, fork, a receive buffer unmapped (or purged) right
  * after the early return, a shared mapping put where a private one (already used as a receive buffer) was, a
  * receive buffer on the stack left unread when its function returns, a rank that never calls
- * the collective.
+ * the collective, a setting that shapes the messages given to one rank only.
  * usage: reliability threads|fork|munmap|madvise|remap-shared|stack-reuse|missing-rank|missing-fence|
- *                    missing-read|missing-finalize|missing-comm
+ *                    missing-read|missing-finalize|missing-comm|rank-setting
+ * rank-setting: rank 1 sets TNBC_PIECE_BYTES=8k in its own environment before MPI_Init (the
+ * launcher's rank variable tells it which it is): the ranks would cut sub-messages differently
+ * and wait for messages never sent, so tnbc must notice at MPI_Init and run blocking.
  * The missing-* cases: rank 1 (missing-rank: the last rank) never calls the collective; the
  * others must not wait forever wherever they wait (TNBC_TIMEOUT), but say what is missing and
  * end the job (MPI_Abort):
@@ -70,6 +73,11 @@ __attribute__((noinline)) static long walk_stack(int depth) {
 
 int main(int argc, char** argv) {
   const char* what = argc > 1 ? argv[1] : "threads";
+  if (strcmp(what, "rank-setting") == 0) {
+    const char* r = getenv("OMPI_COMM_WORLD_RANK");
+    if (!r) r = getenv("PMI_RANK");
+    if (r && strcmp(r, "1") == 0) setenv("TNBC_PIECE_BYTES", "8k", 1);
+  }
   int provided;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -220,6 +228,8 @@ int main(int argc, char** argv) {
     if (rank != 1) MPI_Alltoall(s, (int)per, MPI_BYTE, d, (int)per, MPI_BYTE, c);
     else sleep(60);
     bad = d[0] != 0;
+  } else if (strcmp(what, "rank-setting") == 0) {
+    bad = alltoall_check(MPI_COMM_WORLD, (1 << 18) + 100, 0);
   } else if (strcmp(what, "missing-rank") == 0) {
     /* The last rank never calls the collective. The receive buffer starts 16 bytes into a page,
      * so its last partial page holds bytes of the last rank's block: every other rank waits for

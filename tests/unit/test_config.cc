@@ -4,6 +4,7 @@
 #include <string>
 
 #include "runtime/config.hh"
+#include "runtime/schedule.hh"
 
 namespace {
 std::map<std::string, std::string> g_env;
@@ -90,4 +91,40 @@ TEST_CASE("the cost model of mode optimize comes from the table") {
   r = tnbc::load_config(&fake_getenv);
   CHECK(r.errors.size() == 2);
   CHECK(r.settings.early_return_cost_us_per_mib == 500);
+}
+
+TEST_CASE("TNBC_PIECE_BYTES: auto by default, 0 for no cut, a byte count") {
+  g_env.clear();
+  CHECK_FALSE(tnbc::load_config(&fake_getenv).settings.piece_bytes.has_value());
+  g_env = {{"TNBC_PIECE_BYTES", "0"}};
+  CHECK(tnbc::load_config(&fake_getenv).settings.piece_bytes == std::optional<std::uint64_t>(0));
+  g_env = {{"TNBC_PIECE_BYTES", "128k"}};
+  auto r = tnbc::load_config(&fake_getenv);
+  REQUIRE(r.errors.empty());
+  CHECK(r.settings.piece_bytes == std::optional<std::uint64_t>(131072));
+  g_env = {{"TNBC_PIECE_BYTES", "-1"}};
+  CHECK(tnbc::load_config(&fake_getenv).errors.size() == 1);
+}
+
+TEST_CASE("the auto piece size is described with the cost model's constants") {
+  for (const auto& o : tnbc::options()) {
+    if (o.name != "piece_bytes") continue;
+    const std::string d(o.description);
+    CHECK(d.find("max(" + std::to_string(tnbc::kAutoPieceMinBytes / 1024) + " KiB, sub-message / " +
+                 std::to_string(tnbc::kAutoPiecesPerSub) + ")") != std::string::npos);
+    CHECK(d.find(std::to_string(tnbc::kMaxBodyPieces) + " body pieces") != std::string::npos);
+    CHECK(d.find("about " + std::to_string(tnbc::kAutoPiecesPerSub) + " pieces") != std::string::npos);
+  }
+}
+
+TEST_CASE("settings that shape the messages are compared between ranks") {
+  g_env = {{"TNBC_PIECE_BYTES", "64k"}, {"TNBC_LOG", "debug"}};
+  const std::string u = tnbc::uniform_settings(tnbc::load_config(&fake_getenv).settings);
+  CHECK(u.find("TNBC_PIECE_BYTES=65536\n") != std::string::npos);
+  CHECK(u.find("TNBC_MIN_BYTES=auto\n") != std::string::npos);
+  CHECK(u.find("TNBC_BCAST_MAX_SEGMENTS=5\n") != std::string::npos);
+  CHECK(u.find("TNBC_MODE=nbc\n") != std::string::npos);
+  CHECK(u.find("TNBC_LOG") == std::string::npos);      // rank-local: messages only
+  CHECK(u.find("TNBC_GUARD") == std::string::npos);    // rank-local: how pages are held back
+  CHECK(tnbc::help_text().find("Must be the same on every rank") != std::string::npos);
 }

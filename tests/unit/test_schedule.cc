@@ -12,6 +12,7 @@ using namespace tnbc;
 
 namespace {
 constexpr std::size_t kPage = 4096;
+const PieceSetting kWhole = std::uint64_t{0};  // TNBC_PIECE_BYTES=0: bodies not cut
 }
 
 TEST_CASE("split points cut heads and tails of long sub-messages") {
@@ -38,7 +39,7 @@ TEST_CASE("alltoallv pieces match between every pair of ranks") {
     }
     std::vector<int> order(n);
     std::iota(order.begin(), order.end(), 0);
-    auto pieces = build_alltoallv(r, n, sb, so, rb, ro, kPage, order);
+    auto pieces = build_alltoallv(r, n, sb, so, rb, ro, kPage, order, kWhole);
     std::map<int, std::size_t> covered_send, covered_recv;
     for (const auto& p : pieces) {
       REQUIRE(p.peer != r);
@@ -62,7 +63,7 @@ TEST_CASE("alltoallv pieces match between every pair of ranks") {
     bool seen_body = false;
     for (const auto& p : pieces) {
       if (p.dir != Dir::Send) continue;
-      const bool body = p.tag_offset == 1;
+      const bool body = !p.edge;
       if (body) seen_body = true;
       else CHECK_FALSE(seen_body);
     }
@@ -114,10 +115,10 @@ TEST_CASE("bcast pieces: forwards wait for the receive of the same chunk") {
   const int n = 8, root = 3;
   std::map<std::tuple<int, int, int>, std::size_t> sent, received;
   for (int r = 0; r < n; ++r) {
-    auto pieces = build_bcast(r, n, root, chunks, order);
+    auto pieces = build_bcast(r, n, root, chunks, order, kPage, kWhole);
     for (const auto& p : pieces) {
       if (p.dir == Dir::Send) {
-        sent[{r, p.peer, p.tag_offset}] = p.length;
+        sent[std::make_tuple(r, p.peer, p.tag_offset)] = p.length;
         if (r != root) {
           REQUIRE(p.after >= 0);
           CHECK(pieces[p.after].dir == Dir::Recv);
@@ -126,7 +127,7 @@ TEST_CASE("bcast pieces: forwards wait for the receive of the same chunk") {
           CHECK(p.after == -1);
         }
       } else {
-        received[{p.peer, r, p.tag_offset}] = p.length;
+        received[std::make_tuple(p.peer, r, p.tag_offset)] = p.length;
       }
     }
   }

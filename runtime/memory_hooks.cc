@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -71,14 +72,28 @@ void on_ucx_munmap(ucm_event_type_t, ucm_event_t* event, void*) {
   fence_range(lo, lo + event->munmap.size, Access::Syscall, "munmap of a guarded buffer");
 }
 
-// Adds tnbc's handler to UCX's munmap event when libucm is in the process. Installs no hook
-// UCX has not installed itself (UCM_EVENT_FLAG_NO_INSTALL).
+// Runs inside UCX's madvise hook, before the call (shim/libc.cc's madvise, which UCX's hook
+// bypasses: purging advice must not be followed by published data).
+void on_ucx_madvise(ucm_event_type_t, ucm_event_t* event, void*) {
+  const int advice = event->madvise.advice;
+  if (guards().empty() || event->madvise.addr == nullptr || event->madvise.length == 0 ||
+      (advice != MADV_DONTNEED && advice != MADV_FREE && advice != MADV_REMOVE))
+    return;
+  const auto lo = reinterpret_cast<std::uintptr_t>(event->madvise.addr);
+  fence_range(lo, lo + event->madvise.length, Access::Syscall, "madvise of a guarded buffer");
+}
+
+// Adds tnbc's handlers to UCX's munmap and madvise events when libucm is in the process.
+// Installs no hook UCX has not installed itself (UCM_EVENT_FLAG_NO_INSTALL).
 bool watch_ucx_munmap() {
   using SetHandler = ucs_status_t (*)(int, int, ucm_event_callback_t, void*);
   static const auto set = reinterpret_cast<SetHandler>(dlsym(RTLD_DEFAULT, "ucm_set_event_handler"));
   if (set == nullptr) return false;
   static const bool ok = set(UCM_EVENT_MUNMAP | UCM_EVENT_FLAG_NO_INSTALL, -1, on_ucx_munmap, nullptr) == UCS_OK;
   if (!ok) log(LogLevel::Warn, "UCX refused tnbc's munmap event handler");
+  static const bool advise_ok =
+      set(UCM_EVENT_MADVISE | UCM_EVENT_FLAG_NO_INSTALL, -1, on_ucx_madvise, nullptr) == UCS_OK;
+  if (!advise_ok) log(LogLevel::Warn, "UCX refused tnbc's madvise event handler");
   return ok;
 }
 #else

@@ -33,12 +33,19 @@ int main(int argc, char** argv) {
   char* r = malloc(per * np);
   memset(s, rank, per * np);
   MPI_Alltoall(s, (int)per, MPI_BYTE, r, (int)per, MPI_BYTE, MPI_COMM_WORLD);
-  /* The receive buffer is still guarded (nothing touched it): a real fault elsewhere now. */
+  long sum = 0;
   if (rank == np - 1) {
+    /* Its receive buffer untouched (guarded until its data is in), a real fault elsewhere, once
+     * the others have all of this rank's data: a rank that dies while another still reads from
+     * it ends that one too (UCX's shared-memory copy aborts), and the job's exit status would
+     * then be whichever death the launcher noticed first. */
+    for (int p = 0; p < np - 1; p++) PMPI_Recv(NULL, 0, MPI_BYTE, p, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     static volatile uintptr_t nowhere = 16;
     *(volatile int*)nowhere = rank;  /* touches nothing tnbc guards: the fault is the program's */
+  } else {
+    for (size_t i = 0; i < per * np; i += 4096) sum += r[i];
+    PMPI_Send(NULL, 0, MPI_BYTE, np - 1, 99, MPI_COMM_WORLD);
   }
-  long sum = 0;
   for (size_t i = 0; i < per * np; i += 4096) sum += r[i];
   MPI_Finalize();
   return sum < 0;

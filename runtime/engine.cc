@@ -34,6 +34,16 @@ namespace {
 std::atomic<Engine*> g_current{nullptr};
 std::int64_t g_abort_flush_us = 0;  // TNBC_ABORT_FLUSH_US, for the timeout reporter
 
+// After a timeout report: gives the launcher TNBC_ABORT_FLUSH_US to forward it (hydra drops what
+// a rank wrote just before aborting), then ends every rank, not just this one. Async-signal-
+// safe: the reporter may run in the fault handler.
+[[noreturn]] void abort_after_report() {
+  const timespec pause{static_cast<time_t>(g_abort_flush_us / 1000000), static_cast<long>(g_abort_flush_us % 1000000) * 1000};
+  nanosleep(&pause, nullptr);
+  PMPI_Abort(MPI_COMM_WORLD, 1);
+  _exit(1);  // PMPI_Abort does not return; the compiler cannot know
+}
+
 // Tags: each collective on a communicator gets a block of kTagStride tags (the schedule
 // builders keep every piece's tag_offset below it).
 constexpr int kTagStride = kTagsPerCollective;
@@ -102,10 +112,7 @@ class EngineImpl final : public Engine {
     g_abort_flush_us = s.abort_flush_us;
     set_timeout_reporter([](const void* owner) {
       report_missing(owner);
-      const timespec pause{static_cast<time_t>(g_abort_flush_us / 1000000),
-                           static_cast<long>(g_abort_flush_us % 1000000) * 1000};
-      nanosleep(&pause, nullptr);  // async-signal-safe: the reporter may run in the fault handler
-      PMPI_Abort(MPI_COMM_WORLD, 1);  // ends every rank, not just this one
+      abort_after_report();
     });
     // Every rank is in MPI_Init now: duplicate MPI_COMM_WORLD here rather than in its first
     // collective (a rank that never reaches that collective would hang the duplication inside
@@ -244,11 +251,15 @@ class EngineImpl final : public Engine {
     log(LogLevel::Error, "timeout (TNBC_TIMEOUT=%llds) %s: collectives still in flight, their peers never "
                          "took or sent their part:", static_cast<long long>(s_.timeout_s), when);
     progress_.for_each_in_flight([](const InFlight& f) { report_missing(&f); });
-    // As the timeout reporter does: give the launcher time to forward the report (hydra drops
-    // what a rank wrote just before aborting).
-    const timespec pause{static_cast<time_t>(g_abort_flush_us / 1000000), static_cast<long>(g_abort_flush_us % 1000000) * 1000};
-    nanosleep(&pause, nullptr);
-    PMPI_Abort(MPI_COMM_WORLD, 1);
+    abort_after_report();
+  }
+
+  // The calling thread waited TNBC_TIMEOUT inside a collective: says what is missing, ends the job.
+  [[noreturn]] void timeout_in_call(const InFlight& f) {
+    log(LogLevel::Error, "timeout (TNBC_TIMEOUT=%llds) inside %s: data from other ranks did not arrive",
+        static_cast<long long>(s_.timeout_s), kKindNames[static_cast<int>(f.kind)]);
+    report_missing(&f);
+    abort_after_report();
   }
 
   // Decisions every rank makes alike: communicator kind and message size.
@@ -530,12 +541,7 @@ class EngineImpl final : public Engine {
     while (true) {
       PMPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &flag, MPI_STATUSES_IGNORE);
       if (flag) return;
-      if (futex::now_ns() - start > timeout_ns_) {
-        log(LogLevel::Error, "timeout (TNBC_TIMEOUT=%llds) inside %s: data from other ranks did not arrive",
-            static_cast<long long>(s_.timeout_s), kKindNames[static_cast<int>(f.kind)]);
-        report_missing(&f);
-        PMPI_Abort(MPI_COMM_WORLD, 1);
-      }
+      if (futex::now_ns() - start > timeout_ns_) timeout_in_call(f);
       // Test back to back for TNBC_POLL_MIN_US, then sleep that long between tests rather than
       // yield: a thread that keeps yielding loses its place to computing threads (EEVDF pushes
       // its deadline back), while a sleeper wakes with credit and runs as soon as it is due.
@@ -558,12 +564,7 @@ class EngineImpl final : public Engine {
       const std::uint32_t seen = publish_word().load(std::memory_order_acquire);
       if (done()) break;
       futex::wait(publish_word(), seen, 100 * 1000 * 1000LL);
-      if (futex::now_ns() - start > timeout_ns_) {
-        log(LogLevel::Error, "timeout (TNBC_TIMEOUT=%llds) inside %s: data from other ranks did not arrive",
-            static_cast<long long>(s_.timeout_s), kKindNames[static_cast<int>(f.kind)]);
-        report_missing(&f);
-        PMPI_Abort(MPI_COMM_WORLD, 1);
-      }
+      if (futex::now_ns() - start > timeout_ns_) timeout_in_call(f);
     }
     u.waiting.fetch_sub(1);
   }

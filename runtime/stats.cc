@@ -42,18 +42,26 @@ Stats::Shard& Stats::shard() {
   return *mine;
 }
 
+namespace {
+// The outcome and reason counters kinds and sites both keep.
+template <class Counters>
+void count_outcome(Counters& c, Outcome outcome, Reason reason) {
+  switch (outcome) {
+    case Outcome::EarlyReturn: ++c.early_return; break;
+    case Outcome::CompletedInCall: ++c.completed_in_call; break;
+    case Outcome::Passthrough: ++c.passthrough; break;
+  }
+  if (reason != Reason::None) ++c.reasons[static_cast<std::size_t>(reason)];
+}
+}  // namespace
+
 void Stats::record(Kind kind, CallSite site, std::uint64_t bytes, Outcome outcome, Reason reason) {
   Shard& sh = shard();
   auto& k = sh.kinds[static_cast<std::size_t>(kind)];
   ++k.calls;
   if (site.lang == Lang::Fortran) ++k.fortran_calls;
   k.bytes += bytes;
-  switch (outcome) {
-    case Outcome::EarlyReturn: ++k.early_return; break;
-    case Outcome::CompletedInCall: ++k.completed_in_call; break;
-    case Outcome::Passthrough: ++k.passthrough; break;
-  }
-  if (reason != Reason::None) ++k.reasons[static_cast<std::size_t>(reason)];
+  count_outcome(k, outcome, reason);
   const SiteKey key{static_cast<int>(kind), static_cast<int>(site.lang), site.return_address};
   if (!(sh.last && sh.last_key == key)) {
     sh.last = &sh.sites[key];  // node-based map: the address stays valid
@@ -62,12 +70,7 @@ void Stats::record(Kind kind, CallSite site, std::uint64_t bytes, Outcome outcom
   SiteCounters& sc = *sh.last;
   ++sc.calls;
   sc.bytes += bytes;
-  switch (outcome) {
-    case Outcome::EarlyReturn: ++sc.early_return; break;
-    case Outcome::CompletedInCall: ++sc.completed_in_call; break;
-    case Outcome::Passthrough: ++sc.passthrough; break;
-  }
-  if (reason != Reason::None) ++sc.reasons[static_cast<std::size_t>(reason)];
+  count_outcome(sc, outcome, reason);
 }
 
 void Stats::record_profile_decision(const ProfileDecision& d) {

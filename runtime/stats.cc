@@ -53,6 +53,17 @@ void count_outcome(Counters& c, Outcome outcome, Reason reason) {
   }
   if (reason != Reason::None) ++c.reasons[static_cast<std::size_t>(reason)];
 }
+
+// Adds another shard's outcome and reason counters (and calls, bytes) into `sum`.
+template <class Counters>
+void add_counts(Counters& sum, const Counters& c) {
+  sum.calls += c.calls;
+  sum.bytes += c.bytes;
+  sum.early_return += c.early_return;
+  sum.completed_in_call += c.completed_in_call;
+  sum.passthrough += c.passthrough;
+  for (std::size_t r = 0; r < c.reasons.size(); ++r) sum.reasons[r] += c.reasons[r];
+}
 }  // namespace
 
 void Stats::record(Kind kind, CallSite site, std::uint64_t bytes, Outcome outcome, Reason reason) {
@@ -93,13 +104,8 @@ KindCounters Stats::kind(Kind k) const {
   KindCounters sum;
   for (const Shard* sh : shards_) {
     const auto& c = sh->kinds[static_cast<std::size_t>(k)];
-    sum.calls += c.calls;
+    add_counts(sum, c);
     sum.fortran_calls += c.fortran_calls;
-    sum.bytes += c.bytes;
-    sum.early_return += c.early_return;
-    sum.completed_in_call += c.completed_in_call;
-    sum.passthrough += c.passthrough;
-    for (std::size_t r = 0; r < c.reasons.size(); ++r) sum.reasons[r] += c.reasons[r];
   }
   return sum;
 }
@@ -154,13 +160,7 @@ std::string Stats::summary_json(int rank, int size, const std::string& mode) con
   std::unordered_map<SiteKey, SiteCounters, SiteHash> sites_;
   for (const Shard* sh : shards_)
     for (const auto& [key, c] : sh->sites) {
-      SiteCounters& sum = sites_[key];
-      sum.calls += c.calls;
-      sum.bytes += c.bytes;
-      sum.early_return += c.early_return;
-      sum.completed_in_call += c.completed_in_call;
-      sum.passthrough += c.passthrough;
-      for (std::size_t r = 0; r < c.reasons.size(); ++r) sum.reasons[r] += c.reasons[r];
+      add_counts(sites_[key], c);
     }
   std::ostringstream j;
   j << "{\"format\": \"tnbc-summary\", \"version\": 1, \"rank\": " << rank << ", \"size\": " << size

@@ -52,8 +52,12 @@ const std::vector<Option> kOptions = {
      &Settings::send_copy},
     {"min_bytes", OptionType::Bytes, "auto", "",
      "Smallest sub-message (bytes per peer, or per broadcast) that returns early; smaller "
-     "collectives run blocking. auto: three pages, the smallest sub-message with a whole page to "
-     "guard between its partial first and last pages (not yet derived from measured costs).",
+     "collectives run blocking. auto: measured at MPI_Init (about 20 ms): the smallest size, at "
+     "least three pages (a whole page to guard between the partial first and last ones), at "
+     "which one exchange with a neighbour rank takes longer than tnbc's copying, holding back and "
+     "publishing the same bytes (runtime/threshold.hh); the largest value over the ranks is used, "
+     "and the summary's `threshold` shows it with the measured costs. A byte count: that, without "
+     "measuring.",
      &Settings::min_bytes, 0, 0, true},
     {"bcast_max_segments", OptionType::Integer, "5", "",
      "Most segments a broadcast is split into (the paper found no gain beyond 5).",

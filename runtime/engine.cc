@@ -15,6 +15,7 @@
 #include <numeric>
 
 #include "runtime/comm_cache.hh"
+#include "runtime/cost_probe.hh"
 #include "runtime/futex.hh"
 #include "runtime/guard.hh"
 #include "runtime/inflight.hh"
@@ -22,12 +23,11 @@
 #include "runtime/memory_map.hh"
 #include "runtime/pool.hh"
 #include "runtime/progress.hh"
+#include "runtime/publish.hh"
 #include "runtime/send_copy.hh"
 #include "runtime/uffd.hh"
 
 namespace tnbc {
-
-bool publication_available();  // publish.cc
 
 namespace {
 
@@ -105,9 +105,6 @@ class EngineImpl final : public Engine {
   EngineImpl(const Settings& s, Stats& stats, std::unique_ptr<ReadOrderSource> orders)
       : s_(s), stats_(stats), page_(static_cast<std::size_t>(sysconf(_SC_PAGESIZE))), orders_(std::move(orders)),
         progress_(s) {
-    // Smallest sub-message worth guarding: one whole page must lie between the partial first
-    // and last pages a piece may share with its neighbours (split_points), i.e. three pages.
-    min_bytes_ = s.min_bytes ? *s.min_bytes : 3 * page_;
     timeout_ns_ = s.timeout_s * 1000000000LL;
     g_abort_flush_us = s.abort_flush_us;
     set_timeout_reporter([](const void* owner) {
@@ -117,7 +114,13 @@ class EngineImpl final : public Engine {
     // Every rank is in MPI_Init now: duplicate MPI_COMM_WORLD here rather than in its first
     // collective (a rank that never reaches that collective would hang the duplication inside
     // MPI, where no timeout can report it).
-    comms_.get(MPI_COMM_WORLD, timeout_ns_, "MPI_Init");
+    PrivateComm& world = comms_.get(MPI_COMM_WORLD, timeout_ns_, "MPI_Init");
+    if (s.min_bytes) {
+      min_bytes_ = *s.min_bytes;
+      stats_.set_threshold({min_bytes_, "set", {}, true});
+    } else {
+      min_bytes_ = measured_threshold(world);
+    }
   }
 
   // ------------------------------------------------------------------ collectives
@@ -744,8 +747,7 @@ class EngineImpl final : public Engine {
   }
 
   int bcast_segments(std::size_t bytes) const {
-    return static_cast<int>(std::clamp<std::size_t>(bytes / std::max<std::size_t>(min_bytes_, 1), 1,
-                                                    static_cast<std::size_t>(s_.bcast_max_segments)));
+    return tnbc::bcast_segments(bytes, page_, static_cast<int>(s_.bcast_max_segments));
   }
 
   bool bcast_no_gain(std::size_t bytes, int root, MPI_Comm comm, CallSite site) {
@@ -786,6 +788,60 @@ class EngineImpl final : public Engine {
     PMPI_Abort(comm, 1);
     (void)buffer, (void)count, (void)type, (void)root, (void)site;
     return MPI_ERR_NO_MEM;
+  }
+
+  // TNBC_MIN_BYTES=auto: the threshold from the costs measured on this rank (runtime/threshold.hh),
+  // the largest over the ranks (one reduction on the private duplicate of MPI_COMM_WORLD, which
+  // every rank reaches in MPI_Init), so that every rank decides alike.
+  std::size_t measured_threshold(PrivateComm& world) {
+    const std::size_t floor = 3 * page_;
+    const bool uffd_ok = s_.guard != GuardBackend::Protect && uffd::active();
+    const bool guardable = uffd_ok || publication_available();
+    std::uint64_t mine = floor;
+    MeasuredCosts c;
+    std::string why;
+    const char* basis = "measured";
+    double probe_ms = 0;
+    const ProbeBackend b = !guardable ? ProbeBackend::None
+                           : !uffd_ok ? ProbeBackend::ProtNone
+                           : s_.uffd_publish == UffdPublish::Auto && uffd::can_swap() ? ProbeBackend::UffdMove
+                                                                                       : ProbeBackend::UffdCopy;
+    // Every rank measures the link, whatever it can guard (the exchange is collective). Tag 0 of
+    // the duplicate: every probe message is matched before the reduction below completes, so
+    // none can meet a collective's messages.
+    const long long t0 = futex::now_ns();
+    const bool measured = measure_costs(world.comm, 0, b, page_, c, why);
+    probe_ms = static_cast<double>(futex::now_ns() - t0) / 1e6;
+    if (!guardable) {
+      basis = "nothing_to_guard";  // every collective completes in the call anyway
+    } else if (!measured) {
+      basis = "not_measured";
+      log(LogLevel::Warn, "cannot measure the costs of returning early (%s); TNBC_MIN_BYTES=auto uses %s",
+          why.c_str(), bytes_text(floor).c_str());
+    } else if (world.size == 1) {
+      basis = "single_rank";
+    } else {
+      mine = threshold_from_costs(c, page_);
+    }
+    std::uint64_t all = mine;
+    PMPI_Allreduce(&mine, &all, 1, MPI_UINT64_T, MPI_MAX, world.comm);
+    const auto chosen = static_cast<std::size_t>(all);
+    stats_.set_threshold({chosen, basis, c, mine == chosen});
+    // Rank 0 says it (a warning when no size pays), the others at debug level.
+    const LogLevel level = world.rank != 0 ? LogLevel::Debug : chosen == kNeverPays ? LogLevel::Warn : LogLevel::Info;
+    if (log_enabled(level)) {
+      const double us_per_mib = static_cast<double>(1 << 20) / 1e3;
+      log(level,
+          "TNBC_MIN_BYTES=auto: %s%s (largest over the ranks; here %s from link %.0f us + %.0f us/MiB, guard (%s) "
+          "%.0f us + %.0f us/MiB, copy %.0f us/MiB; measured in %.1f ms)",
+          bytes_text(chosen).c_str(),
+          chosen == kNeverPays ? ": returning early does not pay at any size by the measured costs, collectives run "
+                                 "blocking (set TNBC_MIN_BYTES to override)"
+                               : "",
+          bytes_text(mine).c_str(), c.link.fixed_ns / 1e3, c.link.per_byte_ns * us_per_mib, c.backend,
+          c.guard.fixed_ns / 1e3, c.guard.per_byte_ns * us_per_mib, c.copy_per_byte_ns * us_per_mib, probe_ms);
+    }
+    return chosen;
   }
 
   Settings s_;

@@ -19,6 +19,7 @@
 #include "runtime/futex.hh"
 #include "runtime/inflight.hh"
 #include "runtime/log.hh"
+#include "runtime/publish.hh"
 #include "runtime/uffd.hh"
 
 namespace tnbc {
@@ -44,6 +45,7 @@ bool poke(char* dst, const char* src, std::size_t n) {
 }  // namespace
 
 bool publication_available() { return proc_mem_fd() >= 0; }
+bool write_through_proc_mem(char* dst, const char* src, std::size_t n) { return poke(dst, src, n); }
 
 namespace {
 // The bytes of piece `i` that lie outside its regions (in partial pages nobody guards), for the

@@ -81,6 +81,11 @@ std::vector<Piece> build_alltoallv(int rank, int size, const std::vector<std::si
   return pieces;
 }
 
+int bcast_segments(std::size_t bytes, std::size_t page, int max_segments) {
+  const std::size_t floor = 3 * std::max<std::size_t>(page, 1);
+  return static_cast<int>(std::clamp<std::size_t>(bytes / floor, 1, static_cast<std::size_t>(std::max(1, max_segments))));
+}
+
 std::vector<Chunk> bcast_chunks(std::size_t bytes, std::size_t page, int segments) {
   std::vector<Chunk> chunks;
   if (bytes == 0) return chunks;

@@ -127,6 +127,11 @@ struct Chunk {
   std::size_t offset, length;
 };
 std::vector<Chunk> bcast_chunks(std::size_t bytes, std::size_t page, int segments);
+// How many segments a broadcast of `bytes` gets: one per three pages (the smallest guardable
+// segment: a whole page between the partial pages it may share), at least 1, at most
+// `max_segments` (TNBC_BCAST_MAX_SEGMENTS). Depends on the message and settings only, never on
+// measured costs, so the trace pass and the optimized pass cut alike.
+int bcast_segments(std::size_t bytes, std::size_t page, int max_segments);
 
 // Binomial tree over relative ranks (rel = (rank - root + n) % n), segmented and pipelined:
 //

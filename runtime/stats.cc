@@ -179,6 +179,19 @@ std::string Stats::summary_json(int rank, int size, const std::string& mode) con
   j << "\"overhead\": {\"in_early_calls_s\": " << static_cast<double>(in_call_ns_.load()) / 1e9
     << ", \"progress_thread_cpu_s\": " << progress_cpu_s_ << ", \"uffd_listener_cpu_s\": " << listener_cpu_s_
     << "},\n ";
+  if (!threshold_.basis.empty()) {
+    // min_bytes null: no size pays (every collective runs blocking).
+    const MeasuredCosts& c = threshold_.costs;
+    j << "\"threshold\": {\"min_bytes\": "
+      << (threshold_.min_bytes == kNeverPays ? std::string("null") : std::to_string(threshold_.min_bytes))
+      << ", \"basis\": \"" << threshold_.basis << "\"";
+    if (threshold_.basis == "measured")
+      j << ", \"from_this_rank\": " << (threshold_.from_this_rank ? "true" : "false") << ", \"backend\": \""
+        << c.backend << "\", \"link_ns\": " << ns_json(c.link.fixed_ns) << ", \"link_ns_per_byte\": "
+        << c.link.per_byte_ns << ", \"guard_ns\": " << ns_json(c.guard.fixed_ns) << ", \"guard_ns_per_byte\": "
+        << c.guard.per_byte_ns << ", \"copy_ns_per_byte\": " << c.copy_per_byte_ns;
+    j << "},\n ";
+  }
   if (!profile_status_.empty())
     j << "\"profile\": {\"file\": \"" << json_escape(profile_file_) << "\", \"status\": \"" << profile_status_
       << "\", \"calls_ordered\": " << profile_uses(ProfileUse::Ordered)

@@ -13,6 +13,8 @@
 #include <vector>
 #include <string>
 
+#include "runtime/threshold.hh"
+
 namespace tnbc {
 
 enum class Kind { Bcast, Alltoall, Alltoallv };
@@ -91,6 +93,16 @@ class Stats {
     progress_cpu_s_ = progress_s;
     listener_cpu_s_ = listener_s;
   }
+  // The size threshold of early return (TNBC_MIN_BYTES; runtime/threshold.hh): its value, why
+  // ("set", "measured", "single_rank", "nothing_to_guard", "not_measured"), this rank's
+  // measured costs and whether its own value is the one used (the largest over the ranks).
+  struct Threshold {
+    std::size_t min_bytes = 0;
+    std::string basis;
+    MeasuredCosts costs;
+    bool from_this_rank = true;
+  };
+  void set_threshold(const Threshold& t) { threshold_ = t; }
   // Per call of mode optimize: the profile's decision for its site (one entry per site and basis,
   // with the number of calls). `profile_blocking` is TNBC_PROFILE_BLOCKING's effect: "auto",
   // "off", or "ranks_disagree" (the ranks read different profiles or settings: off).
@@ -124,6 +136,7 @@ class Stats {
   std::atomic<std::uint64_t> in_call_ns_{0};
   double progress_cpu_s_ = -1, listener_cpu_s_ = -1;  // set once at shutdown
   std::string profile_blocking_;
+  Threshold threshold_;
   struct DecisionEntry {
     ProfileDecision d;
     std::uint64_t calls = 0;

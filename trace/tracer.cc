@@ -210,7 +210,7 @@ class Tracer final : public Engine {
     PMPI_Comm_size(comm, &n);
     PMPI_Comm_rank(comm, &me);
     const bool dense = is_dense(type);
-    const int segments = static_cast<int>(std::clamp<std::size_t>(bytes / min_bytes(), 1, static_cast<std::size_t>(std::max<std::int64_t>(1, s_.bcast_max_segments))));
+    const int segments = bcast_segments(bytes, page_, static_cast<int>(s_.bcast_max_segments));
     const auto chunks = bcast_chunks(bytes, page_, segments);
     std::vector<std::uint64_t> rb;
     for (const Chunk& c : chunks) rb.push_back(c.length);
@@ -282,8 +282,6 @@ class Tracer final : public Engine {
   }
 
  private:
-  std::size_t min_bytes() const { return s_.min_bytes ? std::max<std::size_t>(1, *s_.min_bytes) : 3 * page_; }
-
   template <class Run>
   int all_to_all(Kind kind, const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
                  void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,

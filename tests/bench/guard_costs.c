@@ -1,5 +1,5 @@
 /* Cost of tnbc's guard machinery on this machine (issue: benchmark suite, "overheads"); the
- * numbers are meant to feed a cost model (thresholds such as TNBC_MIN_BYTES). No MPI.
+ * numbers detail what tnbc measures at MPI_Init for TNBC_MIN_BYTES=auto (runtime/threshold.hh). No MPI.
  *   fault round trip   a PROT_NONE page is touched; the SIGSEGV handler mprotects it back and
  *                      the access is retried (minus the mprotect pair measured alone)
  *   mprotect pair      mprotect(PROT_NONE) + mprotect(PROT_READ|PROT_WRITE) of populated pages

@@ -6,7 +6,7 @@ usage: run_mpi_test.py [--mpi openmpi|mpich] [--mpirun PATH] [--preload-first LI
                        [--expect-exit K] [--expect-output TEXT ...] [--expect-once TEXT ...]
                        [--skip-if-output TEXT ...] [--allow-errors]
                        [--expect-summary kind=alltoall,min_calls=3,lang=fortran,min_early=1 ...]
-                       [--expect-guard G] [--expect-no-guard G]
+                       [--expect-guard G] [--expect-no-guard G] [--expect-threshold BASIS]
                        [--timeout SECONDS] -- PROGRAM [ARGS]
 
 --expect-summary constraints are checked on the per-rank summaries tnbc writes at MPI_Finalize
@@ -19,6 +19,9 @@ early),
 UFFDIO_MOVE); for userfaultfd the test is skipped (exit 77) when tnbc said the kernel does not
 allow it here, for userfaultfd_moved also on kernels before Linux 6.8.
 --expect-no-guard NAME: no early return was held back by that guard backend.
+--expect-threshold BASIS: every rank's summary reports the same size threshold (TNBC_MIN_BYTES)
+with that basis (measured, set, single_rank); see check_threshold. The runner pins
+TNBC_MIN_BYTES to three pages unless --env sets it (run_mpirun).
 --expect-once TEXT: exactly one output line contains TEXT (a message said once for all ranks).
 --skip-if-output TEXT: the test is skipped (exit 77) when the output contains TEXT (e.g. MPI
 cannot select a component the test asks for on this machine).
@@ -70,7 +73,10 @@ def run_mpirun(np, exports, cmd, timeout, opts=None):
     oversubscribed); returns (launcher exit status, output). Fails the test on a timeout."""
     mpi, mpirun = getattr(opts, "mpi", "openmpi"), getattr(opts, "mpirun", "mpirun")
     first = getattr(opts, "preload_first", [])
-    exports = dict(exports)
+    # The size threshold is measured at MPI_Init by default (TNBC_MIN_BYTES=auto): tests pin it
+    # to its floor, three pages, so that which calls return early never depends on the costs a
+    # run happens to measure; a test of auto passes --env TNBC_MIN_BYTES=auto.
+    exports = dict({"TNBC_MIN_BYTES": str(3 * os.sysconf("SC_PAGE_SIZE"))}, **exports)
     for kv in getattr(opts, "env", []):
         k, v = kv.split("=", 1)
         exports[k] = v
@@ -98,7 +104,35 @@ def kernel_version():
     return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
 
-def check_summaries(outdir, np, constraints, output, guard=None, no_guard=None):
+def check_threshold(summaries, basis, output):
+    """--expect-threshold: every rank reports the same size threshold with this basis; a measured
+    one is a whole number of pages, at least three (or null: no size pays, then nothing returned
+    early), some rank's own value, with the measured costs non-negative."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    ts = [s.get("threshold") for s in summaries]
+    if any(t is None or t.get("basis") != basis for t in ts):
+        fail(f"expected threshold basis {basis} on every rank, got {ts}", output)
+    values = {t["min_bytes"] for t in ts}
+    if len(values) != 1:
+        fail(f"the ranks use different thresholds: {ts}", output)
+    value = values.pop()
+    if basis == "measured":
+        if value is not None and (value < 3 * page or value % page):
+            fail(f"measured threshold {value} is not a whole number of pages >= 3 pages", output)
+        if not any(t["from_this_rank"] for t in ts):
+            fail(f"no rank measured the threshold that is used: {ts}", output)
+        for t in ts:
+            costs = [t[k] for k in ("link_ns", "link_ns_per_byte", "guard_ns", "guard_ns_per_byte", "copy_ns_per_byte")]
+            if any(not isinstance(c, (int, float)) or c < 0 for c in costs):
+                fail(f"measured costs missing or negative: {t}", output)
+            if len(summaries) > 1 and t["link_ns_per_byte"] <= 0 and t["link_ns"] <= 0:
+                fail(f"no link cost measured with {len(summaries)} ranks: {t}", output)
+        if value is None and sum(k["early_return"] for s in summaries for k in s["collectives"].values()):
+            fail("no size pays by the measured costs, yet calls returned early", output)
+    print(f"threshold: {value} bytes ({basis}) on every rank")
+
+
+def check_summaries(outdir, np, constraints, output, guard=None, no_guard=None, threshold=None):
     files = sorted(glob.glob(os.path.join(outdir, "tnbc-summary.*.json")))
     if len(files) != np:
         fail(f"expected {np} summaries in {outdir}, found {len(files)}", output)
@@ -109,6 +143,8 @@ def check_summaries(outdir, np, constraints, output, guard=None, no_guard=None):
         if s.get("format") != "tnbc-summary" or s.get("version") != 1:
             fail(f"{f}: not a tnbc-summary version 1")
         summaries.append(s)
+    if threshold:
+        check_threshold(summaries, threshold, output)
     if guard:
         used = sum(s["guards"][guard] for s in summaries)
         if used == 0 and guard.startswith("userfaultfd") and "instead of userfaultfd" in output:
@@ -204,6 +240,7 @@ def main():
     ap.add_argument("--expect-summary", action="append", default=[])
     ap.add_argument("--expect-guard", choices=["userfaultfd", "prot_none", "userfaultfd_moved"])
     ap.add_argument("--expect-no-guard", choices=["userfaultfd", "prot_none", "userfaultfd_moved"])
+    ap.add_argument("--expect-threshold", choices=["measured", "set", "single_rank"])
     ap.add_argument("--timeout", type=float, default=180)
     ap.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args()
@@ -237,8 +274,8 @@ def main():
     errors = re.findall(r"^tnbc\[\d+\]: error: .*$", output, re.M)
     if errors and not a.allow_errors:
         fail(f"tnbc reported {len(errors)} error(s), first: {errors[0]}", output)
-    if (a.expect_summary or a.expect_guard or a.expect_no_guard) and not a.no_lib:
-        check_summaries(outdir, a.np, a.expect_summary, output, a.expect_guard, a.expect_no_guard)
+    if (a.expect_summary or a.expect_guard or a.expect_no_guard or a.expect_threshold) and not a.no_lib:
+        check_summaries(outdir, a.np, a.expect_summary, output, a.expect_guard, a.expect_no_guard, a.expect_threshold)
     shutil.rmtree(outdir, ignore_errors=True)
     print("PASS")
 

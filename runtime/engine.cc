@@ -278,6 +278,7 @@ class EngineImpl final : public Engine {
     auto f = std::make_shared<InFlight>();
     f->kind = kind;
     f->pool = &pool_;
+    f->recv_pool = &recv_pool_;
     f->comm = pc.comm;
     f->comm_size = pc.size;
     f->sequence = pc.next_sequence++;
@@ -383,7 +384,7 @@ class EngineImpl final : public Engine {
   // its pages, so that whole pages can move between the two (page swapping).
   char* staging_for(Block& block, std::size_t bytes, const void* user) {
     const std::size_t shift = reinterpret_cast<std::uintptr_t>(user) % page_;
-    block = pool_.acquire(bytes + shift);
+    block = recv_pool_.acquire(bytes + shift);
     return block.data ? block.data + shift : nullptr;
   }
 
@@ -850,7 +851,8 @@ class EngineImpl final : public Engine {
   std::size_t min_bytes_ = 0;
   long long timeout_ns_ = 0;
   std::unique_ptr<ReadOrderSource> orders_;
-  Pool pool_;
+  Pool pool_;       // send staging (kept populated)
+  Pool recv_pool_;  // receive staging (emptied by page swapping; InFlight::recv_pool)
   CommCache comms_;
   Progress progress_;
   std::mutex call_mutex_;

@@ -27,7 +27,11 @@ struct InFlight {
   int base_tag = 0;
   std::vector<Piece> pieces;
 
-  Pool* pool = nullptr;
+  // Send and receive staging come from separate pools: a receive staging whose pages were swapped
+  // back to the program (runtime/uffd.hh) is left empty, and copying the next send data into such
+  // a block would fault in every page afresh.
+  Pool* pool = nullptr;       // send_block's
+  Pool* recv_pool = nullptr;  // recv_block's
   Block send_block, recv_block;
   char* send_data = nullptr;    // what Send pieces read (offsets index it)
   char* recv_data = nullptr;    // what Recv pieces write
@@ -75,10 +79,8 @@ struct InFlight {
   std::uint64_t polls_at_submit = 0;
 
   ~InFlight() {
-    if (pool) {
-      pool->release(send_block);
-      pool->release(recv_block);
-    }
+    if (pool) pool->release(send_block);
+    if (recv_pool) recv_pool->release(recv_block);
   }
   bool finished() const {
     return recv_remaining.load(std::memory_order_acquire) == 0 && sends_remaining == 0 &&

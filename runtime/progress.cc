@@ -101,7 +101,9 @@ void Progress::post(InFlight& f) {
 namespace {
 // Asks the scheduler for a short time slice (EEVDF, Linux >= 6.12, unprivileged): the thread
 // runs in short bursts, so when it wakes it preempts a computing thread sooner instead of
-// waiting out that thread's slice. Ignored where the kernel does not support it.
+// waiting out that thread's slice. Ignored where the kernel does not support it. Only the slice
+// changes: a thread of a program started with `nice` (or SCHED_BATCH/IDLE) keeps its nice value
+// and policy (sched_setattr would otherwise reset nice to 0).
 void request_short_slice(long long slice_ns) {
   struct {
     std::uint32_t size, policy;
@@ -110,8 +112,9 @@ void request_short_slice(long long slice_ns) {
     std::uint32_t priority;
     std::uint64_t runtime, deadline, period;
   } attr{};
+  if (syscall(SYS_sched_getattr, 0, &attr, sizeof attr, 0) != 0 || attr.policy != 0 /* SCHED_OTHER */) return;
   attr.size = sizeof attr;
-  attr.policy = 0;  // SCHED_OTHER
+  attr.flags = 0;
   attr.runtime = static_cast<std::uint64_t>(slice_ns);
   syscall(SYS_sched_setattr, 0, &attr, 0);
 }

@@ -7,7 +7,8 @@ only, no site run blocking; after a trace pass the ranks' traces are merged into
 `tnbc merge`) it runs the program under mpirun (on the emulated link by default; with --nodes K
 on K emulated nodes, ranks placed block-wise; see netrun.py), checks NPB's "Verification =
 SUCCESSFUL" (a failed or missing verification is reported loudly and makes the harness exit 1),
-parses times and communication timers, writes OUT/summary.json and prints a table.
+parses times and communication timers and what tnbc's calls did (its per-rank summaries), writes
+OUT/summary.json and prints a table and mode optimize's site decisions.
 
 Benchmarks: the built-in proxies (is, ft: npb-harness/proxies) or, with --npb-src DIR (or the
 NPB_SRC environment variable), real NPB 3.4 MPI IS and FT built from the user's tree (copied
@@ -20,6 +21,7 @@ usage: harness.py [--tnbc PATH] [--build-dir build] [--benchmarks is,ft] [--clas
 """
 import argparse
 import datetime
+import glob
 import json
 import os
 import re
@@ -156,6 +158,38 @@ def parse(output):
     return res
 
 
+def tnbc_calls(summary_dir):
+    """What tnbc did in one run, from its per-rank summaries (docs/formats.md): per kind the calls
+    that returned early, completed in the call (of those for lack of overlap to gain) or ran as
+    plain MPI, and mode optimize's site decisions with the ranks that made them."""
+    kinds, decisions = {}, {}
+    for path in sorted(glob.glob(os.path.join(summary_dir, "tnbc-summary.*.json"))):
+        try:
+            with open(path) as f:
+                s = json.load(f)
+        except (OSError, ValueError):
+            continue
+        for kind, c in s.get("collectives", {}).items():
+            k = kinds.setdefault(kind, {"early": 0, "in_call": 0, "no_gain": 0, "plain": 0})
+            k["early"] += c.get("early_return", 0)
+            k["in_call"] += c.get("completed_in_call", 0)
+            k["no_gain"] += c.get("reasons", {}).get("no_overlap_to_gain", 0)
+            k["plain"] += c.get("passthrough", 0)
+        for d in (s.get("profile") or {}).get("decisions", []):
+            e = decisions.setdefault((d["kind"], d["where"], d["site"], d["decision"], d["basis"]),
+                                     {"calls": 0, "ranks": []})
+            e["calls"] += d.get("calls", 0)
+            e["ranks"].append(s.get("rank"))
+    return {"kinds": kinds, "decisions": [dict(zip(("kind", "where", "site", "decision", "basis"), k), **v)
+                                          for k, v in decisions.items()]}
+
+
+def calls_line(calls):
+    return "; ".join(f"{kind} early {k['early']}, in the call {k['in_call']} (no overlap to gain {k['no_gain']}), "
+                     f"plain MPI {k['plain']}" for kind, k in sorted(calls["kinds"].items())
+                     if k["early"] + k["in_call"] + k["plain"])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tnbc", default=None, help="path of the tnbc command (default: BUILD/tools/tnbc)")
@@ -252,6 +286,7 @@ def main():
                            "exit": code, "comm_timers": res["timers"], "wall": time.time() - t0,
                            "output": os.path.join(rundir, "output.txt"),
                            "tnbc_report": os.path.join(rundir, "tnbc") if p != "baseline" else None,
+                           "tnbc_calls": tnbc_calls(os.path.join(rundir, "tnbc")) if p != "baseline" else None,
                            "profile": profile}
                     runs.append(run)
                     if not run["verified"]:
@@ -260,6 +295,8 @@ def main():
                             f"see {run['output']}")
                     else:
                         log(f"  verified, time {res['time']} s, comm {res['timers'].get('comm')}")
+                    if run["tnbc_calls"]:
+                        log(f"  tnbc (all ranks): {calls_line(run['tnbc_calls'])}")
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump({"format": "tnbc-harness-summary", "version": 1, "runs": runs}, f, indent=1)
 
@@ -289,10 +326,24 @@ def main():
                 print(f"{bench:10} {cls:5} {np:>3} {net:8} {p:14} {t if t is not None else float('nan'):9.3f} "
                       f"{speed:>8} {c if c is not None else float('nan'):8.3f} {hidden:>11}"
                       f"{'' if ok else '   VERIFICATION FAILED'}")
+    # Mode optimize's site decisions (the last repetition of each pass): which sites returned
+    # early and which completed in the call, on which ranks (ranks may decide differently).
+    shown = set()
+    for r in reversed(runs):
+        key = (r["benchmark"], r["class"], r["np"], r["pass"])
+        if key in shown or not r.get("tnbc_calls") or not r["tnbc_calls"]["decisions"]:
+            continue
+        shown.add(key)
+        print(f"\nsite decisions, {r['benchmark']}.{r['class']} np={r['np']} {r['pass']} (repetition {r['repeat']}):")
+        for d in r["tnbc_calls"]["decisions"]:
+            what = "completed in the call" if d["decision"] == "blocking" else "returned early"
+            ranks = ",".join(str(x) for x in sorted(d["ranks"]))
+            print(f"  {d['kind']} at {d['where']} [{d['site']}]: {what} ({d['basis']}), {d['calls']} calls on ranks {ranks}")
     print(f"\nsummary: {os.path.join(out, 'summary.json')}; per-run output and tnbc summaries under {out}")
     print("comm s = time inside the collective calls; in-call cut = 1 - comm(pass) / comm(baseline): "
           "how much of it the calls no longer take (what the program then waits for at its first touch "
-          "of the data is in 'time s', not here)")
+          "of the data is in 'time s', not here; calls that optimize completes in the call for lack of "
+          "overlap to gain spend all of it inside, as baseline's do)")
     written = [r["profile"] for r in runs if r.get("profile")]
     if written:
         print("trace profiles (tnbc merge): " + ", ".join(written))

@@ -95,26 +95,28 @@ const std::vector<Option> kOptions = {
      "report (MPICH's hydra drops what a rank wrote just before aborting).",
      &Settings::abort_flush_us, 0, 10000000},
     // Mode optimize: the cost model of an early return (trace/gain.hh, docs/trace.md). A call
-    // site runs blocking when min(Tcomm, T_CURC + T_CRC) from the profile does not exceed
-    // TNBC_EARLY_RETURN_COST_US + TNBC_EARLY_RETURN_COST_US_PER_MIB * MiB received.
+    // site's calls complete in the call when min(Tcomm, T_CURC + T_CRC) from the profile does
+    // not exceed TNBC_EARLY_RETURN_COST_US + TNBC_EARLY_RETURN_COST_US_PER_MIB * MiB received.
     {"profile_blocking", OptionType::Choice, "auto", "auto|off",
-     "Mode optimize: auto: calls at a site where the profile shows no overlap to gain run "
-     "blocking (plain MPI, summary reason no_overlap_to_gain): the overlap the trace allows, "
-     "min(Tcomm, T_CURC + T_CRC) (the blocking duration; time from return to the first access "
-     "plus time to consume the data), does not exceed the cost of returning early "
-     "(TNBC_EARLY_RETURN_COST_US*); the decision uses only values all ranks read alike from the "
-     "profile (docs/trace.md). off: the profile's read order only, no site runs blocking for "
-     "this reason.",
+     "Mode optimize: auto: calls at a site where the profile shows no overlap to gain complete "
+     "in the call (tnbc's schedule, waited for in the call, no guard; summary reason "
+     "no_overlap_to_gain): the overlap the trace allows, min(Tcomm, T_CURC + T_CRC) (the "
+     "blocking duration; time from return to the first access plus time to consume the data), "
+     "does not exceed the cost of returning early (TNBC_EARLY_RETURN_COST_US*). Each rank "
+     "decides by its own call site; ranks may differ (docs/trace.md). off: the profile's read "
+     "order only, every call may return early.",
      &Settings::profile_blocking},
     {"early_return_cost_us", OptionType::Microseconds, "500", "",
-     "Mode optimize, cost model: fixed cost of returning early, per call (set-up and guard "
-     "system calls in the call, wake-ups of the progress thread, the faults of the first "
-     "accesses). Default: from a 2-core VM (docs/trace.md: set-up ~0.2 ms and a few wake-ups of "
-     "readers of pages still held back at ~0.09 ms each).",
+     "Mode optimize, cost model: fixed cost of returning early, per call, over completing the "
+     "call in it (set-up and guard system calls in the call, wake-ups of the progress thread, "
+     "the faults of the first accesses). Read by each rank for its own decisions. Default: "
+     "from a 2-core VM (docs/trace.md: set-up ~0.2 ms and a few wake-ups of readers of pages "
+     "still held back at ~0.09 ms each).",
      &Settings::early_return_cost_us, 0, 0},
     {"early_return_cost_us_per_mib", OptionType::Integer, "500", "",
      "Mode optimize, cost model: cost of returning early per MiB received on the rank that "
-     "receives most at the site (copy to staging, emptying and publishing the pages: "
+     "receives most at the site (copy to staging, emptying and publishing the pages, none of "
+     "which a call completed in the call does: "
      "~0.2 + ~0.3 ms/MiB measured on a 2-core VM, rounded up for the progress thread's CPU "
      "share; docs/trace.md), in microseconds.",
      &Settings::early_return_cost_us_per_mib, 0, 0},

@@ -18,6 +18,7 @@
 #include "runtime/cost_probe.hh"
 #include "runtime/futex.hh"
 #include "runtime/guard.hh"
+#include "runtime/in_call.hh"
 #include "runtime/inflight.hh"
 #include "runtime/log.hh"
 #include "runtime/memory_map.hh"
@@ -131,12 +132,7 @@ class EngineImpl final : public Engine {
       stats_.record(Kind::Bcast, site, bytes, Outcome::Passthrough, why);
       return rc;
     }
-    if (orders_ && bcast_no_gain(bytes, root, comm, site)) {
-      fence(span_of(buffer, count, type), "MPI_Bcast on a buffer still being received");
-      const int rc = PMPI_Bcast(buffer, count, type, root, comm);
-      stats_.record(Kind::Bcast, site, bytes, Outcome::Passthrough, Reason::NoOverlapToGain);
-      return rc;
-    }
+    const bool no_gain = orders_ && bcast_no_gain(bytes, root, comm, site);
     const long long t_enter = futex::now_ns();
     fence(span_of(buffer, count, type), "MPI_Bcast on a buffer still being received");
     // The private duplicate is made collectively: never under call_mutex_, which another
@@ -152,21 +148,35 @@ class EngineImpl final : public Engine {
                             s_.piece_bytes);
 
     if (pc.rank == root) {
-      f->send_block = pool_.acquire(bytes);
-      if (!f->send_block.data) return out_of_memory_bcast(buffer, count, type, root, comm, site, bytes);
-      f->send_data = f->send_block.data;
-      copy_in(buffer, count, type, dense, f->send_data, bytes, pc.comm);
+      if (no_gain && dense) {
+        f->send_data = static_cast<char*>(buffer);  // sent from where it is: the call waits for the sends
+      } else {
+        f->send_block = pool_.acquire(bytes);
+        if (!f->send_block.data) return out_of_memory_bcast(buffer, count, type, root, comm, site, bytes);
+        f->send_data = f->send_block.data;
+        copy_in(buffer, count, type, dense, f->send_data, bytes, pc.comm);
+      }
+      if (no_gain) {
+        f->to_completion = true;  // the root too waits until its sends are taken
+        lock.unlock();
+        return complete(f, Reason::NoOverlapToGain, Kind::Bcast, site, bytes, [] {});
+      }
       finish_setup(*f);
       progress_.submit(f);
       stats_.record(Kind::Bcast, site, bytes, Outcome::EarlyReturn, Reason::None);
       stats_.record_in_call(futex::now_ns() - t_enter);
       return MPI_SUCCESS;
     }
-    f->recv_data = f->send_data = staging_for(f->recv_block, bytes, buffer);
+    // No overlap to gain: received into (and forwarded from) the program's buffer itself, the
+    // call waits for every piece (InFlight::to_completion). Else into staging.
+    f->recv_data = f->send_data =
+        no_gain && dense ? static_cast<char*>(buffer) : staging_for(f->recv_block, bytes, buffer);
     if (!f->recv_data) return out_of_memory_bcast(buffer, count, type, root, comm, site, bytes);
     f->user_recv = dense ? static_cast<char*>(buffer) : nullptr;
     const auto base = reinterpret_cast<std::uintptr_t>(buffer);
-    Reason why = dense ? try_guard(*f, base, base, base + bytes) : Reason::NoncontiguousDatatype;
+    f->to_completion = no_gain;
+    const Reason why = no_gain ? Reason::NoOverlapToGain
+                               : dense ? try_guard(*f, base, base, base + bytes) : Reason::NoncontiguousDatatype;
     lock.unlock();
     return complete(f, why, Kind::Bcast, site, bytes, [&] {
       int pos = 0;
@@ -184,18 +194,12 @@ class EngineImpl final : public Engine {
       stats_.record(Kind::Alltoall, site, per_peer * static_cast<std::size_t>(n), Outcome::Passthrough, why);
       return rc;
     }
+    bool no_gain = false;
     if (orders_) {
-      const bool in_place = sendbuf == MPI_IN_PLACE;
-      const std::uint64_t sent = in_place ? 0 : type_bytes(sendtype, sendcount);
+      const std::uint64_t sent = sendbuf == MPI_IN_PLACE ? 0 : type_bytes(sendtype, sendcount);
       const auto N = static_cast<std::size_t>(n);
-      if (orders_->run_blocking({Kind::Alltoall, site, n, -1, std::vector<std::uint64_t>(N, per_peer),
-                                 std::vector<std::uint64_t>(N, sent)})) {
-        if (!in_place) fence(span_of(sendbuf, static_cast<long long>(sendcount) * n, sendtype), "a collective on a guarded buffer");
-        fence(span_of(recvbuf, static_cast<long long>(recvcount) * n, recvtype), "a collective on a guarded buffer");
-        const int rc = PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-        stats_.record(Kind::Alltoall, site, per_peer * N, Outcome::Passthrough, Reason::NoOverlapToGain);
-        return rc;
-      }
+      no_gain = orders_->run_blocking({Kind::Alltoall, site, n, -1, std::vector<std::uint64_t>(N, per_peer),
+                                       std::vector<std::uint64_t>(N, sent)});
     }
     std::vector<int> sc(static_cast<std::size_t>(n), sendcount), rc(static_cast<std::size_t>(n), recvcount);
     std::vector<int> sd(static_cast<std::size_t>(n)), rd(static_cast<std::size_t>(n));
@@ -204,7 +208,7 @@ class EngineImpl final : public Engine {
       rd[static_cast<std::size_t>(p)] = p * recvcount;
     }
     return all_to_all(Kind::Alltoall, sendbuf, sc.data(), sd.data(), sendtype, recvbuf, rc.data(), rd.data(),
-                      recvtype, comm, site);
+                      recvtype, comm, site, no_gain);
   }
 
   int alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
@@ -220,15 +224,9 @@ class EngineImpl final : public Engine {
       stats_.record(Kind::Alltoallv, site, bytes, Outcome::Passthrough, why);
       return rc;
     }
-    if (orders_ && alltoallv_no_gain(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, site)) {
-      const int rc = PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
-      std::size_t bytes = 0;
-      for (int p = 0, n = comm_size(comm); p < n; ++p) bytes += type_bytes(recvtype, recvcounts[p]);
-      stats_.record(Kind::Alltoallv, site, bytes, Outcome::Passthrough, Reason::NoOverlapToGain);
-      return rc;
-    }
+    const bool no_gain = orders_ && alltoallv_no_gain(sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm, site);
     return all_to_all(Kind::Alltoallv, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
-                      recvtype, comm, site);
+                      recvtype, comm, site, no_gain);
   }
 
   // ------------------------------------------------------------------ fences
@@ -471,7 +469,8 @@ class EngineImpl final : public Engine {
   }
 
   // Submits `f` and returns early (why == None: wait for the in-call pieces only) or after
-  // every receive has arrived (then `unpack` runs when the data needs it).
+  // every receive has arrived (then `unpack` runs when the data needs it). With
+  // `to_completion` the calling thread runs every piece itself, sends included.
   template <class Unpack>
   int complete(const std::shared_ptr<InFlight>& f, Reason why, Kind kind, CallSite site, std::size_t bytes,
                Unpack unpack) {
@@ -529,8 +528,12 @@ class EngineImpl final : public Engine {
       if (f->swapped) stats_.record_guard(Stats::GuardUsed::UserfaultfdMoved);
       return MPI_SUCCESS;
     }
-    progress_.submit(f);
-    wait_until(*f, [&] { return f->recv_remaining.load(std::memory_order_acquire) == 0; });
+    if (f->to_completion) {
+      if (!run_in_caller(*f, timeout_ns_, std::max<long long>(s_.poll_min_us * 1000, 1000))) timeout_in_call(*f);
+    } else {
+      progress_.submit(f);
+      wait_until(*f, [&] { return f->recv_remaining.load(std::memory_order_acquire) == 0; });
+    }
     if (!f->user_recv && f->recv_data) unpack();
     stats_.record(kind, site, bytes, Outcome::CompletedInCall, why);
     return MPI_SUCCESS;
@@ -575,7 +578,7 @@ class EngineImpl final : public Engine {
 
   int all_to_all(Kind kind, const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
                  void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
-                 CallSite site) {
+                 CallSite site, bool no_gain) {
     const long long t_enter = futex::now_ns();
     const bool in_place = sendbuf == MPI_IN_PLACE;
     const void* sbuf = in_place ? recvbuf : sendbuf;
@@ -606,6 +609,16 @@ class EngineImpl final : public Engine {
       rtotal += rbytes[p];
     }
     const bool layout = rdense && !negative;  // staging mirrors the user's receive layout
+    // No overlap to gain (mode optimize): the calling thread runs every piece to completion
+    // (InFlight::to_completion) and nothing is ever guarded, so MPI may receive straight into the
+    // program's buffer and send straight from it (dense types, displacements >= 0): no staging
+    // copy either way. The pieces are the same messages (sizes, peers, tags); only their
+    // rank-local offsets follow the program's layout.
+    const bool direct_recv = no_gain && layout;
+    bool direct_send = no_gain && sdense && !in_place;
+    for (std::size_t p = 0; p < N && direct_send; ++p) direct_send = !sbytes[p] || sdisp[p] >= 0;
+    if (direct_send)
+      for (std::size_t p = 0; p < N; ++p) soff[p] = static_cast<std::size_t>(sdisp[p]) * static_cast<std::size_t>(sext);
     std::size_t rspan = 0;
     for (std::size_t p = 0; p < N; ++p) {
       if (layout) {
@@ -629,13 +642,14 @@ class EngineImpl final : public Engine {
     const long long t_setup = futex::now_ns();
     auto f = start(kind, pc);
     f->call_start_ns = t_enter;
-    f->send_block = pool_.acquire(stotal);
-    f->recv_data = staging_for(f->recv_block, rspan, recvbuf);
-    if ((stotal && !f->send_block.data) || (rspan && !f->recv_data)) {
+    f->to_completion = no_gain;
+    if (!direct_send) f->send_block = pool_.acquire(stotal);
+    f->recv_data = direct_recv ? static_cast<char*>(recvbuf) : staging_for(f->recv_block, rspan, recvbuf);
+    if ((stotal && !direct_send && !f->send_block.data) || (rspan && !f->recv_data)) {
       log(LogLevel::Error, "out of memory for staging (%zu + %zu bytes)", stotal, rspan);
       PMPI_Abort(MPI_COMM_WORLD, 1);
     }
-    f->send_data = f->send_block.data;
+    f->send_data = direct_send ? const_cast<char*>(static_cast<const char*>(sbuf)) : f->send_block.data;
     const std::size_t self = static_cast<std::size_t>(me);
     if (sbytes[self] != rbytes[self]) {
       log(LogLevel::Error, "%s: rank %d sends %zu bytes to itself but expects %zu (type signatures differ)",
@@ -660,19 +674,20 @@ class EngineImpl final : public Engine {
     f->pieces = build_alltoallv(me, n, sbytes, soff, rbytes, roff, page_,
                                 alltoall_order(kind, site, n, rbytes, in_place ? std::vector<std::size_t>(N) : sbytes),
                                 s_.piece_bytes);
-    if (!pack_sends) {
+    if (!pack_sends && !direct_send) {
       std::vector<const char*> src(f->pieces.size(), nullptr);
       for (std::size_t i = 0; i < src.size(); ++i) {
         const Piece& piece = f->pieces[i];
         const auto p = static_cast<std::size_t>(piece.peer);
         if (piece.dir == Dir::Send) src[i] = send_block_of(p) + (piece.offset - soff[p]);
       }
-      stage_sends(*f, src, s_.send_copy == SendCopy::Lazy, page_);
+      stage_sends(*f, src, s_.send_copy == SendCopy::Lazy && !no_gain, page_);  // lazy only pays on an early return
     }
     f->user_recv = layout ? static_cast<char*>(recvbuf) : nullptr;
     const long long t_staged = futex::now_ns();
     Reason why = Reason::None;
-    if (!layout) why = Reason::NoncontiguousDatatype;
+    if (no_gain) why = Reason::NoOverlapToGain;
+    else if (!layout) why = Reason::NoncontiguousDatatype;
     else if (rtotal < min_bytes_) why = Reason::BelowThreshold;
     else {
       std::uintptr_t lo = UINTPTR_MAX, hi = 0;
@@ -738,9 +753,6 @@ class EngineImpl final : public Engine {
     return order;
   }
 
-  // Mode optimize: whether the profile says this call has no overlap to gain (trace/gain.hh;
-  // decided alike on every rank, runtime/read_order.hh). The call shapes are those the read
-  // order look-ups below pass (alltoall_order, bcast_order), so that both find the same call.
   static int comm_size(MPI_Comm comm) {
     int n = 0;
     PMPI_Comm_size(comm, &n);
@@ -751,16 +763,19 @@ class EngineImpl final : public Engine {
     return tnbc::bcast_segments(bytes, page_, static_cast<int>(s_.bcast_max_segments));
   }
 
+  // Mode optimize: whether the profile says this call has no overlap to gain (trace/gain.hh);
+  // then it runs tnbc's schedule to completion in the call (InFlight::to_completion). A rank may
+  // decide otherwise than its peers: the pieces are the same either way. The call shapes are
+  // those the read order look-ups pass (alltoall_order, bcast_order), which follow for the same
+  // call and reuse its stack walk.
   bool bcast_no_gain(std::size_t bytes, int root, MPI_Comm comm, CallSite site) {
     CallShape call{Kind::Bcast, site, comm_size(comm), root, {}, {}};
     for (const Chunk& c : bcast_chunks(bytes, page_, bcast_segments(bytes))) call.recv_bytes.push_back(c.length);
     return orders_->run_blocking(call);
   }
 
-  // Fences the buffers too when the answer is yes (a new collective on them, as all_to_all does).
-  bool alltoallv_no_gain(const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
-                         void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
-                         MPI_Comm comm, CallSite site) {
+  bool alltoallv_no_gain(const void* sendbuf, const int sendcounts[], MPI_Datatype sendtype, const int recvcounts[],
+                         MPI_Datatype recvtype, MPI_Comm comm, CallSite site) {
     const int n = comm_size(comm);
     const bool in_place = sendbuf == MPI_IN_PLACE;
     CallShape call{Kind::Alltoallv, site, n, -1, {}, {}};
@@ -768,19 +783,7 @@ class EngineImpl final : public Engine {
       call.recv_bytes.push_back(type_bytes(recvtype, recvcounts[p]));
       call.send_bytes.push_back(in_place ? 0 : type_bytes(sendtype, sendcounts[p]));
     }
-    if (!orders_->run_blocking(call)) return false;
-    MPI_Aint lb = 0, sext = 0, rext = 0;
-    PMPI_Type_get_extent(recvtype, &lb, &rext);
-    if (!in_place) PMPI_Type_get_extent(sendtype, &lb, &sext);
-    for (int p = 0; p < n; ++p) {
-      if (!in_place && call.send_bytes[static_cast<std::size_t>(p)])
-        fence(span_of(static_cast<const char*>(sendbuf) + static_cast<std::ptrdiff_t>(sdispls[p]) * sext, sendcounts[p], sendtype),
-              "a collective on a guarded buffer");
-      if (call.recv_bytes[static_cast<std::size_t>(p)])
-        fence(span_of(static_cast<char*>(recvbuf) + static_cast<std::ptrdiff_t>(rdispls[p]) * rext, recvcounts[p], recvtype),
-              "a collective on a guarded buffer");
-    }
-    return true;
+    return orders_->run_blocking(call);
   }
 
   int out_of_memory_bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm, CallSite site,

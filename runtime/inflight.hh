@@ -35,7 +35,13 @@ struct InFlight {
   Block send_block, recv_block;
   char* send_data = nullptr;    // what Send pieces read (offsets index it)
   char* recv_data = nullptr;    // what Recv pieces write
-  char* user_recv = nullptr;    // where published Recv pieces go (nullptr: the caller unpacks)
+  char* user_recv = nullptr;    // where published Recv pieces go (nullptr: the caller unpacks;
+                                // == recv_data: MPI received them in place, nothing to copy)
+  // Mode optimize, a call with no overlap to gain: the calling thread runs the whole schedule
+  // (runtime/in_call.hh), never guarded, and returns when every piece is done, sends included,
+  // so send_data and recv_data may be the program's own buffers (engine.cc). The progress
+  // thread never sees it.
+  bool to_completion = false;
   // How the regions are held back: PROT_NONE (publish through /proc/self/mem, then mprotect) or
   // emptied userfaultfd pages (publish a region with one UFFDIO_COPY from staging).
   enum class Guard : std::uint8_t { None, Protect, Uffd };

@@ -81,7 +81,7 @@ bool open_region(InFlight& f, Region& r) {
 bool publish_piece(InFlight& f, int i) {
   const Piece& p = f.pieces[static_cast<std::size_t>(i)];
   bool ok = true;
-  if (f.user_recv && p.length > 0) {
+  if (f.user_recv && f.user_recv != f.recv_data && p.length > 0) {
     char* dst = f.user_recv + p.offset;
     const char* src = f.recv_data + p.offset;
     switch (f.guard) {

@@ -6,7 +6,8 @@
 // An order only changes the order in which a rank posts its sends and receives: never which
 // messages exist, their sizes or their tags. Ranks that use different orders (one found the
 // call in the profile, another did not) still match every message; all receives are posted
-// and sends are nonblocking, so no order can deadlock.
+// and sends are nonblocking, so no order can deadlock. The same holds for run_blocking below:
+// nothing a source answers is required to agree between ranks.
 #pragma once
 
 #include <cstdint>
@@ -32,11 +33,13 @@ class ReadOrderSource {
   // A permutation of the call's sub-messages 0..n-1 (n = recv_bytes.size()), read first
   // first; empty for the default order.
   virtual std::vector<int> order(const CallShape& call) = 0;
-  // True when the call is to run blocking (plain PMPI_*, summary reason no_overlap_to_gain)
-  // because the profile shows no overlap to gain at its site (trace/gain.hh). Unlike an order,
-  // this must be the same on every rank for the same call (a rank in PMPI_Alltoall and one in
-  // tnbc's schedule never match): implementations decide from values all ranks share only.
-  // Called before order() for the same call, which then follows only when this is false.
+  // True when the call is to complete inside it (summary: completed_in_call, reason
+  // no_overlap_to_gain) because the profile shows no overlap to gain at its site
+  // (trace/gain.hh). Like an order, this changes no message: the call runs the same schedule
+  // as an early return (same pieces, tags and private communicator), only waits for it before
+  // returning and needs no guard. So ranks may answer differently for the same collective (they
+  // reach it from different call sites, read different profiles or settings) and still match.
+  // Called before order() for the same call, which always follows.
   virtual bool run_blocking(const CallShape& call) {
     (void)call;
     return false;

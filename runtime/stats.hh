@@ -104,8 +104,7 @@ class Stats {
   };
   void set_threshold(const Threshold& t) { threshold_ = t; }
   // Per call of mode optimize: the profile's decision for its site (one entry per site and basis,
-  // with the number of calls). `profile_blocking` is TNBC_PROFILE_BLOCKING's effect: "auto",
-  // "off", or "ranks_disagree" (the ranks read different profiles or settings: off).
+  // with the number of calls). `profile_blocking` is TNBC_PROFILE_BLOCKING: "auto" or "off".
   void record_profile_decision(const ProfileDecision& d);
   void set_profile_blocking(const std::string& state);
   // JSON text of the whole summary (rank, size and mode are the caller's).

@@ -39,9 +39,10 @@ const char* kUsage =
     "  merge DIR [-o FILE] [--quiet]\n"
     "                 combine the per-rank traces of a trace pass (TNBC_MODE=trace, TNBC_OUTPUT_DIR=DIR)\n"
     "                 into a profile (JSON, default DIR/app.profile) and print a summary\n"
-    "  report DIR     what the calls of a run did (DIR: its TNBC_OUTPUT_DIR): per kind and call site\n"
-    "                 early returns, calls completed in the call or run as plain MPI and why; in mode\n"
-    "                 optimize which sites ran blocking because the profile shows no overlap to gain\n"
+    "  report DIR     what the calls of a run did (DIR: its TNBC_OUTPUT_DIR, or a harness run directory\n"
+    "                 holding it in tnbc/): per kind and call site early returns, calls completed in the\n"
+    "                 call or run as plain MPI and why, and on which ranks; in mode optimize which sites\n"
+    "                 completed in the call because the profile shows no overlap to gain\n"
     "  library        print the path of libtnbc.so that exec preloads\n"
     "  --help         this text\n"
     "\n"
@@ -194,10 +195,10 @@ int cmd_merge(const std::vector<std::string>& args) {
           verdicts.push_back(tnbc::trace::describe(tnbc::trace::decide(&site, true, cost, enabled)));
       }
       std::fputs(tnbc::trace::profile_summary(p, verdicts).c_str(), stdout);
-      char line[200];
+      char line[256];
       std::snprintf(line, sizeof line,
-                    "\noptimize: a site runs blocking when min(Tcomm, T_CURC + T_CRC) <= cost = %lld us + %lld us/MiB "
-                    "(TNBC_PROFILE_BLOCKING=%s)\n",
+                    "\noptimize: a site's calls complete in the call (no early return) when min(Tcomm, T_CURC + T_CRC) "
+                    "<= cost = %lld us + %lld us/MiB (TNBC_PROFILE_BLOCKING=%s)\n",
                     static_cast<long long>(cfg.settings.early_return_cost_us),
                     static_cast<long long>(cfg.settings.early_return_cost_us_per_mib), enabled ? "auto" : "off");
       std::fputs(line, stdout);

@@ -26,11 +26,7 @@ std::string ms(double ns) {
 SiteEstimate estimate_site(const ProfileSite& s) {
   SiteEstimate e;
   std::vector<double> comm, curc, crc, overlap;
-  std::optional<std::uint64_t> calls;
-  bool same_calls = !s.ranks.empty();
   for (const ProfileSite::Rank& r : s.ranks) {
-    if (!r.calls || (calls && *calls != *r.calls)) same_calls = false;
-    if (!calls) calls = r.calls;
     if (r.duration_ns) comm.push_back(*r.duration_ns);
     if (r.bytes_per_call) e.bytes = std::max(e.bytes, static_cast<double>(*r.bytes_per_call));
     if (!r.receives || !r.traced || *r.traced == 0 || !r.curc_ns) continue;
@@ -44,7 +40,6 @@ SiteEstimate estimate_site(const ProfileSite& s) {
     crc.push_back(t_crc);
     overlap.push_back(*r.curc_ns + t_crc);
   }
-  e.uniform = same_calls && s.comm_size > 0 && s.ranks.size() % static_cast<std::size_t>(s.comm_size) == 0;
   e.estimating_ranks = static_cast<int>(overlap.size());
   e.comm_ns = median(comm);
   e.curc_ns = median(curc);
@@ -63,7 +58,6 @@ const char* basis_name(Basis b) {
     case Basis::OverlapPays: return "overlap_pays";
     case Basis::NotInProfile: return "not_in_profile";
     case Basis::OtherSizes: return "other_sizes";
-    case Basis::UnevenRanks: return "uneven_ranks";
     case Basis::NoEstimate: return "no_estimate";
     case Basis::Off: return "off";
   }
@@ -77,8 +71,6 @@ Decision decide(const SiteEstimate& e, const CostModel& cost) {
   d.overlap_ns = e.overlap_ns;
   if (!e.overlap_ns || !e.comm_ns) {
     d.basis = Basis::NoEstimate;
-  } else if (!e.uniform) {
-    d.basis = Basis::UnevenRanks;
   } else {
     d.saved_ns = std::min(*e.comm_ns, *e.overlap_ns) - d.cost_ns;
     d.basis = *d.saved_ns > 0 ? Basis::OverlapPays : Basis::NoOverlapToGain;
@@ -96,15 +88,14 @@ Decision decide(const ProfileSite* site, bool sizes_recorded, const CostModel& c
 }
 
 std::string describe(const Decision& d) {
-  std::string out = d.blocking() ? "runs blocking: " : "returns early: ";
+  std::string out = d.blocking() ? "completes in the call: " : "returns early: ";
   switch (d.basis) {
     case Basis::NoOverlapToGain: out += "no overlap to gain"; break;
     case Basis::OverlapPays: out += "the overlap pays"; break;
     case Basis::NotInProfile: return out + "the site is not in the profile";
     case Basis::OtherSizes: return out + "the profile recorded other sizes at this site";
-    case Basis::UnevenRanks: return out + "the ranks did not all call this site alike in the trace";
     case Basis::NoEstimate: return out + "no estimate (the trace saw no access to the received data)";
-    case Basis::Off: return out + "decisions off (TNBC_PROFILE_BLOCKING=off, or the ranks read different profiles)";
+    case Basis::Off: return out + "decisions off (TNBC_PROFILE_BLOCKING=off)";
   }
   if (d.saved_ns)
     out += " (min(Tcomm " + ms(*d.comm_ns) + ", T_CURC + T_CRC " + ms(*d.overlap_ns) + ") - cost " + ms(d.cost_ns) +

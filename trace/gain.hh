@@ -10,21 +10,25 @@
 // both (config: TNBC_EARLY_RETURN_COST_US + TNBC_EARLY_RETURN_COST_US_PER_MIB per MiB
 // received), counted as Tinit in the first term and as overhead in the second:
 //
-//     saved = min(Tcomm, T_CURC + T_CRC) - C        run blocking when saved <= 0
+//     saved = min(Tcomm, T_CURC + T_CRC) - C        complete in the call when saved <= 0
 //
-// Every input is a site-level aggregate over the ranks of the profile (the same file on every
-// rank: runtime.cc checks that all ranks read the same bytes with the same settings), never a
-// rank-local value, so every rank of a collective decides alike:
-//   Tcomm   median over the ranks of their median blocking duration (trace pass, `dur_ns`)
+// A call that does not pay still runs tnbc's own schedule (the same messages, tags and private
+// communicator as an early return), to completion inside the call and with no guard, never
+// plain MPI: ranks that decide differently for one collective still exchange the same messages.
+// So the decision is rank-local: no rank needs to know what another decided, and a rank may
+// reach a collective from a site the profile decided while another reaches it from one it
+// never saw. Each site is decided from the profile's values for that site, over all the ranks
+// that called it there (its estimates never mix in other sites):
+//   Tcomm   median over those ranks of their median blocking duration (trace pass, `dur_ns`)
 //   X       median over the receiving ranks with a CURC estimate of T_CURC + T_CRC, where
 //           T_CURC = the rank's median time from return to the first touch and
 //           T_CRC  = bytes per call / R_CRC (the rate at which it consumed the data between its
 //                    first touches); without an R_CRC (one sub-message seen) the sum of its gaps
 //   bytes   the most any rank received per call (median over its calls): the heaviest rank
 //           pays the most and the collective ends with it
-// No estimate (no rank touched the data in the trace, or an old profile), a site the ranks did
-// not all call alike, a site not in the profile or sizes it did not record: return early (as
-// nbc), since nothing shows that it cannot pay.
+// No estimate (no rank touched the data in the trace, or an old profile), a site not in the
+// profile or sizes it did not record: return early (as nbc), since nothing shows that it
+// cannot pay.
 //
 // Pure C++ (no MPI): the library, `tnbc merge`/`tnbc report` and the unit tests link it.
 #pragma once
@@ -38,10 +42,8 @@
 
 namespace tnbc::trace {
 
-// Site-level aggregates of one profile site (equal on every rank that reads the same file).
+// Site-level aggregates of one profile site, over the ranks that called it.
 struct SiteEstimate {
-  bool uniform = false;                // every rank listed has the same number of calls, and the
-                                       // number of ranks is a multiple of the communicator size
   int estimating_ranks = 0;            // receiving, traced ranks with a CURC estimate
   std::optional<double> comm_ns;       // Tcomm
   std::optional<double> curc_ns;       // median T_CURC (over the estimating ranks)
@@ -58,15 +60,15 @@ struct CostModel {
 };
 CostModel cost_model(const Settings& s);
 
-// Why a call returns early or runs blocking. Names are part of the summary format.
+// Why a call returns early or completes in the call ("blocking"). Names are part of the
+// summary format.
 enum class Basis {
-  NoOverlapToGain,  // blocking: saved <= 0
+  NoOverlapToGain,  // blocking (tnbc's schedule, completed in the call): saved <= 0
   OverlapPays,      // early: saved > 0
   NotInProfile,     // early: the site is not in the profile
   OtherSizes,       // early: the profile did not record these sizes (Alltoall, Bcast) at the site
-  UnevenRanks,      // early: the ranks did not all call the site alike in the trace
   NoEstimate,       // early: no CURC estimate (nothing touched, not traced, an older profile)
-  Off,              // early: TNBC_PROFILE_BLOCKING=off, or the ranks read different profiles
+  Off,              // early: TNBC_PROFILE_BLOCKING=off
 };
 const char* basis_name(Basis b);
 
@@ -83,8 +85,8 @@ Decision decide(const ProfileSite* site, bool sizes_recorded, const CostModel& c
 // The same from an estimate (what `decide` computes from the site).
 Decision decide(const SiteEstimate& e, const CostModel& cost);
 
-// One line for people: "runs blocking: no overlap to gain (min(Tcomm 27.1 ms, T_CURC + T_CRC
-// 1.20 ms) - cost 2.50 ms = -1.30 ms)".
+// One line for people: "completes in the call: no overlap to gain (min(Tcomm 27.1 ms, T_CURC +
+// T_CRC 1.20 ms) - cost 2.50 ms = -1.30 ms)".
 std::string describe(const Decision& d);
 
 }  // namespace tnbc::trace

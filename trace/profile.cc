@@ -10,7 +10,6 @@
 #include <set>
 #include <sstream>
 
-#include "trace/format.hh"
 #include "trace/json.hh"
 
 namespace tnbc::trace {
@@ -144,7 +143,6 @@ LoadedProfile parse_profile(const std::string& text, const std::string& name) {
                        "); run `tnbc merge` of this tnbc on the traces again");
   LoadedProfile p;
   p.path = name;
-  p.digest = fnv1a64(text.data(), text.size());
   p.np = static_cast<int>(r.integer(root, "", "np", 1, 1 << 24));
   p.executable = r.member(root, "", "executable", Value::Type::String).string;
   const Value& sites = r.member(root, "", "sites", Value::Type::Array);

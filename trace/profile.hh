@@ -51,7 +51,6 @@ struct LoadedProfile {
   int np = 0;
   std::string executable;
   std::vector<ProfileSite> sites;
-  std::uint64_t digest = 0;  // FNV-1a of the file's bytes: equal on ranks that read the same file
 };
 
 // The message says what is wrong and names the file (`what()` is a complete sentence).

@@ -1,7 +1,5 @@
 #include "trace/profile_orders.hh"
 
-#include <mpi.h>
-
 #include <cstdio>
 #include <mutex>
 #include <thread>
@@ -41,25 +39,13 @@ class ProfileOrders final : public ReadOrderSource {
   ProfileOrders(LoadedProfile p, Stats& stats, int world_rank, const Settings& s)
       : index_(std::move(p)), stats_(stats), rank_(world_rank), cost_(cost_model(s)),
         blocking_(s.profile_blocking == ProfileBlocking::Auto) {
-    // What every rank must share for the blocking decisions to agree: the file's bytes and the
-    // settings the decision reads.
-    digest_ = index_.profile().digest;
-    const std::int64_t knobs[] = {static_cast<std::int64_t>(s.profile_blocking), s.early_return_cost_us,
-                                  s.early_return_cost_us_per_mib};
-    digest_ = fnv1a64(knobs, sizeof knobs, digest_);
     stats_.set_profile_blocking(blocking_ ? "auto" : "off");
   }
 
-  std::uint64_t digest() const { return digest_; }
-  void disable_blocking() {
-    std::lock_guard lock(mutex_);
-    blocking_ = false;
-    decided_.clear();
-    stats_.set_profile_blocking("ranks_disagree");
-  }
-
-  // Decided from the site's aggregates and, for Alltoall and Bcast, whether the call's key (from
-  // sizes every rank passes alike) was recorded by any rank: nothing rank-local.
+  // Decided from the site's aggregates over the ranks that called it and, for Alltoall and
+  // Bcast, whether any rank recorded the call's key there. The site is this rank's own call
+  // stack: another rank may reach the same collective from another site and decide otherwise,
+  // which the engine allows (the call completes in it with the same messages).
   bool run_blocking(const CallShape& call) override {
     std::lock_guard lock(mutex_);
     const Id id = identify(call, false);
@@ -69,7 +55,8 @@ class ProfileOrders final : public ReadOrderSource {
     auto [it, fresh] = decided_.try_emplace(DecisionKey{id.site, sizes_recorded});
     if (fresh) {
       it->second = decide(site, sizes_recorded, cost_, blocking_);
-      // Every rank decides alike: rank 0 says it (TNBC_LOG=info), the others at debug.
+      // Rank 0 says its decisions (TNBC_LOG=info), the others at debug (the SPMD ranks of most
+      // programs share their sites; the summaries have every rank's).
       const LogLevel level = rank_ == 0 ? LogLevel::Info : LogLevel::Debug;
       if (site && log_enabled(level))
         log(level, "%s at %s: %s", kKindNames[static_cast<std::size_t>(call.kind)], site->where.c_str(),
@@ -180,7 +167,6 @@ class ProfileOrders final : public ReadOrderSource {
   int rank_;
   CostModel cost_;
   bool blocking_;
-  std::uint64_t digest_ = 0;
   std::mutex mutex_;
   CallSites sites_;
   std::unordered_map<std::thread::id, Memo> memo_;
@@ -191,9 +177,8 @@ class ProfileOrders final : public ReadOrderSource {
 
 }  // namespace
 
-namespace {
-
-std::unique_ptr<ProfileOrders> load(const Settings& s, Stats& stats, int world_rank, int world_size, std::string& problem) {
+std::unique_ptr<ReadOrderSource> load_profile_orders(const Settings& s, Stats& stats, int world_rank, int world_size,
+                                                     std::string& problem) {
   if (s.profile.empty()) {
     problem = "TNBC_MODE=optimize needs a profile (TNBC_PROFILE=FILE, written by `tnbc merge`); none given";
     stats.set_profile("", "none");
@@ -211,29 +196,6 @@ std::unique_ptr<ProfileOrders> load(const Settings& s, Stats& stats, int world_r
   }
   stats.set_profile(s.profile, "rejected");
   return nullptr;
-}
-
-}  // namespace
-
-std::unique_ptr<ReadOrderSource> load_profile_orders(const Settings& s, Stats& stats, int world_rank, int world_size,
-                                                     std::string& problem) {
-  std::unique_ptr<ProfileOrders> orders = load(s, stats, world_rank, world_size, problem);
-  // Which calls run blocking must be decided alike on every rank. Each decides from the profile
-  // file and the cost settings alone; this checks that all ranks read the same bytes with the
-  // same settings (one allreduce at start-up; 0 stands for "no usable profile here"). If not,
-  // no call runs blocking anywhere; the read orders stay (ranks may use different orders).
-  std::uint64_t v[2];
-  const std::uint64_t mine = orders ? orders->digest() : 0;
-  v[0] = mine;
-  v[1] = ~mine;
-  PMPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
-  if (v[0] != ~v[1]) {
-    if (orders) orders->disable_blocking();
-    if (world_rank == 0)
-      log(LogLevel::Warn, "the ranks read different profiles or settings (TNBC_PROFILE, TNBC_PROFILE_BLOCKING, "
-                          "TNBC_EARLY_RETURN_COST_US*): no call site runs blocking (the read orders are still used)");
-  }
-  return orders;
 }
 
 }  // namespace tnbc::trace

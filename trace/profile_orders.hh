@@ -20,8 +20,8 @@ namespace tnbc::trace {
 // Reads and checks the profile against this run (np, executable). nullptr, with `problem` set
 // to a message that names the file, when it cannot be used (no TNBC_PROFILE, unreadable,
 // corrupt, another np or program): the caller reports it and runs with default priorities.
-// Collective over MPI_COMM_WORLD (every rank of mode optimize calls it once, in MPI_Init): the
-// ranks compare what they read, and if any differs no call runs blocking (one warning).
+// Rank-local: ranks that read different files or settings decide differently, which changes
+// no message (runtime/read_order.hh), so nothing is compared between ranks.
 std::unique_ptr<ReadOrderSource> load_profile_orders(const Settings& s, Stats& stats, int world_rank, int world_size,
                                                      std::string& problem);
 

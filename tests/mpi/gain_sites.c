@@ -1,13 +1,15 @@
 /* A program for the blocking-decision test (tests/mpi/gain_sites.py): two MPI_Alltoall call
  * sites with the same sizes,
  *   read_at_once     touches every received block right after the call (no CURC), then
- *                    compares them: nothing to overlap, mode optimize should run it blocking;
+ *                    compares them: nothing to overlap, mode optimize should complete it in the
+ *                    call;
  *   compute_first    computes for COMPUTE_MS (touching no collective buffer), then compares:
  *                    the communication can hide behind the computation, it should return early.
  * Every received byte is compared with the blocking PMPI_Alltoall result on the same inputs.
  * usage: gain_sites [ITERATIONS [PAGES_PER_PEER [COMPUTE_MS [PERTURB_RANK]]]]
- * PERTURB_RANK >= 0: that rank sets TNBC_EARLY_RETURN_COST_US to another value before MPI_Init
- * (the ranks then disagree on the settings: tnbc must notice and run no site blocking).
+ * PERTURB_RANK >= 0: that rank sets TNBC_EARLY_RETURN_COST_US to 10 s before MPI_Init: it then
+ * completes both sites' calls in the call while the other ranks return early from compute_first
+ * (the ranks decide differently for the same collectives, which must still match).
  * Prints "gain_sites: N passed, M failed" on rank 0. */
 #include <mpi.h>
 #include <stdio.h>
@@ -74,7 +76,7 @@ int main(int argc, char** argv) {
   if (perturb >= 0) {
     const char* r = getenv("OMPI_COMM_WORLD_RANK");
     if (!r) r = getenv("PMI_RANK");
-    if (r && atoi(r) == perturb) setenv("TNBC_EARLY_RETURN_COST_US", "12345", 1);
+    if (r && atoi(r) == perturb) setenv("TNBC_EARLY_RETURN_COST_US", "10000000", 1);
   }
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

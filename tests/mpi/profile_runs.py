@@ -1,0 +1,103 @@
+"""What the trace -> merge -> optimize tests share (gain_sites.py, rank_sites.py): their command
+line, a run of the program with libtnbc.so, the profile's numbers as trace/gain.hh computes
+them, the per-rank summaries, and the cost model set between the sites that read at once and
+those that compute first."""
+import argparse
+import glob
+import json
+import math
+import os
+import shutil
+import subprocess
+
+from run_mpi_test import add_launcher_options, fail, run_mpirun
+
+
+def options(np_default):
+    ap = argparse.ArgumentParser()
+    add_launcher_options(ap)
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--tool", required=True)
+    ap.add_argument("--prog", required=True)
+    ap.add_argument("--np", type=int, default=np_default)
+    a = ap.parse_args()
+    if shutil.which(a.mpirun) is None:
+        fail(f"{a.mpirun} not found")
+    return a
+
+
+def run(a, args, env_extra, outdir, timeout=180, quiet=False):
+    """Runs the program with libtnbc.so, TNBC_OUTPUT_DIR=outdir and env_extra; fails the test
+    unless it exits 0 and prints " 0 failed" (every received byte equals the blocking result),
+    and with `quiet` if tnbc printed a warning or an error."""
+    exports = {"LD_PRELOAD": os.path.abspath(a.lib), "TNBC_OUTPUT_DIR": outdir}
+    exports.update(env_extra)
+    code, out = run_mpirun(a.np, exports, [a.prog] + args, timeout, a)
+    if code != 0 or " 0 failed" not in out:
+        fail(f"run {outdir} failed (exit {code}) or results differ from the blocking collectives", out)
+    said = [l for l in out.splitlines() if "tnbc[" in l and ("warning" in l or "error" in l)]
+    if quiet and said:
+        fail(f"run {outdir}: unexpected tnbc messages: {said}", out)
+    return out
+
+
+def trace_and_merge(a, work, attempt, args):
+    """A trace run (TNBC_MODE=trace) into work/trace<attempt>, merged by `tnbc merge` into
+    work/trace<attempt>.profile: (profile path, merge output, the profile's JSON)."""
+    outdir = os.path.join(work, f"trace{attempt}")
+    run(a, args, {"TNBC_MODE": "trace"}, outdir)
+    profile = outdir + ".profile"
+    m = subprocess.run([a.tool, "merge", outdir, "-o", profile], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True)
+    print(m.stdout)
+    if m.returncode != 0:
+        fail("tnbc merge failed", m.stdout)
+    with open(profile) as f:
+        return profile, m.stdout, json.load(f)
+
+
+def median(v):
+    v = sorted(v)
+    m = len(v) // 2
+    return v[m] if len(v) % 2 else (v[m - 1] + v[m]) / 2
+
+
+def site_numbers(site):
+    """Tcomm, T_CURC + T_CRC as trace/gain.hh computes them from the profile's per-rank values."""
+    comm = [r["duration_ns"] for r in site["ranks"] if r.get("duration_ns") is not None]
+    over = []
+    for r in site["ranks"]:
+        if not r["receives"] or not r["traced"] or r.get("curc_ns") is None:
+            continue
+        if r.get("r_crc_bytes_per_s"):
+            crc = r["bytes_per_call"] / r["r_crc_bytes_per_s"] * 1e9
+        else:
+            crc = sum(r["gaps_ns"])
+        over.append(r["curc_ns"] + crc)
+    if not comm or not over:
+        return None
+    return median(comm), median(over)
+
+
+def summaries(outdir):
+    files = sorted(glob.glob(os.path.join(outdir, "tnbc-summary.*.json")))
+    return [json.load(open(f)) for f in files]
+
+
+def cost_between(trace_once, at_once, later):
+    """trace_once(attempt) -> (profile, sites, nums: key -> (Tcomm, T_CURC + T_CRC)), run up to 3
+    times until every site in `later` shows at least 4x the min(Tcomm, T_CURC + T_CRC) of every
+    site in `at_once`. Returns (profile, sites, nums, cost in us): the geometric mean of the two,
+    so that the test does not depend on how fast this machine communicates."""
+    for attempt in range(3):
+        profile, sites, nums = trace_once(attempt)
+        gain = {key: min(comm, over) for key, (comm, over) in nums.items()}
+        print(f"attempt {attempt}: min(Tcomm, T_CURC + T_CRC) in us: " +
+              ", ".join(f"{key} {v / 1e3:.0f}" for key, v in gain.items()))
+        low, high = max(gain[k] for k in at_once), min(gain[k] for k in later)
+        if high >= 4 * low:
+            cost_us = max(1, int(math.sqrt(low * high) / 1e3))
+            print(f"cost model for the test: {cost_us} us per call")
+            return profile, sites, nums, cost_us
+    fail("in three trace runs the sites that compute first never showed 4x the overlap of those that read at "
+         "once (a very busy machine?)")

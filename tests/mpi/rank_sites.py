@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Mode optimize when ranks reach one collective from different call sites (NPB IS's pattern).
+
+usage: rank_sites.py --lib LIBTNBC --tool TNBC --prog RANK_SITES [--np 4]
+
+rank_sites makes each MPI_Alltoallv and MPI_Bcast from one function, exchange(), which rank 0
+calls from at_once() (reads at once: no overlap to gain) and the other ranks from
+compute_first() (compute first: the overlap pays), then an MPI_Bcast from rank 0 from one site
+that every rank reads at once (shared_bcast). The profile therefore has sites that only some
+ranks called. Steps:
+  trace      TNBC_MODE=trace, `tnbc merge`: at_once's sites list rank 0 only, compute_first's
+             the others, shared_bcast's all; the fixed cost is set between the read-at-once
+             sites' min(Tcomm, T_CURC + T_CRC) and the compute-first ones' (trace repeated up to
+             3 times until they are 4x apart)
+  optimize   the ranks decide differently for the same collectives: rank 0 completes them in the
+             call (no_overlap_to_gain), the others return early (overlap_pays); every rank
+             completes shared_bcast in the call. No hang, no tnbc message, every byte equal to
+             the blocking result, each rank's summary with its own outcomes, `tnbc report` (given
+             the run directory holding them in tnbc/, as the NPB harness does) shows which ranks
+             did what (and no warning)
+  unseen     rank 1 calls exchange() from unseen(), a caller the trace never saw (not_in_profile:
+             returns early), while rank 0 is at its no-gain site: completes, results right
+  missing    rank 3 leaves before the last exchange(), TNBC_TIMEOUT=3: rank 0, waiting in the
+             call, reports the collective and the rank it got nothing from, and the job ends
+With plain PMPI_* for the no-gain calls (tnbc before), rank 0 sits in PMPI_Alltoallv, where no
+timeout reaches, while the others wait in tnbc's schedule until TNBC_TIMEOUT (60 s here) ends
+the job: the optimize run fails (checked by hand).
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from profile_runs import cost_between, options, run, site_numbers, summaries, trace_and_merge  # noqa: E402
+from run_mpi_test import fail, run_mpirun  # noqa: E402
+
+ITER, PAGES, COMPUTE_MS = "6", "128", "20"
+AT_ONCE = [("exchange/at_once", "alltoallv"), ("exchange/at_once", "bcast"), ("shared_bcast/main", "bcast")]
+LATER = [("exchange/compute_first", "alltoallv"), ("exchange/compute_first", "bcast")]
+
+
+def mpirun(a, args, env_extra, outdir):
+    run(a, [ITER, PAGES, COMPUTE_MS] + args, dict(env_extra, TNBC_TIMEOUT="60"), outdir, timeout=150, quiet=True)
+
+
+def site_name(site):
+    """exchange/at_once, shared_bcast/main...: the function making the call and its caller."""
+    return "/".join(f.get("symbol", "?") for f in site["frames"][:2])
+
+
+def trace(a, work, attempt):
+    profile, merged, p = trace_and_merge(a, work, attempt, [ITER, PAGES, COMPUTE_MS])
+    sites = {(site_name(s), s["kind"]): s for s in p["sites"]}
+    others = list(range(1, a.np))
+    want = {AT_ONCE[0]: [0], AT_ONCE[1]: [0], AT_ONCE[2]: list(range(a.np)), LATER[0]: others, LATER[1]: others}
+    for key, ranks in want.items():
+        if key not in sites:
+            fail(f"profile sites {sorted(sites)}: {key} missing", merged)
+        got = sorted(r["rank"] for r in sites[key]["ranks"])
+        if got != ranks:
+            fail(f"profile site {key} lists ranks {got}, expected {ranks}", merged)
+    nums = {key: site_numbers(sites[key]) for key in want}
+    for key, n in nums.items():
+        if n is None:
+            fail(f"{key}: the profile has no estimate (Tcomm, CURC)", merged)
+    return profile, sites, nums
+
+
+def decisions(summary, ids):
+    """(site name, kind) -> the summary's decision entry, for the sites of the profile."""
+    out = {}
+    for d in summary["profile"].get("decisions", []):
+        out[ids.get(d["site"], (d["where"].split(" ")[0], d["kind"]))] = d
+    return out
+
+
+def expect(cond, what, s):
+    if not cond:
+        fail(f"rank {s['rank']}: {what}: collectives {s['collectives']}, profile {s['profile']}")
+
+
+def main():
+    a = options(4)
+    work = tempfile.mkdtemp(prefix="tnbc-rank-sites-")
+    iters = int(ITER)
+    profile, sites, nums, cost_us = cost_between(lambda attempt: trace(a, work, attempt), AT_ONCE, LATER)
+    cost = {"TNBC_EARLY_RETURN_COST_US": str(cost_us), "TNBC_EARLY_RETURN_COST_US_PER_MIB": "0"}
+    ids = {s["site"]: key for key, s in sites.items()}
+    opt = dict(cost, TNBC_MODE="optimize", TNBC_PROFILE=profile)
+
+    # optimize: rank 0 completes exchange()'s calls in the call, the others return early. The
+    # summaries go to optimize/tnbc/, as the NPB harness puts them: `tnbc report optimize` finds them.
+    outdir = os.path.join(work, "optimize", "tnbc")
+    mpirun(a, [], opt, outdir)
+    sums = summaries(outdir)
+    if len(sums) != a.np:
+        fail(f"expected {a.np} summaries, found {len(sums)}")
+    for s in sums:
+        d = decisions(s, ids)
+        mine = AT_ONCE if s["rank"] == 0 else [LATER[0], LATER[1], AT_ONCE[2]]
+        if set(d) != set(mine):
+            fail(f"rank {s['rank']}: decisions for {sorted(d)}, expected {sorted(mine)}: {s['profile']}")
+        for key in mine:
+            want = ("blocking", "no_overlap_to_gain") if key in AT_ONCE else ("early_return", "overlap_pays")
+            expect((d[key]["decision"], d[key]["basis"], d[key]["calls"]) == want + (iters,),
+                   f"{key}: {d[key]}, expected {iters} calls {want}", s)
+        v, b = s["collectives"]["alltoallv"], s["collectives"]["bcast"]
+        expect(v["passthrough"] == 0 and b["passthrough"] == 0, "no call may run as plain MPI", s)
+        if s["rank"] == 0:
+            expect(v["completed_in_call"] == iters and v["reasons"].get("no_overlap_to_gain") == iters and
+                   v["early_return"] == 0, "alltoallv: every call completed in the call (no_overlap_to_gain)", s)
+            expect(b["completed_in_call"] == 2 * iters and b["reasons"].get("no_overlap_to_gain") == 2 * iters,
+                   "bcast: every call completed in the call (no_overlap_to_gain)", s)
+        else:
+            expect(v["early_return"] == iters and "no_overlap_to_gain" not in v["reasons"],
+                   "alltoallv: every call returned early", s)
+            expect(b["early_return"] == iters and b["completed_in_call"] == iters and
+                   b["reasons"].get("no_overlap_to_gain") == iters,
+                   "bcast: compute_first's returned early, shared_bcast's completed in the call", s)
+        expect(s["profile"]["calls_blocking"] == (3 * iters if s["rank"] == 0 else iters), "calls_blocking", s)
+    r = subprocess.run([a.tool, "report", os.path.dirname(outdir)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True)
+    print(r.stdout)
+    lines = r.stdout.splitlines()
+    others = "ranks " + ",".join(str(k) for k in range(1, a.np))
+    for kind in ("alltoallv", "bcast"):
+        if not any(l.startswith(f"  {kind} at exchange") and "COMPLETED IN THE CALL (no_overlap_to_gain), "
+                   f"{iters} calls on rank 0;" in l for l in lines):
+            fail(f"tnbc report does not show rank 0 completing exchange()'s {kind} in the call", r.stdout)
+        if not any(l.startswith(f"  {kind} at exchange") and f"returned early (overlap_pays), {iters * (a.np - 1)} "
+                   f"calls on {others};" in l for l in lines):
+            fail(f"tnbc report does not show ranks 1.. returning early from exchange()'s {kind}", r.stdout)
+    if r.returncode != 0 or "WARNING" in r.stdout:
+        fail("tnbc report failed or warned", r.stdout)
+
+    # unseen: rank 1 calls from a caller the profile does not have, rank 0 is at its no-gain site.
+    outdir = os.path.join(work, "unseen")
+    mpirun(a, ["1"], opt, outdir)
+    for s in summaries(outdir):
+        d = decisions(s, ids)
+        v = s["collectives"]["alltoallv"]
+        if s["rank"] == 1:
+            new = [x for key, x in d.items() if key not in ids.values()]
+            expect(len(new) == 2 and all(x["basis"] == "not_in_profile" and x["decision"] == "early_return" and
+                                         x["where"].startswith("exchange ") for x in new),
+                   "unseen: exchange()'s calls from unseen() are not in the profile and return early", s)
+            expect(v["early_return"] == iters, "unseen: alltoallv returned early", s)
+        elif s["rank"] == 0:
+            expect(d[AT_ONCE[0]]["decision"] == "blocking" and v["completed_in_call"] == iters,
+                   "unseen: rank 0 completes at_once's alltoallv in the call", s)
+
+    # missing: the last exchange() lacks rank np-1; rank 0 completes it in the call and must say so.
+    exports = {"LD_PRELOAD": os.path.abspath(a.lib), "TNBC_OUTPUT_DIR": os.path.join(work, "missing"),
+               "TNBC_TIMEOUT": "3", **opt}
+    code, out = run_mpirun(a.np, exports, [a.prog, ITER, PAGES, COMPUTE_MS, "-1", str(a.np - 1)], 120, a)
+    for want in ("tnbc[0]: error: timeout (TNBC_TIMEOUT=3s) inside alltoallv",
+                 f"tnbc[0]:   rank {a.np - 1}: nothing received from it in this collective"):
+        if want not in out:
+            fail(f"missing: rank 0 completing the call in it does not report the missing rank ({want!r})", out)
+    if code == 0:
+        fail("missing: the job should have ended through MPI_Abort", out)
+    shutil.rmtree(work, ignore_errors=True)
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()

@@ -174,6 +174,27 @@ std::string report(const std::string& dir) {
     }
   }
 
+  // The size threshold (`threshold`, runtime/threshold.hh): the same on every rank by
+  // construction; said once, with the basis and, when measured, the lowest rank's costs.
+  if (const Value* t = sums[0].v.find("threshold"); t && t->type == Value::Type::Object) {
+    const Value* mb = t->find("min_bytes");
+    const std::string value = !mb || mb->type != Value::Type::Number
+                                  ? std::string("none: no size pays, every collective ran blocking")
+                                  : std::to_string(static_cast<long long>(mb->number)) + " bytes per sub-message";
+    o << "  size threshold (TNBC_MIN_BYTES): " << value << " (" << text(*t, "basis") << ")";
+    if (text(*t, "basis") == "measured") {
+      const double mib = 1 << 20;
+      char b[240];
+      std::snprintf(b, sizeof b,
+                    "; rank %d measured link %.0f us + %.0f us/MiB, guard (%s) %.0f us + %.0f us/MiB, copy %.0f us/MiB",
+                    sums[0].rank, number(*t, "link_ns") / 1e3, number(*t, "link_ns_per_byte") * mib / 1e3, text(*t, "backend").c_str(),
+                    number(*t, "guard_ns") / 1e3, number(*t, "guard_ns_per_byte") * mib / 1e3,
+                    number(*t, "copy_ns_per_byte") * mib / 1e3);
+      o << b;
+    }
+    o << "\n";
+  }
+
   // Call sites by (kind, module, offset): the return address of the MPI entry point.
   std::map<std::tuple<std::string, std::string, std::string>, std::pair<std::string, Counts>> sites;
   for (const Summary& s : sums)

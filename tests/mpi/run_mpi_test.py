@@ -7,6 +7,7 @@ usage: run_mpi_test.py [--mpi openmpi|mpich] [--mpirun PATH] [--preload-first LI
                        [--skip-if-output TEXT ...] [--allow-errors]
                        [--expect-summary kind=alltoall,min_calls=3,lang=fortran,min_early=1 ...]
                        [--expect-guard G] [--expect-no-guard G] [--expect-threshold BASIS]
+                       [--tool TNBC --expect-report TEXT ...]
                        [--timeout SECONDS] -- PROGRAM [ARGS]
 
 --expect-summary constraints are checked on the per-rank summaries tnbc writes at MPI_Finalize
@@ -19,6 +20,7 @@ early),
 UFFDIO_MOVE); for userfaultfd the test is skipped (exit 77) when tnbc said the kernel does not
 allow it here, for userfaultfd_moved also on kernels before Linux 6.8.
 --expect-no-guard NAME: no early return was held back by that guard backend.
+--expect-report TEXT (with --tool TNBC): `tnbc report` on the run's summaries succeeds and prints TEXT.
 --expect-threshold BASIS: every rank's summary reports the same size threshold (TNBC_MIN_BYTES)
 with that basis (measured, set, single_rank); see check_threshold. The runner pins
 TNBC_MIN_BYTES to three pages unless --env sets it (run_mpirun).
@@ -241,6 +243,8 @@ def main():
     ap.add_argument("--expect-guard", choices=["userfaultfd", "prot_none", "userfaultfd_moved"])
     ap.add_argument("--expect-no-guard", choices=["userfaultfd", "prot_none", "userfaultfd_moved"])
     ap.add_argument("--expect-threshold", choices=["measured", "set", "single_rank"])
+    ap.add_argument("--tool", help="the tnbc command, for --expect-report")
+    ap.add_argument("--expect-report", action="append", default=[])
     ap.add_argument("--timeout", type=float, default=180)
     ap.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args()
@@ -276,6 +280,14 @@ def main():
         fail(f"tnbc reported {len(errors)} error(s), first: {errors[0]}", output)
     if (a.expect_summary or a.expect_guard or a.expect_no_guard or a.expect_threshold) and not a.no_lib:
         check_summaries(outdir, a.np, a.expect_summary, output, a.expect_guard, a.expect_no_guard, a.expect_threshold)
+    if a.expect_report:
+        r = subprocess.run([a.tool, "report", outdir], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        print(r.stdout)
+        if r.returncode != 0:
+            fail(f"tnbc report exited with {r.returncode}", r.stdout)
+        for text in a.expect_report:
+            if text not in r.stdout:
+                fail(f"tnbc report lacks '{text}'", r.stdout)
     shutil.rmtree(outdir, ignore_errors=True)
     print("PASS")
 

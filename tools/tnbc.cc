@@ -183,6 +183,8 @@ int cmd_merge(const std::vector<std::string>& args) {
       const tnbc::trace::CostModel cost = tnbc::trace::cost_model(cfg.settings);
       const bool enabled = cfg.settings.profile_blocking == tnbc::ProfileBlocking::Auto;
       std::vector<std::string> verdicts;
+      // TNBC_MIN_BYTES=auto is measured when the run starts (runtime/threshold.hh): only its floor,
+      // three pages, is known here.
       const double min_bytes = cfg.settings.min_bytes ? static_cast<double>(*cfg.settings.min_bytes)
                                                       : 3.0 * static_cast<double>(sysconf(_SC_PAGESIZE));
       for (const auto& site : back.sites) {
@@ -190,7 +192,8 @@ int cmd_merge(const std::vector<std::string>& args) {
         const double bytes = tnbc::trace::estimate_site(site).bytes;
         const double unit = site.kind == "alltoall" ? bytes / std::max(1, site.comm_size) : bytes;
         if (site.kind != "alltoallv" && unit < min_bytes)
-          verdicts.push_back("plain MPI anyway: below TNBC_MIN_BYTES");
+          verdicts.push_back(cfg.settings.min_bytes ? "plain MPI anyway: below TNBC_MIN_BYTES"
+                                                    : "plain MPI anyway: below three pages, the least TNBC_MIN_BYTES=auto measures");
         else
           verdicts.push_back(tnbc::trace::describe(tnbc::trace::decide(&site, true, cost, enabled)));
       }

@@ -99,6 +99,9 @@ void Progress::post(InFlight& f) {
 }
 
 namespace {
+// The shortest time slice EEVDF accepts (it clamps requests to 0.1-100 ms).
+constexpr long long kShortSliceNs = 100 * 1000;
+
 // Asks the scheduler for a short time slice (EEVDF, Linux >= 6.12, unprivileged): the thread
 // runs in short bursts, so when it wakes it preempts a computing thread sooner instead of
 // waiting out that thread's slice. Ignored where the kernel does not support it. Only the slice
@@ -123,7 +126,7 @@ void request_short_slice(long long slice_ns) {
 void Progress::run() {
   mark_progress_thread();
   pthread_setname_np(pthread_self(), "tnbc-progress");  // in top -H, perf, gdb
-  request_short_slice(100 * 1000);
+  request_short_slice(kShortSliceNs);
   std::vector<int> indices;
   long long sleep_ns = poll_min_ns_;
   auto& u = urgency();

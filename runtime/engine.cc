@@ -16,6 +16,7 @@
 
 #include "runtime/comm_cache.hh"
 #include "runtime/cost_probe.hh"
+#include "runtime/cpu_share.hh"
 #include "runtime/futex.hh"
 #include "runtime/guard.hh"
 #include "runtime/in_call.hh"
@@ -122,6 +123,10 @@ class EngineImpl final : public Engine {
     } else {
       min_bytes_ = measured_threshold(world);
     }
+    const CpuShare cpus = measure_cpu_share(world.comm);
+    const std::string problem = cpu_share_problem(cpus);
+    stats_.set_node(cpus, problem);
+    if (!problem.empty() && cpus.node_rank == 0) log(LogLevel::Info, "%s (docs/limitations.md)", problem.c_str());
   }
 
   // ------------------------------------------------------------------ collectives

@@ -192,6 +192,10 @@ std::string Stats::summary_json(int rank, int size, const std::string& mode) con
         << c.guard.per_byte_ns << ", \"copy_ns_per_byte\": " << c.copy_per_byte_ns;
     j << "},\n ";
   }
+  if (have_node_)
+    j << "\"node\": {\"ranks\": " << node_.node_ranks << ", \"cpus\": " << node_.node_cpus
+      << ", \"own_cpus\": " << node_.own_cpus << ", \"cpu_contention\": "
+      << (node_problem_.empty() ? std::string("null") : "\"" + json_escape(node_problem_) + "\"") << "},\n ";
   if (!profile_status_.empty())
     j << "\"profile\": {\"file\": \"" << json_escape(profile_file_) << "\", \"status\": \"" << profile_status_
       << "\", \"calls_ordered\": " << profile_uses(ProfileUse::Ordered)

@@ -13,6 +13,7 @@
 #include <vector>
 #include <string>
 
+#include "runtime/cpu_share.hh"
 #include "runtime/threshold.hh"
 
 namespace tnbc {
@@ -103,6 +104,12 @@ class Stats {
     bool from_this_rank = true;
   };
   void set_threshold(const Threshold& t) { threshold_ = t; }
+  // The CPUs of this rank's node (runtime/cpu_share.hh), and what competes with what ("" if fine).
+  void set_node(const CpuShare& c, const std::string& problem) {
+    node_ = c;
+    node_problem_ = problem;
+    have_node_ = true;
+  }
   // Per call of mode optimize: the profile's decision for its site (one entry per site and basis,
   // with the number of calls). `profile_blocking` is TNBC_PROFILE_BLOCKING: "auto" or "off".
   void record_profile_decision(const ProfileDecision& d);
@@ -136,6 +143,9 @@ class Stats {
   double progress_cpu_s_ = -1, listener_cpu_s_ = -1;  // set once at shutdown
   std::string profile_blocking_;
   Threshold threshold_;
+  CpuShare node_;
+  std::string node_problem_;
+  bool have_node_ = false;
   struct DecisionEntry {
     ProfileDecision d;
     std::uint64_t calls = 0;

@@ -195,6 +195,13 @@ std::string report(const std::string& dir) {
     o << "\n";
   }
 
+  // CPU contention on a node (`node`, runtime/cpu_share.hh): said for the first rank reporting it.
+  for (const Summary& s : sums)
+    if (const Value* n = s.v.find("node"); n && n->type == Value::Type::Object && !text(*n, "cpu_contention").empty()) {
+      o << "  CPUs (node of rank " << s.rank << "): " << text(*n, "cpu_contention") << "\n";
+      break;
+    }
+
   // Call sites by (kind, module, offset): the return address of the MPI entry point.
   std::map<std::tuple<std::string, std::string, std::string>, std::pair<std::string, Counts>> sites;
   for (const Summary& s : sums)

@@ -132,6 +132,15 @@ def check_threshold(summaries, basis, output):
         if value is None and sum(k["early_return"] for s in summaries for k in s["collectives"].values()):
             fail("no size pays by the measured costs, yet calls returned early", output)
     print(f"threshold: {value} bytes ({basis}) on every rank")
+    # The node's CPUs (runtime/cpu_share.hh), measured alongside: all ranks run on this machine.
+    for s in summaries:
+        n = s.get("node")
+        if not n or n["ranks"] != len(summaries) or not 1 <= n["cpus"] <= os.cpu_count() or not 1 <= n["own_cpus"] <= n["cpus"]:
+            fail(f"node block wrong for {len(summaries)} ranks on {os.cpu_count()} CPUs: {n}", output)
+        contention = n["ranks"] > n["cpus"] or n["own_cpus"] == 1
+        if (n["cpu_contention"] is not None) != contention:
+            fail(f"cpu_contention does not match ranks/cpus/own_cpus: {n}", output)
+    print(f"node: {summaries[0]['node']}")
 
 
 def check_summaries(outdir, np, constraints, output, guard=None, no_guard=None, threshold=None):

@@ -162,7 +162,7 @@ def tnbc_calls(summary_dir):
     """What tnbc did in one run, from its per-rank summaries (docs/formats.md): per kind the calls
     that returned early, completed in the call (of those for lack of overlap to gain) or ran as
     plain MPI, and mode optimize's site decisions with the ranks that made them."""
-    kinds, decisions = {}, {}
+    kinds, decisions, contention = {}, {}, None
     for path in sorted(glob.glob(os.path.join(summary_dir, "tnbc-summary.*.json"))):
         try:
             with open(path) as f:
@@ -175,13 +175,15 @@ def tnbc_calls(summary_dir):
             k["in_call"] += c.get("completed_in_call", 0)
             k["no_gain"] += c.get("reasons", {}).get("no_overlap_to_gain", 0)
             k["plain"] += c.get("passthrough", 0)
+        contention = contention or (s.get("node") or {}).get("cpu_contention")
         for d in (s.get("profile") or {}).get("decisions", []):
             e = decisions.setdefault((d["kind"], d["where"], d["site"], d["decision"], d["basis"]),
                                      {"calls": 0, "ranks": []})
             e["calls"] += d.get("calls", 0)
             e["ranks"].append(s.get("rank"))
     return {"kinds": kinds, "decisions": [dict(zip(("kind", "where", "site", "decision", "basis"), k), **v)
-                                          for k, v in decisions.items()]}
+                                          for k, v in decisions.items()],
+            "cpu_contention": contention}
 
 
 def calls_line(calls):
@@ -339,6 +341,11 @@ def main():
             what = "completed in the call" if d["decision"] == "blocking" else "returned early"
             ranks = ",".join(str(x) for x in sorted(d["ranks"]))
             print(f"  {d['kind']} at {d['where']} [{d['site']}]: {what} ({d['basis']}), {d['calls']} calls on ranks {ranks}")
+    # What tnbc found about the nodes' CPUs (runtime/cpu_share.hh): why little may be hidden.
+    said = sorted({r["tnbc_calls"]["cpu_contention"] for r in runs
+                   if r.get("tnbc_calls") and r["tnbc_calls"].get("cpu_contention")})
+    for text in said:
+        print(f"\nCPUs: {text} (docs/limitations.md)")
     print(f"\nsummary: {os.path.join(out, 'summary.json')}; per-run output and tnbc summaries under {out}")
     print("comm s = time inside the collective calls; in-call cut = 1 - comm(pass) / comm(baseline): "
           "how much of it the calls no longer take (what the program then waits for at its first touch "

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -160,6 +161,19 @@ bool parse_bytes(std::string_view v, std::uint64_t& out) {
   out = n * mult;
   return true;
 }
+
+}  // namespace
+
+std::string format_bytes(double b) {
+  char s[32];
+  if (b < 1024) std::snprintf(s, sizeof s, "%.0f B", b);
+  else if (b < 1024.0 * 1024) std::snprintf(s, sizeof s, "%.4g KiB", b / 1024);
+  else if (b < 1024.0 * 1024 * 1024) std::snprintf(s, sizeof s, "%.4g MiB", b / 1024 / 1024);
+  else std::snprintf(s, sizeof s, "%.4g GiB", b / 1024 / 1024 / 1024);
+  return s;
+}
+
+namespace {
 
 std::string range_text(const Option& o) {
   std::ostringstream s;

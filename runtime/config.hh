@@ -107,4 +107,7 @@ std::vector<std::string> unknown_variables(char** environ_list);
 
 std::string_view mode_name(Mode m);
 
+// A byte count for people: "100 B", "12 KiB", "1.5 MiB", "2 GiB" (4 significant digits).
+std::string format_bytes(double bytes);
+
 }  // namespace tnbc

@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
+
+#include "runtime/config.hh"
 
 namespace tnbc {
 
@@ -26,12 +27,7 @@ std::size_t threshold_from_costs(const MeasuredCosts& c, std::size_t page) {
 }
 
 std::string bytes_text(std::size_t bytes) {
-  if (bytes == kNeverPays) return "never";
-  char b[32];
-  if (bytes < 1024) std::snprintf(b, sizeof b, "%zu B", bytes);
-  else if (bytes < (std::size_t{1} << 20)) std::snprintf(b, sizeof b, "%.4g KiB", static_cast<double>(bytes) / 1024);
-  else std::snprintf(b, sizeof b, "%.4g MiB", static_cast<double>(bytes) / (1 << 20));
-  return b;
+  return bytes == kNeverPays ? "never" : format_bytes(static_cast<double>(bytes));
 }
 
 }  // namespace tnbc

@@ -8,6 +8,8 @@
 #include <set>
 #include <sstream>
 
+#include "runtime/config.hh"
+
 namespace tnbc::trace {
 
 namespace {
@@ -77,18 +79,9 @@ std::string human_ns(std::optional<double> ns) {
   return b;
 }
 
-std::string human_bytes(double b) {
-  char s[32];
-  if (b < 1024) std::snprintf(s, sizeof s, "%.0f B", b);
-  else if (b < 1024 * 1024) std::snprintf(s, sizeof s, "%.1f KiB", b / 1024);
-  else if (b < 1024.0 * 1024 * 1024) std::snprintf(s, sizeof s, "%.1f MiB", b / 1024 / 1024);
-  else std::snprintf(s, sizeof s, "%.2f GiB", b / 1024 / 1024 / 1024);
-  return s;
-}
-
 std::string human_rate(std::optional<double> r) {
   if (!r) return "n/a";
-  return human_bytes(*r) + "/s";
+  return tnbc::format_bytes(*r) + "/s";
 }
 
 bool counts_as_touch(const SubRecord& s) { return s.order >= 0 && s.how != How::FenceAll; }
@@ -432,7 +425,7 @@ std::string profile_summary(const Profile& p, const std::vector<std::string>& ve
   for (std::size_t si = 0; si < p.sites.size(); ++si) {
     const SiteProfile& s = p.sites[si];
     o << "\nsite " << si + 1 << ": " << s.info.kind << " over " << s.info.comm_size << " ranks, "
-      << s.calls << " calls, " << s.sub_messages << " sub-messages, " << human_bytes(static_cast<double>(s.bytes))
+      << s.calls << " calls, " << s.sub_messages << " sub-messages, " << tnbc::format_bytes(static_cast<double>(s.bytes))
       << " received in all  [" << hex64(s.info.site) << "]\n";
     for (std::size_t k = 0; k < s.info.frames.size() && k < 3; ++k) {
       const Frame& f = s.info.frames[k];

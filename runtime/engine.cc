@@ -810,7 +810,6 @@ class EngineImpl final : public Engine {
     MeasuredCosts c;
     std::string why;
     const char* basis = "measured";
-    double probe_ms = 0;
     const ProbeBackend b = !guardable ? ProbeBackend::None
                            : !uffd_ok ? ProbeBackend::ProtNone
                            : s_.uffd_publish == UffdPublish::Auto && uffd::can_swap() ? ProbeBackend::UffdMove
@@ -820,7 +819,7 @@ class EngineImpl final : public Engine {
     // none can meet a collective's messages.
     const long long t0 = futex::now_ns();
     const bool measured = measure_costs(world.comm, 0, b, page_, c, why);
-    probe_ms = static_cast<double>(futex::now_ns() - t0) / 1e6;
+    const double probe_ms = static_cast<double>(futex::now_ns() - t0) / 1e6;
     if (!guardable) {
       basis = "nothing_to_guard";  // every collective completes in the call anyway
     } else if (!measured) {

@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "finish_checks.h"
+
 static int rank, np;
 static size_t page;
 static volatile double sink;
@@ -94,10 +96,5 @@ int main(int argc, char** argv) {
     bad += compute_first(s, rb, ref, per, compute_ms);
     checks += 2 * np;
   }
-  long all_bad = 0, all_checks = 0;
-  MPI_Reduce(&bad, &all_bad, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-  MPI_Reduce(&checks, &all_checks, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-  if (rank == 0) printf("gain_sites: %ld passed, %ld failed\n", all_checks - all_bad, all_bad);
-  MPI_Finalize();
-  return all_bad != 0;
+  return finish_checks("gain_sites", bad, checks);
 }

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "finish_checks.h"
+
 static int rank, np;
 static size_t page;
 
@@ -92,10 +94,5 @@ int main(int argc, char** argv) {
     bad += compare_reverse(bc, bref, off, len, pages, "bcast");
     checks += 3;
   }
-  long all_bad = 0, all_checks = 0;
-  MPI_Reduce(&bad, &all_bad, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-  MPI_Reduce(&checks, &all_checks, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-  if (rank == 0) printf("profile_use: %ld passed, %ld failed\n", all_checks - all_bad, all_bad);
-  MPI_Finalize();
-  return all_bad != 0;
+  return finish_checks("profile_use", bad, checks);
 }

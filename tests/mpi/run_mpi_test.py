@@ -46,6 +46,7 @@ import platform
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -155,6 +156,10 @@ def check_summaries(outdir, np, constraints, output, guard=None, no_guard=None, 
             s = json.load(fh)
         if s.get("format") != "tnbc-summary" or s.get("version") != 1:
             fail(f"{f}: not a tnbc-summary version 1")
+        # Where the rank ran (runtime/placement.hh): this machine, at least one CPU.
+        where = s.get("placement") or {}
+        if where.get("host") != socket.gethostname() or not 1 <= where.get("cpu_count", 0) <= os.cpu_count():
+            fail(f"{f}: placement {where} is not this host ({socket.gethostname()}) with 1..{os.cpu_count()} CPUs")
         summaries.append(s)
     if threshold:
         check_threshold(summaries, threshold, output)

@@ -72,7 +72,7 @@ setup_build "$BUILD"
 ninja -C "$BUILD" >/dev/null
 
 # One more build dir that runs only the MPI integration suite: set up, build what the suite
-# needs (the `mpi-tests` alias), run it. Its log joins `logs`; a build that fails counts as one
+# needs (the `mpi-tests` and `cluster-tests` aliases), run it. Its log joins `logs`; a build that fails counts as one
 # failed test. Never stops the script.
 logs=("$BUILD/meson-logs/testlog.json")
 status=0
@@ -81,7 +81,7 @@ extra_suite() {
   local dir=$1 label=$2
   shift 2
   echo "tnbc: MPI integration suite, $label ($dir)"
-  if ! setup_build "$dir" "$@" || ! ninja -C "$dir" mpi-tests >/dev/null; then
+  if ! setup_build "$dir" "$@" || ! ninja -C "$dir" mpi-tests cluster-tests >/dev/null; then
     echo "tnbc: the $label build failed"
     broken=$((broken + 1))
     status=1

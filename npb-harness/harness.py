@@ -316,9 +316,12 @@ def main():
                          "none: the machine's own network (the default with --hostfile, mpiexec of MPICH or srun)")
     ap.add_argument("--rate", default="4gbit")
     ap.add_argument("--nodes", type=int, default=1, help="emulated nodes K of the shaped network (default 1)")
-    ap.add_argument("--launcher", choices=["mpirun", "mpiexec", "srun"], default="mpirun",
-                    help="mpirun or mpiexec (Open MPI's or MPICH's hydra, told apart by --version), or srun (Slurm)")
-    ap.add_argument("--hostfile", default=None, help="hosts for mpirun/mpiexec (Open MPI --hostfile, hydra -f)")
+    ap.add_argument("--launcher", default="mpirun",
+                    help="mpirun or mpiexec (Open MPI's or MPICH's hydra, told apart by --version; a path works too), "
+                         "or srun (Slurm)")
+    ap.add_argument("--hostfile", default=None,
+                    help="hosts for mpirun/mpiexec, in the launcher's format (Open MPI: 'node1 slots=4', passed as "
+                         "--hostfile; hydra: 'node1:4', passed as -f)")
     ap.add_argument("--ranks-per-node", type=int, default=0, metavar="M",
                     help="ranks per node (Open MPI --map-by ppr:M:node, hydra -ppn, srun --ntasks-per-node)")
     ap.add_argument("--launcher-args", default="", metavar="ARGS",
@@ -420,7 +423,7 @@ def main():
                     # Emulated nodes, or the real hosts the ranks ran on (unknown for baseline).
                     nodes = {"loopback": 1, "none": len(where) if where else None}.get(net, a.nodes)
                     run = {"benchmark": bench, "kind": kind, "class": cls, "np": np, "net": net,
-                           "launcher": a.launcher, "nodes": nodes, "placement": where, "pass": p,
+                           "launcher": a.launcher, "command": cmd, "nodes": nodes, "placement": where, "pass": p,
                            "repeat": rep, "time": res["time"], "verified": res["verified"] and code == 0,
                            "exit": code, "comm_timers": res["timers"], "wall": time.time() - t0,
                            "output": os.path.join(rundir, "output.txt"),

@@ -190,12 +190,7 @@ def placement(summary_dir):
     """Where the ranks of one run ran, from tnbc's per-rank summaries (`placement`,
     docs/formats.md): one entry per host with its ranks and their CPU lists; None without any."""
     hosts = {}
-    for path in sorted(glob.glob(os.path.join(summary_dir, "tnbc-summary.*.json"))):
-        try:
-            with open(path) as f:
-                s = json.load(f)
-        except (OSError, ValueError):
-            continue
+    for s in summaries(summary_dir):
         where = s.get("placement")
         if where:
             h = hosts.setdefault(where["host"], {"host": where["host"], "ranks": [], "cpus": []})
@@ -270,17 +265,22 @@ def parse(output):
     return res
 
 
+def summaries(summary_dir):
+    """The per-rank summaries tnbc wrote in one run (docs/formats.md); unreadable ones left out."""
+    for path in sorted(glob.glob(os.path.join(summary_dir, "tnbc-summary.*.json"))):
+        try:
+            with open(path) as f:
+                yield json.load(f)
+        except (OSError, ValueError):
+            continue
+
+
 def tnbc_calls(summary_dir):
     """What tnbc did in one run, from its per-rank summaries (docs/formats.md): per kind the calls
     that returned early, completed in the call (of those for lack of overlap to gain) or ran as
     plain MPI, and mode optimize's site decisions with the ranks that made them."""
     kinds, decisions, contention = {}, {}, None
-    for path in sorted(glob.glob(os.path.join(summary_dir, "tnbc-summary.*.json"))):
-        try:
-            with open(path) as f:
-                s = json.load(f)
-        except (OSError, ValueError):
-            continue
+    for s in summaries(summary_dir):
         for kind, c in s.get("collectives", {}).items():
             k = kinds.setdefault(kind, {"early": 0, "in_call": 0, "no_gain": 0, "plain": 0})
             k["early"] += c.get("early_return", 0)

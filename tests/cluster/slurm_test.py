@@ -24,21 +24,13 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "mpi")]
+from run_mpi_test import SKIP, fail  # noqa: E402  (the MPI tests' verdicts)
 from slurm_cluster import OneNodeSlurm, SlurmUnavailable  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 HARNESS = os.path.join(HERE, "..", "..", "npb-harness", "harness.py")
-SKIP = 77
 VERIFIED = "Verification    =               SUCCESSFUL"
-
-
-def fail(msg, output=""):
-    print(f"FAIL: {msg}")
-    if output:
-        print("---- output (last 40 lines) ----")
-        print("\n".join(output.splitlines()[-40:]))
-    sys.exit(1)
 
 
 def run(cmd, env, timeout=180):

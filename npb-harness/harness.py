@@ -159,7 +159,7 @@ def launch_command(a, flavor, np, net, prog):
     restrictions, the user's --launcher-args."""
     extra = shlex.split(a.launcher_args)
     if flavor == "slurm":
-        cmd = ["srun", "-n", str(np)]
+        cmd = [a.launcher, "-n", str(np)]
         if a.ranks_per_node:
             cmd += [f"--ntasks-per-node={a.ranks_per_node}", f"--nodes={-(-np // a.ranks_per_node)}"]
         if not any(x == "--mpi" or x.startswith("--mpi=") for x in extra):
@@ -443,7 +443,8 @@ def main():
                         found = sum(len(h["ranks"]) for h in where) if where else 0
                         if found != np:
                             log(f"  !!! {found} of {np} ranks left a tnbc summary in {os.path.join(rundir, 'tnbc')}: "
-                                f"is {out} on a file system every node sees?")
+                                f"is {out} on a file system every node sees, and did the ranks form one MPI job "
+                                f"(srun's --mpi)?")
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump({"format": "tnbc-harness-summary", "version": 1, "runs": runs}, f, indent=1)
 

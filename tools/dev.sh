@@ -72,8 +72,8 @@ setup_build "$BUILD"
 ninja -C "$BUILD" >/dev/null
 
 # One more build dir that runs only the MPI integration suite: set up, build what the suite
-# needs (the `mpi-tests` and `cluster-tests` aliases), run it. Its log joins `logs`; a build that fails counts as one
-# failed test. Never stops the script.
+# needs (the `mpi-tests` and `cluster-tests` aliases), run it. Its log joins `logs`; a build
+# that fails counts as one failed test. Never stops the script.
 logs=("$BUILD/meson-logs/testlog.json")
 status=0
 broken=0

@@ -85,7 +85,8 @@ std::string placement_lines(const std::vector<Summary>& sums) {
       for (const auto& r : ranks) o += (&r == &ranks[0] ? "" : ",") + std::to_string(r.first);
       o += "), each on CPUs " + ranks[0].second + "\n";
     } else {
-      for (const auto& r : ranks) o += (&r == &ranks[0] ? ": " : "; ") + std::string("rank ") + std::to_string(r.first) + " on CPUs " + r.second;
+      for (const auto& r : ranks)
+        o += (&r == &ranks[0] ? ": rank " : "; rank ") + std::to_string(r.first) + " on CPUs " + r.second;
       o += "\n";
     }
   }

@@ -71,9 +71,10 @@ struct Summary {
 std::string placement_lines(const std::vector<Summary>& sums) {
   std::map<std::string, std::vector<std::pair<int, std::string>>> hosts;  // host -> (rank, "0-1 (2 CPUs)")
   for (const Summary& s : sums)
-    if (const Value* p = s.v.find("placement"); p && p->type == Value::Type::Object)
-      hosts[text(*p, "host")].push_back(
-          {s.rank, text(*p, "cpus") + " (" + std::to_string(static_cast<int>(number(*p, "cpu_count"))) + " CPUs)"});
+    if (const Value* p = s.v.find("placement"); p && p->type == Value::Type::Object) {
+      const int n = static_cast<int>(number(*p, "cpu_count"));
+      hosts[text(*p, "host")].push_back({s.rank, text(*p, "cpus") + " (" + std::to_string(n) + (n == 1 ? " CPU)" : " CPUs)")});
+    }
   if (hosts.empty()) return {};
   std::string o = "placement: " + std::to_string(hosts.size()) + (hosts.size() == 1 ? " host" : " hosts") + "\n";
   for (const auto& [host, ranks] : hosts) {

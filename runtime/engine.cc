@@ -58,7 +58,7 @@ void report_missing(const void* owner) {
   if (!f) return;
   char line[256];
   std::snprintf(line, sizeof line, "  collective: %s #%llu on a communicator of %d ranks (tnbc tag base %d)",
-                kKindNames[static_cast<int>(f->kind)], static_cast<unsigned long long>(f->sequence), f->comm_size,
+                kind_name(f->kind), static_cast<unsigned long long>(f->sequence), f->comm_size,
                 f->base_tag);
   log_raw(line);
   // Peers nothing was received from (or, for a peer we only send to, none of whose sends was
@@ -263,7 +263,7 @@ class EngineImpl final : public Engine {
   // The calling thread waited TNBC_TIMEOUT inside a collective: says what is missing, ends the job.
   [[noreturn]] void timeout_in_call(const InFlight& f) {
     log(LogLevel::Error, "timeout (TNBC_TIMEOUT=%llds) inside %s: data from other ranks did not arrive",
-        static_cast<long long>(s_.timeout_s), kKindNames[static_cast<int>(f.kind)]);
+        static_cast<long long>(s_.timeout_s), kind_name(f.kind));
     report_missing(&f);
     abort_after_report();
   }
@@ -522,7 +522,7 @@ class EngineImpl final : public Engine {
       f->bodies_released.store(true);
       urgency().poke();
       if (log_enabled(LogLevel::Debug))
-        log(LogLevel::Debug, "%s #%llu: in-call wait %.3f ms, %.3f ms in the call", kKindNames[static_cast<int>(kind)],
+        log(LogLevel::Debug, "%s #%llu: in-call wait %.3f ms, %.3f ms in the call", kind_name(kind),
             static_cast<unsigned long long>(f->sequence), (futex::now_ns() - t_submit) / 1e6,
             (futex::now_ns() - f->call_start_ns) / 1e6);
       if (f->guard != InFlight::Guard::None) ensure_signal_stack();
@@ -658,7 +658,7 @@ class EngineImpl final : public Engine {
     const std::size_t self = static_cast<std::size_t>(me);
     if (sbytes[self] != rbytes[self]) {
       log(LogLevel::Error, "%s: rank %d sends %zu bytes to itself but expects %zu (type signatures differ)",
-          kKindNames[static_cast<int>(kind)], me, sbytes[self], rbytes[self]);
+          kind_name(kind), me, sbytes[self], rbytes[self]);
       PMPI_Abort(MPI_COMM_WORLD, 1);
     }
     // Send data: packed now when it must be (non-dense type, or in place: the receive will
@@ -707,7 +707,7 @@ class EngineImpl final : public Engine {
       why = try_guard(*f, base, lo, hi, own);
     }
     if (log_enabled(LogLevel::Debug))
-      log(LogLevel::Debug, "%s #%llu: set-up %.3f ms, staging %.3f ms, guard %.3f ms (%zu regions, %s)", kKindNames[static_cast<int>(kind)],
+      log(LogLevel::Debug, "%s #%llu: set-up %.3f ms, staging %.3f ms, guard %.3f ms (%zu regions, %s)", kind_name(kind),
           static_cast<unsigned long long>(f->sequence), (t_setup - t_enter) / 1e6, (t_staged - t_setup) / 1e6, (futex::now_ns() - t_staged) / 1e6,
           f->region_count, f->guard == InFlight::Guard::Uffd ? "userfaultfd" : f->guard == InFlight::Guard::Protect ? "PROT_NONE" : "not guarded");
     lock.unlock();

@@ -196,7 +196,7 @@ void Progress::run() {
       retire_send_regions(f);
       if (log_enabled(LogLevel::Debug))
         log(LogLevel::Debug, "%s #%llu finished: %.3f ms after submission, %llu polls",
-            kKindNames[static_cast<int>(f.kind)], static_cast<unsigned long long>(f.sequence),
+            kind_name(f.kind), static_cast<unsigned long long>(f.sequence),
             (futex::now_ns() - f.submitted_ns) / 1e6, static_cast<unsigned long long>(polls_ - f.polls_at_submit));
       {
         std::lock_guard lock(mutex_);

@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include "runtime/runtime.hh"
+#include "shim/compose.hh"
 #include "shim/handlers.hh"
 
 namespace tnbc::shim {
@@ -21,7 +22,7 @@ int init_common(int* argc, char*** argv, int required, int* provided) {
   int got = MPI_THREAD_SINGLE;
   const int rc = PMPI_Init_thread(argc, argv, std::max(ask, required), &got);
   if (rc != MPI_SUCCESS) return rc;
-  rt.start(got);
+  start_runtime(rt, got);
   // The program sees the level it asked for (never more than MPI gave).
   if (provided) *provided = std::min(required < 0 ? MPI_THREAD_SINGLE : required, got);
   return rc;

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "runtime/vocabulary.hh"
 #include "trace/json.hh"
 
 namespace tnbc::tools {
@@ -140,10 +141,11 @@ std::string report(const std::string& dir) {
   o << "tnbc report: " << dir << ": " << sums.size() << " of " << size << " ranks, mode " << text(sums[0].v, "mode") << "\n";
 
   o << "\ncollectives (all ranks):\n";
-  for (const char* kind : {"alltoall", "alltoallv", "bcast"}) {
+  for (const CollectiveInfo& coll : collectives()) {
+    const char* kind = coll.name;
     Counts c;
-    for (const Summary& s : sums)
-      c.add(need(need(s.v, "collectives", Value::Type::Object, s.file), kind, Value::Type::Object, s.file), s.rank);
+    for (const Summary& s : sums)  // a summary of a version that knew fewer collectives lacks some
+      if (const Value* k = need(s.v, "collectives", Value::Type::Object, s.file).find(kind)) c.add(*k, s.rank);
     if (c.calls == 0) continue;
     char k[16];
     std::snprintf(k, sizeof k, "%-10s", kind);
@@ -160,8 +162,8 @@ std::string report(const std::string& dir) {
       have = true;
       in_early_s += number(*ov, "in_early_calls_s");
       progress_s += std::max(0.0, number(*ov, "progress_thread_cpu_s"));
-      for (const char* kind : {"alltoall", "alltoallv", "bcast"})
-        if (const Value* k = need(s.v, "collectives", Value::Type::Object, s.file).find(kind))
+      for (const CollectiveInfo& coll : collectives())
+        if (const Value* k = need(s.v, "collectives", Value::Type::Object, s.file).find(coll.name))
           early += number(*k, "early_return");
     }
     if (have && early > 0) {

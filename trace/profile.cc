@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "runtime/vocabulary.hh"
 #include "trace/json.hh"
 
 namespace tnbc::trace {
@@ -156,8 +157,11 @@ LoadedProfile parse_profile(const std::string& text, const std::string& name) {
     site.site = r.hex(id, sp + ".site");
     if (!site_ids.insert(site.site).second) r.fail(sp + ".site", id, "site " + id.string + " is listed twice");
     const Value& kind = r.member(s, sp, "kind", Value::Type::String);
-    if (kind.string != "bcast" && kind.string != "alltoall" && kind.string != "alltoallv")
-      r.fail(sp + ".kind", kind, "\"" + kind.string + "\" is not a collective tnbc handles (bcast, alltoall, alltoallv)");
+    if (!kind_named(kind.string)) {
+      std::string known;
+      for (const CollectiveInfo& c : collectives()) known += std::string(known.empty() ? "" : ", ") + c.name;
+      r.fail(sp + ".kind", kind, "\"" + kind.string + "\" is not a collective tnbc handles (" + known + ")");
+    }
     site.kind = kind.string;
     site.comm_size = static_cast<int>(r.integer(s, sp, "comm_size", 1, p.np));
     site.sub_messages = static_cast<int>(r.integer(s, sp, "sub_messages", 0, 1 << 24));

@@ -359,13 +359,13 @@ class Tracer final : public Engine {
       return nullptr;
     }
     (void)comm;
-    const std::string kind_name = kKindNames[static_cast<int>(kind)];
+    const std::string kind_text = kind_name(kind);
     const Stack stack = sites_.capture(site.return_address);
-    const std::uint64_t sh = sites_.site_hash(stack, kind_name, n);
+    const std::uint64_t sh = sites_.site_hash(stack, kind_text, n);
     if (!site_index_.count(sh)) {
       SiteInfo info;
       info.site = sh;
-      info.kind = kind_name;
+      info.kind = kind_text;
       info.comm_size = n;
       for (int i = 0; i < stack.n; ++i) info.frames.push_back(sites_.describe(stack.pcs[i]));
       site_index_[sh] = site_infos_.size();

@@ -11,10 +11,11 @@
 
 #include "runtime/config.hh"
 #include "trace/gain.hh"
-#include "trace/merge.hh"
+#include "tools/merge.hh"
 #include "trace/profile.hh"
 
 using namespace tnbc::trace;
+using namespace tnbc::tools;
 
 namespace {
 

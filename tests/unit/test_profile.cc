@@ -10,10 +10,11 @@
 
 #include "temp_dir.hh"
 #include "trace/json.hh"
-#include "trace/merge.hh"
+#include "tools/merge.hh"
 #include "trace/profile.hh"
 
 using namespace tnbc::trace;
+using namespace tnbc::tools;
 namespace json = tnbc::json;
 
 namespace {

@@ -6,9 +6,10 @@
 
 #include "trace/format.hh"
 #include "trace/layout.hh"
-#include "trace/merge.hh"
+#include "tools/merge.hh"
 
 using namespace tnbc::trace;
+using namespace tnbc::tools;
 
 namespace {
 

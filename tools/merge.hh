@@ -11,7 +11,12 @@
 #include "trace/format.hh"
 #include "trace/profile.hh"
 
-namespace tnbc::trace {
+namespace tnbc::tools {
+
+using trace::CallRecord;
+using trace::SiteInfo;
+using trace::TraceFile;
+using trace::LoadedProfile;
 
 struct MergeError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -82,4 +87,7 @@ std::string profile_json(const Profile& p);
 // `verdicts` (optional, one per site): what mode optimize would do there (trace/gain.hh).
 std::string profile_summary(const Profile& p, const std::vector<std::string>& verdicts = {});
 
-}  // namespace tnbc::trace
+// The command `tnbc merge DIR [-o FILE] [--quiet]`: returns the exit status.
+int cmd_merge(const std::vector<std::string>& args);
+
+}  // namespace tnbc::tools

@@ -1,4 +1,4 @@
-#include "trace/merge.hh"
+#include "tools/merge.hh"
 
 #include <algorithm>
 #include <cmath>
@@ -8,9 +8,16 @@
 #include <set>
 #include <sstream>
 
-#include "runtime/config.hh"
+#include <unistd.h>
 
-namespace tnbc::trace {
+#include "runtime/config.hh"
+#include "runtime/output_file.hh"
+#include "runtime/vocabulary.hh"
+#include "trace/gain.hh"
+
+namespace tnbc::tools {
+
+using namespace tnbc::trace;
 
 namespace {
 
@@ -469,4 +476,79 @@ std::string profile_summary(const Profile& p, const std::vector<std::string>& ve
   return o.str();
 }
 
-}  // namespace tnbc::trace
+int cmd_merge(const std::vector<std::string>& args) {
+  auto fail = [](const std::string& msg) {
+    std::fprintf(stderr, "tnbc: merge: %s\n", msg.c_str());
+    return 2;
+  };
+  std::string dir, out;
+  bool quiet = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-o" || a == "--output") {
+      if (i + 1 >= args.size()) return fail(a + " needs a file name");
+      out = args[++i];
+    } else if (a.rfind("--output=", 0) == 0) {
+      out = a.substr(9);
+    } else if (a == "-q" || a == "--quiet") {
+      quiet = true;
+    } else if (!a.empty() && a[0] == '-') {
+      return fail("unknown option '" + a + "' (tnbc merge DIR [-o FILE] [--quiet])");
+    } else if (dir.empty()) {
+      dir = a;
+    } else {
+      return fail("one trace directory only ('" + dir + "' and '" + a + "' given)");
+    }
+  }
+  if (dir.empty()) return fail("no trace directory given (tnbc merge DIR [-o FILE])");
+  if (out.empty()) out = (std::filesystem::path(dir) / "app.profile").string();
+  try {
+    std::vector<std::string> names;
+    const auto traces = load_trace_dir(dir, &names);
+    const Profile p = merge(traces, names);
+    const std::string json = profile_json(p);
+    const std::filesystem::path path(out);
+    const std::string parent = path.has_parent_path() ? path.parent_path().string() : std::string(".");
+    if (const std::string err = write_output_file(parent, path.filename().string(), json); !err.empty()) return fail(err);
+    if (!quiet) {
+      // What mode optimize will decide per site with the settings of this environment, read
+      // back from the file exactly as the library reads it (trace/gain.hh).
+      auto cfg = load_config(&process_getenv);
+      const LoadedProfile back = parse_profile(json, out);
+      const CostModel cost = cost_model(cfg.settings);
+      const bool enabled = cfg.settings.profile_blocking == ProfileBlocking::Auto;
+      std::vector<std::string> verdicts;
+      // TNBC_MIN_BYTES=auto is measured when the run starts (runtime/threshold.hh): only its
+      // floor is known here.
+      const double page = static_cast<double>(sysconf(_SC_PAGESIZE));
+      const double min_bytes = cfg.settings.min_bytes ? static_cast<double>(*cfg.settings.min_bytes)
+                                                      : static_cast<double>(kMinGuardablePages) * page;
+      for (const auto& site : back.sites) {
+        // Below TNBC_MIN_BYTES a call never reaches a decision: the table says what is compared.
+        const std::optional<Kind> kind = kind_named(site.kind);
+        const SizeUnit unit = kind ? info(*kind).unit : SizeUnit::None;
+        const double bytes = estimate_site(site).bytes;
+        const double compared = unit == SizeUnit::PerPeer ? bytes / std::max(1, site.comm_size) : bytes;
+        if (unit != SizeUnit::None && compared < min_bytes)
+          verdicts.push_back(cfg.settings.min_bytes ? "plain MPI anyway: below TNBC_MIN_BYTES"
+                                                    : "plain MPI anyway: below three pages, the least TNBC_MIN_BYTES=auto measures");
+        else
+          verdicts.push_back(describe(decide(&site, true, cost, enabled)));
+      }
+      std::fputs(profile_summary(p, verdicts).c_str(), stdout);
+      char line[256];
+      std::snprintf(line, sizeof line,
+                    "\noptimize: a site's calls complete in the call (no early return) when min(Tcomm, T_CURC + T_CRC) "
+                    "<= cost = %lld us + %lld us/MiB (TNBC_PROFILE_BLOCKING=%s)\n",
+                    static_cast<long long>(cfg.settings.early_return_cost_us),
+                    static_cast<long long>(cfg.settings.early_return_cost_us_per_mib), enabled ? "auto" : "off");
+      std::fputs(line, stdout);
+    }
+    std::printf("%sprofile written to %s\n", quiet ? "" : "\n", out.c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+}
+
+}  // namespace tnbc::tools

@@ -15,7 +15,7 @@ namespace tnbc {
 enum class Mode { Off, Passthrough, Nbc, Trace, Optimize };
 enum class LogLevel { Error, Warn, Info, Debug };
 // How received pages are held back until their data is there (runtime/uffd.hh, runtime/guard.hh).
-enum class GuardBackend { Auto, Uffd, Protect };
+enum class GuardChoice { Auto, Uffd, Protect };
 // When the bytes to send are copied out of the program's send buffer (runtime/send_copy.hh).
 enum class SendCopy { Eager, Lazy };
 // How the userfaultfd guard publishes a region (runtime/uffd.hh): moving pages where it can.
@@ -30,7 +30,7 @@ struct Settings {
   std::string profile;
   std::string output_dir;
   LogLevel log = LogLevel::Warn;
-  GuardBackend guard = GuardBackend::Auto;
+  GuardChoice guard = GuardChoice::Auto;
   SendCopy send_copy = SendCopy::Eager;
   UffdPublish uffd_publish = UffdPublish::Auto;
   std::optional<std::uint64_t> min_bytes;   // nullopt = "auto" (from the cost model)
@@ -47,7 +47,7 @@ struct Settings {
 };
 
 // Where a parsed value goes; the alternative must agree with the option's type.
-using Field = std::variant<Mode Settings::*, LogLevel Settings::*, GuardBackend Settings::*, SendCopy Settings::*,
+using Field = std::variant<Mode Settings::*, LogLevel Settings::*, GuardChoice Settings::*, SendCopy Settings::*,
                            UffdPublish Settings::*, ProfileBlocking Settings::*,
                            std::string Settings::*,
                            std::optional<std::uint64_t> Settings::*, std::int64_t Settings::*>;

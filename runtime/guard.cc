@@ -160,15 +160,15 @@ void on_fault(int sig, siginfo_t* info, void* ctx) {
 
 }  // namespace
 
-RegionPlan plan_regions(std::uintptr_t base, const std::vector<Piece>& pieces, std::uintptr_t lo,
-                        std::uintptr_t hi, std::size_t page, const std::vector<bool>& force_in_call) {
+RegionPlan plan_regions(std::uintptr_t base, std::span<const Step> pieces, std::uintptr_t lo, std::uintptr_t hi,
+                        std::size_t page, const std::vector<bool>& force_in_call) {
   RegionPlan plan;
   plan.in_call.assign(pieces.size(), false);
   const std::uintptr_t glo = page_up(lo, page), ghi = page_down(hi, page);
   std::vector<std::uintptr_t> cuts;
   for (std::size_t i = 0; i < pieces.size(); ++i) {
-    const Piece& p = pieces[i];
-    if (p.dir != Dir::Recv || p.length == 0) continue;
+    const Step& p = pieces[i];
+    if (!lands(p.kind) || p.length == 0) continue;
     const std::uintptr_t s = base + p.offset, e = s + p.length;
     if (s < glo || e > ghi || glo >= ghi || (i < force_in_call.size() && force_in_call[i])) plan.in_call[i] = true;
     cuts.push_back(std::clamp(page_down(s, page), glo, std::max(glo, ghi)));
@@ -182,7 +182,7 @@ RegionPlan plan_regions(std::uintptr_t base, const std::vector<Piece>& pieces, s
   // Pieces sorted by start, to find overlaps with a sweep.
   std::vector<int> by_start;
   for (std::size_t i = 0; i < pieces.size(); ++i)
-    if (pieces[i].dir == Dir::Recv && pieces[i].length > 0) by_start.push_back(static_cast<int>(i));
+    if (lands(pieces[i].kind) && pieces[i].length > 0) by_start.push_back(static_cast<int>(i));
   std::sort(by_start.begin(), by_start.end(), [&](int a, int b) { return pieces[a].offset < pieces[b].offset; });
   std::size_t first = 0;
   for (std::size_t k = 0; k + 1 < cuts.size(); ++k) {
@@ -193,7 +193,7 @@ RegionPlan plan_regions(std::uintptr_t base, const std::vector<Piece>& pieces, s
       ++first;  // skip pieces that ended before (offsets may overlap only in erroneous programs)
     bool any_guarded = false;
     for (std::size_t j = 0; j < by_start.size(); ++j) {
-      const Piece& p = pieces[by_start[j]];
+      const Step& p = pieces[static_cast<std::size_t>(by_start[j])];
       const std::uintptr_t s = base + p.offset, e = s + p.length;
       if (s >= span.hi) break;
       if (e <= span.lo) continue;
@@ -359,7 +359,7 @@ void wait_published(Region* r, const char* what) {
   while (true) {
     const std::uint32_t seen = word.load(std::memory_order_acquire);
     if (r->published.load(std::memory_order_acquire)) break;
-    futex::wait(word, seen, 100 * 1000 * 1000LL);
+    futex::wait(word, seen, futex::kWaitSliceNs);
     if (futex::now_ns() - start > g_timeout_ns) {
       // Async-signal-safe formatting: this may run in the SIGSEGV handler.
       char msg[256] = "timeout (TNBC_TIMEOUT=";
@@ -372,6 +372,7 @@ void wait_published(Region* r, const char* what) {
     }
   }
   u.waiting.fetch_sub(1, std::memory_order_acq_rel);
+  if (r->blocked_ns) r->blocked_ns->fetch_add(futex::now_ns() - start, std::memory_order_relaxed);
 }
 
 void fence_range(std::uintptr_t lo, std::uintptr_t hi, Access how, const char* what) {

@@ -112,11 +112,10 @@ std::uint64_t available_features(int flags) {
 
 }  // namespace
 
-bool start(std::string& why) {
-  if (g_fd >= 0) return true;
+Status start() {
+  if (g_fd >= 0) return {};
 #ifndef SYS_userfaultfd
-  why = "this system has no userfaultfd system call";
-  return false;
+  return Status::error("this system has no userfaultfd system call");
 #else
   int fd = open_uffd(O_CLOEXEC | O_NONBLOCK);
   bool kernel_faults = true;
@@ -126,8 +125,7 @@ bool start(std::string& why) {
     kernel_faults = false;
   }
   if (fd < 0) {
-    why = std::string("userfaultfd: ") + std::strerror(errno);
-    return false;
+    return Status::error(std::string("userfaultfd: ") + std::strerror(errno));
   }
   const int mode = kernel_faults ? 0 : UFFD_USER_MODE_ONLY;
   std::uint64_t wanted = UFFD_FEATURE_MOVE;
@@ -144,9 +142,9 @@ bool start(std::string& why) {
     api = {};
     api.api = UFFD_API;
     if (fd < 0 || ::ioctl(fd, UFFDIO_API, &api) != 0) {
-      why = std::string("UFFDIO_API: ") + std::strerror(errno);
+      const Status st = Status::error(std::string("UFFDIO_API: ") + std::strerror(errno));
       if (fd >= 0) ::close(fd);
-      return false;
+      return st;
     }
   } else {
 #ifdef UFFD_FEATURE_THREAD_ID
@@ -158,15 +156,14 @@ bool start(std::string& why) {
   g_kernel_faults = kernel_faults;
   pthread_t t;
   if (pthread_create(&t, nullptr, listen, nullptr) != 0) {
-    why = "cannot start the userfaultfd listener thread";
     ::close(fd);
     g_fd = -1;
-    return false;
+    return Status::error("cannot start the userfaultfd listener thread");
   }
   pthread_detach(t);
   pthread_setname_np(t, "tnbc-uffd");
   g_listener = t;
-  return true;
+  return {};
 #endif
 }
 

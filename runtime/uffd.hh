@@ -31,11 +31,13 @@
 #include <cstdint>
 #include <string>
 
+#include "runtime/status.hh"
+
 namespace tnbc::uffd {
 
-// Opens the userfaultfd and starts the listener thread. False, with the reason in `why`, when
-// the kernel does not allow it (old kernel, seccomp, sysctl); the caller then uses PROT_NONE.
-bool start(std::string& why);
+// Opens the userfaultfd and starts the listener thread. An error saying why when the kernel does
+// not allow it (old kernel, seccomp, sysctl); the caller then uses PROT_NONE.
+Status start();
 bool active();
 // CPU seconds the listener thread has used (-1 when there is none).
 double listener_cpu_seconds();

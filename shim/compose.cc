@@ -43,7 +43,7 @@ void start_runtime(Runtime& rt, int provided) {
       if (rt.rank() == 0)
         log(LogLevel::Warn, "the MPI library does not provide MPI_THREAD_MULTIPLE; collectives run blocking");
     } else {
-      rt.attach(Engine::create(s, rt.stats(), rt.rank(), rt.size(), std::move(orders)), Reason::Disabled);
+      rt.attach(Engine::create(s, rt.stats(), std::move(orders)), Reason::Disabled);
     }
   } else if (m == Mode::Trace) {
     rt.attach(trace::make_tracer(s, rt.stats(), rt.rank(), rt.size()), Reason::Mode);

@@ -77,13 +77,3 @@ TEST_CASE("bytes_text") {
   CHECK(bytes_text(100) == "100 B");
   CHECK(bytes_text(kNeverPays) == "never");
 }
-
-TEST_CASE("broadcast segments follow the message and TNBC_BCAST_MAX_SEGMENTS only") {
-  CHECK(bcast_segments(0, kPage, 5) == 1);
-  CHECK(bcast_segments(3 * kPage - 1, kPage, 5) == 1);
-  CHECK(bcast_segments(6 * kPage, kPage, 5) == 2);
-  CHECK(bcast_segments(4 << 20, kPage, 5) == 5);
-  CHECK(bcast_segments(4 << 20, kPage, 8) == 8);
-  CHECK(bcast_segments(4 << 20, kPage, 0) == 1);  // never a division by zero or 0 segments
-  CHECK(bcast_segments(4 << 20, 0, 5) == 5);
-}

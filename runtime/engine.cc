@@ -208,7 +208,7 @@ class EngineImpl final : public Engine {
       }
       return true;
     };
-    Executor mine(*caller_gate_);
+    Executor mine(*caller_gate_, default_transports());
     mine.add(fp, Scope::Caller);
     f.bodies_released.store(false);
     bool moved = false;
@@ -238,7 +238,7 @@ class EngineImpl final : public Engine {
   int complete_in_call(const std::shared_ptr<InFlight>& fp, Reason why, const CollCall& c, std::uint64_t bytes,
                        MPI_Comm comm) {
     InFlight& f = *fp;
-    Executor mine(*caller_gate_);
+    Executor mine(*caller_gate_, default_transports());
     mine.add(fp, Scope::All);
     bool timed_out = false;
     const Status st = drive(mine, [&] { return f.steps_left.load(std::memory_order_acquire) == 0; }, spin_ns(),

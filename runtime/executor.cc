@@ -26,7 +26,8 @@ void step_done(InFlight& f, int i, long long now_ns) {
   f.steps_left.fetch_sub(1, std::memory_order_acq_rel);
 }
 
-Executor::Executor(SendGate& gate) : gate_(gate) { transports_.push_back(make_p2p_transport()); }
+Executor::Executor(SendGate& gate, std::vector<std::unique_ptr<Transport>> transports)
+    : gate_(gate), transports_(std::move(transports)) {}
 
 Executor::~Executor() = default;
 

@@ -59,7 +59,8 @@ class WindowGate final : public SendGate {
 
 class Executor final : private Completions {
  public:
-  explicit Executor(SendGate& gate);
+  // `transports`: what carries each step kind (default_transports(); tests give their own).
+  Executor(SendGate& gate, std::vector<std::unique_ptr<Transport>> transports);
   ~Executor() override;
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;

@@ -37,7 +37,7 @@ struct CallTimes {
 struct InFlight {
   Kind kind = Kind::Alltoall;
   std::uint64_t sequence = 0;     // per communicator, for messages
-  MPI_Comm comm = MPI_COMM_NULL;  // tnbc's private duplicate
+  MPI_Comm comm{};                // tnbc's private duplicate
   int comm_size = 0;
   int base_tag = 0;
   Schedule schedule;

@@ -40,7 +40,7 @@ class P2pTransport final : public Transport {
                        : PMPI_Irecv(f.recv_data + s.offset, count, MPI_BYTE, s.peer, tag, f.comm, &req);
     if (rc != MPI_SUCCESS) return step_error(f, i, s.kind == StepKind::Send ? "MPI_Isend" : "MPI_Irecv", rc);
     requests_.push_back(req);
-    owners_.push_back({&f, i, MPI_REQUEST_NULL, true});
+    owners_.push_back({&f, i, {}, true});
     return {};
   }
 
@@ -88,7 +88,7 @@ class P2pTransport final : public Transport {
 
   void adopt(const Started& s) override {
     requests_.push_back(s.request);
-    owners_.push_back({s.f, s.step, MPI_REQUEST_NULL, s.counts});
+    owners_.push_back({s.f, s.step, {}, s.counts});
   }
 
  private:
@@ -101,5 +101,11 @@ class P2pTransport final : public Transport {
 }  // namespace
 
 std::unique_ptr<Transport> make_p2p_transport() { return std::make_unique<P2pTransport>(); }
+
+std::vector<std::unique_ptr<Transport>> default_transports() {
+  std::vector<std::unique_ptr<Transport>> t;
+  t.push_back(make_p2p_transport());
+  return t;
+}
 
 }  // namespace tnbc

@@ -113,7 +113,7 @@ void Progress::run() {
   mark_progress_thread();
   pthread_setname_np(pthread_self(), "tnbc-progress");  // in top -H, perf, gdb
   request_short_slice(kShortSliceNs);
-  Executor ex(gate_);
+  Executor ex(gate_, default_transports());
   long long sleep_ns = poll_min_ns_;
   auto& u = urgency();
   while (true) {

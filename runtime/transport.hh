@@ -26,7 +26,7 @@ struct InFlight;
 struct Started {
   InFlight* f = nullptr;
   int step = -1;
-  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_Request request{};
   bool counts = true;
 };
 
@@ -52,6 +52,8 @@ class Transport {
 };
 
 std::unique_ptr<Transport> make_p2p_transport();
+// One of each transport tnbc has (point-to-point now), for a new executor.
+std::vector<std::unique_ptr<Transport>> default_transports();
 
 // "MPI_ERR_TRUNCATE: message truncated" for an MPI error code.
 std::string mpi_error_text(int code);

@@ -24,6 +24,9 @@ enum class UffdPublish { Auto, Copy };
 // (trace/gain.hh).
 enum class ProfileBlocking { Auto, Off };
 
+// TNBC_TIMEOUT's default, in seconds (the table's default text says the same; a unit test checks).
+inline constexpr std::int64_t kDefaultTimeoutS = 600;
+
 // Effective settings, filled from the table below.
 struct Settings {
   Mode mode = Mode::Nbc;
@@ -39,7 +42,7 @@ struct Settings {
   std::int64_t send_window = 4;
   std::int64_t poll_min_us = 20;
   std::int64_t poll_max_us = 1000;
-  std::int64_t timeout_s = 600;
+  std::int64_t timeout_s = kDefaultTimeoutS;
   std::int64_t abort_flush_us = 100000;
   ProfileBlocking profile_blocking = ProfileBlocking::Auto;
   std::int64_t early_return_cost_us = 500;

@@ -18,8 +18,11 @@ namespace {
 enum : std::uint8_t { kInUser = 0, kCopying = 1, kStaged = 2 };
 enum : int { kReadOnly = 0, kOpening = 1, kOpen = 2 };
 
+// How long a thread waiting for another's copy (a memcpy of one piece) sleeps between looks.
+constexpr long kCopyWaitNs = 10 * 1000;
+
 void pause_briefly() {
-  struct timespec ts{0, 10 * 1000};
+  struct timespec ts{0, kCopyWaitNs};
   nanosleep(&ts, nullptr);
 }
 

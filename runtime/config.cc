@@ -153,7 +153,7 @@ std::string_view mode_name(Mode m) {
   return split_choices(kOptions[0].choices)[static_cast<std::size_t>(m)];
 }
 
-std::string parse_option(const Option& o, std::string_view raw, Settings& s) {
+Status parse_option(const Option& o, std::string_view raw, Settings& s) {
   const std::string v = trim(raw);
   const std::string bad = env_name(o) + "='" + std::string(raw) + "' is not valid: expected ";
   switch (o.type) {
@@ -170,7 +170,7 @@ std::string parse_option(const Option& o, std::string_view raw, Settings& s) {
             o.field);
         return {};
       }
-      return bad + "one of " + std::string(o.choices) + ".";
+      return Status::error(bad + "one of " + std::string(o.choices) + ".");
     }
     case OptionType::Path:
       s.*std::get<std::string Settings::*>(o.field) = v;
@@ -179,7 +179,7 @@ std::string parse_option(const Option& o, std::string_view raw, Settings& s) {
       auto& f = s.*std::get<std::optional<std::uint64_t> Settings::*>(o.field);
       if (lower(v) == "auto") { f.reset(); return {}; }
       std::uint64_t n = 0;
-      if (!parse_bytes(v, n)) return bad + "'auto' or a byte count such as 4096, 64k or 1M.";
+      if (!parse_bytes(v, n)) return Status::error(bad + "'auto' or a byte count such as 4096, 64k or 1M.");
       f = n;
       return {};
     }
@@ -195,26 +195,25 @@ std::string parse_option(const Option& o, std::string_view raw, Settings& s) {
       auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), n);
       if (ec != std::errc() || p != num.data() + num.size() || num.empty() || n < o.min ||
           (o.max > 0 && n > o.max))
-        return bad + range_text(o) + (*unit ? std::string(" (unit: ") + unit + ")" : "") + ".";
+        return Status::error(bad + range_text(o) + (*unit ? std::string(" (unit: ") + unit + ")" : "") + ".");
       s.*std::get<std::int64_t Settings::*>(o.field) = n;
       return {};
     }
   }
-  return bad + "a known option type.";
+  return Status::error(bad + "a known option type.");
 }
 
 ConfigResult load_config(Getenv getenv_fn) {
   ConfigResult r;
   for (const auto& o : kOptions) {
     // Defaults go through the same parser, so the table's text is the single source.
-    std::string err = parse_option(o, o.default_value, r.settings);
-    if (!err.empty()) r.errors.push_back({env_name(o), std::string(o.default_value), "default: " + err});
+    if (Status st = parse_option(o, o.default_value, r.settings); !st.ok())
+      r.errors.push_back({env_name(o), std::string(o.default_value), "default: " + st.message()});
     const char* v = getenv_fn(env_name(o).c_str());
     if (v == nullptr) continue;
-    err = parse_option(o, v, r.settings);
-    if (!err.empty()) {
-      r.errors.push_back({env_name(o), v, err});
-      parse_option(o, o.default_value, r.settings);
+    if (Status st = parse_option(o, v, r.settings); !st.ok()) {
+      r.errors.push_back({env_name(o), v, st.message()});
+      (void)parse_option(o, o.default_value, r.settings);  // valid: checked above
     }
   }
   if (r.settings.poll_min_us > r.settings.poll_max_us)

@@ -10,6 +10,8 @@
 #include <variant>
 #include <vector>
 
+#include "runtime/status.hh"
+
 namespace tnbc {
 
 enum class Mode { Off, Passthrough, Nbc, Trace, Optimize };
@@ -94,8 +96,8 @@ ConfigResult load_config(Getenv getenv_fn);
 // The process environment, as a Getenv.
 const char* process_getenv(const char* name);
 
-// Parses one value for one option into `s`; returns an error message or empty.
-std::string parse_option(const Option& o, std::string_view value, Settings& s);
+// Parses one value for one option into `s`; an error names the variable and what it accepts.
+Status parse_option(const Option& o, std::string_view value, Settings& s);
 
 // Human-readable help (one block per option) and `NAME=value` dump of effective values.
 std::string help_text();

@@ -118,9 +118,9 @@ void Executor::completed(InFlight& f, int i, bool counts, long long now_ns) {
   moved_ = true;
   const Step& s = f.schedule[static_cast<std::size_t>(i)];
   if (lands(s.kind)) {
-    if (!publish_step(f, i, now_ns) && error_.ok())
-      error_ = Status::error(std::string("publishing received data of ") + kind_name(f.kind) + " #" +
-                             std::to_string(f.sequence) + " into the program's memory failed (see above)");
+    if (Status st = publish_step(f, i, now_ns); !st.ok() && error_.ok())
+      error_ = std::move(st).with_context(std::string("publishing received data of ") + kind_name(f.kind) + " #" +
+                                          std::to_string(f.sequence));
   } else {
     step_done(f, i, now_ns);
   }

@@ -38,9 +38,9 @@ class GuardBackend {
   // nothing changed, the next backend may try.
   virtual Hold hold(InFlight& f, const RegionPlan& plan, const GuardSpan& g) = 0;
   // Writes the bytes of landing step `i` that go to the program's memory ([dst, dst + n)).
-  virtual bool write(InFlight& f, int i, char* dst, const char* src, std::size_t n) = 0;
+  virtual Status write(InFlight& f, int i, char* dst, const char* src, std::size_t n) = 0;
   // Gives region `r` (its last step is in) back to the program.
-  virtual bool open(InFlight& f, Region& r) = 0;
+  virtual Status open(InFlight& f, Region& r) = 0;
   // What the summary counts for a call it held (and whether its pages were swapped).
   virtual Stats::GuardUsed stats_kind() const = 0;
   // The start-up probe: hold back and publish [user, user + bytes) once, from `staging`.

@@ -107,9 +107,9 @@ struct InFlight {
 // Marks step `i` done (its data, if it lands, is published first: publish_step), stamps it.
 void step_done(InFlight& f, int i, long long now_ns);
 // Copies landing step `i` into the program's buffer and publishes every region it completes,
-// then marks it done (runtime/publish.cc). False (after logging) if writing the program's
-// memory failed: the data could never be seen, the job must end.
-bool publish_step(InFlight& f, int i, long long now_ns);
+// then marks it done (runtime/publish.cc). An error if writing the program's memory failed: the
+// data could never be seen, the job must end.
+Status publish_step(InFlight& f, int i, long long now_ns);
 
 // What a collective still waits for (the steps not done, the peers nothing came from), for
 // every timeout message. Async-signal-safe (the SIGSEGV handler's timeout calls it).

@@ -102,19 +102,19 @@ bool watch_ucx_munmap() { return false; }
 
 }  // namespace
 
-bool munmap_fence_holds(std::string& why) {
+Status munmap_fence_holds() {
   const bool ucx = watch_ucx_munmap();
   if (ucx) log(LogLevel::Debug, "munmap is also fenced through UCX's memory events");
   std::string library;
-  if (code_as_in_file(dlsym(RTLD_DEFAULT, "munmap"), library) || ucx) return true;
-  why = "the code of munmap (in " + library +
+  if (code_as_in_file(dlsym(RTLD_DEFAULT, "munmap"), library) || ucx) return {};
+  std::string why = "the code of munmap (in " + library +
         ") was patched by another library's memory hooks (UCX or Open MPI's patcher?), which unmaps without "
         "tnbc's fence";
 #if !TNBC_HAVE_UCM
   if (dlsym(RTLD_DEFAULT, "ucm_set_event_handler"))
     why += "; UCX is loaded: rebuild tnbc with UCX's headers (Debian: libucx-dev) to fence through its events";
 #endif
-  return false;
+  return Status::error(why);
 }
 
 }  // namespace tnbc

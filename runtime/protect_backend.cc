@@ -31,15 +31,16 @@ class ProtectBackend final : public GuardBackend {
     return Hold::Held;
   }
 
-  bool write(InFlight&, int, char* dst, const char* src, std::size_t n) override {
-    return write_through_proc_mem(dst, src, n);
+  Status write(InFlight&, int, char* dst, const char* src, std::size_t n) override {
+    if (write_through_proc_mem(dst, src, n)) return {};
+    return Status::error("writing " + std::to_string(n) + " received bytes through /proc/self/mem failed: " +
+                         std::strerror(errno));
   }
 
-  bool open(InFlight&, Region& r) override {
-    if (::mprotect(reinterpret_cast<void*>(r.lo), r.hi - r.lo, PROT_READ | PROT_WRITE) == 0) return true;
-    log(LogLevel::Error, "mprotect(%p, %zu) failed: %s", reinterpret_cast<void*>(r.lo),
-        static_cast<std::size_t>(r.hi - r.lo), std::strerror(errno));
-    return false;
+  Status open(InFlight&, Region& r) override {
+    if (::mprotect(reinterpret_cast<void*>(r.lo), r.hi - r.lo, PROT_READ | PROT_WRITE) == 0) return {};
+    return Status::error("mprotect(" + std::to_string(r.hi - r.lo) + " bytes, PROT_READ|PROT_WRITE) failed: " +
+                         std::strerror(errno));
   }
 
   Stats::GuardUsed stats_kind() const override { return Stats::GuardUsed::ProtNone; }

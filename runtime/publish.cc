@@ -43,23 +43,21 @@ bool poke(char* dst, const char* src, std::size_t n) {
 bool publication_available() { return proc_mem_fd() >= 0; }
 bool write_through_proc_mem(char* dst, const char* src, std::size_t n) { return poke(dst, src, n); }
 
-bool publish_step(InFlight& f, int i, long long now_ns) {
+Status publish_step(InFlight& f, int i, long long now_ns) {
   const Step& p = f.schedule[static_cast<std::size_t>(i)];
-  bool ok = true;
+  Status error;
   if (f.user_recv && f.user_recv != f.recv_data && p.length > 0) {
     char* dst = f.user_recv + p.offset;
     const char* src = f.recv_data + p.offset;
-    if (f.guard) ok = f.guard->write(f, i, dst, src, p.length);
+    if (f.guard) error = f.guard->write(f, i, dst, src, p.length);
     else std::memcpy(dst, src, p.length);
-    if (!ok) log(LogLevel::Error, "publishing %zu received bytes at %p failed: %s", p.length, static_cast<void*>(dst),
-                 std::strerror(errno));
   }
   if (f.guard && static_cast<std::size_t>(i) < f.step_regions.size()) {
     auto [first, last] = f.step_regions[static_cast<std::size_t>(i)];
     for (int k = first; k < last; ++k) {
       Region& r = f.regions[static_cast<std::size_t>(k)];
       if (r.pending.fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
-      ok = f.guard->open(f, r) && ok;
+      if (Status st = f.guard->open(f, r); !st.ok() && error.ok()) error = std::move(st);
       r.published.store(1, std::memory_order_release);
       f.regions_remaining.fetch_sub(1, std::memory_order_acq_rel);
     }
@@ -67,7 +65,7 @@ bool publish_step(InFlight& f, int i, long long now_ns) {
   step_done(f, i, now_ns);
   publish_word().fetch_add(1, std::memory_order_release);
   futex::wake_all(publish_word());
-  return ok;
+  return error;
 }
 
 }  // namespace tnbc

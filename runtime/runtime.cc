@@ -112,8 +112,8 @@ void Runtime::write_summary() {
     return;
   }
   const std::string name = "tnbc-summary." + std::to_string(rank_) + ".json";
-  if (const std::string err = write_output_file(settings_.output_dir, name, json); !err.empty())
-    log(LogLevel::Error, "%s; summary not written", err.c_str());
+  if (const Status st = write_output_file(settings_.output_dir, name, json); !st.ok())
+    log(LogLevel::Error, "%s; summary not written", st.message().c_str());
 }
 
 }  // namespace tnbc

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <vector>
 
+#include "runtime/fatal.hh"
 #include "runtime/guard_backend.hh"
 #include "runtime/inflight.hh"
 #include "runtime/log.hh"
@@ -56,6 +57,13 @@ bool regions_hold_only_ours(const InFlight& f, const RegionPlan& plan, std::uint
   return true;
 }
 
+// Undoing a hold in the call: the program's own bytes must come back, or the job ends.
+void must_put_back(const Status& st) {
+  if (st.ok()) return;
+  log(LogLevel::Error, "giving pages back to the program: %s", st.message().c_str());
+  end_job();
+}
+
 class UffdBackend final : public GuardBackend {
  public:
   explicit UffdBackend(bool swap) : swap_(swap && uffd::can_swap()) {}
@@ -68,7 +76,7 @@ class UffdBackend final : public GuardBackend {
     return empty_regions(f, g.base, g.own) ? Hold::Held : Hold::Unusable;
   }
 
-  bool write(InFlight& f, int i, char* dst, const char* src, std::size_t n) override {
+  Status write(InFlight& f, int i, char* dst, const char* src, std::size_t n) override {
     auto [first, last] = f.step_regions.empty() ? std::pair{0, 0} : f.step_regions[static_cast<std::size_t>(i)];
     auto at = reinterpret_cast<std::uintptr_t>(dst);
     const std::uintptr_t end = at + n;
@@ -79,10 +87,10 @@ class UffdBackend final : public GuardBackend {
       at = std::max(at, r.hi);
     }
     if (at < end) std::memcpy(reinterpret_cast<void*>(at), from(at), end - at);
-    return true;
+    return {};
   }
 
-  bool open(InFlight& f, Region& r) override {
+  Status open(InFlight& f, Region& r) override {
     char* src = f.recv_data + (r.lo - reinterpret_cast<std::uintptr_t>(f.user_recv));
     return f.swapped ? uffd::fill_swapped(r.lo, r.hi, src) : uffd::fill(r.lo, r.hi, src);
   }
@@ -91,8 +99,8 @@ class UffdBackend final : public GuardBackend {
 
   bool cycle(char* user, char* staging, std::size_t bytes) override {
     const auto lo = reinterpret_cast<std::uintptr_t>(user), hi = lo + bytes;
-    return swap_ ? uffd::arm_swap(lo, hi, staging) && uffd::fill_swapped(lo, hi, staging)
-                 : uffd::arm(lo, hi) && uffd::fill(lo, hi, staging);
+    return swap_ ? uffd::arm_swap(lo, hi, staging) && uffd::fill_swapped(lo, hi, staging).ok()
+                 : uffd::arm(lo, hi) && uffd::fill(lo, hi, staging).ok();
   }
   const char* probe_name() const override { return swap_ ? "userfaultfd_move" : "userfaultfd_copy"; }
 
@@ -117,7 +125,7 @@ class UffdBackend final : public GuardBackend {
         return true;
       });
       if (all) return true;
-      for (const ByteRange& r : moved) (void)uffd::fill_swapped(r.lo, r.hi, f.recv_data + (r.lo - base));
+      for (const ByteRange& r : moved) must_put_back(uffd::fill_swapped(r.lo, r.hi, f.recv_data + (r.lo - base)));
       f.swapped = false;
       log(LogLevel::Debug, "userfaultfd: pages would not move; copying instead");
     }
@@ -133,7 +141,7 @@ class UffdBackend final : public GuardBackend {
     });
     if (ok) return true;
     // Put back what was emptied (own bytes from staging; received bytes come later anyway).
-    for (const ByteRange& r : armed) (void)uffd::fill(r.lo, r.hi, f.recv_data + (r.lo - base));
+    for (const ByteRange& r : armed) must_put_back(uffd::fill(r.lo, r.hi, f.recv_data + (r.lo - base)));
     return false;
   }
 

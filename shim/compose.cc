@@ -27,13 +27,13 @@ void start_runtime(Runtime& rt, int provided) {
   const bool early_returns = m == Mode::Nbc || m == Mode::Optimize;
   std::unique_ptr<ReadOrderSource> orders;
   if (m == Mode::Optimize) {
-    std::string problem;
-    orders = trace::load_profile_orders(s, rt.stats(), rt.rank(), rt.size(), problem);
-    if (!orders) rt.say(LogLevel::Warn, problem + "; running with default priorities (as TNBC_MODE=nbc)");
+    Result<std::unique_ptr<ReadOrderSource>> loaded = trace::load_profile_orders(s, rt.stats(), rt.rank(), rt.size());
+    if (loaded.ok()) orders = std::move(loaded).value();
+    else rt.say(LogLevel::Warn, loaded.status().message() + "; running with default priorities (as TNBC_MODE=nbc)");
   }
-  std::string why;
-  const bool munmap_fenced = !(early_returns || m == Mode::Trace) || munmap_fence_holds(why);
-  if (!munmap_fenced) rt.say(LogLevel::Warn, why + "; collectives run blocking");
+  const Status fence = early_returns || m == Mode::Trace ? munmap_fence_holds() : Status{};
+  const bool munmap_fenced = fence.ok();
+  if (!munmap_fenced) rt.say(LogLevel::Warn, fence.message() + "; collectives run blocking");
   rt.flush_messages();
   if (!munmap_fenced) {
     rt.run_blocking(Reason::Disabled);

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include <unistd.h>
 
@@ -18,6 +19,13 @@
 namespace tnbc::tools {
 
 using namespace tnbc::trace;
+
+namespace {
+// A merge error, thrown inside this file only and returned by merge() as a Status.
+struct MergeError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+}  // namespace
 
 namespace {
 
@@ -218,7 +226,9 @@ RankSite rank_site(int rank, const std::vector<const CallRecord*>& calls, int n)
 
 }  // namespace
 
-Profile merge(const std::vector<TraceFile>& traces, const std::vector<std::string>& names_in) {
+namespace {
+
+Profile merge_or_throw(const std::vector<TraceFile>& traces, const std::vector<std::string>& names_in) {
   if (traces.empty()) throw MergeError("no trace files to merge");
   std::vector<std::string> names = names_in;
   for (std::size_t i = names.size(); i < traces.size(); ++i) names.push_back("trace of rank " + std::to_string(traces[i].rank));
@@ -351,24 +361,38 @@ Profile merge(const std::vector<TraceFile>& traces, const std::vector<std::strin
   return p;
 }
 
-Profile merge(const std::vector<TraceFile>& traces) { return merge(traces, {}); }
+}  // namespace
 
-std::vector<TraceFile> load_trace_dir(const std::string& dir, std::vector<std::string>* names) {
+Result<Profile> merge(const std::vector<TraceFile>& traces, const std::vector<std::string>& names) {
+  try {
+    return merge_or_throw(traces, names);
+  } catch (const MergeError& e) {  // thrown in this file only
+    return Status::error(e.what());
+  }
+}
+
+Result<Profile> merge(const std::vector<TraceFile>& traces) { return merge(traces, {}); }
+
+Result<std::vector<TraceFile>> load_trace_dir(const std::string& dir, std::vector<std::string>* names) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) throw MergeError(dir + ": not a directory (expected TNBC_OUTPUT_DIR of a trace run)");
+  if (!fs::is_directory(dir, ec)) return Status::error(dir + ": not a directory (expected TNBC_OUTPUT_DIR of a trace run)");
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string f = e.path().filename().string();
     if (f.rfind("tnbc-trace.", 0) == 0 && f.size() > 15 && f.substr(f.size() - 4) == ".txt") files.push_back(e.path().string());
   }
-  if (ec) throw MergeError(dir + ": " + ec.message());
+  if (ec) return Status::error(dir + ": " + ec.message());
   if (files.empty())
-    throw MergeError(dir + ": no trace files (tnbc-trace.<rank>.txt); run the program with TNBC_MODE=trace and "
-                           "TNBC_OUTPUT_DIR=" + dir);
+    return Status::error(dir + ": no trace files (tnbc-trace.<rank>.txt); run the program with TNBC_MODE=trace and "
+                               "TNBC_OUTPUT_DIR=" + dir);
   std::sort(files.begin(), files.end());
   std::vector<TraceFile> out;
-  for (const auto& f : files) out.push_back(read_trace_file(f));
+  for (const auto& f : files) {
+    Result<TraceFile> t = read_trace_file(f);
+    if (!t.ok()) return t.status();
+    out.push_back(std::move(t).value());
+  }
   if (names) *names = files;
   return out;
 }
@@ -502,19 +526,24 @@ int cmd_merge(const std::vector<std::string>& args) {
   }
   if (dir.empty()) return fail("no trace directory given (tnbc merge DIR [-o FILE])");
   if (out.empty()) out = (std::filesystem::path(dir) / "app.profile").string();
-  try {
-    std::vector<std::string> names;
-    const auto traces = load_trace_dir(dir, &names);
-    const Profile p = merge(traces, names);
+  std::vector<std::string> names;
+  Result<std::vector<TraceFile>> traces = load_trace_dir(dir, &names);
+  if (!traces.ok()) return fail(traces.status().message());
+  Result<Profile> merged = merge(traces.value(), names);
+  if (!merged.ok()) return fail(merged.status().message());
+  const Profile& p = merged.value();
+  {
     const std::string json = profile_json(p);
     const std::filesystem::path path(out);
     const std::string parent = path.has_parent_path() ? path.parent_path().string() : std::string(".");
-    if (const std::string err = write_output_file(parent, path.filename().string(), json); !err.empty()) return fail(err);
+    if (const Status st = write_output_file(parent, path.filename().string(), json); !st.ok()) return fail(st.message());
     if (!quiet) {
       // What mode optimize will decide per site with the settings of this environment, read
       // back from the file exactly as the library reads it (trace/gain.hh).
       auto cfg = load_config(&process_getenv);
-      const LoadedProfile back = parse_profile(json, out);
+      Result<LoadedProfile> reread = parse_profile(json, out);
+      if (!reread.ok()) return fail("internal error: the profile just written does not read back: " + reread.status().message());
+      const LoadedProfile& back = reread.value();
       const CostModel cost = cost_model(cfg.settings);
       const bool enabled = cfg.settings.profile_blocking == ProfileBlocking::Auto;
       std::vector<std::string> verdicts;
@@ -546,8 +575,6 @@ int cmd_merge(const std::vector<std::string>& args) {
     }
     std::printf("%sprofile written to %s\n", quiet ? "" : "\n", out.c_str());
     return 0;
-  } catch (const std::exception& e) {
-    return fail(e.what());
   }
 }
 

@@ -103,9 +103,7 @@ std::vector<std::string> summary_files(const std::string& dir) {
   return files;
 }
 
-}  // namespace
-
-std::string report(const std::string& dir) {
+std::string report_or_throw(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw ReportError(dir + ": not a directory (expected TNBC_OUTPUT_DIR of a run)");
   std::vector<std::string> files = summary_files(dir);
@@ -124,11 +122,9 @@ std::string report(const std::string& dir) {
     std::ostringstream t;
     t << in.rdbuf();
     Summary s{f, {}, 0};
-    try {
-      s.v = json::parse(t.str());
-    } catch (const json::ParseError& e) {
-      throw ReportError(f + ": not valid JSON: " + e.what());
-    }
+    Result<Value> parsed = json::parse(t.str());
+    if (!parsed.ok()) throw ReportError(f + ": not valid JSON: " + parsed.status().message());
+    s.v = std::move(parsed).value();
     if (s.v.type != Value::Type::Object || text(s.v, "format") != "tnbc-summary")
       throw ReportError(f + ": not a tnbc summary (format \"tnbc-summary\")");
     s.rank = static_cast<int>(need(s.v, "rank", Value::Type::Number, f).number);
@@ -267,18 +263,28 @@ std::string report(const std::string& dir) {
   return o.str();
 }
 
+}  // namespace
+
+Result<std::string> report(const std::string& dir) {
+  try {
+    return report_or_throw(dir);
+  } catch (const ReportError& e) {  // thrown in this file only
+    return Status::error(e.what());
+  }
+}
+
 int cmd_report(const std::vector<std::string>& args) {
   if (args.size() != 1 || (!args[0].empty() && args[0][0] == '-')) {
     std::fprintf(stderr, "tnbc: report: usage: tnbc report DIR   (DIR: TNBC_OUTPUT_DIR of a run, or a harness run directory)\n");
     return 2;
   }
-  try {
-    std::fputs(report(args[0]).c_str(), stdout);
-    return 0;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "tnbc: report: %s\n", e.what());
+  const Result<std::string> r = report(args[0]);
+  if (!r.ok()) {
+    std::fprintf(stderr, "tnbc: report: %s\n", r.status().message().c_str());
     return 2;
   }
+  std::fputs(r.value().c_str(), stdout);
+  return 0;
 }
 
 }  // namespace tnbc::tools

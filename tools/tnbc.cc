@@ -84,8 +84,7 @@ std::string set_option(const std::string& name, const std::string& value) {
   const tnbc::Option* o = option_named(name);
   if (!o) return "unknown setting '" + name + "' (see tnbc --help)";
   tnbc::Settings scratch;
-  std::string err = tnbc::parse_option(*o, value, scratch);
-  if (!err.empty()) return err;
+  if (tnbc::Status st = tnbc::parse_option(*o, value, scratch); !st.ok()) return st.message();
   setenv(tnbc::env_name(*o).c_str(), value.c_str(), 1);
   return {};
 }

@@ -177,25 +177,20 @@ class ProfileOrders final : public ReadOrderSource {
 
 }  // namespace
 
-std::unique_ptr<ReadOrderSource> load_profile_orders(const Settings& s, Stats& stats, int world_rank, int world_size,
-                                                     std::string& problem) {
+Result<std::unique_ptr<ReadOrderSource>> load_profile_orders(const Settings& s, Stats& stats, int world_rank,
+                                                             int world_size) {
   if (s.profile.empty()) {
-    problem = "TNBC_MODE=optimize needs a profile (TNBC_PROFILE=FILE, written by `tnbc merge`); none given";
     stats.set_profile("", "none");
-    return nullptr;
+    return Status::error("TNBC_MODE=optimize needs a profile (TNBC_PROFILE=FILE, written by `tnbc merge`); none given");
   }
-  try {
-    LoadedProfile p = read_profile(s.profile);
-    problem = check_profile_run(p, world_size, executable_path());
-    if (problem.empty()) {
-      stats.set_profile(s.profile, "loaded");
-      return std::make_unique<ProfileOrders>(std::move(p), stats, world_rank, s);
-    }
-  } catch (const ProfileError& e) {
-    problem = e.what();
+  Result<LoadedProfile> p = read_profile(s.profile);
+  Status fits = p.ok() ? check_profile_run(p.value(), world_size, executable_path()) : p.status();
+  if (!fits.ok()) {
+    stats.set_profile(s.profile, "rejected");
+    return fits;
   }
-  stats.set_profile(s.profile, "rejected");
-  return nullptr;
+  stats.set_profile(s.profile, "loaded");
+  return std::unique_ptr<ReadOrderSource>(std::make_unique<ProfileOrders>(std::move(p).value(), stats, world_rank, s));
 }
 
 }  // namespace tnbc::trace

@@ -515,8 +515,8 @@ class Tracer final : public Engine {
     }
     const std::string text = serialize(tf);
     const std::string path = dir_ + "/" + trace_file_name(rank_);
-    if (const std::string err = write_output_file(dir_, trace_file_name(rank_), text); !err.empty()) {
-      log(LogLevel::Error, "%s; trace not written", err.c_str());
+    if (const Status st = write_output_file(dir_, trace_file_name(rank_), text); !st.ok()) {
+      log(LogLevel::Error, "%s; trace not written", st.message().c_str());
       return;
     }
     log(LogLevel::Info, "trace of %zu calls written to %s", calls_.size(), path.c_str());

@@ -56,7 +56,7 @@ TEST_CASE("every option is read from its own variable, with a valid default and 
     INFO(env);
     CHECK(names.insert(env).second);
     tnbc::Settings defaults;
-    REQUIRE(tnbc::parse_option(o, o.default_value, defaults).empty());
+    REQUIRE(tnbc::parse_option(o, o.default_value, defaults).ok());
     // Its variable is the one read, into its own field: another value there changes this option
     // and no other.
     g_env = {{env, other_value(o)}};

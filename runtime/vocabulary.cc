@@ -9,6 +9,8 @@ constexpr CollectiveInfo kCollectives[] = {
     {Kind::Bcast, "bcast", "MPI_Bcast", SizeUnit::Whole, true},
     {Kind::Alltoall, "alltoall", "MPI_Alltoall", SizeUnit::PerPeer, true},
     {Kind::Alltoallv, "alltoallv", "MPI_Alltoallv", SizeUnit::None, false},
+    {Kind::Allgather, "allgather", "MPI_Allgather", SizeUnit::PerPeer, true},
+    {Kind::Allgatherv, "allgatherv", "MPI_Allgatherv", SizeUnit::Largest, true},
 };
 static_assert(std::size(kCollectives) == kKindCount, "one row per Kind");
 

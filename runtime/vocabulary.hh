@@ -17,13 +17,14 @@
 namespace tnbc {
 
 // Values are indices into the table (and into per-kind arrays): append, never reorder.
-enum class Kind : std::uint8_t { Bcast, Alltoall, Alltoallv };
-inline constexpr std::size_t kKindCount = 3;
+enum class Kind : std::uint8_t { Bcast, Alltoall, Alltoallv, Allgather, Allgatherv };
+inline constexpr std::size_t kKindCount = 5;
 
 // What TNBC_MIN_BYTES is compared with, from inputs every rank of the call has alike.
 enum class SizeUnit : std::uint8_t {
   Whole,    // the whole message (Bcast)
-  PerPeer,  // the sub-message each rank sends every other (Alltoall)
+  PerPeer,  // the sub-message each rank sends every other (Alltoall, Allgather)
+  Largest,  // the largest sub-message (Allgatherv: every rank has every count)
   None,     // the sizes differ between ranks (Alltoallv): every call takes tnbc's schedule, and
             // each rank compares what it receives in all (a rank-local decision)
 };

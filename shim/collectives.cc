@@ -48,4 +48,18 @@ int Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[], 
              });
 }
 
+int Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+              MPI_Datatype recvtype, MPI_Comm comm, CallSite site) {
+  return run({Kind::Allgather, site, comm, {sendbuf, sendcount, nullptr, nullptr, sendtype},
+              {recvbuf, recvcount, nullptr, nullptr, recvtype}, -1, sendbuf == MPI_IN_PLACE},
+             [&] { return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); });
+}
+
+int Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
+               const int displs[], MPI_Datatype recvtype, MPI_Comm comm, CallSite site) {
+  return run({Kind::Allgatherv, site, comm, {sendbuf, sendcount, nullptr, nullptr, sendtype},
+              {recvbuf, 0, recvcounts, displs, recvtype}, -1, sendbuf == MPI_IN_PLACE},
+             [&] { return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm); });
+}
+
 }  // namespace tnbc::shim

@@ -553,12 +553,14 @@ int cmd_merge(const std::vector<std::string>& args) {
       const double min_bytes = cfg.settings.min_bytes ? static_cast<double>(*cfg.settings.min_bytes)
                                                       : static_cast<double>(kMinGuardablePages) * page;
       for (const auto& site : back.sites) {
-        // Below TNBC_MIN_BYTES a call never reaches a decision: the table says what is compared.
+        // Below TNBC_MIN_BYTES a call never reaches a decision: the table says what is compared
+        // (known here for the whole message and an even split; not for the largest of uneven
+        // ones, nor where sizes differ between ranks).
         const std::optional<Kind> kind = kind_named(site.kind);
         const SizeUnit unit = kind ? info(*kind).unit : SizeUnit::None;
         const double bytes = estimate_site(site).bytes;
         const double compared = unit == SizeUnit::PerPeer ? bytes / std::max(1, site.comm_size) : bytes;
-        if (unit != SizeUnit::None && compared < min_bytes)
+        if ((unit == SizeUnit::PerPeer || unit == SizeUnit::Whole) && compared < min_bytes)
           verdicts.push_back(cfg.settings.min_bytes ? "plain MPI anyway: below TNBC_MIN_BYTES"
                                                     : "plain MPI anyway: below three pages, the least TNBC_MIN_BYTES=auto measures");
         else

@@ -11,115 +11,69 @@ namespace tnbc {
 
 namespace {
 
+// One or two plain sentences each (`tnbc --help`); why each default is what it is, and the
+// measurements behind it: docs/settings.md.
 const std::vector<Option> kOptions = {
     {"mode", OptionType::Choice, "nbc", "off|passthrough|nbc|trace|optimize",
-     "What the intercepted collectives do. off: call MPI directly, count nothing; passthrough: "
-     "count calls and bytes, run blocking; nbc: return early with guarded buffers; trace: run "
-     "blocking and record the first access to each received sub-message; optimize: nbc with the "
-     "priorities of TNBC_PROFILE.",
+     "What the intercepted collectives do: off calls MPI directly, passthrough runs them blocking and counts them, "
+     "nbc returns early, trace runs them blocking and records first reads, optimize is nbc guided by TNBC_PROFILE.",
      &Settings::mode, 0, 0, true},
     {"profile", OptionType::Path, "", "",
-     "Profile written by `tnbc merge` (used by mode optimize). A profile that cannot be used "
-     "(unreadable, corrupt, another version, recorded at another np or for another program) is "
-     "reported once and the run uses default priorities; so are calls whose sizes differ from "
-     "the recorded ones.",
+     "The profile written by `tnbc merge` that mode optimize follows. One that does not fit the run is reported "
+     "once and ignored.",
      &Settings::profile},
     {"output_dir", OptionType::Path, "", "",
-     "Directory for per-rank summaries, traces and reports; empty: write no files.",
+     "Directory for the per-rank summaries and traces; empty: no files.",
      &Settings::output_dir},
     {"log", OptionType::Choice, "warn", "error|warn|info|debug",
-     "Messages printed to stderr (prefixed 'tnbc[rank]:').", &Settings::log},
+     "How much tnbc says on stderr (lines start with 'tnbc[rank]:').", &Settings::log},
     {"guard", OptionType::Choice, "auto", "auto|uffd|protect",
-     "How received pages are held back until their data has arrived. uffd: the pages are emptied "
-     "and registered with userfaultfd, a reader blocks in the kernel and each page is filled "
-     "atomically (UFFDIO_COPY); protect: the pages are PROT_NONE, a reader faults into tnbc's "
-     "SIGSEGV handler and the data is written through /proc/self/mem; auto: uffd where the "
-     "kernel allows it, else protect.",
+     "How received pages are held back until their data is in: uffd (userfaultfd), protect (PROT_NONE and a "
+     "SIGSEGV handler), or auto (uffd where the kernel allows it).",
      &Settings::guard},
     {"uffd_publish", OptionType::Choice, "auto", "auto|copy",
-     "How the userfaultfd guard holds back and publishes received pages. auto: it moves the "
-     "buffer's own pages into tnbc's staging in the call and moves them back filled "
-     "(UFFDIO_MOVE, Linux >= 6.8: nothing copied, freed or allocated), copying where the kernel "
-     "will not move a page or the staging forwards data (a broadcast's inner ranks); copy: the "
-     "pages are emptied (MADV_DONTNEED) and filled with copies (UFFDIO_COPY).",
+     "auto: the userfaultfd guard moves the buffer's own pages out and back (Linux >= 6.8), copying where it cannot; "
+     "copy: it empties the pages and installs copies.",
      &Settings::uffd_publish},
     {"send_copy", OptionType::Choice, "eager", "eager|lazy",
-     "When the bytes to send are copied out of the program's send buffer. eager: all of them "
-     "inside the call; lazy: only what is sent from inside the call, the rest by the progress "
-     "thread just before sending it, the pages staying read-only until then (a write by the "
-     "program first copies what is left). lazy relies on the free() fence: memory freed through "
-     "an allocator tnbc does not see (a sanitizer's, one linked statically into the program) "
-     "could be purged before it is copied.",
+     "When the bytes to send are copied out of the program's buffer: eager, all in the call; lazy, each just before "
+     "it is sent, the pages staying read-only until then.",
      &Settings::send_copy},
     {"min_bytes", OptionType::Bytes, "auto", "",
-     "Smallest sub-message (bytes per peer, or per broadcast) that returns early; smaller "
-     "collectives run blocking. auto: measured at MPI_Init (about 20 ms): the smallest size, at "
-     "least three pages (a whole page to guard between the partial first and last ones), at "
-     "which one exchange with a neighbour rank takes longer than tnbc's copying, holding back and "
-     "publishing the same bytes (runtime/threshold.hh); the largest value over the ranks is used, "
-     "and the summary's `threshold` shows it with the measured costs. A byte count: that, without "
-     "measuring.",
+     "Smallest sub-message (bytes per peer, or per broadcast) that returns early; smaller collectives run blocking. "
+     "auto measures it at MPI_Init (at least three pages).",
      &Settings::min_bytes, 0, 0, true},
     {"bcast_max_segments", OptionType::Integer, "5", "",
-     "Most segments a broadcast is split into (the paper found no gain beyond 5).",
+     "Most segments a broadcast is split into.",
      &Settings::bcast_max_segments, 1, 64, true},
     {"piece_bytes", OptionType::Bytes, "auto", "",
-     "Most bytes per message (piece) of a sub-message's body. A sub-message longer than two pages is "
-     "sent as its first page, its body and its last page; the body is cut into pieces of whole pages, "
-     "each one MPI message and, at the receiver, published on its own, so a program that reads the "
-     "data right after the call waits for the first piece, not the whole body. Each piece costs one "
-     "more message and one more publication (one more UFFDIO_MOVE, UFFDIO_COPY or mprotect). auto: "
-     "max(128 KiB, sub-message / 4) in whole pages, i.e. about 4 pieces per sub-message (at most 5) and none "
-     "so small that the per-message costs dominate (measured: 64 KiB pieces slower than uncut "
-     "bodies, 128 KiB to 1 MiB as fast or faster; docs/benchmarks.md); broadcast segments "
-     "(TNBC_BCAST_MAX_SEGMENTS) stay whole (cutting them measured slower). 0: no cut. A byte "
-     "count: at most that (rounded down to whole pages, at least one page), for broadcast segments "
-     "too. At most 126 body pieces per sub-message (broadcast: in all segments together), the tags "
-     "of one collective: a smaller value then gives larger pieces.",
+     "Most bytes per message of a sub-message's body, in whole pages: auto (about 4 pieces per sub-message, at least "
+     "128 KiB; broadcast segments stay whole), 0 (no cut) or a byte count.",
      &Settings::piece_bytes, 0, 0, true},
     {"send_window", OptionType::Integer, "4", "",
-     "Most sends of one collective in flight at once; sends are posted in priority order.",
+     "Most sends of one collective the progress thread keeps in flight; they start in priority order.",
      &Settings::send_window, 1, 1 << 20},
     {"poll_min_us", OptionType::Microseconds, "20", "",
-     "Shortest sleep of the progress thread between polls while traffic is pending.",
+     "Shortest sleep between polls while traffic is pending.",
      &Settings::poll_min_us, 0, 1000000},
     {"poll_max_us", OptionType::Microseconds, "1000", "",
      "Longest sleep between polls (the sleep doubles while nothing completes).",
      &Settings::poll_max_us, 1, 10000000},
     {"timeout", OptionType::Seconds, "600", "",
-     "Seconds a rank waits for other ranks (a sub-message, in the call, a fence, a read of a "
-     "guarded buffer; sends to finish in MPI_Finalize; all ranks of a communicator in its first "
-     "collective) before tnbc reports what is missing and calls MPI_Abort.",
+     "Seconds tnbc waits for other ranks before it reports what is missing and ends the job.",
      &Settings::timeout_s, 1, 0},
     {"abort_flush_us", OptionType::Microseconds, "100000", "",
-     "Pause between printing a timeout report and MPI_Abort, so that the launcher forwards the "
-     "report (MPICH's hydra drops what a rank wrote just before aborting).",
+     "Pause between a timeout report and MPI_Abort, so that the launcher forwards the report.",
      &Settings::abort_flush_us, 0, 10000000},
-    // Mode optimize: the cost model of an early return (trace/gain.hh, docs/trace.md). A call
-    // site's calls complete in the call when min(Tcomm, T_CURC + T_CRC) from the profile does
-    // not exceed TNBC_EARLY_RETURN_COST_US + TNBC_EARLY_RETURN_COST_US_PER_MIB * MiB received.
     {"profile_blocking", OptionType::Choice, "auto", "auto|off",
-     "Mode optimize: auto: calls at a site where the profile shows no overlap to gain complete "
-     "in the call (tnbc's schedule, waited for in the call, no guard; summary reason "
-     "no_overlap_to_gain): the overlap the trace allows, min(Tcomm, T_CURC + T_CRC) (the "
-     "blocking duration; time from return to the first access plus time to consume the data), "
-     "does not exceed the cost of returning early (TNBC_EARLY_RETURN_COST_US*). Each rank "
-     "decides by its own call site; ranks may differ (docs/trace.md). off: the profile's read "
-     "order only, every call may return early.",
+     "Mode optimize: auto completes in the call the calls at sites where the profile shows no overlap to gain; "
+     "off lets every call return early.",
      &Settings::profile_blocking},
     {"early_return_cost_us", OptionType::Microseconds, "500", "",
-     "Mode optimize, cost model: fixed cost of returning early, per call, over completing the "
-     "call in it (set-up and guard system calls in the call, wake-ups of the progress thread, "
-     "the faults of the first accesses). Read by each rank for its own decisions. Default: "
-     "from a 2-core VM (docs/trace.md: set-up ~0.2 ms and a few wake-ups of readers of pages "
-     "still held back at ~0.09 ms each).",
+     "Mode optimize: the fixed cost of returning early, per call, that the profile's overlap must exceed.",
      &Settings::early_return_cost_us, 0, 0},
     {"early_return_cost_us_per_mib", OptionType::Integer, "500", "",
-     "Mode optimize, cost model: cost of returning early per MiB received on the rank that "
-     "receives most at the site (copy to staging, emptying and publishing the pages, none of "
-     "which a call completed in the call does: "
-     "~0.2 + ~0.3 ms/MiB measured on a 2-core VM, rounded up for the progress thread's CPU "
-     "share; docs/trace.md), in microseconds.",
+     "Mode optimize: the cost of returning early per MiB received, in microseconds.",
      &Settings::early_return_cost_us_per_mib, 0, 0},
 };
 
@@ -199,7 +153,7 @@ std::string_view mode_name(Mode m) {
   return split_choices(kOptions[0].choices)[static_cast<std::size_t>(m)];
 }
 
-std::string parse_option(const Option& o, std::string_view raw, Settings& s) {
+Status parse_option(const Option& o, std::string_view raw, Settings& s) {
   const std::string v = trim(raw);
   const std::string bad = env_name(o) + "='" + std::string(raw) + "' is not valid: expected ";
   switch (o.type) {
@@ -216,7 +170,7 @@ std::string parse_option(const Option& o, std::string_view raw, Settings& s) {
             o.field);
         return {};
       }
-      return bad + "one of " + std::string(o.choices) + ".";
+      return Status::error(bad + "one of " + std::string(o.choices) + ".");
     }
     case OptionType::Path:
       s.*std::get<std::string Settings::*>(o.field) = v;
@@ -225,7 +179,7 @@ std::string parse_option(const Option& o, std::string_view raw, Settings& s) {
       auto& f = s.*std::get<std::optional<std::uint64_t> Settings::*>(o.field);
       if (lower(v) == "auto") { f.reset(); return {}; }
       std::uint64_t n = 0;
-      if (!parse_bytes(v, n)) return bad + "'auto' or a byte count such as 4096, 64k or 1M.";
+      if (!parse_bytes(v, n)) return Status::error(bad + "'auto' or a byte count such as 4096, 64k or 1M.");
       f = n;
       return {};
     }
@@ -241,26 +195,25 @@ std::string parse_option(const Option& o, std::string_view raw, Settings& s) {
       auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), n);
       if (ec != std::errc() || p != num.data() + num.size() || num.empty() || n < o.min ||
           (o.max > 0 && n > o.max))
-        return bad + range_text(o) + (*unit ? std::string(" (unit: ") + unit + ")" : "") + ".";
+        return Status::error(bad + range_text(o) + (*unit ? std::string(" (unit: ") + unit + ")" : "") + ".");
       s.*std::get<std::int64_t Settings::*>(o.field) = n;
       return {};
     }
   }
-  return bad + "a known option type.";
+  return Status::error(bad + "a known option type.");
 }
 
 ConfigResult load_config(Getenv getenv_fn) {
   ConfigResult r;
   for (const auto& o : kOptions) {
     // Defaults go through the same parser, so the table's text is the single source.
-    std::string err = parse_option(o, o.default_value, r.settings);
-    if (!err.empty()) r.errors.push_back({env_name(o), std::string(o.default_value), "default: " + err});
+    if (Status st = parse_option(o, o.default_value, r.settings); !st.ok())
+      r.errors.push_back({env_name(o), std::string(o.default_value), "default: " + st.message()});
     const char* v = getenv_fn(env_name(o).c_str());
     if (v == nullptr) continue;
-    err = parse_option(o, v, r.settings);
-    if (!err.empty()) {
-      r.errors.push_back({env_name(o), v, err});
-      parse_option(o, o.default_value, r.settings);
+    if (Status st = parse_option(o, v, r.settings); !st.ok()) {
+      r.errors.push_back({env_name(o), v, st.message()});
+      (void)parse_option(o, o.default_value, r.settings);  // valid: checked above
     }
   }
   if (r.settings.poll_min_us > r.settings.poll_max_us)

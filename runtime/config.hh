@@ -10,12 +10,14 @@
 #include <variant>
 #include <vector>
 
+#include "runtime/status.hh"
+
 namespace tnbc {
 
 enum class Mode { Off, Passthrough, Nbc, Trace, Optimize };
 enum class LogLevel { Error, Warn, Info, Debug };
 // How received pages are held back until their data is there (runtime/uffd.hh, runtime/guard.hh).
-enum class GuardBackend { Auto, Uffd, Protect };
+enum class GuardChoice { Auto, Uffd, Protect };
 // When the bytes to send are copied out of the program's send buffer (runtime/send_copy.hh).
 enum class SendCopy { Eager, Lazy };
 // How the userfaultfd guard publishes a region (runtime/uffd.hh): moving pages where it can.
@@ -24,13 +26,16 @@ enum class UffdPublish { Auto, Copy };
 // (trace/gain.hh).
 enum class ProfileBlocking { Auto, Off };
 
+// TNBC_TIMEOUT's default, in seconds (the table's default text says the same; a unit test checks).
+inline constexpr std::int64_t kDefaultTimeoutS = 600;
+
 // Effective settings, filled from the table below.
 struct Settings {
   Mode mode = Mode::Nbc;
   std::string profile;
   std::string output_dir;
   LogLevel log = LogLevel::Warn;
-  GuardBackend guard = GuardBackend::Auto;
+  GuardChoice guard = GuardChoice::Auto;
   SendCopy send_copy = SendCopy::Eager;
   UffdPublish uffd_publish = UffdPublish::Auto;
   std::optional<std::uint64_t> min_bytes;   // nullopt = "auto" (from the cost model)
@@ -39,7 +44,7 @@ struct Settings {
   std::int64_t send_window = 4;
   std::int64_t poll_min_us = 20;
   std::int64_t poll_max_us = 1000;
-  std::int64_t timeout_s = 600;
+  std::int64_t timeout_s = kDefaultTimeoutS;
   std::int64_t abort_flush_us = 100000;
   ProfileBlocking profile_blocking = ProfileBlocking::Auto;
   std::int64_t early_return_cost_us = 500;
@@ -47,7 +52,7 @@ struct Settings {
 };
 
 // Where a parsed value goes; the alternative must agree with the option's type.
-using Field = std::variant<Mode Settings::*, LogLevel Settings::*, GuardBackend Settings::*, SendCopy Settings::*,
+using Field = std::variant<Mode Settings::*, LogLevel Settings::*, GuardChoice Settings::*, SendCopy Settings::*,
                            UffdPublish Settings::*, ProfileBlocking Settings::*,
                            std::string Settings::*,
                            std::optional<std::uint64_t> Settings::*, std::int64_t Settings::*>;
@@ -91,8 +96,8 @@ ConfigResult load_config(Getenv getenv_fn);
 // The process environment, as a Getenv.
 const char* process_getenv(const char* name);
 
-// Parses one value for one option into `s`; returns an error message or empty.
-std::string parse_option(const Option& o, std::string_view value, Settings& s);
+// Parses one value for one option into `s`; an error names the variable and what it accepts.
+Status parse_option(const Option& o, std::string_view value, Settings& s);
 
 // Human-readable help (one block per option) and `NAME=value` dump of effective values.
 std::string help_text();

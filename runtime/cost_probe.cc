@@ -9,8 +9,9 @@
 #include <vector>
 
 #include "runtime/futex.hh"
-#include "runtime/publish.hh"
-#include "runtime/uffd.hh"
+#include "runtime/guard_backend.hh"
+#include "runtime/log.hh"
+#include "runtime/stats.hh"
 
 namespace tnbc {
 
@@ -59,47 +60,20 @@ struct Scratch {
   }
 };
 
-// Holds back and publishes the first `bytes` of the scratch with the backend, once.
-bool guard_cycle(ProbeBackend b, Scratch& m, std::size_t bytes) {
-  const auto lo = reinterpret_cast<std::uintptr_t>(m.user), hi = lo + bytes;
-  switch (b) {
-    case ProbeBackend::UffdMove:
-      return uffd::arm_swap(lo, hi, m.staging) && uffd::fill_swapped(lo, hi, m.staging);
-    case ProbeBackend::UffdCopy:
-      return uffd::arm(lo, hi) && uffd::fill(lo, hi, m.staging);
-    case ProbeBackend::ProtNone:
-      return ::mprotect(m.user, bytes, PROT_NONE) == 0 && write_through_proc_mem(m.user, m.staging, bytes) &&
-             ::mprotect(m.user, bytes, PROT_READ | PROT_WRITE) == 0;
-    case ProbeBackend::None:
-      return true;
-  }
-  return false;
-}
-
 }  // namespace
 
-const char* probe_backend_name(ProbeBackend b) {
-  switch (b) {
-    case ProbeBackend::UffdMove: return "userfaultfd_move";
-    case ProbeBackend::UffdCopy: return "userfaultfd_copy";
-    case ProbeBackend::ProtNone: return "prot_none";
-    case ProbeBackend::None: return "none";
-  }
-  return "unknown";
-}
-
-bool measure_costs(MPI_Comm comm, int tag, ProbeBackend backend, std::size_t page, MeasuredCosts& out,
-                   std::string& why) {
-  out = {};
-  out.backend = probe_backend_name(backend);
+Result<MeasuredCosts> measure_costs(MPI_Comm comm, int tag, GuardBackend* backend, std::size_t page) {
+  MeasuredCosts out;
+  std::string why;
+  out.backend = backend ? backend->probe_name() : "none";
   const double s1 = static_cast<double>(page), s2 = static_cast<double>(kProbePages * page);
   Scratch m(kProbePages * page);
   bool ok = m.user != nullptr;
   if (!ok) why = std::string("no scratch memory: ") + std::strerror(errno);
   // Local costs first; every rank still takes part in the exchange below, whatever failed here.
-  if (ok && backend != ProbeBackend::None) {
-    const double g1 = median_ns([&] { return guard_cycle(backend, m, page); });
-    const double g2 = median_ns([&] { return guard_cycle(backend, m, kProbePages * page); });
+  if (ok && backend) {
+    const double g1 = median_ns([&] { return backend->cycle(m.user, m.staging, page); });
+    const double g2 = median_ns([&] { return backend->cycle(m.user, m.staging, kProbePages * page); });
     ok = g1 >= 0 && g2 >= 0;
     if (!ok) why = std::string("the guard backend (") + out.backend + ") failed on scratch memory";
     else out.guard = fit_line(s1, g1, s2, g2);
@@ -126,7 +100,55 @@ bool measure_costs(MPI_Comm comm, int tag, ProbeBackend backend, std::size_t pag
     const double l2 = median_ns([&] { return exchange(kProbePages * page); }, barrier);
     out.link = fit_line(s1, l1, s2, l2);
   }
-  return ok;
+  if (!ok) return Status::error(why);
+  return out;
+}
+
+std::size_t agree_threshold(MPI_Comm world, GuardBackend* backend, std::size_t page, Stats& stats) {
+  int rank = 0, size = 1;
+  PMPI_Comm_rank(world, &rank);
+  PMPI_Comm_size(world, &size);
+  const std::size_t floor = kMinGuardablePages * page;
+  std::uint64_t mine = floor;
+  MeasuredCosts c;
+  const char* basis = "measured";
+  // Every rank measures the link, whatever it can guard (the exchange is collective). Tag 0 of
+  // the duplicate: every probe message is matched before the reduction below completes, so
+  // none can meet a collective's messages.
+  const long long t0 = futex::now_ns();
+  Result<MeasuredCosts> measured = measure_costs(world, 0, backend, page);
+  const double probe_ms = static_cast<double>(futex::now_ns() - t0) / 1e6;
+  if (measured.ok()) c = measured.value();
+  if (!backend) {
+    basis = "nothing_to_guard";  // every collective completes in the call anyway
+  } else if (!measured.ok()) {
+    basis = "not_measured";
+    log(LogLevel::Warn, "cannot measure the costs of returning early (%s); TNBC_MIN_BYTES=auto uses %s",
+        measured.status().message().c_str(), bytes_text(floor).c_str());
+  } else if (size == 1) {
+    basis = "single_rank";
+  } else {
+    mine = threshold_from_costs(c, page);
+  }
+  std::uint64_t all = mine;
+  PMPI_Allreduce(&mine, &all, 1, MPI_UINT64_T, MPI_MAX, world);
+  const auto chosen = static_cast<std::size_t>(all);
+  stats.set_threshold({chosen, basis, c, mine == chosen});
+  // Rank 0 says it (a warning when no size pays), the others at debug level.
+  const LogLevel level = rank != 0 ? LogLevel::Debug : chosen == kNeverPays ? LogLevel::Warn : LogLevel::Info;
+  if (log_enabled(level)) {
+    const double us_per_mib = static_cast<double>(1 << 20) / 1e3;
+    log(level,
+        "TNBC_MIN_BYTES=auto: %s%s (largest over the ranks; here %s from link %.0f us + %.0f us/MiB, guard (%s) "
+        "%.0f us + %.0f us/MiB, copy %.0f us/MiB; measured in %.1f ms)",
+        bytes_text(chosen).c_str(),
+        chosen == kNeverPays ? ": returning early does not pay at any size by the measured costs, collectives run "
+                               "blocking (set TNBC_MIN_BYTES to override)"
+                             : "",
+        bytes_text(mine).c_str(), c.link.fixed_ns / 1e3, c.link.per_byte_ns * us_per_mib, c.backend,
+        c.guard.fixed_ns / 1e3, c.guard.per_byte_ns * us_per_mib, c.copy_per_byte_ns * us_per_mib, probe_ms);
+  }
+  return chosen;
 }
 
 }  // namespace tnbc

@@ -6,20 +6,24 @@
 #include <cstddef>
 #include <string>
 
+#include "runtime/status.hh"
 #include "runtime/threshold.hh"
 
 namespace tnbc {
 
-// The guard backend whose costs are measured (the one the engine will use); None: no guard
-// works on this rank, only the link is measured (every rank must take part in that).
-enum class ProbeBackend { UffdMove, UffdCopy, ProtNone, None };
-const char* probe_backend_name(ProbeBackend b);
+class GuardBackend;
+class Stats;
 
-// Measures the guard backend's and memcpy's costs on scratch memory, and the link with a ring
-// exchange on `comm` (collective: every rank of `comm` calls it at once; `tag` is used on `comm`,
-// where nothing else may be in flight). With one rank the link costs stay 0. False, with `why`,
+// Measures the guard backend's (the one the engine will use first; nullptr: none works on this
+// rank) and memcpy's costs on scratch memory, and the link with a ring exchange on `comm`
+// (collective: every rank of `comm` calls it at once, whatever failed locally; `tag` is used on
+// `comm`, where nothing else may be in flight). With one rank the link costs stay 0. An error
 // when scratch memory or the guard primitive failed.
-bool measure_costs(MPI_Comm comm, int tag, ProbeBackend backend, std::size_t page, MeasuredCosts& out,
-                   std::string& why);
+Result<MeasuredCosts> measure_costs(MPI_Comm comm, int tag, GuardBackend* backend, std::size_t page);
+
+// TNBC_MIN_BYTES=auto: the threshold from the costs measured on this rank (runtime/threshold.hh),
+// the largest over the ranks of `world` (one reduction: every rank decides alike). Collective.
+// Recorded in `stats` (summary `threshold`) and said by rank 0.
+std::size_t agree_threshold(MPI_Comm world, GuardBackend* backend, std::size_t page, Stats& stats);
 
 }  // namespace tnbc

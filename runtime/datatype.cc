@@ -1,5 +1,7 @@
 #include "runtime/datatype.hh"
 
+#include <algorithm>
+
 namespace tnbc {
 
 namespace {
@@ -51,5 +53,20 @@ ByteRange span_of(const void* buf, long long count, MPI_Datatype type) {
   const std::intptr_t hi = (extent >= 0 ? last : base) + textent;
   return {static_cast<std::uintptr_t>(lo), static_cast<std::uintptr_t>(hi)};
 }
+
+TypeInfo MpiTypes::type(MPI_Datatype t) {
+  TypeInfo i;
+  if (t == MPI_DATATYPE_NULL) return i;
+  int size = 0;
+  MPI_Aint lb = 0, extent = 0;
+  PMPI_Type_size(t, &size);
+  PMPI_Type_get_extent(t, &lb, &extent);
+  i.size = static_cast<std::size_t>(std::max(0, size));
+  i.extent = static_cast<std::ptrdiff_t>(extent);
+  i.dense = is_dense(t);
+  return i;
+}
+
+ByteRange MpiTypes::span(const void* buf, long long count, MPI_Datatype t) { return span_of(buf, count, t); }
 
 }  // namespace tnbc

@@ -7,12 +7,35 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstddef>
 
 namespace tnbc {
 
 struct ByteRange {
   std::uintptr_t lo = 0, hi = 0;  // [lo, hi); empty when lo == hi
   bool empty() const { return lo >= hi; }
+};
+
+struct TypeInfo {
+  std::size_t size = 0;       // bytes of one element's data
+  std::ptrdiff_t extent = 0;  // stride between elements
+  bool dense = false;         // is_dense (below)
+};
+
+// MPI's answers about datatypes, as the collectives (runtime/coll/) ask them: MpiTypes asks MPI,
+// unit tests fake it.
+class Types {
+ public:
+  virtual ~Types() = default;
+  virtual TypeInfo type(MPI_Datatype t) = 0;
+  // The memory `count` elements at `buf` touch (span_of).
+  virtual ByteRange span(const void* buf, long long count, MPI_Datatype t) = 0;
+};
+
+class MpiTypes final : public Types {
+ public:
+  TypeInfo type(MPI_Datatype t) override;
+  ByteRange span(const void* buf, long long count, MPI_Datatype t) override;
 };
 
 // True when the datatype's elements are dense bytes starting at the buffer address:

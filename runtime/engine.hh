@@ -1,42 +1,42 @@
-// The engine: turns an intercepted collective into a schedule (runtime/schedule.hh), stages
-// its data, guards the receive buffer (runtime/guard.hh), hands it to the progress thread
-// (runtime/progress.hh) and returns as soon as the bytes in unguardable pages have arrived.
+// The engine: a thin dispatcher from an intercepted collective to its implementation
+// (runtime/coll/), the policy's decisions (runtime/policy.hh), the guard (guard_backend.hh) and
+// the executors (executor.hh).
 //
-//   MPI_Alltoall(...)            [calling thread]
-//     decide (inputs equal on all ranks) -- small / intercomm --> PMPI_Alltoall
-//     copy send data to staging; copy own block
-//     build pieces; plan regions; mprotect(PROT_NONE); submit -------> [progress thread]
-//     wait for in-call pieces (partial first/last page)                 Irecv all, Isend window
-//     return                                                            Testsome -> publish
-//   ... program computes; touching a region not yet published -> SIGSEGV -> wait -> retry
+//   MPI_Alltoall(...) -> shim -> Engine::run(call, PMPI_Alltoall)          [calling thread]
+//     route (policy, inputs equal on all ranks) -- small / intercomm --> PMPI_Alltoall
+//     layout; complete in the call? (policy, rank-local)
+//     prepare (the collective's file): fences, send copy, receive area, schedule
+//     stage sends (eager / lazy); hold the receive regions back (first backend that can)
+//     early return: run the in-call steps (partial pages' receives, edge sends) here, hand the
+//                   rest to the progress thread, return  ----->  [progress thread] executor
+//     else:         run every step here, unpack, return
+//   ... program computes; touching a region not yet published -> wait -> retry
 #pragma once
-
-#include <mpi.h>
 
 #include <memory>
 
+#include "runtime/coll/collective.hh"
 #include "runtime/config.hh"
-#include "runtime/datatype.hh"
+#include "runtime/function_ref.hh"
 #include "runtime/read_order.hh"
 #include "runtime/stats.hh"
 
 namespace tnbc {
 
+// The blocking call an entry point would make (PMPI_X with its arguments).
+using BlockingCall = FunctionRef<int()>;
+
 class Engine {
  public:
   // nullptr (after a message) when the machinery is not usable here. `orders` (may be null:
-  // default order) gives the read order of each call's sub-messages (mode optimize).
-  static std::unique_ptr<Engine> create(const Settings& s, Stats& stats, int world_rank, int world_size,
-                                        std::unique_ptr<ReadOrderSource> orders = nullptr);
+  // default orders) gives mode optimize's read orders and blocking decisions.
+  static std::unique_ptr<Engine> create(const Settings& s, Stats& stats, std::unique_ptr<ReadOrderSource> orders = nullptr);
   static Engine* current();
   virtual ~Engine() = default;
 
-  virtual int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm, CallSite site) = 0;
-  virtual int alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-                       MPI_Datatype recvtype, MPI_Comm comm, CallSite site) = 0;
-  virtual int alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
-                        void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
-                        MPI_Comm comm, CallSite site) = 0;
+  // One intercepted collective: tnbc's schedule, or `blocking` when it runs as plain MPI.
+  // Returns the MPI error code (after the communicator's error handler, for errors tnbc detects).
+  virtual int run(const CollCall& call, BlockingCall blocking) = 0;
 
   // Fences: complete and publish whatever overlaps the range / everything in flight.
   virtual void fence(ByteRange r, const char* what) = 0;

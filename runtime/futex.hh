@@ -13,6 +13,10 @@
 
 namespace tnbc::futex {
 
+// A thread waiting for other ranks sleeps at most this long at a time, then checks
+// TNBC_TIMEOUT again (the wake-up of a publication ends a wait earlier).
+inline constexpr long long kWaitSliceNs = 100 * 1000 * 1000;
+
 // Sleeps while *word == expected, at most timeout_ns (<0: no limit). Spurious returns happen.
 inline void wait(std::atomic<std::uint32_t>& word, std::uint32_t expected, long long timeout_ns) {
   struct timespec ts, *tp = nullptr;

@@ -35,17 +35,38 @@ int my_tid() {
 std::uintptr_t page_down(std::uintptr_t a, std::size_t page) { return a & ~(static_cast<std::uintptr_t>(page) - 1); }
 std::uintptr_t page_up(std::uintptr_t a, std::size_t page) { return page_down(a + page - 1, page); }
 
-// The handlers tnbc passes faults that are not its own to. g_chain[0] was installed before
-// tnbc; each later entry replaced tnbc's handler behind the interposers' back (a raw
-// rt_sigaction) and was found by ensure_fault_handler(), which put tnbc's back on top. A
-// handler that saved tnbc's as "the previous one" calls it back for faults it does not want:
-// that call is passed further down the chain (tls_chain_next / tls_chain_info).
+// The handlers tnbc passes faults that are not its own to. Chain position 0 was installed before
+// tnbc; each later one replaced tnbc's handler behind the interposers' back (a raw rt_sigaction)
+// and was found by ensure_fault_handler(), which put tnbc's back on top. A handler that saved
+// tnbc's as "the previous one" calls it back for faults it does not want: that call is passed
+// further down the chain (tls_chain_next / tls_chain_info).
+//
+// Written under g_chain_mutex (install, ensure, the program's sigaction through
+// intercept_sigaction), read by the fault handler without a lock: a writer fills a fresh slot
+// and then publishes its index (release); the handler loads the index (acquire) and reads a
+// slot no writer touches again until kChainSlots later writes.
 constexpr int kMaxChain = 8;
-struct sigaction g_chain[kMaxChain];
+constexpr int kChainSlots = 64;
+struct sigaction g_slots[kChainSlots];
+int g_next_slot = 0;                               // under g_chain_mutex
+std::atomic<int> g_chain_slot[kMaxChain] = {};     // chain position -> slot
 std::atomic<int> g_chain_len{0};
+std::mutex g_chain_mutex;
 std::atomic<bool> g_installed{false};
-long long g_timeout_ns = 600LL * 1000000000LL;
-TimeoutReporter g_reporter = nullptr;
+std::atomic<long long> g_timeout_ns{kDefaultTimeoutS * 1000000000LL};
+std::atomic<TimeoutReporter> g_reporter{nullptr};
+
+// The handler at chain position `i` (async-signal-safe).
+const struct sigaction& chain_entry(int i) { return g_slots[g_chain_slot[i].load(std::memory_order_acquire)]; }
+
+// Puts `a` at chain position `i` (with g_chain_mutex held).
+void set_chain_entry(int i, const struct sigaction& a) {
+  const int slot = g_next_slot;
+  g_next_slot = (g_next_slot + 1) % kChainSlots;
+  g_slots[slot] = a;
+  g_chain_slot[i].store(slot, std::memory_order_release);
+}
+
 thread_local int tls_chain_next = -1;                 // inside a chained handler: the next one down
 thread_local const siginfo_t* tls_chain_info = nullptr;  // ... and the fault it was given
 
@@ -83,11 +104,11 @@ bool readable(std::uintptr_t addr) {
   return syscall(SYS_process_vm_readv, getpid(), &local, 1, &remote, 1, 0) == 1;
 }
 
-// Passes a fault that is not tnbc's to g_chain[start], or the next one below that is not tnbc's
+// Passes a fault that is not tnbc's to chain position `start`, or the next one below that is not tnbc's
 // own; the default action when none is left.
 void chain_from(int start, int sig, siginfo_t* info, void* ctx) {
   for (int i = start; i >= 0; --i) {
-    const struct sigaction& c = g_chain[i];
+    const struct sigaction& c = chain_entry(i);
     if (c.sa_flags & SA_SIGINFO) {
       if (c.sa_sigaction == on_fault) continue;
       if (c.sa_sigaction == nullptr) break;
@@ -160,15 +181,15 @@ void on_fault(int sig, siginfo_t* info, void* ctx) {
 
 }  // namespace
 
-RegionPlan plan_regions(std::uintptr_t base, const std::vector<Piece>& pieces, std::uintptr_t lo,
-                        std::uintptr_t hi, std::size_t page, const std::vector<bool>& force_in_call) {
+RegionPlan plan_regions(std::uintptr_t base, std::span<const Step> pieces, std::uintptr_t lo, std::uintptr_t hi,
+                        std::size_t page, const std::vector<bool>& force_in_call) {
   RegionPlan plan;
   plan.in_call.assign(pieces.size(), false);
   const std::uintptr_t glo = page_up(lo, page), ghi = page_down(hi, page);
   std::vector<std::uintptr_t> cuts;
   for (std::size_t i = 0; i < pieces.size(); ++i) {
-    const Piece& p = pieces[i];
-    if (p.dir != Dir::Recv || p.length == 0) continue;
+    const Step& p = pieces[i];
+    if (!lands(p.kind) || p.length == 0) continue;
     const std::uintptr_t s = base + p.offset, e = s + p.length;
     if (s < glo || e > ghi || glo >= ghi || (i < force_in_call.size() && force_in_call[i])) plan.in_call[i] = true;
     cuts.push_back(std::clamp(page_down(s, page), glo, std::max(glo, ghi)));
@@ -182,7 +203,7 @@ RegionPlan plan_regions(std::uintptr_t base, const std::vector<Piece>& pieces, s
   // Pieces sorted by start, to find overlaps with a sweep.
   std::vector<int> by_start;
   for (std::size_t i = 0; i < pieces.size(); ++i)
-    if (pieces[i].dir == Dir::Recv && pieces[i].length > 0) by_start.push_back(static_cast<int>(i));
+    if (lands(pieces[i].kind) && pieces[i].length > 0) by_start.push_back(static_cast<int>(i));
   std::sort(by_start.begin(), by_start.end(), [&](int a, int b) { return pieces[a].offset < pieces[b].offset; });
   std::size_t first = 0;
   for (std::size_t k = 0; k + 1 < cuts.size(); ++k) {
@@ -193,7 +214,7 @@ RegionPlan plan_regions(std::uintptr_t base, const std::vector<Piece>& pieces, s
       ++first;  // skip pieces that ended before (offsets may overlap only in erroneous programs)
     bool any_guarded = false;
     for (std::size_t j = 0; j < by_start.size(); ++j) {
-      const Piece& p = pieces[by_start[j]];
+      const Step& p = pieces[static_cast<std::size_t>(by_start[j])];
       const std::uintptr_t s = base + p.offset, e = s + p.length;
       if (s >= span.hi) break;
       if (e <= span.lo) continue;
@@ -347,7 +368,7 @@ bool GuardTable::recently_erased(std::uintptr_t addr) const {
 }
 
 // ---------------------------------------------------------------- waiting
-void set_timeout_reporter(TimeoutReporter fn) { g_reporter = fn; }
+void set_timeout_reporter(TimeoutReporter fn) { g_reporter.store(fn, std::memory_order_release); }
 
 void wait_published(Region* r, const char* what) {
   if (r->published.load(std::memory_order_acquire)) return;
@@ -359,19 +380,21 @@ void wait_published(Region* r, const char* what) {
   while (true) {
     const std::uint32_t seen = word.load(std::memory_order_acquire);
     if (r->published.load(std::memory_order_acquire)) break;
-    futex::wait(word, seen, 100 * 1000 * 1000LL);
-    if (futex::now_ns() - start > g_timeout_ns) {
+    futex::wait(word, seen, futex::kWaitSliceNs);
+    const long long timeout_ns = g_timeout_ns.load(std::memory_order_relaxed);
+    if (futex::now_ns() - start > timeout_ns) {
       // Async-signal-safe formatting: this may run in the SIGSEGV handler.
       char msg[256] = "timeout (TNBC_TIMEOUT=";
-      char* end = format_u64(msg + std::strlen(msg), static_cast<unsigned long long>(g_timeout_ns / 1000000000LL), 10);
+      char* end = format_u64(msg + std::strlen(msg), static_cast<unsigned long long>(timeout_ns / 1000000000LL), 10);
       std::strncat(end, "s) waiting for received data during ", sizeof msg - static_cast<std::size_t>(end - msg) - 1);
       std::strncat(msg, what, sizeof msg - std::strlen(msg) - 1);
       log_raw(msg);
-      if (g_reporter) g_reporter(r->owner);
+      if (TimeoutReporter report = g_reporter.load(std::memory_order_acquire)) report(r->owner);
       abort();
     }
   }
   u.waiting.fetch_sub(1, std::memory_order_acq_rel);
+  if (r->blocked_ns) r->blocked_ns->fetch_add(futex::now_ns() - start, std::memory_order_relaxed);
 }
 
 void fence_range(std::uintptr_t lo, std::uintptr_t hi, Access how, const char* what) {
@@ -417,17 +440,17 @@ std::string describe_handler(const void* h) {
   return std::string("the handler at ") + b;
 }
 
-std::mutex g_ensure_mutex;
 }  // namespace
 
 void install_fault_handler(long long timeout_ns) {
-  g_timeout_ns = timeout_ns;
+  g_timeout_ns.store(timeout_ns, std::memory_order_relaxed);
+  std::lock_guard lock(g_chain_mutex);
   if (g_installed.load()) return;
   const struct sigaction act = tnbc_action();
   struct sigaction before;
   libc_sigaction()(SIGSEGV, &act, &before);
   if (g_chain_len.load() == 0) {
-    g_chain[0] = before;
+    set_chain_entry(0, before);
     g_chain_len.store(1, std::memory_order_release);
   }
   g_installed.store(true);
@@ -439,7 +462,7 @@ HandlerState ensure_fault_handler() {
   if (!g_installed.load()) return HandlerState::Lost;  // never installed (or given up after a genuine fault)
   KernelSigaction k{};
   if (!kernel_action(k) || k.handler == reinterpret_cast<void*>(&on_fault)) return HandlerState::Ours;
-  std::lock_guard lock(g_ensure_mutex);
+  std::lock_guard lock(g_chain_mutex);
   static bool said_reinstalled = false, said_lost = false;
   if (!kernel_action(k) || k.handler == reinterpret_cast<void*>(&on_fault)) return HandlerState::Ours;
   const std::string who = describe_handler(k.handler);
@@ -447,7 +470,7 @@ HandlerState ensure_fault_handler() {
   bool ok = len < kMaxChain;
   int err = 0;
   if (ok) {
-    g_chain[len] = as_sigaction(k);  // faults that are not tnbc's go to it from now on
+    set_chain_entry(len, as_sigaction(k));  // faults that are not tnbc's go to it from now on
     g_chain_len.store(len + 1, std::memory_order_release);
     const struct sigaction act = tnbc_action();
     if (libc_sigaction()(SIGSEGV, &act, nullptr) != 0) err = errno;
@@ -515,9 +538,10 @@ void ensure_signal_stack() {
 bool intercept_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
   if (sig != SIGSEGV || !g_installed.load()) return false;
   // The program replaces the handler it sees, the one on top of the chain.
+  std::lock_guard lock(g_chain_mutex);
   const int top = g_chain_len.load(std::memory_order_acquire) - 1;
-  if (old) *old = g_chain[top];
-  if (act) g_chain[top] = *act;
+  if (old) *old = chain_entry(top);
+  if (act) set_chain_entry(top, *act);
   return true;
 }
 

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <span>
 #include <vector>
 
 #include "runtime/schedule.hh"
@@ -38,6 +39,7 @@ struct Region {
   std::atomic<std::uint32_t> published{0};
   std::atomic<int> waiters{0};            // threads that looked it up and may still read it
   const void* owner = nullptr;            // the schedule (for diagnostics)
+  std::atomic<long long>* blocked_ns = nullptr;  // where waits for it are added (the call's record)
   RegionHook hook = nullptr;
   void* hook_data = nullptr;              // for the hook's own use
 };
@@ -46,17 +48,17 @@ struct Region {
 struct RegionPlan {
   struct Span {
     std::uintptr_t lo, hi;
-    std::vector<int> pieces;  // indices into the piece list
+    std::vector<int> pieces;  // indices of the steps with bytes in it
   };
   std::vector<Span> regions;
   std::vector<bool> in_call;  // per piece: must complete before the call returns
 };
 
-// `pieces[i]` covers [base + offset, base + offset + length) when its dir is Recv (others are
-// ignored); the user's buffer spans [lo, hi). Pieces touching the partial first/last page, or
-// with `force_in_call[i]`, are in_call. Regions with no pieces, or only in_call ones, are left out.
-RegionPlan plan_regions(std::uintptr_t base, const std::vector<Piece>& pieces, std::uintptr_t lo,
-                        std::uintptr_t hi, std::size_t page, const std::vector<bool>& force_in_call);
+// A landing step (Recv, Copy) `steps[i]` covers [base + offset, base + offset + length) (others
+// are ignored); the user's buffer spans [lo, hi). Steps touching the partial first/last page, or
+// with `force_in_call[i]`, are in_call. Regions with no steps, or only in_call ones, are left out.
+RegionPlan plan_regions(std::uintptr_t base, std::span<const Step> steps, std::uintptr_t lo, std::uintptr_t hi,
+                        std::size_t page, const std::vector<bool>& force_in_call);
 
 class GuardTable {
  public:

@@ -1,6 +1,6 @@
-// One collective in flight: its pieces, staging memory, guard regions and progress state.
-// Created by the engine in the calling thread, driven by the progress thread, freed when the
-// last reference (progress thread, or a caller waiting for completion) lets go.
+// One collective in flight: its schedule, data areas, guard regions, execution state and timing
+// record. Created by the engine in the calling thread, run by executors (the calling thread's,
+// then the progress thread's: runtime/executor.hh), freed when the last reference lets go.
 #pragma once
 
 #include <mpi.h>
@@ -10,22 +10,37 @@
 #include <memory>
 #include <vector>
 
+#include "runtime/coll/collective.hh"
 #include "runtime/guard.hh"
 #include "runtime/pool.hh"
 #include "runtime/schedule.hh"
-#include "runtime/stats.hh"
+#include "runtime/vocabulary.hh"
 
 namespace tnbc {
 
-class Pool;
+class GuardBackend;
+
+// A step's state. A step is started by exactly one executor (compare-and-swap Idle -> Started),
+// which also completes it; Done is final.
+enum StepState : std::uint8_t { kIdle = 0, kStarted = 1, kDone = 2 };
+
+// The per-call record, cheap enough to keep for every call (times from futex::now_ns, monotonic
+// ns). For the overlap reports: time in the call = returned - called; the collective's duration
+// = last_step - called; blocked = time threads waited afterwards for its regions (faults,
+// fences); each step's completion in `done_ns` (relative to `called` when subtracted).
+struct CallTimes {
+  long long called = 0, returned = 0;
+  std::atomic<long long> last_step{0};
+  std::atomic<long long> blocked{0};
+};
 
 struct InFlight {
   Kind kind = Kind::Alltoall;
-  std::uint64_t sequence = 0;  // per communicator, for messages
-  MPI_Comm comm = MPI_COMM_NULL;  // tnbc's private duplicate
+  std::uint64_t sequence = 0;     // per communicator, for messages
+  MPI_Comm comm{};                // tnbc's private duplicate
   int comm_size = 0;
   int base_tag = 0;
-  std::vector<Piece> pieces;
+  Schedule schedule;
 
   // Send and receive staging come from separate pools: a receive staging whose pages were swapped
   // back to the program (runtime/uffd.hh) is left empty, and copying the next send data into such
@@ -33,30 +48,23 @@ struct InFlight {
   Pool* pool = nullptr;       // send_block's
   Pool* recv_pool = nullptr;  // recv_block's
   Block send_block, recv_block;
-  char* send_data = nullptr;    // what Send pieces read (offsets index it)
-  char* recv_data = nullptr;    // what Recv pieces write
-  char* user_recv = nullptr;    // where published Recv pieces go (nullptr: the caller unpacks;
-                                // == recv_data: MPI received them in place, nothing to copy)
-  // Mode optimize, a call with no overlap to gain: the calling thread runs the whole schedule
-  // (runtime/in_call.hh), never guarded, and returns when every piece is done, sends included,
-  // so send_data and recv_data may be the program's own buffers (engine.cc). The progress
-  // thread never sees it.
-  bool to_completion = false;
-  // How the regions are held back: PROT_NONE (publish through /proc/self/mem, then mprotect) or
-  // emptied userfaultfd pages (publish a region with one UFFDIO_COPY from staging).
-  enum class Guard : std::uint8_t { None, Protect, Uffd };
-  Guard guard = Guard::None;
-  // Uffd only: the regions' pages were moved into the staging (runtime/uffd.hh, page swapping)
-  // and publication moves them back; else they were emptied and publication copies.
-  bool swapped = false;
+  char* send_data = nullptr;  // what Send steps read (offsets index it)
+  char* recv_data = nullptr;  // what Recv steps write
+  char* user_recv = nullptr;  // where published steps go (nullptr: unpacked at the end;
+                              // == recv_data: received in place, nothing to copy)
+  std::vector<Unpack> unpack;
 
+  // Guard: the backend holding the regions back (nullptr: none), and the userfaultfd backend's
+  // per-call choice (pages moved into the staging, or emptied and copied back).
+  GuardBackend* guard = nullptr;
+  bool swapped = false;
   std::unique_ptr<Region[]> regions;
   std::size_t region_count = 0;
-  std::vector<std::pair<int, int>> piece_regions;  // per piece: [first, last) region index
-  std::vector<bool> in_call;  // per piece: must arrive before the call returns
-  std::vector<bool> by_caller;  // per piece: posted by the calling thread, not the progress thread
+  std::vector<std::pair<int, int>> step_regions;  // per step: [first, last) region index
+  std::vector<bool> in_call;    // per step: must arrive before the call returns
+  std::vector<bool> by_caller;  // per step: started by the calling thread, not the progress thread
 
-  // Lazy send copy (runtime/send_copy.hh): per Send piece, where its bytes are in the program's
+  // Lazy send copy (runtime/send_copy.hh): per Send step, where its bytes are in the program's
   // send buffer (nullptr: already in staging) and their state: 0 only there, 1 being copied,
   // 2 in staging. The read-only page runs are regions with a hook; `send_open`: 0 read-only,
   // 1 being made writable, 2 writable again.
@@ -67,35 +75,44 @@ struct InFlight {
   std::size_t send_region_count = 0;
   std::atomic<int> send_open{2};
 
-  std::unique_ptr<std::atomic<std::uint8_t>[]> done;  // per piece
-  std::atomic<int> recv_remaining{0};
+  // Execution (runtime/executor.hh).
+  std::unique_ptr<std::atomic<std::uint8_t>[]> state;  // StepState per step
+  std::unique_ptr<long long[]> done_ns;                // per step, when it completed
+  std::atomic<int> steps_left{0};
   std::atomic<int> regions_remaining{0};
-
-  // False while the calling thread is still in the call: bodies wait so that the edge pieces
-  // other ranks need before they can return are not queued behind bulk data on the link.
+  // False while the calling thread is still in the call: bodies wait so that the edge steps other
+  // ranks need before they can return are not queued behind bulk data on the link.
   std::atomic<bool> bodies_released{true};
-
-  // Progress-thread state.
-  std::vector<int> unposted_sends;  // indices, by priority
-  bool recvs_posted = false;
-  int sends_in_flight = 0;
-  int sends_remaining = 0;
-  long long submitted_ns = 0;        // for the debug log
-  long long call_start_ns = 0;       // when the calling thread entered the collective (debug log)
-  std::uint64_t polls_at_submit = 0;
+  CallTimes times;
+  std::uint64_t polls_at_submit = 0;  // for the debug log
+  long long submitted_ns = 0;
 
   ~InFlight() {
     if (pool) pool->release(send_block);
     if (recv_pool) recv_pool->release(recv_block);
   }
+  // Per-step state, once the schedule is final.
+  void ready_to_run() {
+    const std::size_t n = schedule.size();
+    state = std::make_unique<std::atomic<std::uint8_t>[]>(n);
+    done_ns = std::make_unique<long long[]>(n);
+    steps_left.store(static_cast<int>(n));
+  }
+  bool done(std::size_t i) const { return state[i].load(std::memory_order_acquire) == kDone; }
   bool finished() const {
-    return recv_remaining.load(std::memory_order_acquire) == 0 && sends_remaining == 0 &&
-           regions_remaining.load(std::memory_order_acquire) == 0;
+    return steps_left.load(std::memory_order_acquire) == 0 && regions_remaining.load(std::memory_order_acquire) == 0;
   }
 };
 
-// Copies piece `i` into place and publishes every region it completes (progress thread, or the
-// caller for pieces it produces itself). Returns false (after logging) if the copy failed.
-bool publish_piece(InFlight& f, int i);
+// Marks step `i` done (its data, if it lands, is published first: publish_step), stamps it.
+void step_done(InFlight& f, int i, long long now_ns);
+// Copies landing step `i` into the program's buffer and publishes every region it completes,
+// then marks it done (runtime/publish.cc). An error if writing the program's memory failed: the
+// data could never be seen, the job must end.
+Status publish_step(InFlight& f, int i, long long now_ns);
+
+// What a collective still waits for (the steps not done, the peers nothing came from), for
+// every timeout message. Async-signal-safe (the SIGSEGV handler's timeout calls it).
+void report_missing(const InFlight& f);
 
 }  // namespace tnbc

@@ -102,12 +102,12 @@ bool watch_ucx_munmap() { return false; }
 
 }  // namespace
 
-bool munmap_fence_holds(std::string& why) {
+Status munmap_fence_holds() {
   const bool ucx = watch_ucx_munmap();
   if (ucx) log(LogLevel::Debug, "munmap is also fenced through UCX's memory events");
   std::string library;
-  if (code_as_in_file(dlsym(RTLD_DEFAULT, "munmap"), library) || ucx) return true;
-  why = "the code of munmap (in " + library +
+  if (code_as_in_file(dlsym(RTLD_DEFAULT, "munmap"), library) || ucx) return {};
+  std::string why = "the code of munmap (in " + library +
         ") was patched by another library's memory hooks (UCX or Open MPI's patcher?), which unmaps without "
         "tnbc's fence";
 #if !TNBC_HAVE_UCM
@@ -115,7 +115,7 @@ bool munmap_fence_holds(std::string& why) {
     why += "; UCX is loaded: rebuild tnbc with UCX's headers (Debian: libucx-dev; meson -Ducx=enabled) to fence "
            "through its events";
 #endif
-  return false;
+  return Status::error(why);
 }
 
 }  // namespace tnbc

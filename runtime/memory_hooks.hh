@@ -15,10 +15,12 @@
 
 #include <string>
 
+#include "runtime/status.hh"
+
 namespace tnbc {
 
-// Registers the UCX handler where possible; returns false (and why) when munmap is patched
-// and not covered, in which case no buffer may be guarded. Call after PMPI_Init*.
-bool munmap_fence_holds(std::string& why);
+// Registers the UCX handler where possible; an error (saying why) when munmap is patched and not
+// covered, in which case no buffer may be guarded. Call after PMPI_Init*.
+Status munmap_fence_holds();
 
 }  // namespace tnbc

@@ -11,27 +11,27 @@ namespace tnbc {
 
 namespace {
 
-// mkdir -p: creates `dir` and any missing parent; empty on success, else why not.
-std::string make_directory(const std::string& dir) {
+// mkdir -p: creates `dir` and any missing parent.
+Status make_directory(const std::string& dir) {
   for (std::size_t at = dir.find('/', 1);; at = dir.find('/', at + 1)) {
     const std::string part = dir.substr(0, at);
     if (!part.empty() && ::mkdir(part.c_str(), 0777) != 0 && errno != EEXIST)
-      return "cannot create the directory '" + part + "': " + std::strerror(errno);
+      return Status::error("cannot create the directory '" + part + "': " + std::strerror(errno));
     if (at == std::string::npos) break;
   }
   struct stat st;
-  if (::stat(dir.c_str(), &st) != 0) return "cannot use the directory '" + dir + "': " + std::strerror(errno);
-  if (!S_ISDIR(st.st_mode)) return "'" + dir + "' exists and is not a directory";
+  if (::stat(dir.c_str(), &st) != 0) return Status::error("cannot use the directory '" + dir + "': " + std::strerror(errno));
+  if (!S_ISDIR(st.st_mode)) return Status::error("'" + dir + "' exists and is not a directory");
   return {};
 }
 
 }  // namespace
 
-std::string write_output_file(const std::string& dir, const std::string& name, const std::string& text) {
-  if (std::string err = make_directory(dir); !err.empty()) return err;
+Status write_output_file(const std::string& dir, const std::string& name, const std::string& text) {
+  if (Status st = make_directory(dir); !st.ok()) return st;
   const std::string path = dir + "/" + name, tmp = path + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return "cannot create " + tmp + ": " + std::strerror(errno);
+  if (fd < 0) return Status::error("cannot create " + tmp + ": " + std::strerror(errno));
   int error = 0;
   std::size_t off = 0;
   while (off < text.size()) {
@@ -48,7 +48,7 @@ std::string write_output_file(const std::string& dir, const std::string& name, c
   if (error == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) error = errno;
   if (error == 0) return {};
   ::unlink(tmp.c_str());
-  return "cannot write " + path + ": " + std::strerror(error);
+  return Status::error("cannot write " + path + ": " + std::strerror(error));
 }
 
 }  // namespace tnbc

@@ -5,9 +5,11 @@
 
 #include <string>
 
+#include "runtime/status.hh"
+
 namespace tnbc {
 
-// Returns an empty string on success, else a sentence saying what failed (with errno's text).
-std::string write_output_file(const std::string& dir, const std::string& name, const std::string& text);
+// An error says what failed (with errno's text).
+Status write_output_file(const std::string& dir, const std::string& name, const std::string& text);
 
 }  // namespace tnbc

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "runtime/fatal.hh"
 #include "runtime/futex.hh"
 #include "runtime/log.hh"
 #include "runtime/send_copy.hh"
@@ -14,10 +15,8 @@
 
 namespace tnbc {
 
-Progress::Progress(const Settings& s)
-    : window_(static_cast<int>(s.send_window)),
-      poll_min_ns_(s.poll_min_us * 1000),
-      poll_max_ns_(s.poll_max_us * 1000) {
+Progress::Progress(const Settings& s, int window)
+    : poll_min_ns_(s.poll_min_us * 1000), poll_max_ns_(s.poll_max_us * 1000), gate_(window) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -33,10 +32,11 @@ void Progress::submit(std::shared_ptr<InFlight> f) {
   urgency().poke();
 }
 
-void Progress::adopt(InFlight* f, int i, MPI_Request req) {
+void Progress::adopt(std::vector<Started> steps) {
+  if (steps.empty()) return;
   {
     std::lock_guard lock(mutex_);
-    adopted_.emplace_back(f, i, req);
+    adopted_.insert(adopted_.end(), steps.begin(), steps.end());
   }
   urgency().poke();
 }
@@ -49,7 +49,7 @@ bool Progress::drain(long long timeout_ns) {
     if (futex::now_ns() - start > timeout_ns) return false;
     urgency().waiting.fetch_add(1);
     urgency().poke();
-    futex::wait(finished_word_, seen, 50 * 1000 * 1000LL);
+    futex::wait(finished_word_, seen, futex::kWaitSliceNs);
     urgency().waiting.fetch_sub(1);
   }
   return true;
@@ -65,37 +65,6 @@ void Progress::stop() {
 double Progress::cpu_seconds() {
   if (!thread_.joinable()) return -1;
   return thread_cpu_seconds(thread_.native_handle());
-}
-
-void Progress::post(InFlight& f) {
-  if (!f.recvs_posted) {
-    f.recvs_posted = true;
-    for (std::size_t i = 0; i < f.pieces.size(); ++i) {
-      const Piece& p = f.pieces[i];
-      if (p.dir != Dir::Recv || f.done[i].load(std::memory_order_acquire) || (!f.by_caller.empty() && f.by_caller[i]))
-        continue;
-      MPI_Request req;
-      PMPI_Irecv(f.recv_data + p.offset, static_cast<int>(p.length), MPI_BYTE, p.peer,
-                 f.base_tag + p.tag_offset, f.comm, &req);
-      requests_.push_back(req);
-      owners_.emplace_back(&f, static_cast<int>(i));
-    }
-  }
-  for (auto it = f.unposted_sends.begin(); it != f.unposted_sends.end() && f.sends_in_flight < window_;) {
-    const Piece& p = f.pieces[static_cast<std::size_t>(*it)];
-    if ((p.after >= 0 && !f.done[static_cast<std::size_t>(p.after)].load(std::memory_order_acquire)) ||
-        (!p.edge && !f.bodies_released.load(std::memory_order_acquire)) || !send_piece_staged(f, *it)) {
-      ++it;
-      continue;
-    }
-    MPI_Request req;
-    PMPI_Isend(f.send_data + p.offset, static_cast<int>(p.length), MPI_BYTE, p.peer,
-               f.base_tag + p.tag_offset, f.comm, &req);
-    requests_.push_back(req);
-    owners_.emplace_back(&f, *it);
-    ++f.sends_in_flight;
-    it = f.unposted_sends.erase(it);
-  }
 }
 
 namespace {
@@ -123,11 +92,28 @@ void request_short_slice(long long slice_ns) {
 }
 }  // namespace
 
+void Progress::retire(InFlight& f) {
+  for (std::size_t k = 0; k < f.region_count; ++k) guards().erase(&f.regions[k]);
+  retire_send_regions(f);
+  if (log_enabled(LogLevel::Debug))
+    log(LogLevel::Debug, "%s #%llu finished: %.3f ms after the call, %.3f ms after submission, %llu polls; "
+        "threads blocked on it %.3f ms", kind_name(f.kind), static_cast<unsigned long long>(f.sequence),
+        (f.times.last_step.load() - f.times.called) / 1e6, (futex::now_ns() - f.submitted_ns) / 1e6,
+        static_cast<unsigned long long>(polls_ - f.polls_at_submit), f.times.blocked.load() / 1e6);
+  {
+    std::lock_guard lock(mutex_);
+    std::erase_if(in_flight_list_, [&](const std::shared_ptr<InFlight>& p) { return p.get() == &f; });
+  }
+  in_flight_.fetch_sub(1, std::memory_order_acq_rel);
+  finished_word_.fetch_add(1, std::memory_order_release);
+  futex::wake_all(finished_word_);
+}
+
 void Progress::run() {
   mark_progress_thread();
   pthread_setname_np(pthread_self(), "tnbc-progress");  // in top -H, perf, gdb
   request_short_slice(kShortSliceNs);
-  std::vector<int> indices;
+  Executor ex(gate_, default_transports());
   long long sleep_ns = poll_min_ns_;
   auto& u = urgency();
   while (true) {
@@ -137,83 +123,33 @@ void Progress::run() {
       for (auto& f : incoming_) {
         f->submitted_ns = futex::now_ns();
         f->polls_at_submit = polls_;
-        active_.push_back(std::move(f));
+        ex.add(std::move(f), Scope::Progress);
       }
       incoming_.clear();
-      for (auto& [f, i, req] : adopted_) {
-        requests_.push_back(req);
-        owners_.emplace_back(f, i);
-      }
+      for (const Started& s : adopted_) ex.adopt(s);
       adopted_.clear();
     }
-    if (active_.empty()) {
+    if (ex.empty()) {
       if (stop_.load()) break;
       futex::wait(u.wake, wake_seen, -1);
       continue;
     }
-    for (auto& f : active_) post(*f);
-
-    int completed = 0;
     ++polls_;
-    if (!requests_.empty()) {
-      indices.resize(requests_.size());
-      int outcount = 0;
-      PMPI_Testsome(static_cast<int>(requests_.size()), requests_.data(), &outcount, indices.data(),
-                    MPI_STATUSES_IGNORE);
-      if (outcount == MPI_UNDEFINED) outcount = 0;
-      for (int k = 0; k < outcount; ++k) {
-        auto [f, i] = owners_[static_cast<std::size_t>(indices[static_cast<std::size_t>(k)])];
-        const Piece& p = f->pieces[static_cast<std::size_t>(i)];
-        if (p.dir == Dir::Send) {
-          if (f->by_caller.empty() || !f->by_caller[static_cast<std::size_t>(i)]) --f->sends_in_flight;
-          --f->sends_remaining;
-          f->done[static_cast<std::size_t>(i)].store(1, std::memory_order_release);
-        } else {
-          publish_piece(*f, i);
-        }
-      }
-      completed = outcount;
-      if (outcount > 0) {
-        std::size_t w = 0;
-        for (std::size_t r = 0; r < requests_.size(); ++r) {
-          if (requests_[r] == MPI_REQUEST_NULL) continue;
-          requests_[w] = requests_[r];
-          owners_[w] = owners_[r];
-          ++w;
-        }
-        requests_.resize(w);
-        owners_.resize(w);
-      }
+    bool moved = false;
+    if (Status st = ex.poll(moved); !st.ok()) {
+      log(LogLevel::Error, "progress thread: %s; the collectives in flight:", st.message().c_str());
+      for_each_in_flight([](const InFlight& f) { report_missing(f); });
+      end_job();
     }
     // Retire what has finished: erase its regions (they are all published), drop our reference.
-    for (auto it = active_.begin(); it != active_.end();) {
-      InFlight& f = **it;
-      if (!f.finished() || !f.unposted_sends.empty()) {
-        ++it;
-        continue;
-      }
-      for (std::size_t k = 0; k < f.region_count; ++k) guards().erase(&f.regions[k]);
-      retire_send_regions(f);
-      if (log_enabled(LogLevel::Debug))
-        log(LogLevel::Debug, "%s #%llu finished: %.3f ms after submission, %llu polls",
-            kKindNames[static_cast<int>(f.kind)], static_cast<unsigned long long>(f.sequence),
-            (futex::now_ns() - f.submitted_ns) / 1e6, static_cast<unsigned long long>(polls_ - f.polls_at_submit));
-      {
-        std::lock_guard lock(mutex_);
-        std::erase_if(in_flight_list_, [&](const std::shared_ptr<InFlight>& p) { return p.get() == &f; });
-      }
-      it = active_.erase(it);
-      in_flight_.fetch_sub(1, std::memory_order_acq_rel);
-      finished_word_.fetch_add(1, std::memory_order_release);
-      futex::wake_all(finished_word_);
-    }
-    if (completed > 0) {
+    ex.retire([](const InFlight& f) { return f.finished(); }, [this](InFlight& f) { retire(f); });
+    if (moved) {
       sleep_ns = poll_min_ns_;
       continue;
     }
     if (u.waiting.load(std::memory_order_acquire) > 0) sleep_ns = poll_min_ns_;
     else sleep_ns = std::min(poll_max_ns_, std::max(sleep_ns * 2, 1000LL));
-    if (sleep_ns > 0 && !active_.empty()) futex::wait(u.wake, wake_seen, sleep_ns);
+    if (sleep_ns > 0 && !ex.empty()) futex::wait(u.wake, wake_seen, sleep_ns);
   }
 }
 

@@ -1,30 +1,31 @@
-// The progress thread: executes schedules with MPI_Isend / MPI_Irecv / MPI_Testsome. Receives
-// are posted at once, sends in priority order through a window of TNBC_SEND_WINDOW. It sleeps
-// when nothing is in flight; while traffic is pending it polls with an adaptive sleep
-// (TNBC_POLL_MIN_US doubling to TNBC_POLL_MAX_US while nothing completes) and is woken at once
-// (futex) when a thread starts waiting for data.
+// The progress thread: drives the collectives that returned early with its executor
+// (runtime/executor.hh). It sleeps when nothing is in flight; while traffic is pending it polls
+// with an adaptive sleep (TNBC_POLL_MIN_US doubling to TNBC_POLL_MAX_US while nothing completes)
+// and is woken at once (futex) when a thread starts waiting for data. An error in a step (MPI
+// failed one of tnbc's messages, publication failed) ends the job with a report: the program
+// returned from that call long ago.
 #pragma once
 
 #include <atomic>
 #include <memory>
 #include <mutex>
 #include <thread>
-#include <tuple>
 #include <vector>
 
 #include "runtime/config.hh"
+#include "runtime/executor.hh"
 #include "runtime/inflight.hh"
 
 namespace tnbc {
 
 class Progress {
  public:
-  explicit Progress(const Settings& s);
+  // `window`: sends of one collective in flight at once (the policy's, for this driver).
+  Progress(const Settings& s, int window);
   ~Progress();
   void submit(std::shared_ptr<InFlight> f);
-  // Takes over a request the calling thread posted for piece `i` of `f` (already submitted
-  // or about to be): the progress thread completes it like its own.
-  void adopt(InFlight* f, int i, MPI_Request req);
+  // Takes over steps a calling thread started (their collective is submitted already).
+  void adopt(std::vector<Started> steps);
   // Waits until every submitted collective has finished (sends included); false if some are
   // still in flight after `timeout_ns` (a peer never took or sent its part).
   bool drain(long long timeout_ns);
@@ -41,23 +42,18 @@ class Progress {
 
  private:
   void run();
-  void post(InFlight& f);
+  void retire(InFlight& f);
 
-  const int window_;
   const long long poll_min_ns_, poll_max_ns_;
+  WindowGate gate_;
   std::mutex mutex_;
   std::vector<std::shared_ptr<InFlight>> incoming_;
-  std::vector<std::tuple<InFlight*, int, MPI_Request>> adopted_;
+  std::vector<Started> adopted_;
   std::vector<std::shared_ptr<InFlight>> in_flight_list_;  // submitted, not yet retired (mutex_)
-  std::atomic<std::uint32_t> wake_{0};  // bumped on submit / stop
   std::atomic<bool> stop_{false};
   std::atomic<std::size_t> in_flight_{0};
   std::atomic<std::uint32_t> finished_word_{0};
-
-  std::vector<std::shared_ptr<InFlight>> active_;
   std::uint64_t polls_ = 0;  // loop iterations (for the debug log)
-  std::vector<MPI_Request> requests_;
-  std::vector<std::pair<InFlight*, int>> owners_;
   std::thread thread_;
 };
 

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "runtime/stats.hh"
+#include "runtime/vocabulary.hh"
 
 namespace tnbc {
 

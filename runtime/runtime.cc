@@ -10,11 +10,8 @@
 #include "runtime/engine.hh"
 #include "runtime/futex.hh"
 #include "runtime/log.hh"
-#include "runtime/memory_hooks.hh"
 #include "runtime/output_file.hh"
 #include "runtime/report.hh"
-#include "trace/profile_orders.hh"
-#include "trace/tracer.hh"
 
 extern char** environ;
 
@@ -50,42 +47,23 @@ void Runtime::configure() {
   }
 }
 
-void Runtime::start(int provided) {
+void Runtime::begin() {
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   PMPI_Comm_size(MPI_COMM_WORLD, &size_);
   set_log_rank(rank_);
   if (rank_ == 0 && log_enabled(LogLevel::Debug))
     log(LogLevel::Debug, "effective settings:\n%s", dump(settings_).c_str());
   check_uniform_settings();
-  const Mode m = settings_.mode;
-  std::unique_ptr<ReadOrderSource> orders;
-  if (m == Mode::Optimize) {
-    std::string problem;
-    orders = trace::load_profile_orders(settings_, stats_, rank_, size_, problem);
-    if (!orders) pending_.push_back({LogLevel::Warn, problem + "; running with default priorities (as TNBC_MODE=nbc)"});
-  }
-  std::string why;
-  const bool munmap_fenced = !(m == Mode::Nbc || m == Mode::Optimize || m == Mode::Trace) || munmap_fence_holds(why);
-  if (!munmap_fenced) pending_.push_back({LogLevel::Warn, why + "; collectives run blocking"});
+}
+
+void Runtime::flush_messages() {
   report_once(pending_, rank_);
   pending_.clear();
-  if (!munmap_fenced) {
-    blocking_reason_ = Reason::Disabled;
-  } else if (m == Mode::Nbc || m == Mode::Optimize) {
-    if (provided < MPI_THREAD_MULTIPLE) {
-      blocking_reason_ = Reason::ThreadLevel;
-      if (rank_ == 0)
-        log(LogLevel::Warn, "the MPI library does not provide MPI_THREAD_MULTIPLE; collectives run blocking");
-    } else {
-      engine_ = Engine::create(settings_, stats_, rank_, size_, std::move(orders));
-      if (engine_) blocking_reason_ = Reason::None;
-      else blocking_reason_ = Reason::Disabled;
-    }
-  } else if (m == Mode::Trace) {
-    engine_ = trace::make_tracer(settings_, stats_, rank_, size_);
-    blocking_reason_ = engine_ ? Reason::None : Reason::Mode;
-  }
-  started_.store(true, std::memory_order_release);
+}
+
+void Runtime::attach(std::unique_ptr<Engine> engine, Reason reason_if_none) {
+  engine_ = std::move(engine);
+  blocking_reason_ = engine_ ? Reason::None : reason_if_none;
 }
 
 // The settings that decide which messages a collective consists of (config.hh, Option::uniform)
@@ -134,8 +112,8 @@ void Runtime::write_summary() {
     return;
   }
   const std::string name = "tnbc-summary." + std::to_string(rank_) + ".json";
-  if (const std::string err = write_output_file(settings_.output_dir, name, json); !err.empty())
-    log(LogLevel::Error, "%s; summary not written", err.c_str());
+  if (const Status st = write_output_file(settings_.output_dir, name, json); !st.ok())
+    log(LogLevel::Error, "%s; summary not written", st.message().c_str());
 }
 
 }  // namespace tnbc

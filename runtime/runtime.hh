@@ -1,12 +1,15 @@
 // The library's process-wide state: settings, counters, this rank's place in MPI_COMM_WORLD
-// and the engine that runs collectives early-return. Created at MPI_Init, torn down at
-// MPI_Finalize; the shim's entry points reach everything through Runtime::get().
+// and the engine that runs the collectives. Created at MPI_Init, torn down at MPI_Finalize; the
+// shim's entry points reach everything through Runtime::get(). Which engine a mode runs is not
+// decided here but by the composition root (shim/compose.cc), so runtime/ names no mode's parts.
 #pragma once
 
 #include <mpi.h>
 
 #include <atomic>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "runtime/config.hh"
 #include "runtime/report.hh"
@@ -24,9 +27,16 @@ class Runtime {
   // are printed by start(), once for all ranks). Called before PMPI_Init so `mode == off` can
   // leave MPI untouched.
   void configure();
-  // After PMPI_Init*: rank, start-up messages, the profile (mode optimize), thread level,
-  // engine start. `provided` is what MPI gave tnbc. Collective over MPI_COMM_WORLD.
-  void start(int provided);
+  // After PMPI_Init*, in this order (shim/compose.cc, the composition root, decides what runs):
+  // begin() learns the rank and compares the settings that shape messages between ranks
+  // (collective over MPI_COMM_WORLD); say() queues a start-up message; flush_messages() prints
+  // them once for all ranks (collective); attach() installs the engine (nullptr: collectives
+  // run blocking for `reason`); started() opens the entry points.
+  void begin();
+  void say(LogLevel level, std::string text) { pending_.push_back({level, std::move(text)}); }
+  void flush_messages();
+  void attach(std::unique_ptr<Engine> engine, Reason reason_if_none);
+  void started() { started_.store(true, std::memory_order_release); }
   // Before PMPI_Finalize: completes every collective in flight, stops the progress thread,
   // writes the per-rank summary.
   void stop();
@@ -39,6 +49,7 @@ class Runtime {
   // nullptr when collectives run blocking (mode, thread level, or disabled after an error).
   Engine* engine() { return engine_.get(); }
   Reason blocking_reason() const { return blocking_reason_; }
+  void run_blocking(Reason why) { blocking_reason_ = why; }
 
  private:
   Runtime();

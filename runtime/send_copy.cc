@@ -18,8 +18,11 @@ namespace {
 enum : std::uint8_t { kInUser = 0, kCopying = 1, kStaged = 2 };
 enum : int { kReadOnly = 0, kOpening = 1, kOpen = 2 };
 
+// How long a thread waiting for another's copy (a memcpy of one piece) sleeps between looks.
+constexpr long kCopyWaitNs = 10 * 1000;
+
 void pause_briefly() {
-  struct timespec ts{0, 10 * 1000};
+  struct timespec ts{0, kCopyWaitNs};
   nanosleep(&ts, nullptr);
 }
 
@@ -45,7 +48,7 @@ bool stage_piece(InFlight& f, std::size_t i, bool wait) {
   auto& state = f.send_state[i];
   std::uint8_t expected = kInUser;
   if (state.compare_exchange_strong(expected, kCopying, std::memory_order_acq_rel)) {
-    const Piece& p = f.pieces[i];
+    const Step& p = f.schedule[i];
     std::memcpy(f.send_data + p.offset, f.send_src[i], p.length);
     state.store(kStaged, std::memory_order_release);
     if (f.sends_unstaged.fetch_sub(1, std::memory_order_acq_rel) == 1) open_pages(f);
@@ -75,7 +78,7 @@ std::vector<std::pair<std::uintptr_t, std::uintptr_t>> runs_of(const InFlight& f
   for (std::size_t i = 0; i < f.send_src.size(); ++i) {
     if (!f.send_src[i]) continue;
     const auto a = reinterpret_cast<std::uintptr_t>(f.send_src[i]);
-    spans.emplace_back(page_down(a, page), page_up(a + f.pieces[i].length, page));
+    spans.emplace_back(page_down(a, page), page_up(a + f.schedule[i].length, page));
   }
   std::sort(spans.begin(), spans.end());
   std::vector<std::pair<std::uintptr_t, std::uintptr_t>> runs;
@@ -89,11 +92,11 @@ std::vector<std::pair<std::uintptr_t, std::uintptr_t>> runs_of(const InFlight& f
 // Leaves the body pieces in place behind read-only pages; false (nothing changed) if the memory
 // does not allow it. If mprotect refuses, everything is copied at once (and true returned).
 bool guard_bodies(InFlight& f, const std::vector<const char*>& src, std::size_t page) {
-  f.send_src.assign(f.pieces.size(), nullptr);
+  f.send_src.assign(f.schedule.size(), nullptr);
   int left = 0;
-  for (std::size_t i = 0; i < f.pieces.size(); ++i) {
-    const Piece& p = f.pieces[i];
-    if (p.dir != Dir::Send || p.edge || p.length == 0) continue;
+  for (std::size_t i = 0; i < f.schedule.size(); ++i) {
+    const Step& p = f.schedule[i];
+    if (p.kind != StepKind::Send || p.edge || p.length == 0) continue;
     f.send_src[i] = src[i];
     ++left;
   }
@@ -105,7 +108,7 @@ bool guard_bodies(InFlight& f, const std::vector<const char*>& src, std::size_t 
     f.send_src.clear();
     return false;
   }
-  f.send_state = std::make_unique<std::atomic<std::uint8_t>[]>(f.pieces.size());
+  f.send_state = std::make_unique<std::atomic<std::uint8_t>[]>(f.schedule.size());
   f.sends_unstaged.store(left);
   f.send_region_count = runs.size();
   f.send_regions = std::make_unique<Region[]>(runs.size());
@@ -141,9 +144,9 @@ bool guard_bodies(InFlight& f, const std::vector<const char*>& src, std::size_t 
 
 void stage_sends(InFlight& f, const std::vector<const char*>& src, bool lazy, std::size_t page) {
   const bool guarded = lazy && guard_bodies(f, src, page);
-  for (std::size_t i = 0; i < f.pieces.size(); ++i) {
-    const Piece& p = f.pieces[i];
-    if (p.dir != Dir::Send || p.length == 0 || (guarded && f.send_src[i])) continue;
+  for (std::size_t i = 0; i < f.schedule.size(); ++i) {
+    const Step& p = f.schedule[i];
+    if (p.kind != StepKind::Send || p.length == 0 || (guarded && f.send_src[i])) continue;
     std::memcpy(f.send_data + p.offset, src[i], p.length);
   }
 }

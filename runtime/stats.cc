@@ -12,24 +12,6 @@
 
 namespace tnbc {
 
-const char* reason_name(Reason r) {
-  switch (r) {
-    case Reason::None: return "none";
-    case Reason::Mode: return "mode";
-    case Reason::BelowThreshold: return "below_threshold";
-    case Reason::Intercommunicator: return "intercommunicator";
-    case Reason::NoncontiguousDatatype: return "noncontiguous_datatype";
-    case Reason::NotGuardable: return "not_guardable";
-    case Reason::ThreadLevel: return "thread_level";
-    case Reason::Disabled: return "disabled";
-    case Reason::ReceiveTypeMismatch: return "type_size_mismatch";
-    case Reason::SignalHandler: return "signal_handler";
-    case Reason::NoOverlapToGain: return "no_overlap_to_gain";
-    case Reason::Count_: break;
-  }
-  return "unknown";
-}
-
 Stats::Shard& Stats::shard() {
   // initial-exec: the library is loaded at start-up (LD_PRELOAD), so static TLS is available
   // and the access costs no call.
@@ -154,7 +136,7 @@ std::string ns_json(double v) {
 }  // namespace
 
 std::string Stats::summary_json(int rank, int size, const std::string& mode) const {
-  std::array<KindCounters, 3> kinds_;
+  std::array<KindCounters, kKindCount> kinds_;
   for (std::size_t i = 0; i < kinds_.size(); ++i) kinds_[i] = kind(static_cast<Kind>(i));
   std::lock_guard lock(mutex_);
   std::unordered_map<SiteKey, SiteCounters, SiteHash> sites_;
@@ -168,7 +150,7 @@ std::string Stats::summary_json(int rank, int size, const std::string& mode) con
     << "\", \"cpus\": \"" << placement_.cpus << "\", \"cpu_count\": " << placement_.cpu_count << "},\n \"collectives\": {";
   for (std::size_t i = 0; i < kinds_.size(); ++i) {
     const auto& k = kinds_[i];
-    j << (i ? ",\n   " : "\n   ") << "\"" << kKindNames[i] << "\": {\"calls\": " << k.calls
+    j << (i ? ",\n   " : "\n   ") << "\"" << kind_name(static_cast<Kind>(i)) << "\": {\"calls\": " << k.calls
       << ", \"fortran_calls\": " << k.fortran_calls << ", \"bytes\": " << k.bytes
       << ", \"early_return\": " << k.early_return << ", \"completed_in_call\": " << k.completed_in_call
       << ", \"passthrough\": " << k.passthrough << ", \"reasons\": {";
@@ -243,7 +225,7 @@ std::string Stats::summary_json(int rank, int size, const std::string& mode) con
     }
     char off[32];
     std::snprintf(off, sizeof off, "0x%zx", static_cast<std::size_t>(offset));
-    j << (first ? "\n  " : ",\n  ") << "{\"kind\": \"" << kKindNames[static_cast<std::size_t>(kind)]
+    j << (first ? "\n  " : ",\n  ") << "{\"kind\": \"" << kind_name(static_cast<Kind>(kind))
       << "\", \"lang\": \"" << (lang == static_cast<int>(Lang::Fortran) ? "fortran" : "c")
       << "\", \"module\": \"" << json_escape(module) << "\", \"offset\": \"" << off
       << "\", \"symbol\": \"" << json_escape(symbol) << "\", \"calls\": " << s.calls

@@ -16,39 +16,11 @@
 #include "runtime/cpu_share.hh"
 #include "runtime/placement.hh"
 #include "runtime/threshold.hh"
+#include "runtime/vocabulary.hh"
 
 namespace tnbc {
 
-enum class Kind { Bcast, Alltoall, Alltoallv };
-inline constexpr std::array<const char*, 3> kKindNames = {"bcast", "alltoall", "alltoallv"};
 
-enum class Lang { C, Fortran };
-
-// Where a collective was called from: the return address of the MPI entry point.
-struct CallSite {
-  const void* return_address = nullptr;
-  Lang lang = Lang::C;
-};
-
-// How a call ended (what the summary counts).
-enum class Outcome { EarlyReturn, CompletedInCall, Passthrough };
-
-// Why a call did not return early. Names are part of the summary format.
-enum class Reason {
-  None,
-  Mode,                  // TNBC_MODE is off/passthrough/trace
-  BelowThreshold,        // smaller than TNBC_MIN_BYTES
-  Intercommunicator,
-  NoncontiguousDatatype,
-  NotGuardable,          // no whole page to guard, or the memory cannot be protected
-  ThreadLevel,           // MPI_THREAD_MULTIPLE not available
-  Disabled,              // tnbc turned itself off after an error (see the log)
-  ReceiveTypeMismatch,   // type sizes disagree with the send side
-  SignalHandler,         // tnbc's SIGSEGV handler was replaced and cannot be put back
-  NoOverlapToGain,       // mode optimize: the profile shows no overlap to gain at the site
-  Count_,                // number of reasons (not a reason)
-};
-const char* reason_name(Reason r);
 
 struct KindCounters {
   std::uint64_t calls = 0, fortran_calls = 0, bytes = 0;
@@ -132,7 +104,7 @@ class Stats {
     }
   };
   struct Shard {
-    std::array<KindCounters, 3> kinds{};
+    std::array<KindCounters, kKindCount> kinds{};
     std::unordered_map<SiteKey, SiteCounters, SiteHash> sites;
     SiteKey last_key{-1, -1, nullptr};  // loops call from one site: skip the hash look-up
     SiteCounters* last = nullptr;

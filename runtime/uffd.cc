@@ -12,9 +12,11 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
+#include "runtime/fatal.hh"
 #include "runtime/guard.hh"
 #include "runtime/log.hh"
 #include "runtime/stats.hh"
@@ -93,6 +95,13 @@ void* listen(void*) {
   }
 }
 
+// "NAME 0x7f..+4096" for messages.
+std::string describe_range(const char* what, std::uintptr_t lo, std::size_t len) {
+  char b[96];
+  std::snprintf(b, sizeof b, "%s %p+%zu", what, reinterpret_cast<void*>(lo), len);
+  return b;
+}
+
 int open_uffd(int flags) { return static_cast<int>(syscall(SYS_userfaultfd, flags)); }
 
 // tnbc's own madvise, past its interposer (shim/libc.cc fences purging advice).
@@ -112,11 +121,10 @@ std::uint64_t available_features(int flags) {
 
 }  // namespace
 
-bool start(std::string& why) {
-  if (g_fd >= 0) return true;
+Status start() {
+  if (g_fd >= 0) return {};
 #ifndef SYS_userfaultfd
-  why = "this system has no userfaultfd system call";
-  return false;
+  return Status::error("this system has no userfaultfd system call");
 #else
   int fd = open_uffd(O_CLOEXEC | O_NONBLOCK);
   bool kernel_faults = true;
@@ -126,8 +134,7 @@ bool start(std::string& why) {
     kernel_faults = false;
   }
   if (fd < 0) {
-    why = std::string("userfaultfd: ") + std::strerror(errno);
-    return false;
+    return Status::error(std::string("userfaultfd: ") + std::strerror(errno));
   }
   const int mode = kernel_faults ? 0 : UFFD_USER_MODE_ONLY;
   std::uint64_t wanted = UFFD_FEATURE_MOVE;
@@ -144,9 +151,9 @@ bool start(std::string& why) {
     api = {};
     api.api = UFFD_API;
     if (fd < 0 || ::ioctl(fd, UFFDIO_API, &api) != 0) {
-      why = std::string("UFFDIO_API: ") + std::strerror(errno);
+      const Status st = Status::error(std::string("UFFDIO_API: ") + std::strerror(errno));
       if (fd >= 0) ::close(fd);
-      return false;
+      return st;
     }
   } else {
 #ifdef UFFD_FEATURE_THREAD_ID
@@ -158,15 +165,14 @@ bool start(std::string& why) {
   g_kernel_faults = kernel_faults;
   pthread_t t;
   if (pthread_create(&t, nullptr, listen, nullptr) != 0) {
-    why = "cannot start the userfaultfd listener thread";
     ::close(fd);
     g_fd = -1;
-    return false;
+    return Status::error("cannot start the userfaultfd listener thread");
   }
   pthread_detach(t);
   pthread_setname_np(t, "tnbc-uffd");
   g_listener = t;
-  return true;
+  return {};
 #endif
 }
 
@@ -193,9 +199,8 @@ bool arm(std::uintptr_t lo, std::uintptr_t hi) {
   return true;
 }
 
-bool fill(std::uintptr_t lo, std::uintptr_t hi, const char* src) {
+Status fill(std::uintptr_t lo, std::uintptr_t hi, const char* src) {
   std::uintptr_t at = lo;
-  bool ok = true;
   const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   while (at < hi) {
     uffdio_copy c{};
@@ -214,17 +219,13 @@ bool fill(std::uintptr_t lo, std::uintptr_t hi, const char* src) {
       continue;
     }
     // The rest would read as zeros once unregistered: a wrong result is not an option.
-    log(LogLevel::Error, "UFFDIO_COPY %p+%zu failed: %s; aborting", reinterpret_cast<void*>(at),
-        static_cast<std::size_t>(hi - at), std::strerror(errno));
-    abort();
+    return Status::error(describe_range("UFFDIO_COPY", at, hi - at) + " failed: " + std::strerror(errno) +
+                         " (the pages cannot be given back their data)");
   }
   uffdio_range range{lo, hi - lo};
-  if (::ioctl(g_fd, UFFDIO_UNREGISTER, &range) != 0) {
-    log(LogLevel::Error, "UFFDIO_UNREGISTER %p+%zu failed: %s", reinterpret_cast<void*>(lo),
-        static_cast<std::size_t>(hi - lo), std::strerror(errno));
-    ok = false;
-  }
-  return ok;
+  if (::ioctl(g_fd, UFFDIO_UNREGISTER, &range) != 0)
+    return Status::error(describe_range("UFFDIO_UNREGISTER", lo, hi - lo) + " failed: " + std::strerror(errno));
+  return {};
 }
 
 bool can_swap() { return g_can_move; }
@@ -290,20 +291,22 @@ bool arm_swap(std::uintptr_t lo, std::uintptr_t hi, char* staging) {
   if (ok) return true;
   // Put back what went (the user's range is still registered, so it can take moved pages).
   const std::size_t back = moved > 0 ? move_pages(lo, s, moved, UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES) : 0;
-  if (back < moved) fill(lo + back, lo + moved, staging + back);  // copies the rest back, unregisters it
+  if (back < moved)  // copies the rest back, unregisters it; the program's bytes must come back
+    if (Status st = fill(lo + back, lo + moved, staging + back); !st.ok()) {
+      log(LogLevel::Error, "putting back pages that would not move: %s", st.message().c_str());
+      end_job();
+    }
   unregister(lo, back);
   if (moved < len) unregister(lo + moved, len - moved);
   return false;
 }
 
-bool fill_swapped(std::uintptr_t lo, std::uintptr_t hi, char* staging) {
+Status fill_swapped(std::uintptr_t lo, std::uintptr_t hi, char* staging) {
   const std::size_t moved = move_pages(lo, reinterpret_cast<std::uintptr_t>(staging), hi - lo, 0);
   if (moved == hi - lo) {
     uffdio_range range{lo, hi - lo};
-    if (::ioctl(g_fd, UFFDIO_UNREGISTER, &range) == 0) return true;
-    log(LogLevel::Error, "UFFDIO_UNREGISTER %p+%zu failed: %s", reinterpret_cast<void*>(lo),
-        static_cast<std::size_t>(hi - lo), std::strerror(errno));
-    return false;
+    if (::ioctl(g_fd, UFFDIO_UNREGISTER, &range) == 0) return {};
+    return Status::error(describe_range("UFFDIO_UNREGISTER", lo, hi - lo) + " failed: " + std::strerror(errno));
   }
   // A page the kernel will not move: copy the rest (fill also unregisters the whole range).
   if (moved > 0) unregister(lo, moved);

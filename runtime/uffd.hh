@@ -31,11 +31,13 @@
 #include <cstdint>
 #include <string>
 
+#include "runtime/status.hh"
+
 namespace tnbc::uffd {
 
-// Opens the userfaultfd and starts the listener thread. False, with the reason in `why`, when
-// the kernel does not allow it (old kernel, seccomp, sysctl); the caller then uses PROT_NONE.
-bool start(std::string& why);
+// Opens the userfaultfd and starts the listener thread. An error saying why when the kernel does
+// not allow it (old kernel, seccomp, sysctl); the caller then uses PROT_NONE.
+Status start();
 bool active();
 // CPU seconds the listener thread has used (-1 when there is none).
 double listener_cpu_seconds();
@@ -46,8 +48,8 @@ bool kernel_faults_wait();
 // unregistered) if the range cannot be handled this way (e.g. mlock'ed memory).
 bool arm(std::uintptr_t lo, std::uintptr_t hi);
 // Installs the contents of [src, src + hi - lo) as the pages of [lo, hi), wakes readers and
-// unregisters the range. False (after logging) if the kernel refused.
-bool fill(std::uintptr_t lo, std::uintptr_t hi, const char* src);
+// unregisters the range. An error if the kernel refused (the pages cannot get their data back).
+Status fill(std::uintptr_t lo, std::uintptr_t hi, const char* src);
 
 // Page swapping: whether the kernel moves pages (UFFDIO_MOVE).
 bool can_swap();
@@ -57,6 +59,6 @@ bool can_swap();
 bool arm_swap(std::uintptr_t lo, std::uintptr_t hi, char* staging);
 // Moves the pages of [staging, staging + hi - lo) back to [lo, hi) (copying any page the kernel
 // will not move), wakes readers and unregisters the range.
-bool fill_swapped(std::uintptr_t lo, std::uintptr_t hi, char* staging);
+Status fill_swapped(std::uintptr_t lo, std::uintptr_t hi, char* staging);
 
 }  // namespace tnbc::uffd

@@ -1,7 +1,9 @@
-// The intercepted collectives: to the engine when it runs, else straight to PMPI (counted).
+// The intercepted collectives: each entry point normalizes its arguments (CollCall) and hands
+// them, with the blocking call it would make, to the engine (runtime/engine.hh); without an
+// engine the blocking call runs (counted, outside mode off).
 #include <mpi.h>
 
-#include "runtime/datatype.hh"
+#include "runtime/coll/collective.hh"
 #include "runtime/engine.hh"
 #include "runtime/runtime.hh"
 #include "shim/handlers.hh"
@@ -9,50 +11,55 @@
 namespace tnbc::shim {
 
 namespace {
-std::size_t alltoallv_bytes(MPI_Comm comm, const int counts[], MPI_Datatype type) {
-  int n = 0;
-  PMPI_Comm_size(comm, &n);
-  std::size_t b = 0;
-  for (int p = 0; p < n; ++p) b += type_bytes(type, counts[p]);
-  return b;
+
+int run(const CollCall& c, BlockingCall blocking) {
+  Runtime& rt = Runtime::get();
+  if (!rt.intercepting()) return blocking();
+  if (Engine* e = rt.engine()) return e->run(c, blocking);
+  const int rc = blocking();
+  MpiTypes types;
+  CallContext ctx{0, 1, 0, &types, nullptr};
+  PMPI_Comm_size(c.comm, &ctx.size);
+  rt.stats().record(c.kind, c.site, collective(c.kind).size(c, ctx).received, Outcome::Passthrough, rt.blocking_reason());
+  return rc;
 }
+
 }  // namespace
 
 int Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, CallSite site) {
-  Runtime& rt = Runtime::get();
-  if (!rt.intercepting()) return PMPI_Bcast(buffer, count, datatype, root, comm);
-  if (Engine* e = rt.engine()) return e->bcast(buffer, count, datatype, root, comm, site);
-  const int rc = PMPI_Bcast(buffer, count, datatype, root, comm);
-  rt.stats().record(Kind::Bcast, site, type_bytes(datatype, count), Outcome::Passthrough, rt.blocking_reason());
-  return rc;
+  return run({Kind::Bcast, site, comm, {}, {buffer, count, nullptr, nullptr, datatype}, root, false},
+             [&] { return PMPI_Bcast(buffer, count, datatype, root, comm); });
 }
 
 int Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
              MPI_Datatype recvtype, MPI_Comm comm, CallSite site) {
-  Runtime& rt = Runtime::get();
-  if (!rt.intercepting()) return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-  if (Engine* e = rt.engine())
-    return e->alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, site);
-  const int rc = PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-  int n = 0;
-  PMPI_Comm_size(comm, &n);
-  rt.stats().record(Kind::Alltoall, site, type_bytes(recvtype, recvcount) * static_cast<std::size_t>(n),
-                    Outcome::Passthrough, rt.blocking_reason());
-  return rc;
+  return run({Kind::Alltoall, site, comm, {sendbuf, sendcount, nullptr, nullptr, sendtype},
+              {recvbuf, recvcount, nullptr, nullptr, recvtype}, -1, sendbuf == MPI_IN_PLACE},
+             [&] { return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); });
 }
 
 int Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
               void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
               CallSite site) {
-  Runtime& rt = Runtime::get();
-  if (!rt.intercepting())
-    return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
-  if (Engine* e = rt.engine())
-    return e->alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, site);
-  const int rc = PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
-  rt.stats().record(Kind::Alltoallv, site, alltoallv_bytes(comm, recvcounts, recvtype), Outcome::Passthrough,
-                    rt.blocking_reason());
-  return rc;
+  return run({Kind::Alltoallv, site, comm, {sendbuf, 0, sendcounts, sdispls, sendtype},
+              {recvbuf, 0, recvcounts, rdispls, recvtype}, -1, sendbuf == MPI_IN_PLACE},
+             [&] {
+               return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
+             });
+}
+
+int Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+              MPI_Datatype recvtype, MPI_Comm comm, CallSite site) {
+  return run({Kind::Allgather, site, comm, {sendbuf, sendcount, nullptr, nullptr, sendtype},
+              {recvbuf, recvcount, nullptr, nullptr, recvtype}, -1, sendbuf == MPI_IN_PLACE},
+             [&] { return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); });
+}
+
+int Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
+               const int displs[], MPI_Datatype recvtype, MPI_Comm comm, CallSite site) {
+  return run({Kind::Allgatherv, site, comm, {sendbuf, sendcount, nullptr, nullptr, sendtype},
+              {recvbuf, 0, recvcounts, displs, recvtype}, -1, sendbuf == MPI_IN_PLACE},
+             [&] { return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm); });
 }
 
 }  // namespace tnbc::shim

@@ -8,6 +8,7 @@
 #include "runtime/log.hh"
 #include "runtime/placement.hh"
 #include "runtime/runtime.hh"
+#include "shim/compose.hh"
 #include "shim/handlers.hh"
 
 namespace tnbc::shim {
@@ -43,7 +44,7 @@ int init_common(int* argc, char*** argv, int required, int* provided) {
   const int rc = PMPI_Init_thread(argc, argv, std::max(ask, required), &got);
   if (rc != MPI_SUCCESS) return rc;
   rt.stats().set_placement(measure_placement());
-  rt.start(got);
+  start_runtime(rt, got);
   check_slurm_step();
   // The program sees the level it asked for (never more than MPI gave).
   if (provided) *provided = std::min(required < 0 ? MPI_THREAD_SINGLE : required, got);

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "runtime/vocabulary.hh"
 #include "trace/json.hh"
 
 namespace tnbc::tools {
@@ -135,9 +136,7 @@ std::vector<std::string> summary_files(const std::string& dir) {
   return files;
 }
 
-}  // namespace
-
-std::string report(const std::string& dir) {
+std::string report_or_throw(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw ReportError(dir + ": not a directory (expected TNBC_OUTPUT_DIR of a run)");
   std::vector<std::string> files = summary_files(dir);
@@ -151,11 +150,9 @@ std::string report(const std::string& dir) {
     std::ostringstream t;
     t << in.rdbuf();
     Summary s{f, {}, 0};
-    try {
-      s.v = json::parse(t.str());
-    } catch (const json::ParseError& e) {
-      throw ReportError(f + ": not valid JSON: " + e.what());
-    }
+    Result<Value> parsed = json::parse(t.str());
+    if (!parsed.ok()) throw ReportError(f + ": not valid JSON: " + parsed.status().message());
+    s.v = std::move(parsed).value();
     if (s.v.type != Value::Type::Object || text(s.v, "format") != "tnbc-summary")
       throw ReportError(f + ": not a tnbc summary (format \"tnbc-summary\")");
     s.rank = static_cast<int>(need(s.v, "rank", Value::Type::Number, f).number);
@@ -169,10 +166,11 @@ std::string report(const std::string& dir) {
   o << placement_lines(sums);
 
   o << "\ncollectives (all ranks):\n";
-  for (const char* kind : {"alltoall", "alltoallv", "bcast"}) {
+  for (const CollectiveInfo& coll : collectives()) {
+    const char* kind = coll.name;
     Counts c;
-    for (const Summary& s : sums)
-      c.add(need(need(s.v, "collectives", Value::Type::Object, s.file), kind, Value::Type::Object, s.file), s.rank);
+    for (const Summary& s : sums)  // a summary of a version that knew fewer collectives lacks some
+      if (const Value* k = need(s.v, "collectives", Value::Type::Object, s.file).find(kind)) c.add(*k, s.rank);
     if (c.calls == 0) continue;
     char k[16];
     std::snprintf(k, sizeof k, "%-10s", kind);
@@ -189,8 +187,8 @@ std::string report(const std::string& dir) {
       have = true;
       in_early_s += number(*ov, "in_early_calls_s");
       progress_s += std::max(0.0, number(*ov, "progress_thread_cpu_s"));
-      for (const char* kind : {"alltoall", "alltoallv", "bcast"})
-        if (const Value* k = need(s.v, "collectives", Value::Type::Object, s.file).find(kind))
+      for (const CollectiveInfo& coll : collectives())
+        if (const Value* k = need(s.v, "collectives", Value::Type::Object, s.file).find(coll.name))
           early += number(*k, "early_return");
     }
     if (have && early > 0) {
@@ -294,18 +292,28 @@ std::string report(const std::string& dir) {
   return o.str();
 }
 
+}  // namespace
+
+Result<std::string> report(const std::string& dir) {
+  try {
+    return report_or_throw(dir);
+  } catch (const ReportError& e) {  // thrown in this file only
+    return Status::error(e.what());
+  }
+}
+
 int cmd_report(const std::vector<std::string>& args) {
   if (args.size() != 1 || (!args[0].empty() && args[0][0] == '-')) {
     std::fprintf(stderr, "tnbc: report: usage: tnbc report DIR   (DIR: TNBC_OUTPUT_DIR of a run, or a harness run directory)\n");
     return 2;
   }
-  try {
-    std::fputs(report(args[0]).c_str(), stdout);
-    return 0;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "tnbc: report: %s\n", e.what());
+  const Result<std::string> r = report(args[0]);
+  if (!r.ok()) {
+    std::fprintf(stderr, "tnbc: report: %s\n", r.status().message().c_str());
     return 2;
   }
+  std::fputs(r.value().c_str(), stdout);
+  return 0;
 }
 
 }  // namespace tnbc::tools

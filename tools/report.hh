@@ -4,10 +4,12 @@
 #include <string>
 #include <vector>
 
+#include "runtime/status.hh"
+
 namespace tnbc::tools {
 
-// The report text; throws std::runtime_error (naming the file) on unreadable summaries.
-std::string report(const std::string& dir);
+// The report text, or an error naming the file that cannot be read.
+Result<std::string> report(const std::string& dir);
 // The command: prints the report, returns the exit status.
 int cmd_report(const std::vector<std::string>& args);
 

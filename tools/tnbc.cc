@@ -21,8 +21,7 @@
 
 #include "runtime/config.hh"
 #include "tools/report.hh"
-#include "trace/gain.hh"
-#include "trace/merge.hh"
+#include "tools/merge.hh"
 
 extern char** environ;
 
@@ -87,8 +86,7 @@ std::string set_option(const std::string& name, const std::string& value) {
   const tnbc::Option* o = option_named(name);
   if (!o) return "unknown setting '" + name + "' (see tnbc --help)";
   tnbc::Settings scratch;
-  std::string err = tnbc::parse_option(*o, value, scratch);
-  if (!err.empty()) return err;
+  if (tnbc::Status st = tnbc::parse_option(*o, value, scratch); !st.ok()) return st.message();
   setenv(tnbc::env_name(*o).c_str(), value.c_str(), 1);
   return {};
 }
@@ -158,79 +156,6 @@ int cmd_config() {
   return cfg.errors.empty() ? 0 : 2;
 }
 
-int cmd_merge(const std::vector<std::string>& args) {
-  std::string dir, out;
-  bool quiet = false;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "-o" || a == "--output") {
-      if (i + 1 >= args.size()) return fail("merge: " + a + " needs a file name");
-      out = args[++i];
-    } else if (a.rfind("--output=", 0) == 0) {
-      out = a.substr(9);
-    } else if (a == "-q" || a == "--quiet") {
-      quiet = true;
-    } else if (!a.empty() && a[0] == '-') {
-      return fail("merge: unknown option '" + a + "' (tnbc merge DIR [-o FILE] [--quiet])");
-    } else if (dir.empty()) {
-      dir = a;
-    } else {
-      return fail("merge: one trace directory only ('" + dir + "' and '" + a + "' given)");
-    }
-  }
-  if (dir.empty()) return fail("merge: no trace directory given (tnbc merge DIR [-o FILE])");
-  if (out.empty()) out = (fs::path(dir) / "app.profile").string();
-  try {
-    std::vector<std::string> names;
-    const auto traces = tnbc::trace::load_trace_dir(dir, &names);
-    const tnbc::trace::Profile p = tnbc::trace::merge(traces, names);
-    const std::string json = tnbc::trace::profile_json(p);
-    const std::string tmp = out + ".tmp";
-    FILE* f = std::fopen(tmp.c_str(), "w");
-    if (!f) return fail("merge: cannot write " + out + ": " + std::strerror(errno));
-    const bool ok = std::fwrite(json.data(), 1, json.size(), f) == json.size();
-    if (std::fclose(f) != 0 || !ok || std::rename(tmp.c_str(), out.c_str()) != 0) {
-      std::remove(tmp.c_str());
-      return fail("merge: cannot write " + out + ": " + std::strerror(errno));
-    }
-    if (!quiet) {
-      // What mode optimize will decide per site with the settings of this environment, read
-      // back from the file exactly as the library reads it (trace/gain.hh).
-      auto cfg = tnbc::load_config(&tnbc::process_getenv);
-      const tnbc::trace::LoadedProfile back = tnbc::trace::parse_profile(json, out);
-      const tnbc::trace::CostModel cost = tnbc::trace::cost_model(cfg.settings);
-      const bool enabled = cfg.settings.profile_blocking == tnbc::ProfileBlocking::Auto;
-      std::vector<std::string> verdicts;
-      // TNBC_MIN_BYTES=auto is measured when the run starts (runtime/threshold.hh): only its floor,
-      // three pages, is known here.
-      const double min_bytes = cfg.settings.min_bytes ? static_cast<double>(*cfg.settings.min_bytes)
-                                                      : 3.0 * static_cast<double>(sysconf(_SC_PAGESIZE));
-      for (const auto& site : back.sites) {
-        // Alltoall per peer, Bcast whole: below TNBC_MIN_BYTES the call never reaches a decision.
-        const double bytes = tnbc::trace::estimate_site(site).bytes;
-        const double unit = site.kind == "alltoall" ? bytes / std::max(1, site.comm_size) : bytes;
-        if (site.kind != "alltoallv" && unit < min_bytes)
-          verdicts.push_back(cfg.settings.min_bytes ? "plain MPI anyway: below TNBC_MIN_BYTES"
-                                                    : "plain MPI anyway: below three pages, the least TNBC_MIN_BYTES=auto measures");
-        else
-          verdicts.push_back(tnbc::trace::describe(tnbc::trace::decide(&site, true, cost, enabled)));
-      }
-      std::fputs(tnbc::trace::profile_summary(p, verdicts).c_str(), stdout);
-      char line[256];
-      std::snprintf(line, sizeof line,
-                    "\noptimize: a site's calls complete in the call (no early return) when min(Tcomm, T_CURC + T_CRC) "
-                    "<= cost = %lld us + %lld us/MiB (TNBC_PROFILE_BLOCKING=%s)\n",
-                    static_cast<long long>(cfg.settings.early_return_cost_us),
-                    static_cast<long long>(cfg.settings.early_return_cost_us_per_mib), enabled ? "auto" : "off");
-      std::fputs(line, stdout);
-    }
-    std::printf("%sprofile written to %s\n", quiet ? "" : "\n", out.c_str());
-    return 0;
-  } catch (const std::exception& e) {
-    return fail(std::string("merge: ") + e.what());
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -244,7 +169,7 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   if (cmd == "exec") return cmd_exec(args);
   if (cmd == "config") return cmd_config();
-  if (cmd == "merge") return cmd_merge(args);
+  if (cmd == "merge") return tnbc::tools::cmd_merge(args);
   if (cmd == "report") return tnbc::tools::cmd_report(args);
   if (cmd == "library") {
     const std::string lib = find_library();

@@ -7,8 +7,16 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 namespace tnbc::trace {
+
+namespace {
+// A reading error, thrown inside this file only and returned by parse() as a Status.
+struct TraceError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+}  // namespace
 
 char how_char(How h) {
   switch (h) {
@@ -219,7 +227,9 @@ class Reader {
 
 }  // namespace
 
-TraceFile parse(const std::string& text, const std::string& name) {
+namespace {
+
+TraceFile parse_or_throw(const std::string& text, const std::string& name) {
   Reader r(text, name);
   TraceFile t;
   if (!r.next_line()) throw TraceError(name + ": empty file (not a tnbc trace)");
@@ -327,9 +337,19 @@ TraceFile parse(const std::string& text, const std::string& name) {
   return t;
 }
 
-TraceFile read_trace_file(const std::string& path) {
+}  // namespace
+
+Result<TraceFile> parse(const std::string& text, const std::string& name) {
+  try {
+    return parse_or_throw(text, name);
+  } catch (const TraceError& e) {  // thrown in this file only, to unwind the nested reading
+    return Status::error(e.what());
+  }
+}
+
+Result<TraceFile> read_trace_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw TraceError(path + ": cannot open: " + std::strerror(errno));
+  if (!in) return Status::error(path + ": cannot open: " + std::strerror(errno));
   std::ostringstream buf;
   buf << in.rdbuf();
   return parse(buf.str(), path);

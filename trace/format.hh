@@ -5,9 +5,10 @@
 #pragma once
 
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "runtime/status.hh"
 
 namespace tnbc::trace {
 
@@ -85,15 +86,10 @@ struct TraceFile {
   bool operator==(const TraceFile&) const = default;
 };
 
-// Errors name the file (`what()` is a complete message).
-struct TraceError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
 std::string serialize(const TraceFile& t);
-// `name` is used in error messages ("FILE line N: ...").
-TraceFile parse(const std::string& text, const std::string& name);
-TraceFile read_trace_file(const std::string& path);
+// `name` is used in error messages ("FILE line N: ..."), which name the file.
+Result<TraceFile> parse(const std::string& text, const std::string& name);
+Result<TraceFile> read_trace_file(const std::string& path);
 // The file name of `rank`'s trace inside the output directory.
 std::string trace_file_name(int rank);
 

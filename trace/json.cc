@@ -3,10 +3,17 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <stdexcept>
 
 namespace tnbc::json {
 
 namespace {
+
+// A syntax error, thrown inside this file only and returned by parse() as a Status.
+struct ParseError : std::runtime_error {
+  ParseError(int line, int column, const std::string& problem)
+      : std::runtime_error("line " + std::to_string(line) + ", column " + std::to_string(column) + ": " + problem) {}
+};
 
 constexpr int kMaxDepth = 64;
 
@@ -265,11 +272,12 @@ const char* type_name(Value::Type t) {
   return "?";
 }
 
-ParseError::ParseError(int l, int c, const std::string& problem)
-    : std::runtime_error("line " + std::to_string(l) + ", column " + std::to_string(c) + ": " + problem),
-      line(l),
-      column(c) {}
-
-Value parse(std::string_view text) { return Parser(text).document(); }
+Result<Value> parse(std::string_view text) {
+  try {
+    return Parser(text).document();
+  } catch (const ParseError& e) {  // unwinds the nested parse to here (trace/json.cc only)
+    return Status::error(e.what());
+  }
+}
 
 }  // namespace tnbc::json

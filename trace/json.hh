@@ -4,11 +4,12 @@
 #pragma once
 
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "runtime/status.hh"
 
 namespace tnbc::json {
 
@@ -30,14 +31,9 @@ struct Value {
 
 const char* type_name(Value::Type t);  // "null", "a boolean", "a number", ...
 
-// Syntax errors: `what()` is "line L, column C: PROBLEM".
-struct ParseError : std::runtime_error {
-  ParseError(int line, int column, const std::string& problem);
-  int line, column;
-};
-
 // Parses one JSON text (a value with optional surrounding white space). Nesting deeper than
-// 64 levels, duplicate keys in an object, invalid UTF-8 escapes and trailing data are errors.
-Value parse(std::string_view text);
+// 64 levels, duplicate keys in an object, invalid UTF-8 escapes and trailing data are errors,
+// said as "line L, column C: PROBLEM".
+Result<Value> parse(std::string_view text);
 
 }  // namespace tnbc::json

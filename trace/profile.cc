@@ -9,12 +9,20 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
+#include "runtime/vocabulary.hh"
 #include "trace/json.hh"
 
 namespace tnbc::trace {
 
 namespace {
+
+// A reading error, thrown inside this file only (to unwind the nested reading) and returned by
+// parse_profile() as a Status.
+struct ProfileError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 using json::Value;
 
@@ -121,14 +129,13 @@ std::string describe_frame(const Value& frame) {
 
 }  // namespace
 
-LoadedProfile parse_profile(const std::string& text, const std::string& name) {
+namespace {
+
+LoadedProfile parse_or_throw(const std::string& text, const std::string& name) {
   if (text.empty()) throw ProfileError("profile " + name + ": the file is empty (expected the JSON written by `tnbc merge`)");
-  Value root;
-  try {
-    root = json::parse(text);
-  } catch (const json::ParseError& e) {
-    throw ProfileError("profile " + name + ": not valid JSON: " + e.what());
-  }
+  Result<Value> parsed = json::parse(text);
+  if (!parsed.ok()) throw ProfileError("profile " + name + ": not valid JSON: " + parsed.status().message());
+  const Value root = std::move(parsed).value();
   const Reader r(name);
   if (root.type != Value::Type::Object) r.fail("", root, std::string("expected a JSON object, found ") + json::type_name(root.type));
   const Value* format = root.find("format");
@@ -156,8 +163,11 @@ LoadedProfile parse_profile(const std::string& text, const std::string& name) {
     site.site = r.hex(id, sp + ".site");
     if (!site_ids.insert(site.site).second) r.fail(sp + ".site", id, "site " + id.string + " is listed twice");
     const Value& kind = r.member(s, sp, "kind", Value::Type::String);
-    if (kind.string != "bcast" && kind.string != "alltoall" && kind.string != "alltoallv")
-      r.fail(sp + ".kind", kind, "\"" + kind.string + "\" is not a collective tnbc handles (bcast, alltoall, alltoallv)");
+    if (!kind_named(kind.string)) {
+      std::string known;
+      for (const CollectiveInfo& c : collectives()) known += std::string(known.empty() ? "" : ", ") + c.name;
+      r.fail(sp + ".kind", kind, "\"" + kind.string + "\" is not a collective tnbc handles (" + known + ")");
+    }
     site.kind = kind.string;
     site.comm_size = static_cast<int>(r.integer(s, sp, "comm_size", 1, p.np));
     site.sub_messages = static_cast<int>(r.integer(s, sp, "sub_messages", 0, 1 << 24));
@@ -192,25 +202,34 @@ LoadedProfile parse_profile(const std::string& text, const std::string& name) {
   return p;
 }
 
-LoadedProfile read_profile(const std::string& path) {
+}  // namespace
+
+Result<LoadedProfile> parse_profile(const std::string& text, const std::string& name) {
+  try {
+    return parse_or_throw(text, name);
+  } catch (const ProfileError& e) {  // thrown in this file only, to unwind the nested reading
+    return Status::error(e.what());
+  }
+}
+
+Result<LoadedProfile> read_profile(const std::string& path) {
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0)
-    throw ProfileError("cannot read profile " + path + ": " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) throw ProfileError("cannot read profile " + path + ": not a regular file");
+  if (::stat(path.c_str(), &st) != 0) return Status::error("cannot read profile " + path + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return Status::error("cannot read profile " + path + ": not a regular file");
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;
   if (in) text << in.rdbuf();
-  if (!in || in.bad()) throw ProfileError("cannot read profile " + path + ": " + std::strerror(errno ? errno : EIO));
+  if (!in || in.bad()) return Status::error("cannot read profile " + path + ": " + std::strerror(errno ? errno : EIO));
   return parse_profile(text.str(), path);
 }
 
-std::string check_profile_run(const LoadedProfile& p, int np, const std::string& executable) {
+Status check_profile_run(const LoadedProfile& p, int np, const std::string& executable) {
   if (p.np != np)
-    return "profile " + p.path + " was recorded with " + std::to_string(p.np) + " processes, this run has " +
-           std::to_string(np) + " (trace the program again at this process count)";
+    return Status::error("profile " + p.path + " was recorded with " + std::to_string(p.np) + " processes, this run has " +
+                         std::to_string(np) + " (trace the program again at this process count)");
   if (p.executable != executable)
-    return "profile " + p.path + " was recorded for the program " + p.executable + ", this is " + executable +
-           " (use the profile of this program)";
+    return Status::error("profile " + p.path + " was recorded for the program " + p.executable + ", this is " +
+                         executable + " (use the profile of this program)");
   return {};
 }
 

@@ -2,7 +2,7 @@
 // docs/formats.md) for the optimized pass (TNBC_MODE=optimize), and looking up the read order
 // of a collective's sub-messages by call site and size signature.
 //
-//   read_profile(path)      file -> Profile; syntax, format, version and field errors throw
+//   read_profile(path)      file -> Profile, or the syntax, format, version or field error
 //   check_profile_run(...)  the profile against this run: np, executable
 //   ProfileIndex::find      (site, instance key, rank) -> the site's orders, or why not:
 //                           unknown site / other sizes than recorded
@@ -13,10 +13,11 @@
 
 #include <cstdint>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "runtime/status.hh"
 
 namespace tnbc::trace {
 
@@ -53,18 +54,13 @@ struct LoadedProfile {
   std::vector<ProfileSite> sites;
 };
 
-// The message says what is wrong and names the file (`what()` is a complete sentence).
-struct ProfileError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+// An error says what is wrong and names the file; `name` is used in messages (the path).
+Result<LoadedProfile> parse_profile(const std::string& text, const std::string& name);
+Result<LoadedProfile> read_profile(const std::string& path);
 
-// `name` is used in messages (the path).
-LoadedProfile parse_profile(const std::string& text, const std::string& name);
-LoadedProfile read_profile(const std::string& path);
-
-// Empty when the profile fits this run, else a message naming the file and the mismatch
-// (another number of processes, another executable).
-std::string check_profile_run(const LoadedProfile& p, int np, const std::string& executable);
+// An error, naming the file and the mismatch, when the profile does not fit this run (another
+// number of processes, another executable).
+Status check_profile_run(const LoadedProfile& p, int np, const std::string& executable);
 
 class ProfileIndex {
  public:

@@ -50,7 +50,7 @@ class ProfileOrders final : public ReadOrderSource {
     std::lock_guard lock(mutex_);
     const Id id = identify(call, false);
     const ProfileSite* site = index_.find_site(id.site);
-    const bool global_sizes = call.kind != Kind::Alltoallv;
+    const bool global_sizes = info(call.kind).sizes_agree;
     const bool sizes_recorded = site && (!global_sizes || index_.key_recorded(*site, id.key));
     auto [it, fresh] = decided_.try_emplace(DecisionKey{id.site, sizes_recorded});
     if (fresh) {
@@ -59,13 +59,13 @@ class ProfileOrders final : public ReadOrderSource {
       // programs share their sites; the summaries have every rank's).
       const LogLevel level = rank_ == 0 ? LogLevel::Info : LogLevel::Debug;
       if (site && log_enabled(level))
-        log(level, "%s at %s: %s", kKindNames[static_cast<std::size_t>(call.kind)], site->where.c_str(),
+        log(level, "%s at %s: %s", kind_name(call.kind), site->where.c_str(),
             describe(it->second).c_str());
     }
     const Decision& d = it->second;
     ProfileDecision pd;
     pd.site = id.site;
-    pd.kind = kKindNames[static_cast<std::size_t>(call.kind)];
+    pd.kind = kind_name(call.kind);
     pd.where = site ? site->where : where_of(id.stack);
     pd.basis = basis_name(d.basis);
     pd.blocking = d.blocking();
@@ -77,7 +77,7 @@ class ProfileOrders final : public ReadOrderSource {
 
   std::vector<int> order(const CallShape& call) override {
     std::lock_guard lock(mutex_);
-    const std::string kind = kKindNames[static_cast<std::size_t>(call.kind)];
+    const std::string kind = kind_name(call.kind);
     const Id id = identify(call, true);
     const Stack& stack = id.stack;
     const std::uint64_t site = id.site, key = id.key;
@@ -133,7 +133,7 @@ class ProfileOrders final : public ReadOrderSource {
     }
     Id id;
     id.stack = sites_.capture(call.site.return_address);
-    id.site = sites_.site_hash(id.stack, kKindNames[static_cast<std::size_t>(call.kind)], call.comm_size);
+    id.site = sites_.site_hash(id.stack, kind_name(call.kind), call.comm_size);
     id.key = instance_key(id.site, size_signature(call.recv_bytes, call.send_bytes, call.root));
     m.shape = call;
     m.id = id;
@@ -177,25 +177,20 @@ class ProfileOrders final : public ReadOrderSource {
 
 }  // namespace
 
-std::unique_ptr<ReadOrderSource> load_profile_orders(const Settings& s, Stats& stats, int world_rank, int world_size,
-                                                     std::string& problem) {
+Result<std::unique_ptr<ReadOrderSource>> load_profile_orders(const Settings& s, Stats& stats, int world_rank,
+                                                             int world_size) {
   if (s.profile.empty()) {
-    problem = "TNBC_MODE=optimize needs a profile (TNBC_PROFILE=FILE, written by `tnbc merge`); none given";
     stats.set_profile("", "none");
-    return nullptr;
+    return Status::error("TNBC_MODE=optimize needs a profile (TNBC_PROFILE=FILE, written by `tnbc merge`); none given");
   }
-  try {
-    LoadedProfile p = read_profile(s.profile);
-    problem = check_profile_run(p, world_size, executable_path());
-    if (problem.empty()) {
-      stats.set_profile(s.profile, "loaded");
-      return std::make_unique<ProfileOrders>(std::move(p), stats, world_rank, s);
-    }
-  } catch (const ProfileError& e) {
-    problem = e.what();
+  Result<LoadedProfile> p = read_profile(s.profile);
+  Status fits = p.ok() ? check_profile_run(p.value(), world_size, executable_path()) : p.status();
+  if (!fits.ok()) {
+    stats.set_profile(s.profile, "rejected");
+    return fits;
   }
-  stats.set_profile(s.profile, "rejected");
-  return nullptr;
+  stats.set_profile(s.profile, "loaded");
+  return std::unique_ptr<ReadOrderSource>(std::make_unique<ProfileOrders>(std::move(p).value(), stats, world_rank, s));
 }
 
 }  // namespace tnbc::trace

@@ -10,6 +10,7 @@
 
 #include "runtime/config.hh"
 #include "runtime/read_order.hh"
+#include "runtime/status.hh"
 #include "runtime/stats.hh"
 
 namespace tnbc::trace {
@@ -17,12 +18,12 @@ namespace tnbc::trace {
 // Also the source of the blocking decisions (ReadOrderSource::run_blocking, trace/gain.hh):
 // per call site, from the profile's site-level estimates and the cost settings only.
 //
-// Reads and checks the profile against this run (np, executable). nullptr, with `problem` set
-// to a message that names the file, when it cannot be used (no TNBC_PROFILE, unreadable,
-// corrupt, another np or program): the caller reports it and runs with default priorities.
-// Rank-local: ranks that read different files or settings decide differently, which changes
-// no message (runtime/read_order.hh), so nothing is compared between ranks.
-std::unique_ptr<ReadOrderSource> load_profile_orders(const Settings& s, Stats& stats, int world_rank, int world_size,
-                                                     std::string& problem);
+// Reads and checks the profile against this run (np, executable). An error naming the file when
+// it cannot be used (no TNBC_PROFILE, unreadable, corrupt, another np or program): the caller
+// reports it and runs with default priorities. Rank-local: ranks that read different files or
+// settings decide differently, which changes no message (runtime/read_order.hh), so nothing is
+// compared between ranks.
+Result<std::unique_ptr<ReadOrderSource>> load_profile_orders(const Settings& s, Stats& stats, int world_rank,
+                                                             int world_size);
 
 }  // namespace tnbc::trace

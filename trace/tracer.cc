@@ -38,7 +38,8 @@
 #include "runtime/guard.hh"
 #include "runtime/log.hh"
 #include "runtime/memory_map.hh"
-#include "runtime/schedule.hh"
+#include "runtime/coll/collective.hh"
+#include "runtime/policy.hh"
 #include "trace/callsite.hh"
 #include "trace/format.hh"
 #include "trace/layout.hh"
@@ -173,7 +174,8 @@ constexpr std::size_t kMaxLive = 64;       // calls whose regions may be in the 
 class Tracer final : public Engine {
  public:
   Tracer(const Settings& s, Stats& stats, int rank, int size)
-      : s_(s), stats_(stats), rank_(rank), size_(size), page_(static_cast<std::size_t>(sysconf(_SC_PAGESIZE))) {
+      : s_(s), stats_(stats), rank_(rank), size_(size), page_(static_cast<std::size_t>(sysconf(_SC_PAGESIZE))),
+        policy_(make_rules_policy(s, page_, nullptr)) {
     g_use_tsc = tsc_usable();
     calib_ticks_ = ticks();
     calib_ns_ = mono_ns();
@@ -204,66 +206,46 @@ class Tracer final : public Engine {
   ~Tracer() override { g_tracer.store(nullptr); }
 
   // ------------------------------------------------------------------ collectives
-  int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm, CallSite site) override {
-    const std::size_t bytes = type_bytes(type, count);
-    int n = 0, me = 0;
-    PMPI_Comm_size(comm, &n);
-    PMPI_Comm_rank(comm, &me);
-    const bool dense = is_dense(type);
-    const int segments = bcast_segments(bytes, page_, static_cast<int>(s_.bcast_max_segments));
-    const auto chunks = bcast_chunks(bytes, page_, segments);
-    std::vector<std::uint64_t> rb;
-    for (const Chunk& c : chunks) rb.push_back(c.length);
-    const auto base = reinterpret_cast<std::uintptr_t>(buffer);
-    const ByteRange span = span_of(buffer, count, type);
-    std::unique_lock lock(mutex_);
-    Call* call = begin(Kind::Bcast, comm, n, me, root, rb, {}, site);
-    std::vector<Span> recv_spans, send_spans;
-    if (me == root) send_spans.push_back({span.lo, span.hi});
-    else if (dense) for (const Chunk& c : chunks) recv_spans.push_back({base + c.offset, base + c.offset + c.length});
-    retire_overlapping(recv_spans, send_spans, span, span);
-    lock.unlock();
-    const std::uint64_t t_start = ticks();
-    const int rc = PMPI_Bcast(buffer, count, type, root, comm);
-    const std::uint64_t t_end = ticks();
-    lock.lock();
-    stats_.record(Kind::Bcast, site, bytes, Outcome::Passthrough, Reason::Mode);
-    if (!call) return rc;
-    call->rec.dur_ns = static_cast<std::int64_t>(t_end - t_start);  // ticks until written
-    if (me != root && !dense) {
-      call->rec.reason = "noncontiguous_datatype";
-      for (std::size_t i = 0; i < chunks.size(); ++i) call->rec.subs[i].bytes = chunks[i].length;
+  int run(const CollCall& c, BlockingCall blocking) override {
+    int inter = 0;
+    PMPI_Comm_test_inter(c.comm, &inter);
+    if (inter) {  // remote group sizes: not traced
+      const int rc = blocking();
+      stats_.record(c.kind, c.site, 0, Outcome::Passthrough, Reason::Intercommunicator);
       return rc;
     }
-    for (std::size_t i = 0; i < chunks.size(); ++i) call->rec.subs[i].bytes = me == root ? 0 : chunks[i].length;
-    if (me == root) call->rec.send_bytes = bytes;
-    if (me != root || !dense) send_spans.clear();
-    guard(*call, recv_spans, span.lo, span.hi, send_spans);
-    return rc;
-  }
-
-  int alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-               MPI_Datatype recvtype, MPI_Comm comm, CallSite site) override {
-    int n = 0;
-    PMPI_Comm_size(comm, &n);
-    std::vector<int> sc(static_cast<std::size_t>(n), sendcount), rc(static_cast<std::size_t>(n), recvcount);
-    std::vector<int> sd(static_cast<std::size_t>(n)), rd(static_cast<std::size_t>(n));
-    for (int p = 0; p < n; ++p) {
-      sd[static_cast<std::size_t>(p)] = p * sendcount;
-      rd[static_cast<std::size_t>(p)] = p * recvcount;
+    CallContext ctx{0, 1, page_, &types_, policy_.get()};
+    PMPI_Comm_rank(c.comm, &ctx.rank);
+    PMPI_Comm_size(c.comm, &ctx.size);
+    const Layout l = collective(c.kind).layout(c, ctx);
+    std::vector<Span> recv_spans, send_spans;
+    for (const ByteRange& r : l.recv_spans) recv_spans.push_back({r.lo, r.hi});
+    ByteRange sspan{UINTPTR_MAX, 0};
+    for (const ByteRange& r : l.send_spans) {
+      send_spans.push_back({r.lo, r.hi});
+      sspan = {std::min(sspan.lo, r.lo), std::max(sspan.hi, r.hi)};
     }
-    return all_to_all(Kind::Alltoall, sendbuf, sc.data(), sd.data(), sendtype, recvbuf, rc.data(), rd.data(), recvtype,
-                      comm, site, [&] { return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); });
-  }
-
-  int alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
-                void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
-                CallSite site) override {
-    return all_to_all(Kind::Alltoallv, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
-                      comm, site, [&] {
-                        return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
-                                              recvtype, comm);
-                      });
+    if (sspan.lo > sspan.hi) sspan = {};
+    std::unique_lock lock(mutex_);
+    Call* call = begin(c.kind, ctx.size, ctx.rank, l.shape.root, l.shape.recv_bytes, l.shape.send_bytes, c.site);
+    retire_overlapping(send_spans, l.recv_extent, sspan);
+    lock.unlock();
+    const std::uint64_t t_start = ticks();
+    const int rc = blocking();
+    const std::uint64_t t_end = ticks();
+    lock.lock();
+    stats_.record(c.kind, c.site, l.received, Outcome::Passthrough, Reason::Mode);
+    if (!call) return rc;
+    call->rec.dur_ns = static_cast<std::int64_t>(t_end - t_start);  // ticks until written
+    for (std::size_t i = 0; i < call->rec.subs.size(); ++i) call->rec.subs[i].bytes = l.receives ? l.shape.recv_bytes[i] : 0;
+    call->rec.send_bytes = l.sent;
+    if (l.receives && !l.recv_dense) {
+      call->rec.reason = "noncontiguous_datatype";
+      recv_spans.clear();
+    }
+    if (!l.send_dense) send_spans.clear();  // holes of a datatype are not the buffer's
+    guard(*call, recv_spans, l.recv_extent.lo, l.recv_extent.hi, send_spans);
+    return rc;
   }
 
   // ------------------------------------------------------------------ fences
@@ -282,90 +264,21 @@ class Tracer final : public Engine {
   }
 
  private:
-  template <class Run>
-  int all_to_all(Kind kind, const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
-                 void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
-                 CallSite site, Run run) {
-    int n = 0, me = 0, inter = 0;
-    PMPI_Comm_size(comm, &n);
-    PMPI_Comm_rank(comm, &me);
-    PMPI_Comm_test_inter(comm, &inter);
-    if (inter) {  // remote group sizes: not traced
-      const int rc = run();
-      stats_.record(kind, site, 0, Outcome::Passthrough, Reason::Intercommunicator);
-      return rc;
-    }
-    const bool in_place = sendbuf == MPI_IN_PLACE;
-    const auto N = static_cast<std::size_t>(n);
-    MPI_Aint lb = 0, rext = 0, sext = 0;
-    PMPI_Type_get_extent(recvtype, &lb, &rext);
-    if (!in_place) PMPI_Type_get_extent(sendtype, &lb, &sext);
-    std::vector<std::uint64_t> rb(N), sb(N);
-    std::vector<Span> recv_spans(N), send_spans;
-    ByteRange rspan{UINTPTR_MAX, 0}, sspan{UINTPTR_MAX, 0};
-    std::uint64_t rtotal = 0;
-    for (std::size_t p = 0; p < N; ++p) {
-      rb[p] = type_bytes(recvtype, recvcounts[p]);
-      rtotal += rb[p];
-      if (rb[p]) {
-        const ByteRange r = span_of(static_cast<char*>(recvbuf) + static_cast<std::ptrdiff_t>(rdispls[p]) * rext, recvcounts[p], recvtype);
-        recv_spans[p] = {r.lo, r.hi};
-        rspan.lo = std::min(rspan.lo, r.lo);
-        rspan.hi = std::max(rspan.hi, r.hi);
-      }
-      if (!in_place) {
-        sb[p] = type_bytes(sendtype, sendcounts[p]);
-        if (sb[p]) {
-          const ByteRange r = span_of(static_cast<const char*>(sendbuf) + static_cast<std::ptrdiff_t>(sdispls[p]) * sext, sendcounts[p], sendtype);
-          sspan.lo = std::min(sspan.lo, r.lo);
-          sspan.hi = std::max(sspan.hi, r.hi);
-          send_spans.push_back({r.lo, r.hi});
-        }
-      }
-    }
-    if (rspan.lo > rspan.hi) rspan = {};
-    if (sspan.lo > sspan.hi) sspan = {};
-    const bool dense = is_dense(recvtype);
-    std::unique_lock lock(mutex_);
-    Call* call = begin(kind, comm, n, me, -1, rb, sb, site);
-    retire_overlapping(recv_spans, send_spans, rspan, sspan);
-    lock.unlock();
-    const std::uint64_t t_start = ticks();
-    const int rc = run();
-    const std::uint64_t t_end = ticks();
-    lock.lock();
-    stats_.record(kind, site, rtotal, Outcome::Passthrough, Reason::Mode);
-    if (!call) return rc;
-    call->rec.dur_ns = static_cast<std::int64_t>(t_end - t_start);
-    for (std::size_t p = 0; p < N; ++p) call->rec.subs[p].bytes = rb[p];
-    std::uint64_t stotal = 0;
-    for (auto b : sb) stotal += b;
-    call->rec.send_bytes = stotal;
-    if (!dense) {
-      call->rec.reason = "noncontiguous_datatype";
-      recv_spans.clear();
-    }
-    if (in_place || !is_dense(sendtype)) send_spans.clear();  // holes of a datatype are not the buffer's
-    guard(*call, recv_spans, rspan.lo, rspan.hi, send_spans);
-    return rc;
-  }
-
   // A new call record (nullptr past the storage limit). Called with the mutex held.
-  Call* begin(Kind kind, MPI_Comm comm, int n, int me, int root, const std::vector<std::uint64_t>& rb,
+  Call* begin(Kind kind, int n, int me, int root, const std::vector<std::uint64_t>& rb,
               const std::vector<std::uint64_t>& sb, CallSite site) {
     retire_finished();
     if (calls_.size() >= kMaxCalls) {
       if (!dropped_++) log(LogLevel::Warn, "trace storage full (%zu calls): later calls are counted, not traced", kMaxCalls);
       return nullptr;
     }
-    (void)comm;
-    const std::string kind_name = kKindNames[static_cast<int>(kind)];
+    const std::string kind_text = kind_name(kind);
     const Stack stack = sites_.capture(site.return_address);
-    const std::uint64_t sh = sites_.site_hash(stack, kind_name, n);
+    const std::uint64_t sh = sites_.site_hash(stack, kind_text, n);
     if (!site_index_.count(sh)) {
       SiteInfo info;
       info.site = sh;
-      info.kind = kind_name;
+      info.kind = kind_text;
       info.comm_size = n;
       for (int i = 0; i < stack.n; ++i) info.frames.push_back(sites_.describe(stack.pcs[i]));
       site_index_[sh] = site_infos_.size();
@@ -479,8 +392,7 @@ class Tracer final : public Engine {
 
   // Before a new call: its send buffer overlapping live receive regions is a read of those
   // sub-messages by MPI (recorded); then every live call guarding any of its pages retires.
-  void retire_overlapping(const std::vector<Span>& recv, const std::vector<Span>& send, ByteRange rspan, ByteRange sspan) {
-    (void)recv;
+  void retire_overlapping(const std::vector<Span>& send, ByteRange rspan, ByteRange sspan) {
     if (live_.empty()) return;
     for (const Span& s : send) {
       if (s.lo >= s.hi) continue;
@@ -603,8 +515,8 @@ class Tracer final : public Engine {
     }
     const std::string text = serialize(tf);
     const std::string path = dir_ + "/" + trace_file_name(rank_);
-    if (const std::string err = write_output_file(dir_, trace_file_name(rank_), text); !err.empty()) {
-      log(LogLevel::Error, "%s; trace not written", err.c_str());
+    if (const Status st = write_output_file(dir_, trace_file_name(rank_), text); !st.ok()) {
+      log(LogLevel::Error, "%s; trace not written", st.message().c_str());
       return;
     }
     log(LogLevel::Info, "trace of %zu calls written to %s", calls_.size(), path.c_str());
@@ -614,6 +526,8 @@ class Tracer final : public Engine {
   Stats& stats_;
   int rank_, size_;
   std::size_t page_;
+  std::unique_ptr<Policy> policy_;  // the broadcast's segments, cut as the engine cuts them
+  MpiTypes types_;
   std::string dir_, executable_, run_id_;
   std::uint64_t calib_ticks_ = 0;
   long long calib_ns_ = 0;

@@ -3,7 +3,7 @@
  * Every case runs the intercepted call (MPI_*: tnbc returns early) and the blocking reference
  * (PMPI_*: tnbc never intercepts it) on the same inputs, touches the intercepted call's buffers
  * right after it returns in one of several ways, then compares every byte of the receive buffer
- * (gaps of Alltoallv included) with the reference. The first mismatch aborts with the case,
+ * (gaps of Alltoallv and Allgatherv included) with the reference. The first mismatch aborts with the case,
  * rank, offset, expected and actual byte.
  *
  * usage: diff_collectives [quick|full] [seed]
@@ -299,6 +299,105 @@ static void case_alltoallv(MPI_Comm comm, unsigned seed, long scale, int type, i
   free(sc), free(sd), free(rc), free(rd);
 }
 
+/* ---------------------------------------------------------------- Allgather */
+static void case_allgather(MPI_Comm comm, long count, int type, int mem, size_t offset, int acc, int in_place) {
+  int size, me;
+  MPI_Comm_size(comm, &size);
+  MPI_Comm_rank(comm, &me);
+  const size_t block = (size_t)count * (size_t)type_extent[type], bytes = block * (size_t)size;
+  if (mem == MEM_STACK && bytes > STACK_MAX) mem = MEM_HEAP;
+  void* stack_s = mem == MEM_STACK ? alloca(block + offset + 1) : NULL;
+  void* stack_r = mem == MEM_STACK ? alloca(bytes + offset + 3 + 1) : NULL;
+  void *us, *ur;
+  size_t ls = 0, lr = 0;
+  unsigned char* s = region(mem, block, offset, 0, stack_s, &us, &ls);
+  unsigned char* r = region(mem, bytes, offset + 3, 1, stack_r, &ur, &lr);
+  unsigned char* ref = malloc(bytes + 1);
+  unsigned char* ref_send = malloc(block + 1);
+  fill(s, block, (unsigned)(rank + 13 * cases));
+  memcpy(ref_send, s, block);
+  memset(r, 0x5C, bytes);
+  if (in_place) memcpy(r + (size_t)me * block, s, block); /* the own block, already in place */
+  memcpy(ref, r, bytes);
+  if (in_place) {
+    PMPI_Allgather(MPI_IN_PLACE, (int)count, types[type], ref, (int)count, types[type], comm);
+    MPI_Allgather(MPI_IN_PLACE, (int)count, types[type], r, (int)count, types[type], comm);
+  } else {
+    PMPI_Allgather(ref_send, (int)count, types[type], ref, (int)count, types[type], comm);
+    MPI_Allgather(s, (int)count, types[type], r, (int)count, types[type], comm);
+  }
+  touch(acc, r, bytes, s, block, ref, comm);
+  if (acc == ACC_NONE_THEN_AGAIN && !in_place) {
+    /* A second collective on the same buffers before anything touched the first's result. */
+    fill(s, block, (unsigned)(rank + 9));
+    memcpy(ref_send, s, block);
+    PMPI_Allgather(ref_send, (int)count, types[type], ref, (int)count, types[type], comm);
+    MPI_Allgather(s, (int)count, types[type], r, (int)count, types[type], comm);
+  }
+  char what[200];
+  snprintf(what, sizeof what, "allgather%s count=%ld type=%s mem=%s offset=%zu access=%s", in_place ? "(in place)" : "",
+           count, type_name[type], mem_name[mem], offset, acc_name[acc]);
+  compare(what, r, ref, bytes);
+  cases++;
+  release(mem, s, offset, block, us, ls);
+  release(mem, r, offset + 3, bytes, ur, lr);
+  free(ref);
+  free(ref_send);
+}
+
+/* ---------------------------------------------------------------- Allgatherv */
+/* Counts agreed on by all ranks: what rank p contributes (elements, some zero). */
+static void case_allgatherv(MPI_Comm comm, unsigned seed, long scale, int type, int mem, size_t offset, int acc,
+                            int reversed, int in_place) {
+  int size, me;
+  MPI_Comm_size(comm, &size);
+  MPI_Comm_rank(comm, &me);
+  int *rc = malloc(sizeof(int) * size), *rd = malloc(sizeof(int) * size);
+  const size_t ext = (size_t)type_extent[type];
+  long rpos = 0;
+  for (int p = 0; p < size; p++) rc[p] = vcount(seed, p, p + 1, scale);
+  /* Displacements with gaps (a few elements between blocks), in rank order or reversed. */
+  for (int k = 0; k < size; k++) {
+    const int p = reversed ? size - 1 - k : k;
+    rd[p] = (int)rpos;
+    rpos += rc[p] + 3;
+  }
+  const size_t sbytes = (size_t)rc[me] * ext + 1, rbytes = (size_t)rpos * ext + 1;
+  if (mem == MEM_STACK && (sbytes > STACK_MAX || rbytes > STACK_MAX)) mem = MEM_HEAP;
+  void* stack_s = mem == MEM_STACK ? alloca(sbytes + offset + 1) : NULL;
+  void* stack_r = mem == MEM_STACK ? alloca(rbytes + offset + 5 + 1) : NULL;
+  void *us, *ur;
+  size_t ls = 0, lr = 0;
+  unsigned char* s = region(mem, sbytes, offset, 0, stack_s, &us, &ls);
+  unsigned char* r = region(mem, rbytes, offset + 5, 1, stack_r, &ur, &lr);
+  unsigned char* ref = malloc(rbytes);
+  unsigned char* ref_send = malloc(sbytes);
+  fill(s, sbytes, (unsigned)(rank * 5 + seed));
+  memcpy(ref_send, s, sbytes);
+  memset(r, 0xEE, rbytes); /* the gaps must keep this */
+  if (in_place) memcpy(r + (size_t)rd[me] * ext, s, (size_t)rc[me] * ext);
+  memcpy(ref, r, rbytes);
+  if (in_place) {
+    PMPI_Allgatherv(MPI_IN_PLACE, rc[me], types[type], ref, rc, rd, types[type], comm);
+    MPI_Allgatherv(MPI_IN_PLACE, rc[me], types[type], r, rc, rd, types[type], comm);
+  } else {
+    PMPI_Allgatherv(ref_send, rc[me], types[type], ref, rc, rd, types[type], comm);
+    MPI_Allgatherv(s, rc[me], types[type], r, rc, rd, types[type], comm);
+  }
+  touch(acc, r, rbytes, s, sbytes, ref, comm);
+  char what[200];
+  snprintf(what, sizeof what, "allgatherv%s seed=%u scale=%ld type=%s mem=%s offset=%zu access=%s%s",
+           in_place ? "(in place)" : "", seed, scale, type_name[type], mem_name[mem], offset, acc_name[acc],
+           reversed ? " reversed-displacements" : "");
+  compare(what, r, ref, rbytes);
+  cases++;
+  release(mem, s, offset, sbytes, us, ls);
+  release(mem, r, offset + 5, rbytes, ur, lr);
+  free(ref);
+  free(ref_send);
+  free(rc), free(rd);
+}
+
 /* ---------------------------------------------------------------- Bcast */
 static void case_bcast(MPI_Comm comm, long count, int type, int root, int mem, size_t offset, int acc) {
   int me;
@@ -383,6 +482,29 @@ int main(int argc, char** argv) {
   case_alltoallv(MPI_COMM_WORLD, 7, 30000, T_INT, MEM_HEAP, 4, ACC_FORWARD, 0, 1);
   case_alltoallv(MPI_COMM_WORLD, 8, 30000, T_DOUBLE, MEM_MMAP, 0, ACC_RANDOM, 1, 1);
 
+  /* Allgather: every size, rotating type, memory, offset and access; every access on every memory
+   * kind at a size that returns early; in place. */
+  for (int si = 0; si < nsizes; si++)
+    for (int t = 0; t < T_KINDS; t++, k++) {
+      long count = sizes[si] / (long)type_extent[t] + (sizes[si] > 0);
+      if (count * type_extent[t] * np > (6 << 20)) count = (6 << 20) / (type_extent[t] * np);
+      case_allgather(MPI_COMM_WORLD, count, t, k % MEM_KINDS, offsets[k % 6], k % ACC_KINDS, 0);
+    }
+  for (int m = 0; m < MEM_KINDS; m++)
+    for (int a = 0; a < ACC_KINDS; a++, k++)
+      case_allgather(MPI_COMM_WORLD, 5 * 4096 + 17, T_BYTE, m, offsets[k % 6], a, 0);
+  for (int t = 0; t < T_KINDS; t++) case_allgather(MPI_COMM_WORLD, 70000 / (long)type_extent[t], t, t % MEM_KINDS, 8, t, 1);
+
+  /* Allgatherv: zeros, gaps (untouched), reversed displacements, non-dense types, in place. */
+  for (int i = 0; i < (full ? 24 : 10); i++, k++) {
+    const long scale = (i % 3 == 0) ? 10 : (i % 3 == 1) ? 5000 : 200000;
+    const int t = i % 3 == 2 ? (int)(k % 3) : (int)(k % T_KINDS);
+    case_allgatherv(MPI_COMM_WORLD, 200u + (unsigned)i, scale / (long)type_extent[t], t, k % MEM_KINDS,
+                    offsets[k % 6], k % ACC_KINDS, i % 2, 0);
+  }
+  case_allgatherv(MPI_COMM_WORLD, 9, 30000, T_INT, MEM_HEAP, 4, ACC_FORWARD, 0, 1);
+  case_allgatherv(MPI_COMM_WORLD, 10, 30000, T_VECTOR, MEM_MMAP, 0, ACC_REVERSE, 1, 1);
+
   /* Bcast from every root. */
   const long bsizes[] = {1, 3 * 4096 + 1, (1 << 20) + 7};
   for (int root = 0; root < np; root++)
@@ -400,6 +522,8 @@ int main(int argc, char** argv) {
     case_alltoall(half, 20000 + i * 1000, T_INT, k % MEM_KINDS, offsets[k % 6], k % ACC_KINDS, 0);
     case_bcast(dup, 300000 + i, T_BYTE, i % np, MEM_HEAP, 1, ACC_REVERSE);
     case_alltoallv(half, 300u + (unsigned)i, 40000, T_BYTE, MEM_MMAP, 0, ACC_RANDOM, i % 2, 0);
+    case_allgather(dup, 30000 + i, T_BYTE, k % MEM_KINDS, offsets[(k + 1) % 6], ACC_REVERSE, i % 2);
+    case_allgatherv(half, 400u + (unsigned)i, 30000, T_INT, MEM_HEAP, 8, ACC_OVERWRITE_SEND, i % 2, 0);
   }
   MPI_Comm_free(&half);
   MPI_Comm_free(&dup);

@@ -1,5 +1,6 @@
 ! Differential test of the Fortran 2008 bindings (`use mpi_f08`): MPI_Alltoall (also with
-! MPI_IN_PLACE), MPI_Alltoallv with gaps and zero counts, MPI_Bcast from every root, on
+! MPI_IN_PLACE), MPI_Alltoallv with gaps and zero counts, MPI_Allgather (also in place),
+! MPI_Allgatherv with gaps and an empty block, MPI_Bcast from every root, on
 ! MPI_COMM_WORLD and on a split communicator (ranks reversed), through tnbc against the blocking
 ! PMPI_* results of the same inputs (module pmpi_reference), compared bit for bit. The received
 ! data is read right after each call, in peer order, or first passed on with MPI_Sendrecv (a
@@ -151,6 +152,43 @@ contains
     call MPI_Alltoallv(s, sc, sd, MPI_DOUBLE_PRECISION, r, rc, rd, MPI_DOUBLE_PRECISION, comm, ierr)
     s = 0.0d0
     call compare('alltoallv with gaps', r, ref)
+
+    ! Allgather, read in reverse at once, send buffer overwritten at once.
+    do i = 1, n
+      s(i) = rank * 1.0d6 + 3 * i
+    end do
+    call ref_allgather(s, n, MPI_DOUBLE_PRECISION%MPI_VAL, ref, n, MPI_DOUBLE_PRECISION%MPI_VAL, comm%MPI_VAL, 0)
+    call MPI_Allgather(s, n, MPI_DOUBLE_PRECISION, r, n, MPI_DOUBLE_PRECISION, comm, ierr)
+    s = -1.0d0
+    got = r(n*size:1:-1)
+    want = ref(n*size:1:-1)
+    call compare('allgather, read in reverse', got, want)
+
+    ! Allgather in place (no ierror): each rank's block is already at its place.
+    r = -5.0d0
+    do i = me*n + 1, (me+1)*n
+      r(i) = rank * 2.0d6 + i
+    end do
+    ref = r
+    call ref_allgather(ref, n, MPI_DOUBLE_PRECISION%MPI_VAL, ref, n, MPI_DOUBLE_PRECISION%MPI_VAL, comm%MPI_VAL, 1)
+    call MPI_Allgather(MPI_IN_PLACE, n, MPI_DOUBLE_PRECISION, r, n, MPI_DOUBLE_PRECISION, comm)
+    call compare('allgather in place', r, ref)
+
+    ! Allgatherv: uneven blocks (one empty), gaps between them that must keep their values.
+    do p = 1, size
+      rc(p) = mod(p, 3) * (n / 3)
+      rd(p) = (p - 1) * (n / 2) + 5
+    end do
+    do i = 1, n
+      s(i) = rank * 1.0d6 + 7 * i
+    end do
+    r = -9.0d0
+    ref = -9.0d0
+    call ref_allgatherv(s, rc(me+1), MPI_DOUBLE_PRECISION%MPI_VAL, ref, rc, rd, MPI_DOUBLE_PRECISION%MPI_VAL, &
+                        comm%MPI_VAL)
+    call MPI_Allgatherv(s, rc(me+1), MPI_DOUBLE_PRECISION, r, rc, rd, MPI_DOUBLE_PRECISION, comm, ierr)
+    s = 0.0d0
+    call compare('allgatherv with gaps', r, ref)
 
     ! Broadcast from every root, read at once.
     do root = 0, size - 1

@@ -1,8 +1,10 @@
-! Differential test of the Fortran (mpif.h) bindings: MPI_ALLTOALL, MPI_ALLTOALLV and MPI_BCAST
-! through tnbc against the blocking PMPI_* results on the same inputs (module pmpi_reference: the
-! C PMPI_* functions; MPICH's Fortran PMPI_ALLTOALL would call the C MPI_Alltoall, which tnbc
-! intercepts). Received data is read in peer order right after each call, the send buffer is
-! overwritten at once, MPI_IN_PLACE is used for Alltoall.
+! Differential test of the Fortran (mpif.h) bindings: MPI_ALLTOALL, MPI_ALLTOALLV, MPI_ALLGATHER,
+! MPI_ALLGATHERV and MPI_BCAST through tnbc against the blocking PMPI_* results on the same inputs
+! (module pmpi_reference: the C PMPI_* functions; MPICH's Fortran PMPI_ALLTOALL would call the C
+! MPI_Alltoall, which tnbc intercepts). Received data is
+! read in peer order (or in reverse) right after each call, the send buffer is overwritten at once,
+! MPI_IN_PLACE is used for Alltoall and Allgather, the gaps between Alltoallv's and Allgatherv's
+! receive blocks must stay untouched.
 program diff_fortran
   use pmpi_reference
   implicit none
@@ -72,6 +74,53 @@ program diff_fortran
   ref = -7.0d0
   call ref_alltoallv(s, sc, sd, MPI_DOUBLE_PRECISION, ref, rc, rd, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD)
   call MPI_ALLTOALLV(s, sc, sd, MPI_DOUBLE_PRECISION, r, rc, rd, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD, ierr)
+  s = 0.0d0
+  do i = 1, n*np
+    if (r(i) /= ref(i)) bad = bad + 1
+  end do
+  cases = cases + 1
+
+  ! Allgather, read in reverse at once, send buffer overwritten at once.
+  do i = 1, n
+    s(i) = rank * 1.0d6 + 3 * i
+  end do
+  r = -3.0d0
+  ref = -3.0d0
+  call ref_allgather(s, n, MPI_DOUBLE_PRECISION, ref, n, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD, 0)
+  call MPI_ALLGATHER(s, n, MPI_DOUBLE_PRECISION, r, n, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD, ierr)
+  s = -1.0d0
+  do i = n*np, 1, -1
+    if (r(i) /= ref(i)) bad = bad + 1
+  end do
+  cases = cases + 1
+
+  ! Allgather in place: each rank's block is already at its place.
+  do i = 1, n*np
+    r(i) = -5.0d0
+  end do
+  do i = rank*n + 1, (rank+1)*n
+    r(i) = rank * 2.0d6 + i
+  end do
+  ref = r
+  call ref_allgather(ref, n, MPI_DOUBLE_PRECISION, ref, n, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD, 1)
+  call MPI_ALLGATHER(MPI_IN_PLACE, n, MPI_DOUBLE_PRECISION, r, n, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD, ierr)
+  do i = 1, n*np
+    if (r(i) /= ref(i)) bad = bad + 1
+  end do
+  cases = cases + 1
+
+  ! Allgatherv: uneven blocks (one empty), gaps between them that must stay untouched.
+  do p = 1, np
+    rc(p) = mod(p, 3) * (n / 3)
+    rd(p) = (p - 1) * (n / 2) + 5
+  end do
+  do i = 1, n
+    s(i) = rank * 1.0d6 + 7 * i
+  end do
+  r = -9.0d0
+  ref = -9.0d0
+  call ref_allgatherv(s, rc(rank+1), MPI_DOUBLE_PRECISION, ref, rc, rd, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD)
+  call MPI_ALLGATHERV(s, rc(rank+1), MPI_DOUBLE_PRECISION, r, rc, rd, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD, ierr)
   s = 0.0d0
   do i = 1, n*np
     if (r(i) /= ref(i)) bad = bad + 1

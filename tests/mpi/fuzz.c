@@ -1,8 +1,9 @@
 /* Differential fuzzer of the intercepted collectives (C bindings).
  *
- * For each seed, a reproducible sequence of random ops: MPI_Bcast (random root), MPI_Alltoall
- * and MPI_Alltoallv (random counts with zeros; receive displacements in random order with gaps;
- * send displacements with gaps or overlapping), sometimes MPI_IN_PLACE, sometimes two or three
+ * For each seed, a reproducible sequence of random ops: MPI_Bcast (random root), MPI_Alltoall,
+ * MPI_Alltoallv (random counts with zeros; receive displacements in random order with gaps;
+ * send displacements with gaps or overlapping), MPI_Allgather and MPI_Allgatherv (per-rank
+ * counts with zeros, receive blocks in random order with gaps), sometimes MPI_IN_PLACE, sometimes two or three
  * back to back on the same buffers; sizes from 0 B to --max-size, biased to page multiples
  * +-1..100 bytes and to sub-messages of three pages and more (the ones tnbc returns early);
  * random datatypes (fuzz_types.h) on buffers in heap, static, stack and mmapped memory at random
@@ -42,8 +43,8 @@
 #define MAX_ACCESSES 6
 #define MAX_REPEAT 3
 
-enum { OP_BCAST, OP_ALLTOALL, OP_ALLTOALLV };
-static const char* op_name[] = {"bcast", "alltoall", "alltoallv"};
+enum { OP_BCAST, OP_ALLTOALL, OP_ALLTOALLV, OP_ALLGATHER, OP_ALLGATHERV };
+static const char* op_name[] = {"bcast", "alltoall", "alltoallv", "allgather", "allgatherv"};
 enum { REF_BEFORE, REF_RIGHT_AFTER, REF_AFTER_ACCESSES };
 static const char* ref_name[] = {"before", "right-after", "after-accesses"};
 enum { COMM_WORLD, COMM_DUP, COMM_REVERSED, COMM_HALF, COMM_KINDS };
@@ -71,8 +72,8 @@ typedef struct {
   /* this rank's */
   int n, me;
   const FuzzType *stype, *rtype;
-  int scount, rcount;          /* Bcast, Alltoall */
-  int *sc, *sd, *rc, *rd;      /* Alltoallv */
+  int scount, rcount;          /* Bcast, Alltoall, Allgather; Allgatherv: scount */
+  int *sc, *sd, *rc, *rd;      /* Alltoallv; Allgatherv: rc, rd */
   size_t send_len, recv_len;   /* 0 send_len: no separate send buffer (Bcast, in place) */
   int smem, rmem;
   size_t salign, ralign;
@@ -136,7 +137,7 @@ static long layout_gaps(Rng* r, int n, const int* counts, int* displs, MPI_Aint 
 /* `comm`: the communicator for a nested op (-1: a random one). */
 static void gen_op(Op* op, Rng* shared, Rng* local, int depth, int comm, long* matrix) {
   const size_t k = rng_below(shared, 100);
-  op->kind = k < 30 ? OP_BCAST : k < 65 ? OP_ALLTOALL : OP_ALLTOALLV;
+  op->kind = k < 25 ? OP_BCAST : k < 50 ? OP_ALLTOALL : k < 70 ? OP_ALLTOALLV : k < 85 ? OP_ALLGATHER : OP_ALLGATHERV;
   const size_t c = rng_below(shared, 100);
   op->comm = comm >= 0 ? comm : c < 50 ? COMM_WORLD : c < 70 ? COMM_DUP : c < 85 ? COMM_REVERSED : COMM_HALF;
   op->nested_comm = (op->comm + 1 + (int)rng_below(shared, COMM_KINDS - 1)) % COMM_KINDS;
@@ -149,7 +150,8 @@ static void gen_op(Op* op, Rng* shared, Rng* local, int depth, int comm, long* m
   op->in_place = op->kind != OP_BCAST && rng_chance(shared, 200);
   const size_t rep = rng_below(shared, 100);
   op->repeat = rep < 80 ? 1 : rep < 95 ? 2 : 3;
-  op->chain = op->kind != OP_BCAST && !op->in_place && op->repeat > 1 && rng_chance(shared, 500);
+  const int a2a = op->kind == OP_ALLTOALL || op->kind == OP_ALLTOALLV;
+  op->chain = a2a && !op->in_place && op->repeat > 1 && rng_chance(shared, 500);
   for (int k = 0; k < MAX_REPEAT; k++) {
     op->roots[k] = (int)rng_below(shared, (size_t)op->n);
     op->refill[k] = k > 0 && !op->chain && (op->kind != OP_BCAST || rng_chance(shared, 500));
@@ -167,8 +169,13 @@ static void gen_op(Op* op, Rng* shared, Rng* local, int depth, int comm, long* m
   }
 
   const int n = op->n, me = op->me;
-  op->stype = fuzz_type_pick(local, op->base, op->unit);
-  op->rtype = fuzz_type_pick(local, op->base, op->unit);
+  /* Allgather(v): both types from the shared stream, the same on every rank: Open MPI 4.1's tuned
+   * Allgatherv sizes the message as the send (in place: receive) type's size times the receive
+   * counts, so ranks with types of other sizes pick different algorithms and the reference itself
+   * hangs. */
+  const int gather = op->kind == OP_ALLGATHER || op->kind == OP_ALLGATHERV;
+  op->stype = fuzz_type_pick(gather ? shared : local, op->base, op->unit);
+  op->rtype = fuzz_type_pick(gather ? shared : local, op->base, op->unit);
   if (op->in_place) op->stype = op->rtype;
   op->send_len = 0;
   op->sc = op->sd = op->rc = op->rd = NULL;
@@ -182,6 +189,21 @@ static void gen_op(Op* op, Rng* shared, Rng* local, int depth, int comm, long* m
     op->rcount = (int)(e / op->rtype->k);
     op->recv_len = (size_t)n * (size_t)op->rcount * (size_t)op->rtype->extent;
     if (!op->in_place) op->send_len = (size_t)n * (size_t)op->scount * (size_t)op->stype->extent;
+  } else if (op->kind == OP_ALLGATHER) {
+    const long e = pick_elems(shared, op, opt.max_size / (size_t)n);
+    op->scount = (int)(e / op->stype->k);
+    op->rcount = (int)(e / op->rtype->k);
+    op->recv_len = (size_t)n * (size_t)op->rcount * (size_t)op->rtype->extent;
+    if (!op->in_place) op->send_len = (size_t)op->scount * (size_t)op->stype->extent;
+  } else if (op->kind == OP_ALLGATHERV) {
+    /* matrix[p]: base elements rank p contributes (the same on every rank). */
+    for (int p = 0; p < n; p++) matrix[p] = rng_chance(shared, 200) ? 0 : pick_elems(shared, op, opt.max_size / (size_t)n);
+    op->sc = malloc(4 * sizeof(int) * (size_t)n);
+    op->sd = op->sc + n, op->rc = op->sd + n, op->rd = op->rc + n;
+    for (int p = 0; p < n; p++) op->rc[p] = (int)(matrix[p] / op->rtype->k);
+    op->scount = (int)(matrix[me] / op->stype->k);
+    op->recv_len = (size_t)layout_gaps(local, n, op->rc, op->rd, op->rtype->extent) * (size_t)op->rtype->extent;
+    if (!op->in_place) op->send_len = (size_t)op->scount * (size_t)op->stype->extent;
   } else {
     /* matrix[i * n + j]: base elements rank i sends to rank j (symmetric in place). */
     for (int i = 0; i < n; i++)
@@ -223,9 +245,15 @@ static void describe(const Op* op, const FuzzBuf* sb, const FuzzBuf* rb, char* o
                     comm_name[op->comm], op->n);
   if (op->kind == OP_BCAST)
     at += snprintf(out + at, len - (size_t)at, "root=%d count=%d type=%s", op->roots[0], op->rcount, op->rtype->name);
-  else if (op->kind == OP_ALLTOALL)
+  else if (op->kind == OP_ALLTOALL || op->kind == OP_ALLGATHER)
     at += snprintf(out + at, len - (size_t)at, "send %d x %s, recv %d x %s", op->scount, op->stype->name, op->rcount,
                    op->rtype->name);
+  else if (op->kind == OP_ALLGATHERV) {
+    at += snprintf(out + at, len - (size_t)at, "send %d x %s, recv %s counts/displs:", op->scount, op->stype->name,
+                   op->rtype->name);
+    for (int p = 0; p < op->n && at < (int)len - 64; p++)
+      at += snprintf(out + at, len - (size_t)at, " %d@%d", op->rc[p], op->rd[p]);
+  }
   else {
     at += snprintf(out + at, len - (size_t)at, "send %s recv %s counts/displs s:", op->stype->name, op->rtype->name);
     for (int p = 0; p < op->n && at < (int)len - 64; p++)
@@ -257,6 +285,12 @@ static void collective(const Op* op, int k, int reference, const void* send, voi
     case OP_ALLTOALL:
       (reference ? PMPI_Alltoall : MPI_Alltoall)(s, sw ? op->rcount : op->scount, st, recv,
                                                  sw ? op->scount : op->rcount, rt, comm);
+      break;
+    case OP_ALLGATHER:
+      (reference ? PMPI_Allgather : MPI_Allgather)(s, op->scount, st, recv, op->rcount, rt, comm);
+      break;
+    case OP_ALLGATHERV:
+      (reference ? PMPI_Allgatherv : MPI_Allgatherv)(s, op->scount, st, recv, op->rc, op->rd, rt, comm);
       break;
     default:
       (reference ? PMPI_Alltoallv : MPI_Alltoallv)(s, sw ? op->rc : op->sc, sw ? op->rd : op->sd, st, recv,

@@ -7,9 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char* kinds[] = {"bcast", "alltoall", "alltoallv"};
+static const char* kinds[] = {"bcast", "alltoall", "alltoallv", "allgather", "allgatherv"};
 static const char* fields[] = {"calls", "early_return", "completed_in_call", "passthrough"};
-enum { KINDS = 3, FIELDS = 4 };
+enum { KINDS = 5, FIELDS = 4 };
 
 static char* slurp(const char* path) {
   FILE* f = fopen(path, "r");

@@ -21,6 +21,18 @@ void ref_alltoallv(const void* sendbuf, const int* sendcounts, const int* sdispl
                  MPI_Type_f2c(recvtype), MPI_Comm_f2c(comm));
 }
 
+void ref_allgather(const void* sendbuf, int sendcount, MPI_Fint sendtype, void* recvbuf, int recvcount,
+                   MPI_Fint recvtype, MPI_Fint comm, int in_place) {
+  PMPI_Allgather(in_place ? MPI_IN_PLACE : sendbuf, sendcount, MPI_Type_f2c(sendtype), recvbuf, recvcount,
+                 MPI_Type_f2c(recvtype), MPI_Comm_f2c(comm));
+}
+
+void ref_allgatherv(const void* sendbuf, int sendcount, MPI_Fint sendtype, void* recvbuf, const int* recvcounts,
+                    const int* displs, MPI_Fint recvtype, MPI_Fint comm) {
+  PMPI_Allgatherv(sendbuf, sendcount, MPI_Type_f2c(sendtype), recvbuf, recvcounts, displs, MPI_Type_f2c(recvtype),
+                  MPI_Comm_f2c(comm));
+}
+
 void ref_sendrecv(const void* sendbuf, int sendcount, MPI_Fint type, int dest, void* recvbuf, int recvcount,
                   int source, int tag, MPI_Fint comm) {
   PMPI_Sendrecv(sendbuf, sendcount, MPI_Type_f2c(type), dest, tag, recvbuf, recvcount, MPI_Type_f2c(type), source,

@@ -22,6 +22,19 @@ module pmpi_reference
       integer(c_int) :: sendcounts(*), sdispls(*), recvcounts(*), rdispls(*)
       integer(c_int), value :: sendtype, recvtype, comm
     end subroutine ref_alltoallv
+    subroutine ref_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, in_place) &
+        bind(C, name='ref_allgather')
+      import :: c_int
+      type(*), dimension(*) :: sendbuf, recvbuf
+      integer(c_int), value :: sendcount, sendtype, recvcount, recvtype, comm, in_place
+    end subroutine ref_allgather
+    subroutine ref_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm) &
+        bind(C, name='ref_allgatherv')
+      import :: c_int
+      type(*), dimension(*) :: sendbuf, recvbuf
+      integer(c_int) :: recvcounts(*), displs(*)
+      integer(c_int), value :: sendcount, sendtype, recvtype, comm
+    end subroutine ref_allgatherv
     subroutine ref_sendrecv(sendbuf, sendcount, type, dest, recvbuf, recvcount, source, tag, comm) &
         bind(C, name='ref_sendrecv')
       import :: c_int

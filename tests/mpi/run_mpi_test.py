@@ -3,7 +3,7 @@
 
 usage: run_mpi_test.py [--mpi openmpi|mpich] [--mpirun PATH] [--preload-first LIB ...]
                        --np N --lib LIBTNBC [--mode nbc] [--no-lib] [--env K=V ...]
-                       [--expect-exit K] [--expect-output TEXT ...] [--expect-once TEXT ...]
+                       [--expect-exit K|failure] [--expect-output TEXT ...] [--expect-once TEXT ...]
                        [--skip-if-output TEXT ...] [--allow-errors]
                        [--expect-summary kind=alltoall,min_calls=3,lang=fortran,min_early=1 ...]
                        [--expect-guard G] [--expect-no-guard G] [--expect-threshold BASIS]
@@ -271,7 +271,7 @@ def main():
     ap.add_argument("--lib")
     ap.add_argument("--mode", default="nbc")
     ap.add_argument("--no-lib", action="store_true")
-    ap.add_argument("--expect-exit", type=int, default=0)
+    ap.add_argument("--expect-exit", default="0", help="an exit status, or 'failure' for any non-zero one")
     ap.add_argument("--expect-output", action="append", default=[])
     ap.add_argument("--expect-once", action="append", default=[])
     ap.add_argument("--skip-if-output", action="append", default=[])
@@ -303,8 +303,9 @@ def main():
         if text in output:
             print(f"SKIP: the output says '{text}'")
             sys.exit(SKIP)
-    status = exit_status(a.mpi, returncode, output, a.expect_exit)
-    if status != a.expect_exit:
+    expected = 1 if a.expect_exit == "failure" else int(a.expect_exit)
+    status = exit_status(a.mpi, returncode, output, expected)
+    if (status == 0) if a.expect_exit == "failure" else status != expected:
         fail(f"exit status {status}, expected {a.expect_exit}", output)
     for text in a.expect_output:
         if text not in output:

@@ -126,6 +126,8 @@ def cmd_orders(args):
         root = [x for x in b["ranks"] if x["rank"] == 0][0]
         if root["order"]:
             fail("bcast root receives nothing but has order %s" % root["order"])
+        g = sites_of(prof, "allgather")
+        check_site(g, exp, list(range(args.np)), uniform, "allgather")
     finally:
         shutil.rmtree(d, ignore_errors=True)
     print("PASS")

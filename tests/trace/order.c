@@ -3,7 +3,7 @@
  *   order PATTERN [ITER]     PATTERN: a permutation of 0..np-1 written as digits ("3120"),
  *                            "reverse", or "differ" (rank r reads the rotation r, r+1, ...).
  *
- * Each iteration runs three collectives and reads their sub-messages in the PATTERN order,
+ * Each iteration runs three collectives (then as many Allgathers) and reads their sub-messages in the PATTERN order,
  * with a short busy wait between sub-messages, checking every value:
  *   MPI_Alltoall   4 pages per peer, page-aligned buffers; the send buffer is not written.
  *   MPI_Alltoallv  sizes differ per peer, receive blocks start 400 bytes apart from page
@@ -12,6 +12,7 @@
  *                  must not fail with EFAULT); the send buffer is written right after return.
  *   MPI_Bcast      root 0, 6 pages = 4 chunks (page, 2 pages, 2 pages, page) as tnbc splits
  *                  it with default settings; non-roots read the chunks in PATTERN order.
+ *   MPI_Allgather  3 pages per rank, page-aligned; the blocks are read in PATTERN order.
  * Prints "OK" on rank 0 when every value was right. */
 #include <fcntl.h>
 #include <mpi.h>
@@ -96,6 +97,11 @@ int main(int argc, char** argv) {
   if (strcmp(argv[1], "differ") == 0)
     for (int k = 0; k < 4; ++k) border[k] = (rank + k) % 4;
 
+  /* Allgather: 3 pages from every rank. */
+  const int gper = (int)(3 * page / sizeof(int));
+  int* g_send = page_alloc((size_t)gper * sizeof(int));
+  int* g_recv = page_alloc((size_t)gper * np * sizeof(int));
+
   for (int p = 0; p < np; ++p) /* written once: the trace must show it unwritten after the calls */
     for (int i = 0; i < per; ++i) a_send[p * per + i] = value(rank, p, i);
   for (int it = 0; it < iters; ++it) {
@@ -143,6 +149,20 @@ int main(int argc, char** argv) {
         }
         spin_us(300);
       }
+    }
+  }
+  for (int it = 0; it < iters; ++it) {
+    /* ---- allgather */
+    for (int i = 0; i < gper; ++i) g_send[i] = value(rank, 77, i) + it;
+    memset(g_recv, 0, (size_t)gper * np * sizeof(int));
+    MPI_Allgather(g_send, gper, MPI_INT, g_recv, gper, MPI_INT, MPI_COMM_WORLD);
+    for (int k = 0; k < np; ++k) {
+      const int p = order[k];
+      for (int i = 0; i < gper; ++i) {
+        if (g_recv[p * gper + i] != value(p, 77, i) + it) die("allgather: wrong value");
+        checksum += g_recv[p * gper + i];
+      }
+      spin_us(300);
     }
   }
   long long total = 0;

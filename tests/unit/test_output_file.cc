@@ -26,11 +26,11 @@ std::string slurp(const fs::path& p) {
 TEST_CASE("output file: written whole, no temporary left, parents created") {
   TempDir t;
   const fs::path dir = t.path / "a" / "b";
-  CHECK(tnbc::write_output_file(dir.string(), "x.json", "{\"k\": 1}\n").empty());
+  CHECK(tnbc::write_output_file(dir.string(), "x.json", "{\"k\": 1}\n").ok());
   CHECK(slurp(dir / "x.json") == "{\"k\": 1}\n");
   CHECK_FALSE(fs::exists(dir / "x.json.tmp"));
   // Replaced atomically by a second write.
-  CHECK(tnbc::write_output_file(dir.string(), "x.json", "2").empty());
+  CHECK(tnbc::write_output_file(dir.string(), "x.json", "2").ok());
   CHECK(slurp(dir / "x.json") == "2");
 }
 
@@ -38,18 +38,18 @@ TEST_CASE("output file: a directory that cannot be used is named in the message"
   TempDir t;
   const fs::path file = t.path / "plain";
   std::ofstream(file) << "not a directory";
-  CHECK_THAT(tnbc::write_output_file(file.string(), "x.json", "1"),
+  CHECK_THAT(tnbc::write_output_file(file.string(), "x.json", "1").message(),
              Catch::Equals("'" + file.string() + "' exists and is not a directory"));
-  CHECK_THAT(tnbc::write_output_file((file / "sub").string(), "x.json", "1"),
+  CHECK_THAT(tnbc::write_output_file((file / "sub").string(), "x.json", "1").message(),
              Catch::Contains("cannot create the directory '" + (file / "sub").string() + "'") &&
                  Catch::Contains("Not a directory"));
-  CHECK_THAT(tnbc::write_output_file("/proc/tnbc-no-such-dir", "x.json", "1"),
+  CHECK_THAT(tnbc::write_output_file("/proc/tnbc-no-such-dir", "x.json", "1").message(),
              Catch::Contains("cannot create the directory '/proc/tnbc-no-such-dir'"));
   if (::geteuid() != 0) {  // root writes anywhere
     const fs::path ro = t.path / "ro";
     fs::create_directory(ro);
     fs::permissions(ro, fs::perms::owner_read | fs::perms::owner_exec);
-    CHECK_THAT(tnbc::write_output_file(ro.string(), "x.json", "1"),
+    CHECK_THAT(tnbc::write_output_file(ro.string(), "x.json", "1").message(),
                Catch::Contains("cannot create " + (ro / "x.json.tmp").string()) && Catch::Contains("Permission denied"));
     fs::permissions(ro, fs::perms::owner_all);
   }

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "runtime/guard.hh"
+#include "runtime/coll/builders.hh"
 #include "runtime/schedule.hh"
 
 using namespace tnbc;
@@ -157,9 +158,9 @@ TEST_CASE("alltoallv pieces: the same cuts on both ends of every sub-message, fo
       std::vector<int> order(n);
       std::iota(order.begin(), order.end(), 0);
       std::shuffle(order.begin(), order.end(), rng);  // priorities only; the messages stay the same
-      const auto pieces = build_alltoallv(r, n, sb, so, rb, ro, kPage, order, setting);
+      const auto pieces = build_exchange(r, n, sb, so, rb, ro, kPage, order, setting);
       // Deterministic: the same inputs give the same pieces.
-      const auto again = build_alltoallv(r, n, sb, so, rb, ro, kPage, order, setting);
+      const auto again = build_exchange(r, n, sb, so, rb, ro, kPage, order, setting);
       REQUIRE(again.size() == pieces.size());
       for (std::size_t i = 0; i < pieces.size(); ++i) {
         CHECK(again[i].offset == pieces[i].offset);
@@ -175,12 +176,12 @@ TEST_CASE("alltoallv pieces: the same cuts on both ends of every sub-message, fo
         CHECK(p.tag_offset < kTagsPerCollective);
         CHECK(p.length > 0);
         const auto up = static_cast<std::size_t>(p.peer);
-        const std::size_t base = p.dir == Dir::Send ? so[up] : ro[up];
-        const auto key = std::make_tuple(p.dir == Dir::Send ? r : p.peer, p.dir == Dir::Send ? p.peer : r, p.tag_offset);
-        auto& table = p.dir == Dir::Send ? sent : received;
+        const std::size_t base = p.kind == StepKind::Send ? so[up] : ro[up];
+        const auto key = std::make_tuple(p.kind == StepKind::Send ? r : p.peer, p.kind == StepKind::Send ? p.peer : r, p.tag_offset);
+        auto& table = p.kind == StepKind::Send ? sent : received;
         REQUIRE(table.emplace(key, std::make_pair(p.length, p.offset - base)).second);
-        cover[{static_cast<int>(p.dir), p.peer}].emplace_back(p.offset - base, p.length);
-        if (p.dir != Dir::Send) continue;
+        cover[{static_cast<int>(p.kind), p.peer}].emplace_back(p.offset - base, p.length);
+        if (p.kind != StepKind::Send) continue;
         if (p.edge) {
           CHECK_FALSE(seen_body);  // heads and tails before any body
         } else {
@@ -199,7 +200,7 @@ TEST_CASE("alltoallv pieces: the same cuts on both ends of every sub-message, fo
           at = off + len;
         }
         const int peer = key.second;
-        CHECK(at == (key.first == static_cast<int>(Dir::Send) ? sb[peer] : rb[peer]));
+        CHECK(at == (key.first == static_cast<int>(StepKind::Send) ? sb[peer] : rb[peer]));
       }
     }
     // What rank i sends to rank j under a tag is what j expects from i under that tag: same
@@ -214,10 +215,10 @@ TEST_CASE("alltoallv send order: body k to every peer before body k + 1") {
   std::vector<std::size_t> b(n, per), off(n);
   for (int p = 0; p < n; ++p) off[p] = p * per;
   std::vector<int> order{0, 1, 2, 3};
-  const auto pieces = build_alltoallv(r, n, b, off, b, off, kPage, order, std::uint64_t{256 * 1024});
+  const auto pieces = build_exchange(r, n, b, off, b, off, kPage, order, std::uint64_t{256 * 1024});
   std::vector<std::pair<int, int>> sends;  // (tag, peer) of the bodies, in send order
   for (const auto& p : pieces)
-    if (p.dir == Dir::Send && !p.edge) sends.emplace_back(p.tag_offset, p.peer);
+    if (p.kind == StepKind::Send && !p.edge) sends.emplace_back(p.tag_offset, p.peer);
   // 254 body pages in 4 pieces of 64 pages (the last 62), to peers 2, 3, 0 (ring order).
   const std::vector<std::pair<int, int>> expected = {{1, 2}, {1, 3}, {1, 0}, {2, 2}, {2, 3}, {2, 0},
                                                      {3, 2}, {3, 3}, {3, 0}, {4, 2}, {4, 3}, {4, 0}};
@@ -242,7 +243,8 @@ TEST_CASE("bcast pieces: segments cut like bodies (auto: not cut), every byte on
           // Ranks may disagree on the order (one found the call in the profile, another did not).
           const auto pieces = build_bcast(r, n, root, chunks, r % 2 ? reordered : in_list, kPage, setting);
           std::vector<std::pair<std::size_t, std::size_t>> got;
-          for (const auto& p : pieces) {
+          for (std::size_t i = 0; i < pieces.size(); ++i) {
+            const Step& p = pieces[i];
             CHECK(p.tag_offset < kTagsPerCollective);
             const Chunk& c = chunks[static_cast<std::size_t>(p.sub)];
             CHECK(p.offset >= c.offset);
@@ -261,13 +263,13 @@ TEST_CASE("bcast pieces: segments cut like bodies (auto: not cut), every byte on
             } else {
               CHECK(p.length == c.length);
             }
-            const auto key = std::make_tuple(p.dir == Dir::Send ? r : p.peer, p.dir == Dir::Send ? p.peer : r,
+            const auto key = std::make_tuple(p.kind == StepKind::Send ? r : p.peer, p.kind == StepKind::Send ? p.peer : r,
                                              p.tag_offset);
-            if (p.dir == Dir::Send) {
+            if (p.kind == StepKind::Send) {
               sent[key] = {p.offset, p.length};
               if (r != root) {
-                REQUIRE(p.after >= 0);
-                CHECK(pieces[static_cast<std::size_t>(p.after)].tag_offset == p.tag_offset);
+                REQUIRE(pieces.after(i).size() == 1);
+                CHECK(pieces[static_cast<std::size_t>(pieces.after(i)[0])].tag_offset == p.tag_offset);
               }
             } else {
               received[key] = {p.offset, p.length};
@@ -291,11 +293,11 @@ TEST_CASE("bcast pieces: segments cut like bodies (auto: not cut), every byte on
 
 namespace {
 // The receive pieces of one sub-message of `len` bytes at offset `at`, cut as build_alltoallv does.
-void add_sub(std::vector<Piece>& pieces, std::size_t at, std::size_t len, std::size_t limit) {
+void add_sub(std::vector<Step>& pieces, std::size_t at, std::size_t len, std::size_t limit) {
   const auto cuts = split_points(len, kPage, limit);
   for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
-    Piece p;
-    p.dir = Dir::Recv;
+    Step p;
+    p.kind = StepKind::Recv;
     p.offset = at + cuts[i];
     p.length = cuts[i + 1] - cuts[i];
     pieces.push_back(p);
@@ -304,7 +306,7 @@ void add_sub(std::vector<Piece>& pieces, std::size_t at, std::size_t len, std::s
 
 // Every guardable page in exactly one region, regions in order; each region lists exactly the
 // pieces that overlap it.
-void check_plan(const RegionPlan& plan, const std::vector<Piece>& pieces, std::uintptr_t base, std::uintptr_t lo,
+void check_plan(const RegionPlan& plan, const std::vector<Step>& pieces, std::uintptr_t base, std::uintptr_t lo,
                 std::uintptr_t hi) {
   const std::uintptr_t glo = (lo + kPage - 1) / kPage * kPage, ghi = hi / kPage * kPage;
   std::uintptr_t at = glo;
@@ -327,7 +329,7 @@ void check_plan(const RegionPlan& plan, const std::vector<Piece>& pieces, std::u
 TEST_CASE("regions follow the piece cuts: one per piece in a page-aligned buffer") {
   const std::uintptr_t base = 0x40000000;
   const std::size_t per = 1 << 20, limit = 64 * 1024;
-  std::vector<Piece> pieces;
+  std::vector<Step> pieces;
   for (int s = 0; s < 3; ++s) add_sub(pieces, s * per, per, limit);
   const auto plan = plan_regions(base, pieces, base, base + 3 * per, kPage, {});
   check_plan(plan, pieces, base, base, base + 3 * per);
@@ -335,7 +337,7 @@ TEST_CASE("regions follow the piece cuts: one per piece in a page-aligned buffer
   CHECK(plan.regions.size() == pieces.size());
   for (const auto& r : plan.regions) {
     REQUIRE(r.pieces.size() == 1);
-    const Piece& p = pieces[static_cast<std::size_t>(r.pieces[0])];
+    const Step& p = pieces[static_cast<std::size_t>(r.pieces[0])];
     CHECK(r.lo == base + p.offset);
     CHECK(r.hi == base + p.offset + p.length);
   }
@@ -347,7 +349,7 @@ TEST_CASE("regions follow the piece cuts: a page shared by two pieces waits for 
     INFO("buffer " << skew << " bytes past a page");
     const std::uintptr_t base = 0x40000000 + skew;
     const std::size_t per = (1 << 20) + 5, limit = 2 * kPage;
-    std::vector<Piece> pieces;
+    std::vector<Step> pieces;
     for (int s = 0; s < 3; ++s) add_sub(pieces, s * per, per, limit);
     const auto plan = plan_regions(base, pieces, base, base + 3 * per, kPage, {});
     check_plan(plan, pieces, base, base, base + 3 * per);

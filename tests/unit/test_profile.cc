@@ -10,10 +10,12 @@
 
 #include "temp_dir.hh"
 #include "trace/json.hh"
-#include "trace/merge.hh"
+#include "tools/merge.hh"
 #include "trace/profile.hh"
+#include "results.hh"
 
 using namespace tnbc::trace;
+using namespace tnbc::tools;
 namespace json = tnbc::json;
 
 namespace {
@@ -50,16 +52,14 @@ std::string merged_profile_text(int np = 2) {
     t.calls.push_back(c);
     traces.push_back(t);
   }
-  return profile_json(merge(traces));
+  return profile_json(must(merge(traces)));
 }
 
-// The message of the ProfileError thrown by reading `text` from a file in `dir`.
+// The error of reading `text` from a file in `dir`.
 std::string rejection(const TempDir& dir, const std::string& text) {
   const std::string path = dir.write("bad.profile", text);
-  try {
-    read_profile(path);
-  } catch (const ProfileError& e) {
-    const std::string m = e.what();
+  const std::string m = error_of(read_profile(path));
+  if (!m.empty()) {
     CHECK(m.find(path) != std::string::npos);  // every message names the file
     return m;
   }
@@ -76,7 +76,7 @@ std::string replace_once(std::string s, const std::string& from, const std::stri
 }  // namespace
 
 TEST_CASE("json: values, escapes, positions") {
-  const json::Value v = json::parse(" {\"a\": [1, -2.5e3, true, null], \"s\": \"x\\u00e9\\ud83d\\ude00\\n\",\n \"n\": {}}");
+  const json::Value v = must(json::parse(" {\"a\": [1, -2.5e3, true, null], \"s\": \"x\\u00e9\\ud83d\\ude00\\n\",\n \"n\": {}}"));
   REQUIRE(v.type == json::Value::Type::Object);
   const json::Value* a = v.find("a");
   REQUIRE(a);
@@ -94,24 +94,24 @@ TEST_CASE("json: values, escapes, positions") {
 }
 
 TEST_CASE("json: syntax errors say where and what") {
-  CHECK_THROWS_WITH(json::parse("{\"a\": 1"), Catch::Contains("line 1") && Catch::Contains("truncated"));
-  CHECK_THROWS_WITH(json::parse("[1, 2,"), Catch::Contains("truncated"));
-  CHECK_THROWS_WITH(json::parse("{\"a\": tru"), Catch::Contains("truncated"));
-  CHECK_THROWS_WITH(json::parse("{\"a\": 1,\n \"a\": 2}"), Catch::Contains("line 2") && Catch::Contains("duplicate"));
-  CHECK_THROWS_WITH(json::parse("{\"a\": 1} x"), Catch::Contains("after the end"));
-  CHECK_THROWS_WITH(json::parse("[01]"), Catch::Contains("expected ',' or ']'"));
-  CHECK_THROWS_WITH(json::parse("[1.]"), Catch::Contains("digits"));
-  CHECK_THROWS_WITH(json::parse("\"a\tb\""), Catch::Contains("control character"));
-  CHECK_THROWS_WITH(json::parse("\"\\x\""), Catch::Contains("invalid escape"));
-  CHECK_THROWS_WITH(json::parse("\"\\ud800\""), Catch::Contains("surrogate"));
-  CHECK_THROWS_WITH(json::parse("{'a': 1}"), Catch::Contains("member name"));
-  CHECK_THROWS_WITH(json::parse(std::string(100, '[') + std::string(100, ']')), Catch::Contains("64 levels"));
-  CHECK_THROWS_WITH(json::parse(""), Catch::Contains("truncated"));
+  CHECK_THAT(error_of(json::parse("{\"a\": 1")), Catch::Contains("line 1") && Catch::Contains("truncated"));
+  CHECK_THAT(error_of(json::parse("[1, 2,")), Catch::Contains("truncated"));
+  CHECK_THAT(error_of(json::parse("{\"a\": tru")), Catch::Contains("truncated"));
+  CHECK_THAT(error_of(json::parse("{\"a\": 1,\n \"a\": 2}")), Catch::Contains("line 2") && Catch::Contains("duplicate"));
+  CHECK_THAT(error_of(json::parse("{\"a\": 1} x")), Catch::Contains("after the end"));
+  CHECK_THAT(error_of(json::parse("[01]")), Catch::Contains("expected ',' or ']'"));
+  CHECK_THAT(error_of(json::parse("[1.]")), Catch::Contains("digits"));
+  CHECK_THAT(error_of(json::parse("\"a\tb\"")), Catch::Contains("control character"));
+  CHECK_THAT(error_of(json::parse("\"\\x\"")), Catch::Contains("invalid escape"));
+  CHECK_THAT(error_of(json::parse("\"\\ud800\"")), Catch::Contains("surrogate"));
+  CHECK_THAT(error_of(json::parse("{'a': 1}")), Catch::Contains("member name"));
+  CHECK_THAT(error_of(json::parse(std::string(100, '[') + std::string(100, ']'))), Catch::Contains("64 levels"));
+  CHECK_THAT(error_of(json::parse("")), Catch::Contains("truncated"));
 }
 
 TEST_CASE("profile: the merge's output is read back") {
   TempDir dir;
-  const LoadedProfile p = read_profile(dir.write("app.profile", merged_profile_text()));
+  const LoadedProfile p = must(read_profile(dir.write("app.profile", merged_profile_text())));
   CHECK(p.np == 2);
   CHECK(p.executable == "/work/app/ft.x");
   REQUIRE(p.sites.size() == 1);
@@ -127,12 +127,12 @@ TEST_CASE("profile: the merge's output is read back") {
   CHECK(s.ranks[1].receives);
   CHECK(s.ranks[1].order == std::vector<int>{3, 1, 2, 0});
   CHECK(s.ranks[1].keys == std::vector<std::uint64_t>{kKey0 + 1});
-  CHECK(check_profile_run(p, 2, "/work/app/ft.x").empty());
+  CHECK(check_profile_run(p, 2, "/work/app/ft.x").ok());
 }
 
 TEST_CASE("profile: look-up by site, instance key and rank") {
   TempDir dir;
-  const ProfileIndex index(read_profile(dir.write("app.profile", merged_profile_text())));
+  const ProfileIndex index(must(read_profile(dir.write("app.profile", merged_profile_text()))));
   const auto found = index.find(kSite, kKey0 + 1, 1, 4);
   CHECK(found.status == ProfileIndex::Status::Found);
   REQUIRE(found.site);
@@ -149,13 +149,13 @@ TEST_CASE("profile: look-up by site, instance key and rank") {
 
 TEST_CASE("profile: unreadable files are refused naming the file") {
   TempDir dir;
-  CHECK_THROWS_WITH(read_profile(dir.str() + "/none.profile"),
+  CHECK_THAT(error_of(read_profile(dir.str() + "/none.profile")),
                     Catch::Contains(dir.str() + "/none.profile") && Catch::Contains("No such file"));
-  CHECK_THROWS_WITH(read_profile(dir.str()), Catch::Contains(dir.str()) && Catch::Contains("not a regular file"));
+  CHECK_THAT(error_of(read_profile(dir.str())), Catch::Contains(dir.str()) && Catch::Contains("not a regular file"));
   const std::string locked = dir.write("locked.profile", merged_profile_text());
   REQUIRE(::chmod(locked.c_str(), 0) == 0);
   if (::geteuid() != 0)  // root reads it anyway
-    CHECK_THROWS_WITH(read_profile(locked), Catch::Contains(locked) && Catch::Contains("Permission denied"));
+    CHECK_THAT(error_of(read_profile(locked)), Catch::Contains(locked) && Catch::Contains("Permission denied"));
 }
 
 TEST_CASE("profile: corrupt and truncated files are refused") {
@@ -213,10 +213,10 @@ TEST_CASE("profile: missing, mistyped and inconsistent fields are refused") {
 
 TEST_CASE("profile: another np or another program is refused for this run") {
   TempDir dir;
-  const LoadedProfile p = read_profile(dir.write("app.profile", merged_profile_text()));
-  const std::string np = check_profile_run(p, 3, "/work/app/ft.x");
+  const LoadedProfile p = must(read_profile(dir.write("app.profile", merged_profile_text())));
+  const std::string np = error_of(check_profile_run(p, 3, "/work/app/ft.x"));
   CHECK_THAT(np, Catch::Contains(dir.str() + "/app.profile") && Catch::Contains("recorded with 2 processes, this run has 3"));
-  const std::string exe = check_profile_run(p, 2, "/work/app/is.x");
+  const std::string exe = error_of(check_profile_run(p, 2, "/work/app/is.x"));
   CHECK_THAT(exe, Catch::Contains(dir.str() + "/app.profile") && Catch::Contains("/work/app/ft.x") &&
                       Catch::Contains("this is /work/app/is.x"));
 }

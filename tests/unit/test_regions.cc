@@ -1,14 +1,15 @@
 #include <catch2/catch.hpp>
 
 #include "runtime/guard.hh"
+#include "runtime/schedule.hh"
 
 using namespace tnbc;
 
 namespace {
 constexpr std::size_t kPage = 4096;
-Piece recv(std::size_t off, std::size_t len) {
-  Piece p;
-  p.dir = Dir::Recv;
+Step recv(std::size_t off, std::size_t len) {
+  Step p;
+  p.kind = StepKind::Recv;
   p.offset = off;
   p.length = len;
   return p;
@@ -18,7 +19,7 @@ Piece recv(std::size_t off, std::size_t len) {
 TEST_CASE("regions: whole pages only, straddling pages depend on both pieces") {
   const std::uintptr_t base = 0x100000 + 16;  // like malloc: 16 bytes past a page boundary
   // Two sub-messages of 3 pages each, each split head/body/tail.
-  std::vector<Piece> pieces;
+  std::vector<Step> pieces;
   for (int s = 0; s < 2; ++s) {
     const std::size_t o = s * 3 * kPage;
     pieces.push_back(recv(o, kPage));
@@ -50,7 +51,7 @@ TEST_CASE("regions: whole pages only, straddling pages depend on both pieces") {
 
 TEST_CASE("regions: gaps with no piece are not guarded, small buffers have none") {
   const std::uintptr_t base = 0x200000;
-  std::vector<Piece> pieces = {recv(0, kPage), recv(10 * kPage, 3 * kPage)};
+  std::vector<Step> pieces = {recv(0, kPage), recv(10 * kPage, 3 * kPage)};
   auto plan = plan_regions(base, pieces, base, base + 13 * kPage, kPage, {});
   for (const auto& r : plan.regions) {
     // The gap [1, 10) pages has no piece: no region may cover any of it.
@@ -59,14 +60,15 @@ TEST_CASE("regions: gaps with no piece are not guarded, small buffers have none"
   }
   REQUIRE(plan.regions.size() >= 2);
   CHECK(plan.regions.front().lo == base);
-  auto none = plan_regions(base + 8, {recv(0, kPage)}, base + 8, base + 8 + kPage, kPage, {});
+  const std::vector<Step> one{recv(0, kPage)};
+  auto none = plan_regions(base + 8, one, base + 8, base + 8 + kPage, kPage, {});
   CHECK(none.regions.empty());
   CHECK(none.in_call[0]);
 }
 
 TEST_CASE("regions: forced in-call pieces do not make a region guarded on their own") {
   const std::uintptr_t base = 0x300000;
-  std::vector<Piece> pieces = {recv(0, 4 * kPage), recv(4 * kPage, 4 * kPage)};
+  std::vector<Step> pieces = {recv(0, 4 * kPage), recv(4 * kPage, 4 * kPage)};
   auto plan = plan_regions(base, pieces, base, base + 8 * kPage, kPage, {true, false});
   for (const auto& r : plan.regions) CHECK(r.lo >= base + 4 * kPage);
   CHECK(plan.in_call[0]);

@@ -6,6 +6,7 @@
 #include <set>
 #include <tuple>
 
+#include "runtime/coll/builders.hh"
 #include "runtime/schedule.hh"
 
 using namespace tnbc;
@@ -39,11 +40,11 @@ TEST_CASE("alltoallv pieces match between every pair of ranks") {
     }
     std::vector<int> order(n);
     std::iota(order.begin(), order.end(), 0);
-    auto pieces = build_alltoallv(r, n, sb, so, rb, ro, kPage, order, kWhole);
+    auto pieces = build_exchange(r, n, sb, so, rb, ro, kPage, order, kWhole);
     std::map<int, std::size_t> covered_send, covered_recv;
     for (const auto& p : pieces) {
       REQUIRE(p.peer != r);
-      if (p.dir == Dir::Send) {
+      if (p.kind == StepKind::Send) {
         REQUIRE(sent.emplace(std::make_tuple(r, p.peer, p.tag_offset), p.length).second);
         CHECK(p.offset >= so[p.peer]);
         covered_send[p.peer] += p.length;
@@ -62,7 +63,7 @@ TEST_CASE("alltoallv pieces match between every pair of ranks") {
     // Heads and tails are scheduled before any body.
     bool seen_body = false;
     for (const auto& p : pieces) {
-      if (p.dir != Dir::Send) continue;
+      if (p.kind != StepKind::Send) continue;
       const bool body = !p.edge;
       if (body) seen_body = true;
       else CHECK_FALSE(seen_body);
@@ -88,14 +89,15 @@ TEST_CASE("alltoallv pieces: offsets are rank-local, the messages do not depend 
   }
   std::vector<int> order{3, 1, 0, 2};
   for (PieceSetting setting : {PieceSetting{}, PieceSetting{0}, PieceSetting{64 * 1024}}) {
-    const auto a = build_alltoallv(r, n, sb, packed, rb, ro, kPage, order, setting);
-    const auto b = build_alltoallv(r, n, sb, user, rb, ro_user, kPage, order, setting);
+    const auto a = build_exchange(r, n, sb, packed, rb, ro, kPage, order, setting);
+    const auto b = build_exchange(r, n, sb, user, rb, ro_user, kPage, order, setting);
     REQUIRE(a.size() == b.size());
     for (std::size_t i = 0; i < a.size(); ++i) {
-      CHECK(std::tie(a[i].dir, a[i].peer, a[i].length, a[i].tag_offset, a[i].priority, a[i].after, a[i].sub, a[i].edge) ==
-            std::tie(b[i].dir, b[i].peer, b[i].length, b[i].tag_offset, b[i].priority, b[i].after, b[i].sub, b[i].edge));
+      CHECK(std::tie(a[i].kind, a[i].peer, a[i].length, a[i].tag_offset, a[i].priority, a[i].sub, a[i].edge) ==
+            std::tie(b[i].kind, b[i].peer, b[i].length, b[i].tag_offset, b[i].priority, b[i].sub, b[i].edge));
+      CHECK(a.after(i).size() == b.after(i).size());
       const auto p = static_cast<std::size_t>(a[i].peer);
-      if (a[i].dir == Dir::Send) CHECK(b[i].offset - user[p] == a[i].offset - packed[p]);
+      if (a[i].kind == StepKind::Send) CHECK(b[i].offset - user[p] == a[i].offset - packed[p]);
       else CHECK(b[i].offset - ro_user[p] == a[i].offset - ro[p]);
     }
   }
@@ -146,15 +148,16 @@ TEST_CASE("bcast pieces: forwards wait for the receive of the same chunk") {
   std::map<std::tuple<int, int, int>, std::size_t> sent, received;
   for (int r = 0; r < n; ++r) {
     auto pieces = build_bcast(r, n, root, chunks, order, kPage, kWhole);
-    for (const auto& p : pieces) {
-      if (p.dir == Dir::Send) {
+    for (std::size_t i = 0; i < pieces.size(); ++i) {
+      const Step& p = pieces[i];
+      if (p.kind == StepKind::Send) {
         sent[std::make_tuple(r, p.peer, p.tag_offset)] = p.length;
         if (r != root) {
-          REQUIRE(p.after >= 0);
-          CHECK(pieces[p.after].dir == Dir::Recv);
-          CHECK(pieces[p.after].tag_offset == p.tag_offset);
+          REQUIRE(pieces.after(i).size() == 1);
+          CHECK(pieces[static_cast<std::size_t>(pieces.after(i)[0])].kind == StepKind::Recv);
+          CHECK(pieces[static_cast<std::size_t>(pieces.after(i)[0])].tag_offset == p.tag_offset);
         } else {
-          CHECK(p.after == -1);
+          CHECK(pieces.after(i).empty());
         }
       } else {
         received[std::make_tuple(p.peer, r, p.tag_offset)] = p.length;

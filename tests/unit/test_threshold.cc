@@ -4,6 +4,7 @@
 
 #include "runtime/schedule.hh"
 #include "runtime/threshold.hh"
+#include "runtime/vocabulary.hh"
 
 using namespace tnbc;
 
@@ -44,9 +45,9 @@ TEST_CASE("fit_line goes through both points and clamps noise to zero") {
 
 TEST_CASE("a slow link pays from the floor of three pages") {
   // The emulated 4 Gbit link: ~2 ms/MiB against ~0.1 ms/MiB of tnbc's work.
-  CHECK(threshold_from_costs(costs(30, 2000, 20, 60, 30), kPage) == 3 * kPage);
+  CHECK(threshold_from_costs(costs(30, 2000, 20, 60, 30), kPage) == kMinGuardablePages * kPage);
   // Even a latency below the guard's fixed cost is made up by three pages here.
-  CHECK(threshold_from_costs(costs(5, 2000, 20, 60, 30), kPage) == 3 * kPage);
+  CHECK(threshold_from_costs(costs(5, 2000, 20, 60, 30), kPage) == kMinGuardablePages * kPage);
 }
 
 TEST_CASE("a fast link pays from the smallest size where it catches up, in whole pages") {
@@ -54,7 +55,7 @@ TEST_CASE("a fast link pays from the smallest size where it catches up, in whole
   const MeasuredCosts c = costs(7, 140, 19, 28, 33);
   const std::size_t t = threshold_from_costs(c, kPage);
   CHECK(t % kPage == 0);
-  CHECK(t > 3 * kPage);
+  CHECK(t > kMinGuardablePages * kPage);
   CHECK(gain(c, t) >= 0);
   CHECK(gain(c, t - kPage) < 0);  // the smallest such size
   CHECK(t == Approx(160 * 1024).margin(8 * kPage));
@@ -65,7 +66,7 @@ TEST_CASE("no size pays when the link moves bytes faster than tnbc copies and gu
   // Equal per-byte costs and a latency below the guard's fixed cost: never either.
   CHECK(threshold_from_costs(costs(5, 90, 20, 60, 30), kPage) == kNeverPays);
   // A large latency pays at the floor even when the per-byte costs lose.
-  CHECK(threshold_from_costs(costs(200, 50, 20, 60, 30), kPage) == 3 * kPage);
+  CHECK(threshold_from_costs(costs(200, 50, 20, 60, 30), kPage) == kMinGuardablePages * kPage);
   // Nothing measured (one rank, no link): never; the engine uses the floor there itself.
   CHECK(threshold_from_costs(costs(0, 0, 20, 60, 30), kPage) == kNeverPays);
 }
@@ -76,14 +77,4 @@ TEST_CASE("bytes_text") {
   CHECK(bytes_text(3 << 20) == "3 MiB");
   CHECK(bytes_text(100) == "100 B");
   CHECK(bytes_text(kNeverPays) == "never");
-}
-
-TEST_CASE("broadcast segments follow the message and TNBC_BCAST_MAX_SEGMENTS only") {
-  CHECK(bcast_segments(0, kPage, 5) == 1);
-  CHECK(bcast_segments(3 * kPage - 1, kPage, 5) == 1);
-  CHECK(bcast_segments(6 * kPage, kPage, 5) == 2);
-  CHECK(bcast_segments(4 << 20, kPage, 5) == 5);
-  CHECK(bcast_segments(4 << 20, kPage, 8) == 8);
-  CHECK(bcast_segments(4 << 20, kPage, 0) == 1);  // never a division by zero or 0 segments
-  CHECK(bcast_segments(4 << 20, 0, 5) == 5);
 }

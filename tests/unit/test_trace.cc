@@ -6,9 +6,11 @@
 
 #include "trace/format.hh"
 #include "trace/layout.hh"
-#include "trace/merge.hh"
+#include "tools/merge.hh"
+#include "results.hh"
 
 using namespace tnbc::trace;
+using namespace tnbc::tools;
 
 namespace {
 
@@ -78,7 +80,7 @@ TEST_CASE("trace file: written and read back, every field equal") {
   t.ended_by = "exit";
   const std::string text = serialize(t);
   REQUIRE(text.rfind("TNBC-TRACE 1\n", 0) == 0);
-  const TraceFile back = parse(text, "x.txt");
+  const TraceFile back = must(parse(text, "x.txt"));
   CHECK(back == t);
   CHECK(back.executable == "/path/with space/prog");
 }
@@ -87,13 +89,10 @@ TEST_CASE("trace file: truncated, corrupted and foreign files are rejected namin
   const std::string text = serialize(make_trace(0, 2, {0, 1}));
   SECTION("truncated") {
     for (std::size_t cut : {text.size() / 3, text.size() / 2, text.size() - 5}) {
-      try {
-        parse(text.substr(0, cut), "dir/tnbc-trace.0.txt");
-        FAIL("accepted a truncated file");
-      } catch (const TraceError& e) {
-        CHECK(std::string(e.what()).find("dir/tnbc-trace.0.txt") != std::string::npos);
-        CHECK(std::string(e.what()).find("truncated") != std::string::npos);
-      }
+      const std::string e = error_of(parse(text.substr(0, cut), "dir/tnbc-trace.0.txt"));
+      REQUIRE_FALSE(e.empty());  // refused
+      CHECK(e.find("dir/tnbc-trace.0.txt") != std::string::npos);
+      CHECK(e.find("truncated") != std::string::npos);
     }
   }
   SECTION("one digit changed") {
@@ -101,16 +100,16 @@ TEST_CASE("trace file: truncated, corrupted and foreign files are rejected namin
     const auto pos = bad.find("t_ns 1000");
     REQUIRE(pos != std::string::npos);
     bad[pos + 5] = '7';
-    CHECK_THROWS_WITH(parse(bad, "f.txt"), Catch::Contains("f.txt") && Catch::Contains("checksum"));
+    CHECK_THAT(error_of(parse(bad, "f.txt")), Catch::Contains("f.txt") && Catch::Contains("checksum"));
   }
   SECTION("not a trace") {
-    CHECK_THROWS_WITH(parse("{\"format\": 1}\n", "g.txt"), Catch::Contains("not a tnbc trace"));
-    CHECK_THROWS_WITH(parse("", "g.txt"), Catch::Contains("empty"));
+    CHECK_THAT(error_of(parse("{\"format\": 1}\n", "g.txt")), Catch::Contains("not a tnbc trace"));
+    CHECK_THAT(error_of(parse("", "g.txt")), Catch::Contains("empty"));
   }
   SECTION("other version") {
     std::string v2 = text;
     v2.replace(0, 12, "TNBC-TRACE 2");
-    CHECK_THROWS_WITH(parse(v2, "h.txt"), Catch::Contains("version 2"));
+    CHECK_THAT(error_of(parse(v2, "h.txt")), Catch::Contains("version 2"));
   }
 }
 
@@ -171,7 +170,7 @@ TEST_CASE("merge: per-site orders, agreement, CURC, R_CRC, send buffer") {
   for (int r = 0; r < 4; ++r) t.push_back(make_trace(r, 4, {3, 1, 2, 0}));
   t[2].calls[1].send_t_ns = 500;  // < dur_ns: written before the collective would complete
   t[2].calls[1].send_how = How::Write;
-  const Profile p = merge(t);
+  const Profile p = must(merge(t));
   REQUIRE(p.sites.size() == 1);
   const SiteProfile& s = p.sites[0];
   CHECK(s.consensus == std::vector<int>{3, 1, 2, 0});
@@ -197,7 +196,7 @@ TEST_CASE("merge: per-site orders, agreement, CURC, R_CRC, send buffer") {
 TEST_CASE("merge: ranks that disagree lower tau") {
   std::vector<TraceFile> t;
   for (int r = 0; r < 4; ++r) t.push_back(make_trace(r, 4, {r, (r + 1) % 4, (r + 2) % 4, (r + 3) % 4}));
-  const Profile p = merge(t);
+  const Profile p = must(merge(t));
   CHECK_FALSE(p.sites[0].same_order_everywhere);
   CHECK(p.sites[0].tau_mean < 0.5);
   CHECK(p.sites[0].ranks[2].order == std::vector<int>{2, 3, 0, 1});
@@ -208,23 +207,23 @@ TEST_CASE("merge rejects mixed or incomplete runs") {
   for (int r = 0; r < 3; ++r) t.push_back(make_trace(r, 3, {0, 1, 2}));
   SECTION("different np") {
     t[1] = make_trace(1, 4, {0, 1, 2, 3});
-    CHECK_THROWS_WITH(merge(t, {"a", "b", "c"}), Catch::Contains("mixed runs") && Catch::Contains("b"));
+    CHECK_THAT(error_of(merge(t, {"a", "b", "c"})), Catch::Contains("mixed runs") && Catch::Contains("b"));
   }
   SECTION("different executable") {
     t[2].executable = "/other";
-    CHECK_THROWS_WITH(merge(t), Catch::Contains("mixed runs") && Catch::Contains("/other"));
+    CHECK_THAT(error_of(merge(t)), Catch::Contains("mixed runs") && Catch::Contains("/other"));
   }
   SECTION("different run") {
     t[2].run_id = "ffff";
-    CHECK_THROWS_WITH(merge(t), Catch::Contains("different runs"));
+    CHECK_THAT(error_of(merge(t)), Catch::Contains("different runs"));
   }
   SECTION("missing rank") {
     t.pop_back();
     t[1] = make_trace(1, 3, {0, 1, 2});
-    CHECK_THROWS_WITH(merge(t), Catch::Contains("rank(s) 2"));
+    CHECK_THAT(error_of(merge(t)), Catch::Contains("rank(s) 2"));
   }
   SECTION("duplicate rank") {
     t[2] = make_trace(1, 3, {0, 1, 2});
-    CHECK_THROWS_WITH(merge(t), Catch::Contains("two traces"));
+    CHECK_THAT(error_of(merge(t)), Catch::Contains("two traces"));
   }
 }

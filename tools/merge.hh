@@ -4,18 +4,19 @@
 
 #include <cstdint>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "runtime/status.hh"
 #include "trace/format.hh"
 #include "trace/profile.hh"
 
-namespace tnbc::trace {
+namespace tnbc::tools {
 
-struct MergeError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+using trace::CallRecord;
+using trace::SiteInfo;
+using trace::TraceFile;
+using trace::LoadedProfile;
 
 // Kendall's tau-b between two first-touch orders over sub-messages 0..n-1. An order lists
 // sub-message indices, first touched first; sub-messages missing from an order are tied last.
@@ -73,13 +74,16 @@ struct Profile {
 
 // Checks that the traces are one complete run (same np, executable, run id; every rank once).
 // `names` (parallel to `traces`, e.g. the file paths) appear in error messages.
-Profile merge(const std::vector<TraceFile>& traces);
-Profile merge(const std::vector<TraceFile>& traces, const std::vector<std::string>& names);
+Result<Profile> merge(const std::vector<TraceFile>& traces);
+Result<Profile> merge(const std::vector<TraceFile>& traces, const std::vector<std::string>& names);
 // Reads every tnbc-trace.*.txt in `dir` (errors name the file).
-std::vector<TraceFile> load_trace_dir(const std::string& dir, std::vector<std::string>* names = nullptr);
+Result<std::vector<TraceFile>> load_trace_dir(const std::string& dir, std::vector<std::string>* names = nullptr);
 
 std::string profile_json(const Profile& p);
 // `verdicts` (optional, one per site): what mode optimize would do there (trace/gain.hh).
 std::string profile_summary(const Profile& p, const std::vector<std::string>& verdicts = {});
 
-}  // namespace tnbc::trace
+// The command `tnbc merge DIR [-o FILE] [--quiet]`: returns the exit status.
+int cmd_merge(const std::vector<std::string>& args);
+
+}  // namespace tnbc::tools

@@ -1,4 +1,4 @@
-#include "trace/merge.hh"
+#include "tools/merge.hh"
 
 #include <algorithm>
 #include <cmath>
@@ -7,10 +7,25 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <stdexcept>
+
+#include <unistd.h>
 
 #include "runtime/config.hh"
+#include "runtime/output_file.hh"
+#include "runtime/vocabulary.hh"
+#include "trace/gain.hh"
 
-namespace tnbc::trace {
+namespace tnbc::tools {
+
+using namespace tnbc::trace;
+
+namespace {
+// A merge error, thrown inside this file only and returned by merge() as a Status.
+struct MergeError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+}  // namespace
 
 namespace {
 
@@ -211,7 +226,9 @@ RankSite rank_site(int rank, const std::vector<const CallRecord*>& calls, int n)
 
 }  // namespace
 
-Profile merge(const std::vector<TraceFile>& traces, const std::vector<std::string>& names_in) {
+namespace {
+
+Profile merge_or_throw(const std::vector<TraceFile>& traces, const std::vector<std::string>& names_in) {
   if (traces.empty()) throw MergeError("no trace files to merge");
   std::vector<std::string> names = names_in;
   for (std::size_t i = names.size(); i < traces.size(); ++i) names.push_back("trace of rank " + std::to_string(traces[i].rank));
@@ -344,24 +361,38 @@ Profile merge(const std::vector<TraceFile>& traces, const std::vector<std::strin
   return p;
 }
 
-Profile merge(const std::vector<TraceFile>& traces) { return merge(traces, {}); }
+}  // namespace
 
-std::vector<TraceFile> load_trace_dir(const std::string& dir, std::vector<std::string>* names) {
+Result<Profile> merge(const std::vector<TraceFile>& traces, const std::vector<std::string>& names) {
+  try {
+    return merge_or_throw(traces, names);
+  } catch (const MergeError& e) {  // thrown in this file only
+    return Status::error(e.what());
+  }
+}
+
+Result<Profile> merge(const std::vector<TraceFile>& traces) { return merge(traces, {}); }
+
+Result<std::vector<TraceFile>> load_trace_dir(const std::string& dir, std::vector<std::string>* names) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) throw MergeError(dir + ": not a directory (expected TNBC_OUTPUT_DIR of a trace run)");
+  if (!fs::is_directory(dir, ec)) return Status::error(dir + ": not a directory (expected TNBC_OUTPUT_DIR of a trace run)");
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string f = e.path().filename().string();
     if (f.rfind("tnbc-trace.", 0) == 0 && f.size() > 15 && f.substr(f.size() - 4) == ".txt") files.push_back(e.path().string());
   }
-  if (ec) throw MergeError(dir + ": " + ec.message());
+  if (ec) return Status::error(dir + ": " + ec.message());
   if (files.empty())
-    throw MergeError(dir + ": no trace files (tnbc-trace.<rank>.txt); run the program with TNBC_MODE=trace and "
-                           "TNBC_OUTPUT_DIR=" + dir);
+    return Status::error(dir + ": no trace files (tnbc-trace.<rank>.txt); run the program with TNBC_MODE=trace and "
+                               "TNBC_OUTPUT_DIR=" + dir);
   std::sort(files.begin(), files.end());
   std::vector<TraceFile> out;
-  for (const auto& f : files) out.push_back(read_trace_file(f));
+  for (const auto& f : files) {
+    Result<TraceFile> t = read_trace_file(f);
+    if (!t.ok()) return t.status();
+    out.push_back(std::move(t).value());
+  }
   if (names) *names = files;
   return out;
 }
@@ -469,4 +500,84 @@ std::string profile_summary(const Profile& p, const std::vector<std::string>& ve
   return o.str();
 }
 
-}  // namespace tnbc::trace
+int cmd_merge(const std::vector<std::string>& args) {
+  auto fail = [](const std::string& msg) {
+    std::fprintf(stderr, "tnbc: merge: %s\n", msg.c_str());
+    return 2;
+  };
+  std::string dir, out;
+  bool quiet = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-o" || a == "--output") {
+      if (i + 1 >= args.size()) return fail(a + " needs a file name");
+      out = args[++i];
+    } else if (a.rfind("--output=", 0) == 0) {
+      out = a.substr(9);
+    } else if (a == "-q" || a == "--quiet") {
+      quiet = true;
+    } else if (!a.empty() && a[0] == '-') {
+      return fail("unknown option '" + a + "' (tnbc merge DIR [-o FILE] [--quiet])");
+    } else if (dir.empty()) {
+      dir = a;
+    } else {
+      return fail("one trace directory only ('" + dir + "' and '" + a + "' given)");
+    }
+  }
+  if (dir.empty()) return fail("no trace directory given (tnbc merge DIR [-o FILE])");
+  if (out.empty()) out = (std::filesystem::path(dir) / "app.profile").string();
+  std::vector<std::string> names;
+  Result<std::vector<TraceFile>> traces = load_trace_dir(dir, &names);
+  if (!traces.ok()) return fail(traces.status().message());
+  Result<Profile> merged = merge(traces.value(), names);
+  if (!merged.ok()) return fail(merged.status().message());
+  const Profile& p = merged.value();
+  {
+    const std::string json = profile_json(p);
+    const std::filesystem::path path(out);
+    const std::string parent = path.has_parent_path() ? path.parent_path().string() : std::string(".");
+    if (const Status st = write_output_file(parent, path.filename().string(), json); !st.ok()) return fail(st.message());
+    if (!quiet) {
+      // What mode optimize will decide per site with the settings of this environment, read
+      // back from the file exactly as the library reads it (trace/gain.hh).
+      auto cfg = load_config(&process_getenv);
+      Result<LoadedProfile> reread = parse_profile(json, out);
+      if (!reread.ok()) return fail("internal error: the profile just written does not read back: " + reread.status().message());
+      const LoadedProfile& back = reread.value();
+      const CostModel cost = cost_model(cfg.settings);
+      const bool enabled = cfg.settings.profile_blocking == ProfileBlocking::Auto;
+      std::vector<std::string> verdicts;
+      // TNBC_MIN_BYTES=auto is measured when the run starts (runtime/threshold.hh): only its
+      // floor is known here.
+      const double page = static_cast<double>(sysconf(_SC_PAGESIZE));
+      const double min_bytes = cfg.settings.min_bytes ? static_cast<double>(*cfg.settings.min_bytes)
+                                                      : static_cast<double>(kMinGuardablePages) * page;
+      for (const auto& site : back.sites) {
+        // Below TNBC_MIN_BYTES a call never reaches a decision: the table says what is compared
+        // (known here for the whole message and an even split; not for the largest of uneven
+        // ones, nor where sizes differ between ranks).
+        const std::optional<Kind> kind = kind_named(site.kind);
+        const SizeUnit unit = kind ? info(*kind).unit : SizeUnit::None;
+        const double bytes = estimate_site(site).bytes;
+        const double compared = unit == SizeUnit::PerPeer ? bytes / std::max(1, site.comm_size) : bytes;
+        if ((unit == SizeUnit::PerPeer || unit == SizeUnit::Whole) && compared < min_bytes)
+          verdicts.push_back(cfg.settings.min_bytes ? "plain MPI anyway: below TNBC_MIN_BYTES"
+                                                    : "plain MPI anyway: below three pages, the least TNBC_MIN_BYTES=auto measures");
+        else
+          verdicts.push_back(describe(decide(&site, true, cost, enabled)));
+      }
+      std::fputs(profile_summary(p, verdicts).c_str(), stdout);
+      char line[256];
+      std::snprintf(line, sizeof line,
+                    "\noptimize: a site's calls complete in the call (no early return) when min(Tcomm, T_CURC + T_CRC) "
+                    "<= cost = %lld us + %lld us/MiB (TNBC_PROFILE_BLOCKING=%s)\n",
+                    static_cast<long long>(cfg.settings.early_return_cost_us),
+                    static_cast<long long>(cfg.settings.early_return_cost_us_per_mib), enabled ? "auto" : "off");
+      std::fputs(line, stdout);
+    }
+    std::printf("%sprofile written to %s\n", quiet ? "" : "\n", out.c_str());
+    return 0;
+  }
+}
+
+}  // namespace tnbc::tools

@@ -1,0 +1,65 @@
+// MPI_Alltoall and MPI_Alltoallv: rank r sends block p of its send buffer to rank p and receives
+// block p of its receive buffer from rank p (an exchange: schedule and staging in exchange.cc).
+//
+//   send buffer of rank 1:   [ to 0 | to 1 | to 2 | to 3 ]      Alltoall: blocks of sendcount,
+//                                      \ own block                one after the other
+//   receive buffer of rank 1:[from 0|from 1|from 2|from 3]      Alltoallv: counts[p] at displs[p],
+//                                                                 gaps between them untouched
+//
+// MPI_IN_PLACE: the receive buffer is also the send buffer, block for block (packed into the
+// send area in the call, since the receives overwrite it).
+//
+// Global decision: Alltoall compares the per-peer sub-message (recvcount, equal on every rank)
+// with TNBC_MIN_BYTES; Alltoallv sizes differ between ranks, so every call takes the schedule
+// and each rank decides alone whether what it receives is worth returning early for.
+#include "runtime/coll/exchange.hh"
+
+namespace tnbc {
+
+namespace {
+
+Exchange alltoall_exchange(const CollCall& c, const CallContext& ctx) {
+  const bool v = c.kind == Kind::Alltoallv;
+  Exchange x;
+  x.n = ctx.size;
+  x.me = ctx.rank;
+  x.in_place = c.in_place;
+  x.recv = exchange_side(c.recv.buf, c.recv.type, x.n, c.recv.count, v ? c.recv.counts : nullptr,
+                         v ? c.recv.displs : nullptr, *ctx.types);
+  x.send = c.in_place ? x.recv
+                      : exchange_side(c.send.buf, c.send.type, x.n, c.send.count, v ? c.send.counts : nullptr,
+                                      v ? c.send.displs : nullptr, *ctx.types);
+  return x;
+}
+
+class Alltoall final : public Collective {
+ public:
+  Size size(const CollCall& c, const CallContext& ctx) const override {
+    if (c.kind == Kind::Alltoall) {
+      const std::size_t per_peer = ctx.types->type(c.recv.type).size * static_cast<std::size_t>(std::max(0, c.recv.count));
+      return {per_peer * static_cast<std::size_t>(ctx.size), per_peer};
+    }
+    const std::size_t unit = ctx.types->type(c.recv.type).size;
+    std::uint64_t received = 0;
+    for (int p = 0; p < ctx.size; ++p) received += unit * static_cast<std::size_t>(std::max(0, c.recv.counts[p]));
+    return {received, kNoUnit};
+  }
+
+  Layout layout(const CollCall& c, const CallContext& ctx) const override {
+    return exchange_layout(c.kind, alltoall_exchange(c, ctx), c, ctx, size(c, ctx).unit);
+  }
+
+  Status prepare(const CollCall& c, const Layout& l, bool in_call, const CallContext& ctx, Services& s,
+                 Prepared& out) const override {
+    return exchange_prepare(c.kind, alltoall_exchange(c, ctx), l, in_call, ctx, s, out);
+  }
+};
+
+}  // namespace
+
+const Collective& alltoall_collective() {
+  static const Alltoall a;
+  return a;
+}
+
+}  // namespace tnbc

@@ -1,0 +1,37 @@
+// The schedule builders of the collectives in runtime/coll/, for the unit tests and the `tnbc`
+// tool (which runs tnbc's schedules outside MPI). Pure: sizes and ranks in, steps out
+// (runtime/schedule.hh). Each is defined, with its diagram, in its collective's file.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "runtime/schedule.hh"
+
+namespace tnbc {
+
+// ---- exchanges (Alltoall, Alltoallv, Allgather, Allgatherv: runtime/coll/exchange.cc) ----
+// Per peer p: `send_bytes[p]` at `send_offset[p]` in the send area, `recv_bytes[p]` at
+// `recv_offset[p]` in the receive area (the block to self is no step); `order`: the peers in
+// the order receivers read (default 0..n-1).
+Schedule build_exchange(int rank, int size, const std::vector<std::size_t>& send_bytes,
+                        const std::vector<std::size_t>& send_offset, const std::vector<std::size_t>& recv_bytes,
+                        const std::vector<std::size_t>& recv_offset, std::size_t page, const std::vector<int>& order,
+                        PieceSetting pieces);
+
+// ---- broadcast (runtime/coll/bcast.cc) ----
+struct Chunk {
+  std::size_t offset, length;
+};
+// The first page, `segments` page-multiple segments, the last page (chunks of zero length are
+// dropped): what the trace pass records reads of and a profile orders.
+std::vector<Chunk> bcast_chunks(std::size_t bytes, std::size_t page, int segments);
+// The chunks in sending order: the first and the last (received in the call) first, then the
+// middle ones in `read` order (a permutation of the chunks; empty: the list's order).
+std::vector<int> bcast_chunk_order(std::size_t chunks, const std::vector<int>& read);
+Schedule build_bcast(int rank, int size, int root, const std::vector<Chunk>& chunks,
+                     const std::vector<int>& chunk_order, std::size_t page, PieceSetting pieces);
+int bcast_parent(int rank, int size, int root);
+std::vector<int> bcast_children(int rank, int size, int root);
+
+}  // namespace tnbc

@@ -1,0 +1,179 @@
+#include "runtime/executor.hh"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/futex.hh"
+#include "runtime/send_copy.hh"
+
+namespace tnbc {
+
+SendGate::Verdict WindowGate::admit(const InFlight& f, const Step& s, int in_flight) {
+  if (!s.edge && !f.bodies_released.load(std::memory_order_acquire)) return Verdict::Later;
+  if (window_ > 0 && in_flight >= window_) return Verdict::Stop;
+  return Verdict::Start;
+}
+
+void step_done(InFlight& f, int i, long long now_ns) {
+  const auto k = static_cast<std::size_t>(i);
+  f.done_ns[k] = now_ns;
+  long long last = f.times.last_step.load(std::memory_order_relaxed);
+  while (last < now_ns && !f.times.last_step.compare_exchange_weak(last, now_ns, std::memory_order_relaxed)) {
+  }
+  f.state[k].store(kDone, std::memory_order_release);
+  f.steps_left.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+Executor::Executor(SendGate& gate, std::vector<std::unique_ptr<Transport>> transports)
+    : gate_(gate), transports_(std::move(transports)) {}
+
+Executor::~Executor() = default;
+
+bool Executor::mine(const InFlight& f, std::size_t i, Scope scope) const {
+  switch (scope) {
+    case Scope::All: return true;
+    case Scope::Caller: return i < f.by_caller.size() && f.by_caller[i];
+    case Scope::Progress: return i >= f.by_caller.size() || !f.by_caller[i];
+  }
+  return false;
+}
+
+void Executor::add(std::shared_ptr<InFlight> f, Scope scope) {
+  Entry e{std::move(f), scope, {}, 0};
+  const InFlight& fl = *e.f;
+  for (std::size_t i = 0; i < fl.schedule.size(); ++i)
+    if (mine(fl, i, scope) && fl.state[i].load(std::memory_order_acquire) == kIdle) e.to_start.push_back(static_cast<int>(i));
+  // Landing steps first (they are all started at once), then sends by priority.
+  std::stable_sort(e.to_start.begin(), e.to_start.end(), [&](int a, int b) {
+    const Step &x = fl.schedule[static_cast<std::size_t>(a)], &y = fl.schedule[static_cast<std::size_t>(b)];
+    const bool xs = x.kind == StepKind::Send, ys = y.kind == StepKind::Send;
+    return xs != ys ? ys : x.priority < y.priority;
+  });
+  entries_.push_back(std::move(e));
+}
+
+Transport* Executor::transport_for(StepKind k) {
+  for (auto& t : transports_)
+    if (t->carries(k)) return t.get();
+  return nullptr;
+}
+
+Status Executor::start_ready(Entry& e, bool& moved) {
+  InFlight& f = *e.f;
+  bool sends_stopped = false;
+  std::size_t w = 0;
+  for (std::size_t r = 0; r < e.to_start.size(); ++r) {
+    const int i = e.to_start[r];
+    const auto k = static_cast<std::size_t>(i);
+    const Step& s = f.schedule[k];
+    auto keep = [&] { e.to_start[w++] = i; };
+    if (f.state[k].load(std::memory_order_acquire) != kIdle) continue;  // started elsewhere: not ours to track
+    bool ready = true;
+    for (int d : f.schedule.after(k)) ready = ready && f.done(static_cast<std::size_t>(d));
+    if (!ready || sends_stopped) {
+      keep();
+      continue;
+    }
+    if (s.kind == StepKind::Send) {
+      const SendGate::Verdict v = gate_.admit(f, s, e.sends_in_flight);
+      if (v == SendGate::Verdict::Stop) sends_stopped = true;
+      if (v != SendGate::Verdict::Start || !send_piece_staged(f, i)) {
+        keep();
+        continue;
+      }
+    }
+    std::uint8_t idle = kIdle;
+    if (!f.state[k].compare_exchange_strong(idle, kStarted, std::memory_order_acq_rel)) continue;
+    moved = true;
+    if (s.kind == StepKind::Copy) {  // local: no transport
+      std::memcpy(f.recv_data + s.offset, f.send_data + s.source, s.length);
+      completed(f, i, false, futex::now_ns());
+      continue;
+    }
+    Transport* t = transport_for(s.kind);
+    if (!t)
+      return Status::error(std::string("internal error: no transport carries ") + step_kind_name(s.kind) + " steps (" +
+                           kind_name(f.kind) + " #" + std::to_string(f.sequence) + ")");
+    if (Status st = t->start(f, i); !st.ok()) return st;
+    if (s.kind == StepKind::Send) ++e.sends_in_flight;
+  }
+  e.to_start.resize(w);
+  return {};
+}
+
+Status Executor::poll(bool& moved) {
+  moved_ = false;
+  for (Entry& e : entries_)
+    if (Status s = start_ready(e, moved_); !s.ok()) return s;
+  for (auto& t : transports_)
+    if (Status s = t->poll(*this); !s.ok()) return s;
+  if (!error_.ok()) return error_;
+  moved = moved || moved_;
+  return {};
+}
+
+void Executor::completed(InFlight& f, int i, bool counts, long long now_ns) {
+  moved_ = true;
+  const Step& s = f.schedule[static_cast<std::size_t>(i)];
+  if (lands(s.kind)) {
+    if (Status st = publish_step(f, i, now_ns); !st.ok() && error_.ok())
+      error_ = std::move(st).with_context(std::string("publishing received data of ") + kind_name(f.kind) + " #" +
+                                          std::to_string(f.sequence));
+  } else {
+    step_done(f, i, now_ns);
+  }
+  if (!counts || s.kind != StepKind::Send) return;
+  for (Entry& e : entries_)
+    if (e.f.get() == &f) {
+      --e.sends_in_flight;
+      break;
+    }
+}
+
+std::vector<Started> Executor::release() {
+  std::vector<Started> all;
+  for (auto& t : transports_) {
+    auto some = t->release();
+    all.insert(all.end(), some.begin(), some.end());
+  }
+  for (Entry& e : entries_) e.sends_in_flight = 0;
+  return all;
+}
+
+void Executor::adopt(const Started& s) {
+  if (Transport* t = transport_for(s.f->schedule[static_cast<std::size_t>(s.step)].kind)) t->adopt(s);
+}
+
+std::size_t Executor::busy() const {
+  std::size_t n = 0;
+  for (const auto& t : transports_) n += t->busy();
+  return n;
+}
+
+Status drive(Executor& ex, FunctionRef<bool()> done, long long spin_ns, long long sleep_ns, long long timeout_ns,
+             bool& timed_out) {
+  timed_out = false;
+  long long last_progress = futex::now_ns();
+  while (true) {
+    bool moved = false;
+    if (Status s = ex.poll(moved); !s.ok()) return s;
+    if (done()) return {};
+    const long long now = futex::now_ns();
+    if (moved) {
+      last_progress = now;
+      continue;
+    }
+    if (now - last_progress > timeout_ns) {
+      timed_out = true;
+      return {};
+    }
+    if (now - last_progress > spin_ns && sleep_ns > 0) {
+      const struct timespec ts{static_cast<time_t>(sleep_ns / 1000000000LL), static_cast<long>(sleep_ns % 1000000000LL)};
+      nanosleep(&ts, nullptr);
+    }
+  }
+}
+
+}  // namespace tnbc

@@ -1,0 +1,121 @@
+// The one interpreter of schedules (runtime/schedule.hh). An executor runs the collectives it was
+// given: it starts every step whose dependencies are done (receives at once, then sends in
+// priority order through the send gate), lets the transports progress, and completes what
+// finished: landing steps are published into the program's buffer (waking threads that wait for
+// them), every step is stamped with its completion time. It is the only code that starts or
+// tests a schedule's messages.
+//
+// Each driving thread has its own executor: the progress thread one for every collective that
+// returned early; a calling thread one, on its stack, for the steps it drives itself (the
+// in-call part of an early return, or a whole call that completes in it). Which steps an
+// executor may start is its Scope; a step is started by exactly one executor (its state goes
+// Idle -> Started by compare-and-swap) and completed by the one that started it, or by the one
+// it was handed over to (release / adopt).
+//
+//   calling thread                              progress thread
+//   Executor mine(Scope::Caller)                Executor (Scope::Progress), every round:
+//     start in-call receives, edge sends          take new collectives and adopted steps
+//     drive() until they are done / started       poll(): start what is ready, test, complete
+//     release() the sends still in flight  ----->  adopt()
+//   return to the program                         retire what finished
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "runtime/function_ref.hh"
+#include "runtime/inflight.hh"
+#include "runtime/status.hh"
+#include "runtime/transport.hh"
+
+namespace tnbc {
+
+// Which steps of a collective an executor starts.
+enum class Scope : std::uint8_t {
+  All,       // every step (a call that completes in the calling thread)
+  Caller,    // the steps marked by_caller (the in-call part of an early return)
+  Progress,  // the others (the rest of an early return, in the progress thread)
+};
+
+// The one point that decides whether a ready send may start now, asked in priority order. The
+// default (WindowGate) keeps at most TNBC_SEND_WINDOW sends of a collective in flight and holds
+// bodies back while the calling thread is still in the call; node-level arbitration between the
+// ranks of a node plugs in here.
+class SendGate {
+ public:
+  enum class Verdict { Start, Later, Stop };  // Later: not this one now; Stop: no more sends of this collective now
+  virtual ~SendGate() = default;
+  virtual Verdict admit(const InFlight& f, const Step& s, int in_flight) = 0;
+};
+
+class WindowGate final : public SendGate {
+ public:
+  explicit WindowGate(int window) : window_(window) {}
+  Verdict admit(const InFlight& f, const Step& s, int in_flight) override;
+
+ private:
+  int window_;  // < 1: no limit
+};
+
+class Executor final : private Completions {
+ public:
+  // `transports`: what carries each step kind (default_transports(); tests give their own).
+  Executor(SendGate& gate, std::vector<std::unique_ptr<Transport>> transports);
+  ~Executor() override;
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  void add(std::shared_ptr<InFlight> f, Scope scope);
+  // One round: starts what is ready, polls every transport, completes what finished. `moved`
+  // becomes true when something started or completed. An error names the step; the schedule
+  // cannot finish then.
+  Status poll(bool& moved);
+  // Hands every started step over (to another executor's adopt()), e.g. before the call returns.
+  std::vector<Started> release();
+  void adopt(const Started& s);
+  // Removes the collectives `finished(f)` accepts, calling `retired(f)` for each.
+  template <class Finished, class Retired>
+  void retire(Finished finished, Retired retired);
+  bool empty() const { return entries_.empty(); }
+  std::size_t busy() const;
+
+ private:
+  struct Entry {
+    std::shared_ptr<InFlight> f;
+    Scope scope;
+    std::vector<int> to_start;  // steps this executor may start, by priority, not yet started
+    int sends_in_flight = 0;    // started by this executor, counted against the send window
+  };
+  bool mine(const InFlight& f, std::size_t i, Scope scope) const;
+  Status start_ready(Entry& e, bool& moved);
+  void completed(InFlight& f, int step, bool counts, long long now_ns) override;
+  Transport* transport_for(StepKind k);
+
+  SendGate& gate_;
+  std::vector<std::unique_ptr<Transport>> transports_;
+  std::vector<Entry> entries_;
+  Status error_;  // the first completion that failed (publication)
+  bool moved_ = false;
+};
+
+// Runs `ex` on the calling thread until `done()`: after a round that moved nothing it polls
+// again at once for `spin_ns`, then sleeps `sleep_ns` between rounds (a thread that keeps
+// yielding loses its place to computing threads; a sleeper wakes with credit). `timed_out` is set
+// and it returns after `timeout_ns` without progress towards done.
+Status drive(Executor& ex, FunctionRef<bool()> done, long long spin_ns, long long sleep_ns, long long timeout_ns,
+             bool& timed_out);
+
+// ---- template implementation ----
+template <class Finished, class Retired>
+void Executor::retire(Finished finished, Retired retired) {
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    if (!finished(*it->f)) {
+      ++it;
+      continue;
+    }
+    retired(*it->f);
+    it = entries_.erase(it);
+  }
+}
+
+}  // namespace tnbc

@@ -1,0 +1,262 @@
+// The executor (runtime/executor.hh) on schedules of several simulated ranks in one process,
+// connected by a loopback transport: every byte arrives, dependencies hold, sends start in
+// priority order through the gate and within its window, local copies, hand-over between
+// executors, timestamps, and a step no transport carries.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <tuple>
+
+#include "runtime/coll/builders.hh"
+#include "runtime/executor.hh"
+
+using namespace tnbc;
+
+namespace {
+
+constexpr std::size_t kPage = 4096;
+
+// Messages between the simulated ranks: a Send and the Recv of the same (from, to, tag) meet.
+struct Network {
+  std::map<const InFlight*, int> rank_of;
+  struct Posted {
+    InFlight* f;
+    int step;
+    bool counts;
+  };
+  std::map<std::tuple<int, int, int>, Posted> sends, recvs;  // (from, to, tag)
+  std::vector<std::pair<const InFlight*, int>> send_order;   // as started, for the order checks
+};
+
+class Loopback final : public Transport {
+ public:
+  explicit Loopback(Network& net) : net_(net) {}
+  bool carries(StepKind k) const override { return k == StepKind::Send || k == StepKind::Recv; }
+  Status start(InFlight& f, int i) override {
+    const Step& s = f.schedule[static_cast<std::size_t>(i)];
+    for (int d : f.schedule.after(static_cast<std::size_t>(i))) REQUIRE(f.done(static_cast<std::size_t>(d)));
+    const int me = net_.rank_of.at(&f);
+    if (s.kind == StepKind::Send) {
+      net_.sends[{me, s.peer, s.tag_offset}] = {&f, i, true};
+      net_.send_order.emplace_back(&f, i);
+    } else {
+      net_.recvs[{s.peer, me, s.tag_offset}] = {&f, i, true};
+    }
+    mine_.emplace_back(&f, i);
+    return {};
+  }
+  Status poll(Completions& done) override {
+    for (auto it = net_.sends.begin(); it != net_.sends.end();) {
+      auto r = net_.recvs.find(it->first);
+      if (r == net_.recvs.end()) {
+        ++it;
+        continue;
+      }
+      const Step& s = it->second.f->schedule[static_cast<std::size_t>(it->second.step)];
+      const Step& q = r->second.f->schedule[static_cast<std::size_t>(r->second.step)];
+      REQUIRE(s.length == q.length);
+      std::copy_n(it->second.f->send_data + s.offset, s.length, r->second.f->recv_data + q.offset);
+      finished_.push_back(it->second);
+      finished_.push_back(r->second);
+      net_.recvs.erase(r);
+      it = net_.sends.erase(it);
+    }
+    // Complete only what this transport started (or adopted).
+    for (auto it = finished_.begin(); it != finished_.end();) {
+      auto m = std::find(mine_.begin(), mine_.end(), std::pair{it->f, it->step});
+      if (m == mine_.end()) {
+        ++it;
+        continue;
+      }
+      mine_.erase(m);
+      done.completed(*it->f, it->step, true, 1000 + static_cast<long long>(it->step));
+      it = finished_.erase(it);
+    }
+    return {};
+  }
+  std::size_t busy() const override { return mine_.size(); }
+  std::vector<Started> release() override {
+    std::vector<Started> out;
+    for (auto [f, i] : mine_) out.push_back({f, i, {}, false});
+    mine_.clear();
+    return out;
+  }
+  void adopt(const Started& s) override { mine_.emplace_back(s.f, s.step); }
+  // Completions seen by no transport yet (shared between the executors of the test).
+  static inline std::vector<Network::Posted> finished_;
+
+ private:
+  Network& net_;
+  std::vector<std::pair<InFlight*, int>> mine_;
+};
+
+std::vector<std::unique_ptr<Transport>> loopback(Network& net) {
+  std::vector<std::unique_ptr<Transport>> t;
+  t.push_back(std::make_unique<Loopback>(net));
+  return t;
+}
+
+// A simulated rank's collective, its areas owned by the test.
+struct Rank {
+  std::shared_ptr<InFlight> f = std::make_shared<InFlight>();
+  std::vector<char> send, recv;
+};
+
+void run_all(std::vector<Executor*> ex, std::vector<Rank>& ranks) {
+  for (int round = 0; round < 10000; ++round) {
+    bool all = true;
+    for (Rank& r : ranks) all = all && r.f->steps_left.load() == 0;
+    if (all) return;
+    for (Executor* e : ex) {
+      bool moved = false;
+      REQUIRE(e->poll(moved).ok());
+    }
+  }
+  FAIL("the schedules did not finish");
+}
+
+}  // namespace
+
+TEST_CASE("executor: an exchange of 4 ranks delivers every byte, sends in priority order within the window") {
+  const int n = 4;
+  const std::size_t per = 5 * kPage + 123;  // head, body pieces, tail
+  Network net;
+  Loopback::finished_.clear();
+  std::vector<Rank> ranks(n);
+  std::vector<std::unique_ptr<Executor>> execs;
+  struct CountingGate final : SendGate {
+    int window = 2, most = 0;
+    Verdict admit(const InFlight&, const Step&, int in_flight) override {
+      if (in_flight >= window) return Verdict::Stop;
+      most = std::max(most, in_flight + 1);
+      return Verdict::Start;
+    }
+  } gate;
+  for (int r = 0; r < n; ++r) {
+    Rank& rk = ranks[static_cast<std::size_t>(r)];
+    rk.send.resize(n * per);
+    rk.recv.assign(n * per, 0);
+    for (std::size_t i = 0; i < rk.send.size(); ++i) rk.send[i] = static_cast<char>(r * 31 + i * 7);
+    std::vector<std::size_t> bytes(n, per), off(n);
+    for (int p = 0; p < n; ++p) off[static_cast<std::size_t>(p)] = static_cast<std::size_t>(p) * per;
+    rk.f->schedule = build_exchange(r, n, bytes, off, bytes, off, kPage, {}, std::uint64_t{kPage});
+    rk.f->send_data = rk.send.data();
+    rk.f->recv_data = rk.recv.data();
+    rk.f->ready_to_run();
+    net.rank_of[rk.f.get()] = r;
+    execs.push_back(std::make_unique<Executor>(gate, loopback(net)));
+    execs.back()->add(rk.f, Scope::All);
+  }
+  std::vector<Executor*> raw;
+  for (auto& e : execs) raw.push_back(e.get());
+  run_all(raw, ranks);
+  CHECK(gate.most == gate.window);  // filled, never exceeded
+  for (int r = 0; r < n; ++r)
+    for (int p = 0; p < n; ++p) {
+      if (p == r) continue;  // the own block is staging's, not a step
+      const Rank& from = ranks[static_cast<std::size_t>(p)];
+      const Rank& to = ranks[static_cast<std::size_t>(r)];
+      CHECK(std::equal(to.recv.begin() + p * static_cast<long>(per), to.recv.begin() + (p + 1) * static_cast<long>(per),
+                       from.send.begin() + r * static_cast<long>(per)));
+    }
+  // Each rank's sends started in priority order (the gate never said Later).
+  std::map<const InFlight*, std::int64_t> last;
+  for (auto [f, i] : net.send_order) {
+    const std::int64_t prio = f->schedule[static_cast<std::size_t>(i)].priority;
+    CHECK(prio >= last[f]);
+    last[f] = prio;
+  }
+  // Every step was stamped; the record knows the last one.
+  for (const Rank& rk : ranks) {
+    for (std::size_t i = 0; i < rk.f->schedule.size(); ++i) CHECK(rk.f->done_ns[i] >= 1000);
+    CHECK(rk.f->times.last_step.load() >= 1000);
+  }
+}
+
+TEST_CASE("executor: a broadcast's forwards start only after their receive; hand-over between executors") {
+  const int n = 5, root = 1;
+  const std::size_t bytes = 40 * kPage + 9;
+  const auto chunks = bcast_chunks(bytes, kPage, 3);
+  Network net;
+  Loopback::finished_.clear();
+  WindowGate gate(3);
+  std::vector<Rank> ranks(n);
+  std::vector<std::unique_ptr<Executor>> callers, progress;
+  for (int r = 0; r < n; ++r) {
+    Rank& rk = ranks[static_cast<std::size_t>(r)];
+    rk.recv.assign(bytes, 0);
+    if (r == root)
+      for (std::size_t i = 0; i < bytes; ++i) rk.recv[i] = static_cast<char>(i * 13 + 5);
+    rk.f->schedule = build_bcast(r, n, root, chunks, bcast_chunk_order(chunks.size(), {}), kPage, std::nullopt);
+    rk.f->send_data = rk.f->recv_data = rk.recv.data();  // inner ranks forward from what they received
+    rk.f->ready_to_run();
+    // The calling thread takes the edge chunks' steps, the progress thread the rest.
+    rk.f->by_caller.assign(rk.f->schedule.size(), false);
+    for (std::size_t i = 0; i < rk.f->schedule.size(); ++i) rk.f->by_caller[i] = rk.f->schedule[i].edge;
+    net.rank_of[rk.f.get()] = r;
+    callers.push_back(std::make_unique<Executor>(gate, loopback(net)));
+    callers.back()->add(rk.f, Scope::Caller);
+    progress.push_back(std::make_unique<Executor>(gate, loopback(net)));
+    progress.back()->add(rk.f, Scope::Progress);
+  }
+  // A few rounds of the callers alone, then they hand their started steps over and are gone.
+  for (int round = 0; round < 3; ++round)
+    for (auto& e : callers) {
+      bool moved = false;
+      REQUIRE(e->poll(moved).ok());
+    }
+  for (int r = 0; r < n; ++r)
+    for (const Started& s : callers[static_cast<std::size_t>(r)]->release()) {
+      progress[static_cast<std::size_t>(r)]->adopt(s);
+      // ... except steps the caller never started: the progress executor does not take those.
+    }
+  // Caller steps not started by now (forwards waiting for their receive) need a caller: run it.
+  std::vector<Executor*> all;
+  for (auto& e : callers) all.push_back(e.get());
+  for (auto& e : progress) all.push_back(e.get());
+  run_all(all, ranks);
+  for (const Rank& rk : ranks) CHECK(rk.recv == ranks[static_cast<std::size_t>(root)].recv);
+}
+
+TEST_CASE("executor: a Copy step is local, completes like a receive; a step no transport carries is an error") {
+  Network net;
+  Loopback::finished_.clear();
+  WindowGate gate(0);
+  std::vector<char> send(3 * kPage), recv(3 * kPage, 0);
+  std::iota(send.begin(), send.end(), 0);
+  auto f = std::make_shared<InFlight>();
+  Step copy;
+  copy.kind = StepKind::Copy;
+  copy.source = kPage;
+  copy.offset = 0;
+  copy.length = 2 * kPage;
+  f->schedule.add(copy);
+  f->send_data = send.data();
+  f->recv_data = recv.data();
+  f->ready_to_run();
+  net.rank_of[f.get()] = 0;
+  Executor ex(gate, loopback(net));
+  ex.add(f, Scope::All);
+  bool moved = false;
+  REQUIRE(ex.poll(moved).ok());
+  CHECK(moved);
+  CHECK(f->done(0));
+  CHECK(f->steps_left.load() == 0);
+  CHECK(std::equal(recv.begin(), recv.begin() + 2 * kPage, send.begin() + kPage));
+
+  auto g = std::make_shared<InFlight>();
+  Step put;
+  put.kind = StepKind::Put;
+  put.peer = 1;
+  put.length = 8;
+  g->schedule.add(put);
+  g->send_data = send.data();
+  g->ready_to_run();
+  Executor ex2(gate, loopback(net));
+  ex2.add(g, Scope::All);
+  const Status st = ex2.poll(moved);
+  CHECK_FALSE(st.ok());
+  CHECK(st.message().find("no transport carries put steps") != std::string::npos);
+}

@@ -25,6 +25,10 @@ const std::vector<Option> kOptions = {
     {"output_dir", OptionType::Path, "", "",
      "Directory for the per-rank summaries and traces; empty: no files.",
      &Settings::output_dir},
+    {"timeline_calls", OptionType::Integer, "4", "",
+     "Calls per call site and rank whose sub-message arrivals and first accesses go into the summary (the 1st, 2nd, "
+     "4th, ... call); their received pages stay guarded until first touched. 0: none.",
+     &Settings::timeline_calls, 0, 63},
     {"log", OptionType::Choice, "warn", "error|warn|info|debug",
      "How much tnbc says on stderr (lines start with 'tnbc[rank]:').", &Settings::log},
     {"guard", OptionType::Choice, "auto", "auto|uffd|protect",

@@ -34,6 +34,7 @@ struct Settings {
   Mode mode = Mode::Nbc;
   std::string profile;
   std::string output_dir;
+  std::int64_t timeline_calls = 4;
   LogLevel log = LogLevel::Warn;
   GuardChoice guard = GuardChoice::Auto;
   SendCopy send_copy = SendCopy::Eager;

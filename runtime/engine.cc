@@ -18,6 +18,7 @@
 #include "runtime/guard_backend.hh"
 #include "runtime/inflight.hh"
 #include "runtime/log.hh"
+#include "runtime/observe.hh"
 #include "runtime/pool.hh"
 #include "runtime/progress.hh"
 #include "runtime/publish.hh"
@@ -36,6 +37,25 @@ std::atomic<Engine*> g_current{nullptr};
 int base_tag(std::uint64_t sequence, int tag_ub) {
   const std::uint64_t cycle = static_cast<std::uint64_t>(std::max(1, tag_ub / kTagsPerCollective));
   return static_cast<int>(sequence % cycle) * kTagsPerCollective;
+}
+
+// Opens a region of an observed call held back until its first touch (Region::observe,
+// runtime/observe.hh): the guard table's opener. Ends the job if the kernel refuses (the data
+// could never be seen).
+void open_observed(Region* r) {
+  auto& f = *static_cast<InFlight*>(const_cast<void*>(r->owner));
+  // PROT_NONE: one mprotect (async-signal-safe: the SIGSEGV handler may be here); userfaultfd:
+  // the listener or a fencing thread moves or copies the pages in.
+  if (!f.guard->open(f, *r).ok()) {
+    log_raw("giving received data back to the program failed (mprotect or userfaultfd refused); the data "
+            "cannot be seen, ending the job");
+    end_job();
+  }
+  r->published.store(1, std::memory_order_release);
+  f.regions_remaining.fetch_sub(1, std::memory_order_acq_rel);
+  publish_word().fetch_add(1, std::memory_order_release);
+  futex::wake_all(publish_word());
+  urgency().poke();  // the progress thread retires the call once its last region is open
 }
 
 class EngineImpl final : public Engine {
@@ -64,7 +84,9 @@ class EngineImpl final : public Engine {
     } else {
       policy_->set_min_bytes(agree_threshold(world.comm, backends_.empty() ? nullptr : backends_.front(), page_, stats_));
     }
-    progress_ = std::make_unique<Progress>(s, policy_->send_window(Driver::ProgressThread));
+    // Each finished early return goes into the summary from the progress thread.
+    progress_ = std::make_unique<Progress>(s, policy_->send_window(Driver::ProgressThread),
+                                           [this](InFlight& f) { stats_.complete(f.kind, f.site, completion_of(f)); });
     caller_gate_ = std::make_unique<WindowGate>(policy_->send_window(Driver::CallingThread));
     const CpuShare cpus = measure_cpu_share(world.comm);
     const std::string problem = cpu_share_problem(cpus);
@@ -73,6 +95,8 @@ class EngineImpl final : public Engine {
   }
 
   int run(const CollCall& c, BlockingCall blocking) override {
+    const long long t_enter = futex::now_ns();
+    SiteCounters& site = stats_.site(c.kind, c.site);
     const Collective& coll = collective(c.kind);
     int inter = 0;
     PMPI_Comm_test_inter(c.comm, &inter);
@@ -82,10 +106,9 @@ class EngineImpl final : public Engine {
     const Collective::Size size = coll.size(c, ctx);
     if (Reason why = policy_->route(c.kind, inter != 0, ctx.size, size.unit); why != Reason::None) {
       const int rc = blocking();
-      stats_.record(c.kind, c.site, size.received, Outcome::Passthrough, why);
+      stats_.record(site, {size.received, size.sent, Outcome::Passthrough, why, t_enter, futex::now_ns()});
       return rc;
     }
-    const long long t_enter = futex::now_ns();
     const Layout layout = coll.layout(c, ctx);
     const bool in_call = policy_->complete_in_call(layout.shape);
     // The private duplicate is made collectively: never under call_mutex_, which another
@@ -93,6 +116,11 @@ class EngineImpl final : public Engine {
     PrivateComm& pc = comms_.get(c.comm, timeout_ns_, info(c.kind).mpi_name);
     auto f = std::make_shared<InFlight>();
     f->kind = c.kind;
+    f->site = c.site;
+    f->call_index = site.calls;
+    // The 1st, 2nd, 4th, ... early return at the site (a call that does not return early
+    // leaves the count, so the next one is asked again).
+    f->observe = sampled_call(site.early_return, s_.timeline_calls) && progress_->parked() < kMaxParkedCalls;
     f->pool = &pool_;
     f->recv_pool = &recv_pool_;
     f->comm = pc.comm;
@@ -100,7 +128,7 @@ class EngineImpl final : public Engine {
     f->times.called = t_enter;
     CallServices services(*this, *f, pc.comm);
     Prepared prep;
-    if (Status st = coll.prepare(c, layout, in_call, ctx, services, prep); !st.ok()) return detected_error(c, st);
+    if (Status st = coll.prepare(c, layout, in_call, ctx, services, prep); !st.ok()) return detected_error(c, site, st, t_enter);
 
     std::unique_lock lock(call_mutex_);
     const long long t_setup = futex::now_ns();
@@ -123,14 +151,18 @@ class EngineImpl final : public Engine {
           static_cast<unsigned long long>(f->sequence), (t_setup - t_enter) / 1e6, (t_staged - t_setup) / 1e6,
           (futex::now_ns() - t_staged) / 1e6, f->region_count, f->guard ? f->guard->probe_name() : "not guarded");
     lock.unlock();
-    return why == Reason::None ? return_early(f, c, layout.received) : complete_in_call(f, why, c, layout.received, pc.comm);
+    const CallEntry record{size.received, size.sent, Outcome::EarlyReturn, Reason::None, t_enter, 0};
+    return why == Reason::None ? return_early(f, c, site, record) : complete_in_call(f, why, site, record, pc.comm);
   }
 
   void fence(ByteRange r, const char* what) override { fence_range(r.lo, r.hi, Access::MpiCall, what); }
 
   void complete_all() override { fence_all("a fence"); }
 
-  void drain() override { drain_or_end("before a communicator is freed (MPI_Comm_free)"); }
+  void drain() override {
+    complete_all();  // regions held back for observation open here; the drain then waits for sends
+    drain_or_end("before a communicator is freed (MPI_Comm_free)");
+  }
 
   void shutdown() override {
     complete_all();
@@ -186,7 +218,7 @@ class EngineImpl final : public Engine {
   // their calls), so this path does not depend on when the progress threads get a CPU; it
   // returns once its receives are in and its sends started. The progress thread runs the rest
   // and takes over the sends still in flight.
-  int return_early(const std::shared_ptr<InFlight>& fp, const CollCall& c, std::uint64_t bytes) {
+  int return_early(const std::shared_ptr<InFlight>& fp, const CollCall& c, SiteCounters& site, CallEntry record) {
     InFlight& f = *fp;
     const std::size_t n = f.schedule.size();
     f.by_caller.assign(n, false);
@@ -222,20 +254,20 @@ class EngineImpl final : public Engine {
     f.bodies_released.store(true);
     urgency().poke();
     const long long now = futex::now_ns();
-    f.times.returned = now;
+    f.times.returned.store(now, std::memory_order_release);  // the progress thread may retire it now
     if (log_enabled(LogLevel::Debug))
       log(LogLevel::Debug, "%s #%llu: in-call wait %.3f ms, %.3f ms in the call", kind_name(c.kind),
           static_cast<unsigned long long>(f.sequence), (now - t_submit) / 1e6, (now - f.times.called) / 1e6);
     if (f.guard) ensure_signal_stack();
-    stats_.record(c.kind, c.site, bytes, Outcome::EarlyReturn, Reason::None);
-    stats_.record_in_call(now - f.times.called);
+    record.returned_ns = now;
+    stats_.record(site, record);
     if (f.guard) stats_.record_guard(f.guard->stats_kind());
     if (f.swapped) stats_.record_guard(Stats::GuardUsed::UserfaultfdMoved);
     return MPI_SUCCESS;
   }
 
   // The calling thread runs every step itself (sends included) and returns when all are done.
-  int complete_in_call(const std::shared_ptr<InFlight>& fp, Reason why, const CollCall& c, std::uint64_t bytes,
+  int complete_in_call(const std::shared_ptr<InFlight>& fp, Reason why, SiteCounters& site, CallEntry record,
                        MPI_Comm comm) {
     InFlight& f = *fp;
     Executor mine(*caller_gate_, default_transports());
@@ -252,8 +284,11 @@ class EngineImpl final : public Engine {
                                  u.type, comm);
       if (rc != MPI_SUCCESS) fail_in_call(f, Status::error("MPI_Unpack from tnbc's staging failed: " + mpi_error_text(rc), rc));
     }
-    f.times.returned = futex::now_ns();
-    stats_.record(c.kind, c.site, bytes, Outcome::CompletedInCall, why);
+    record.returned_ns = futex::now_ns();
+    f.times.returned.store(record.returned_ns, std::memory_order_release);
+    record.outcome = Outcome::CompletedInCall;
+    record.reason = why;
+    stats_.record(site, record);
     return MPI_SUCCESS;
   }
 
@@ -262,7 +297,7 @@ class EngineImpl final : public Engine {
   // An error tnbc found in the call before starting anything (type signatures that differ, no
   // memory for staging): through the communicator's error handler, as MPI's own errors go.
   // MPI_ERRORS_ARE_FATAL ends the job after tnbc's message; MPI_ERRORS_RETURN returns the code.
-  int detected_error(const CollCall& c, const Status& st) {
+  int detected_error(const CollCall& c, SiteCounters& site, const Status& st, long long t_enter) {
     MPI_Errhandler h = MPI_ERRHANDLER_NULL;
     PMPI_Comm_get_errhandler(c.comm, &h);
     const bool returns = h == MPI_ERRORS_RETURN;
@@ -270,7 +305,8 @@ class EngineImpl final : public Engine {
     log(returns ? LogLevel::Warn : LogLevel::Error, "%s%s", st.message().c_str(),
         returns ? " (the error code goes back to the program: MPI_ERRORS_RETURN)" : "");
     const bool types = st.code() == MPI_ERR_TRUNCATE || st.code() == MPI_ERR_TYPE;
-    stats_.record(c.kind, c.site, 0, Outcome::CompletedInCall, types ? Reason::ReceiveTypeMismatch : Reason::Disabled);
+    stats_.record(site, {0, 0, Outcome::CompletedInCall, types ? Reason::ReceiveTypeMismatch : Reason::Disabled, t_enter,
+                         futex::now_ns()});
     PMPI_Comm_call_errhandler(c.comm, st.code());
     return st.code();
   }
@@ -333,6 +369,7 @@ std::unique_ptr<Engine> Engine::create(const Settings& s, Stats& stats, std::uni
     log(LogLevel::Info, "userfaultfd in user-mode-only mode: system calls on a guarded buffer are fenced");
   auto e = std::make_unique<EngineImpl>(s, stats, std::move(orders));
   install_fault_handler(s.timeout_s * 1000000000LL);
+  set_region_opener(open_observed);
   // A child process has no progress thread: complete every guarded buffer before fork().
   static bool atfork_registered = false;
   if (!atfork_registered) {

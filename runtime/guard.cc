@@ -55,6 +55,7 @@ std::mutex g_chain_mutex;
 std::atomic<bool> g_installed{false};
 std::atomic<long long> g_timeout_ns{kDefaultTimeoutS * 1000000000LL};
 std::atomic<TimeoutReporter> g_reporter{nullptr};
+std::atomic<RegionOpener> g_opener{nullptr};
 
 // The handler at chain position `i` (async-signal-safe).
 const struct sigaction& chain_entry(int i) { return g_slots[g_chain_slot[i].load(std::memory_order_acquire)]; }
@@ -155,7 +156,7 @@ void on_fault(int sig, siginfo_t* info, void* ctx) {
         r->hook(r, addr, write ? Access::Write : Access::Read,
                 reinterpret_cast<const void*>(uc->uc_mcontext.gregs[REG_RIP]));
       } else {
-        wait_published(r, "an access to a received buffer");
+        wait_published(r, "an access to a received buffer", WaitSource::Fault, true);
       }
       guards().release(r);
       tls_last_raced_fault = 0;
@@ -370,16 +371,31 @@ bool GuardTable::recently_erased(std::uintptr_t addr) const {
 // ---------------------------------------------------------------- waiting
 void set_timeout_reporter(TimeoutReporter fn) { g_reporter.store(fn, std::memory_order_release); }
 
-void wait_published(Region* r, const char* what) {
+void set_region_opener(RegionOpener fn) { g_opener.store(fn, std::memory_order_release); }
+
+bool open_if_arrived(Region* r) {
+  if (r->published.load(std::memory_order_acquire)) return true;
+  if (!r->observe || r->arrived_ns.load(std::memory_order_acquire) == 0) return false;
+  int idle = 0;
+  if (r->opening.compare_exchange_strong(idle, 1, std::memory_order_acq_rel))
+    if (RegionOpener open = g_opener.load(std::memory_order_acquire)) open(r);
+  return r->published.load(std::memory_order_acquire) != 0;
+}
+
+void wait_published(Region* r, const char* what, WaitSource source, bool touch, long long since_ns) {
+  const long long start = since_ns > 0 ? since_ns : futex::now_ns();
+  if (touch) {
+    long long never = 0;
+    r->first_touch_ns.compare_exchange_strong(never, start, std::memory_order_acq_rel);
+  }
   if (r->published.load(std::memory_order_acquire)) return;
   auto& u = urgency();
   u.waiting.fetch_add(1, std::memory_order_acq_rel);
   u.poke();
-  const long long start = futex::now_ns();
   auto& word = publish_word();
   while (true) {
     const std::uint32_t seen = word.load(std::memory_order_acquire);
-    if (r->published.load(std::memory_order_acquire)) break;
+    if (open_if_arrived(r)) break;
     futex::wait(word, seen, futex::kWaitSliceNs);
     const long long timeout_ns = g_timeout_ns.load(std::memory_order_relaxed);
     if (futex::now_ns() - start > timeout_ns) {
@@ -394,14 +410,28 @@ void wait_published(Region* r, const char* what) {
     }
   }
   u.waiting.fetch_sub(1, std::memory_order_acq_rel);
-  if (r->blocked_ns) r->blocked_ns->fetch_add(futex::now_ns() - start, std::memory_order_relaxed);
+  if (WaitLog* w = r->waits) {
+    // A region held back for observation whose data was in before the wait began: the wait is
+    // observation's, not the communication's (docs/reports.md, "Blocked").
+    const long long arrived = r->observe ? r->arrived_ns.load(std::memory_order_acquire) : 0;
+    const long long waited = futex::now_ns() - start;
+    if (arrived != 0 && arrived <= start) {
+      w->observe_ns.fetch_add(waited, std::memory_order_relaxed);
+      w->observe_count.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      w->ns[static_cast<std::size_t>(source)].fetch_add(waited, std::memory_order_relaxed);
+      w->count[static_cast<std::size_t>(source)].fetch_add(1, std::memory_order_relaxed);
+    }
+  }
 }
 
 void fence_range(std::uintptr_t lo, std::uintptr_t hi, Access how, const char* what) {
   if (lo >= hi || tls_progress_thread) return;
+  // Everything (an MPI call of unknown extent, MPI_Finalize): not a touch of these bytes.
+  const bool bounded = !(lo == 0 && hi == UINTPTR_MAX);
   guards().for_each_overlapping(lo, hi, [&](Region* r) {
     if (r->hook) r->hook(r, lo, how, nullptr);
-    else wait_published(r, what);
+    else wait_published(r, what, WaitSource::Fence, bounded);
   });
 }
 

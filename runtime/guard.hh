@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "runtime/schedule.hh"
+#include "runtime/vocabulary.hh"
 
 namespace tnbc {
 
@@ -33,15 +34,33 @@ enum class Access : std::uint8_t { Read, Write, Syscall, MpiCall };
 // first touch this way). Regions without a hook wait for publication.
 using RegionHook = void (*)(Region* r, std::uintptr_t addr, Access how, const void* code_address);
 
+// What the program waited for one call after it had returned, per source (docs/reports.md):
+// wait_published adds each wait here. `observe_*`: waits only observation caused (the data had
+// arrived; the region was held back until its first touch, below).
+struct WaitLog {
+  std::atomic<long long> ns[kWaitSourceCount] = {};
+  std::atomic<std::uint32_t> count[kWaitSourceCount] = {};
+  std::atomic<long long> observe_ns{0};
+  std::atomic<std::uint32_t> observe_count{0};
+};
+
 struct Region {
   std::uintptr_t lo = 0, hi = 0;          // page aligned
   std::atomic<int> pending{0};            // pieces not yet published
   std::atomic<std::uint32_t> published{0};
   std::atomic<int> waiters{0};            // threads that looked it up and may still read it
-  const void* owner = nullptr;            // the schedule (for diagnostics)
-  std::atomic<long long>* blocked_ns = nullptr;  // where waits for it are added (the call's record)
+  const void* owner = nullptr;            // the schedule (for diagnostics; the opener's call)
+  WaitLog* waits = nullptr;               // where waits for it are added (the call's record)
   RegionHook hook = nullptr;
   void* hook_data = nullptr;              // for the hook's own use
+  // Observation (a sampled call, docs/reports.md "First access"): when its last piece is in, the
+  // region is not opened but marked `arrived_ns`; the first thread that touches it (fault,
+  // userfaultfd, bounded fence) records `first_touch_ns` and opens it through the opener
+  // (set_region_opener), so the first access is seen even when the data came first.
+  bool observe = false;
+  std::atomic<long long> arrived_ns{0};      // observe: when its last piece was in (0: not yet)
+  std::atomic<long long> first_touch_ns{0};  // when a thread first waited for it (0: never)
+  std::atomic<int> opening{0};               // observe: 1 once some thread opens it
 };
 
 // Which pages of a receive layout can be guarded, and on which pieces each depends.
@@ -111,8 +130,21 @@ struct Urgency {
 Urgency& urgency();
 
 // Waits (async-signal-safe) until `r` is published; after TNBC_TIMEOUT seconds reports and
-// aborts. `what` names the caller for the message.
-void wait_published(Region* r, const char* what);
+// aborts. `what` names the caller for the message; the wait is added to r->waits under `source`.
+// `touch`: the program needs these bytes now (an access, a call on the buffer), recorded as the
+// region's first touch; an unbounded fence (an MPI call of unknown extent, MPI_Finalize) is not.
+// `since_ns`: when the thread started to wait, if earlier than now (the userfaultfd listener
+// reads the fault after the thread fell asleep); 0: now.
+void wait_published(Region* r, const char* what, WaitSource source, bool touch, long long since_ns = 0);
+
+// Opens a region observation held back (Region::observe) once its data is in: the engine's
+// (publish.cc: open_observed). Async-signal-safe for PROT_NONE regions (the SIGSEGV handler
+// calls it); called at most once per region.
+using RegionOpener = void (*)(Region* r);
+void set_region_opener(RegionOpener fn);
+// Opens `r` if it is held back for observation and its data is in (nobody else opening it);
+// returns whether it is published now.
+bool open_if_arrived(Region* r);
 
 // Fences: every region overlapping [lo, hi) (or every region) is waited for, or its hook is
 // called with `how`. Nothing happens on the progress thread or inside the table.

@@ -36,7 +36,8 @@ Reason hold_back(InFlight& f, const GuardSpan& g, std::span<GuardBackend* const>
     r.hi = plan.regions[k].hi;
     r.pending.store(static_cast<int>(plan.regions[k].pieces.size()));
     r.owner = &f;
-    r.blocked_ns = &f.times.blocked;
+    r.waits = &f.times.waits;
+    r.observe = f.observe;
     for (int i : plan.regions[k].pieces) {
       auto& sr = f.step_regions[static_cast<std::size_t>(i)];
       const int kk = static_cast<int>(k);

@@ -25,17 +25,22 @@ class GuardBackend;
 enum StepState : std::uint8_t { kIdle = 0, kStarted = 1, kDone = 2 };
 
 // The per-call record, cheap enough to keep for every call (times from futex::now_ns, monotonic
-// ns). For the overlap reports: time in the call = returned - called; the collective's duration
-// = last_step - called; blocked = time threads waited afterwards for its regions (faults,
-// fences); each step's completion in `done_ns` (relative to `called` when subtracted).
+// ns). For the overlap reports (docs/reports.md): Tinit = returned - called; the collective's
+// duration = last_step - called; blocked = what `waits` adds up (faults, userfaultfd, fences,
+// drains after the return); each step's completion in InFlight::done_ns, each region's first
+// touch in Region::first_touch_ns (sampled calls: runtime/observe.hh).
 struct CallTimes {
-  long long called = 0, returned = 0;
+  long long called = 0;
+  std::atomic<long long> returned{0};  // 0 while the calling thread is still in the call
   std::atomic<long long> last_step{0};
-  std::atomic<long long> blocked{0};
+  WaitLog waits;
 };
 
 struct InFlight {
   Kind kind = Kind::Alltoall;
+  CallSite site;                  // the call's, for its record in the summary
+  bool observe = false;           // a sampled call: its timeline is recorded (runtime/observe.hh)
+  std::uint64_t call_index = 0;   // its index at its site on this rank
   std::uint64_t sequence = 0;     // per communicator, for messages
   MPI_Comm comm{};                // tnbc's private duplicate
   int comm_size = 0;

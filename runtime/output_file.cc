@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 namespace tnbc {
@@ -49,6 +50,13 @@ Status write_output_file(const std::string& dir, const std::string& name, const 
   if (error == 0) return {};
   ::unlink(tmp.c_str());
   return Status::error("cannot write " + path + ": " + std::strerror(error));
+}
+
+std::string world_output_dir(const std::string& dir, std::uint64_t world_id, bool spawned) {
+  if (!spawned) return dir;
+  char name[40];
+  std::snprintf(name, sizeof name, "/spawned-%016llx", static_cast<unsigned long long>(world_id));
+  return dir + name;
 }
 
 }  // namespace tnbc

@@ -15,8 +15,9 @@
 
 namespace tnbc {
 
-Progress::Progress(const Settings& s, int window)
-    : poll_min_ns_(s.poll_min_us * 1000), poll_max_ns_(s.poll_max_us * 1000), gate_(window) {
+Progress::Progress(const Settings& s, int window, std::function<void(InFlight&)> finished)
+    : poll_min_ns_(s.poll_min_us * 1000), poll_max_ns_(s.poll_max_us * 1000), finished_(std::move(finished)),
+      gate_(window) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -43,6 +44,11 @@ void Progress::adopt(std::vector<Started> steps) {
 
 bool Progress::drain(long long timeout_ns) {
   const long long start = futex::now_ns();
+  drain_since_.store(start, std::memory_order_release);
+  struct Done {
+    std::atomic<long long>& since;
+    ~Done() { since.store(0, std::memory_order_release); }
+  } done{drain_since_};
   while (in_flight_.load(std::memory_order_acquire) != 0) {
     const std::uint32_t seen = finished_word_.load(std::memory_order_acquire);
     if (in_flight_.load(std::memory_order_acquire) == 0) break;
@@ -93,13 +99,25 @@ void request_short_slice(long long slice_ns) {
 }  // namespace
 
 void Progress::retire(InFlight& f) {
-  for (std::size_t k = 0; k < f.region_count; ++k) guards().erase(&f.regions[k]);
+  for (std::size_t k = 0; k < f.region_count; ++k) guards().erase(&f.regions[k]);  // no waiter left after this
   retire_send_regions(f);
-  if (log_enabled(LogLevel::Debug))
+  const long long now = futex::now_ns();
+  if (const long long since = drain_since_.load(std::memory_order_acquire); since != 0) {
+    const long long from = std::max(since, last_drain_retire_);
+    WaitLog& w = f.times.waits;
+    w.ns[static_cast<std::size_t>(WaitSource::Drain)].fetch_add(std::max(0LL, now - from), std::memory_order_relaxed);
+    w.count[static_cast<std::size_t>(WaitSource::Drain)].fetch_add(1, std::memory_order_relaxed);
+    last_drain_retire_ = now;
+  }
+  if (log_enabled(LogLevel::Debug)) {
+    long long blocked = 0;
+    for (const auto& ns : f.times.waits.ns) blocked += ns.load();
     log(LogLevel::Debug, "%s #%llu finished: %.3f ms after the call, %.3f ms after submission, %llu polls; "
         "threads blocked on it %.3f ms", kind_name(f.kind), static_cast<unsigned long long>(f.sequence),
-        (f.times.last_step.load() - f.times.called) / 1e6, (futex::now_ns() - f.submitted_ns) / 1e6,
-        static_cast<unsigned long long>(polls_ - f.polls_at_submit), f.times.blocked.load() / 1e6);
+        (f.times.last_step.load() - f.times.called) / 1e6, (now - f.submitted_ns) / 1e6,
+        static_cast<unsigned long long>(polls_ - f.polls_at_submit), blocked / 1e6);
+  }
+  if (finished_) finished_(f);
   {
     std::lock_guard lock(mutex_);
     std::erase_if(in_flight_list_, [&](const std::shared_ptr<InFlight>& p) { return p.get() == &f; });
@@ -129,8 +147,15 @@ void Progress::run() {
       for (const Started& s : adopted_) ex.adopt(s);
       adopted_.clear();
     }
+    // Sampled calls whose regions were all opened by their first touches (open_observed pokes).
+    std::erase_if(parked_, [this](InFlight* f) {
+      if (!f->finished()) return false;
+      retire(*f);
+      return true;
+    });
+    parked_count_.store(parked_.size(), std::memory_order_relaxed);
     if (ex.empty()) {
-      if (stop_.load()) break;
+      if (stop_.load() && parked_.empty()) break;
       futex::wait(u.wake, wake_seen, -1);
       continue;
     }
@@ -142,7 +167,21 @@ void Progress::run() {
       end_job();
     }
     // Retire what has finished: erase its regions (they are all published), drop our reference.
-    ex.retire([](const InFlight& f) { return f.finished(); }, [this](InFlight& f) { retire(f); });
+    // A sampled call whose steps are done but whose regions wait for their first touch leaves
+    // the executor (nothing left to poll) and is parked until they are open.
+    // (Not before the call has returned: its record is complete only then.)
+    ex.retire([](const InFlight& f) {
+                return f.steps_left.load(std::memory_order_acquire) == 0 &&
+                       f.times.returned.load(std::memory_order_acquire) != 0;
+              },
+              [this](InFlight& f) {
+                if (f.finished()) {
+                  retire(f);
+                } else {
+                  parked_.push_back(&f);
+                  parked_count_.store(parked_.size(), std::memory_order_relaxed);
+                }
+              });
     if (moved) {
       sleep_ns = poll_min_ns_;
       continue;

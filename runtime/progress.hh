@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -21,14 +22,22 @@ namespace tnbc {
 class Progress {
  public:
   // `window`: sends of one collective in flight at once (the policy's, for this driver).
-  Progress(const Settings& s, int window);
+  // `finished`: called on the progress thread for each collective once it has finished (every
+  // step done, every region open, every wait for it added up): its record for the summary.
+  Progress(const Settings& s, int window, std::function<void(InFlight&)> finished);
   ~Progress();
   void submit(std::shared_ptr<InFlight> f);
   // Takes over steps a calling thread started (their collective is submitted already).
   void adopt(std::vector<Started> steps);
   // Waits until every submitted collective has finished (sends included); false if some are
-  // still in flight after `timeout_ns` (a peer never took or sent its part).
+  // still in flight after `timeout_ns` (a peer never took or sent its part). The time is added
+  // to the collectives' waits (WaitSource::Drain), each counted from the drain's start or the
+  // previous one's end, so that no time counts twice. Regions still held back for observation
+  // must be opened first (fence_all).
   bool drain(long long timeout_ns);
+  // Sampled calls whose steps are all done but whose regions wait for their first touch
+  // (runtime/observe.hh): the engine samples no more while too many wait.
+  std::size_t parked() const { return parked_count_.load(std::memory_order_relaxed); }
   // Ends the thread once nothing is in flight (drain first).
   void stop();
   // CPU seconds the thread has used so far (-1 once stopped or when unknown).
@@ -45,6 +54,11 @@ class Progress {
   void retire(InFlight& f);
 
   const long long poll_min_ns_, poll_max_ns_;
+  std::function<void(InFlight&)> finished_;
+  std::vector<InFlight*> parked_;          // progress thread only; kept alive by in_flight_list_
+  std::atomic<std::size_t> parked_count_{0};
+  std::atomic<long long> drain_since_{0};  // a drain() is waiting since (0: none)
+  long long last_drain_retire_ = 0;        // progress thread only
   WindowGate gate_;
   std::mutex mutex_;
   std::vector<std::shared_ptr<InFlight>> incoming_;

@@ -57,6 +57,10 @@ Status publish_step(InFlight& f, int i, long long now_ns) {
     for (int k = first; k < last; ++k) {
       Region& r = f.regions[static_cast<std::size_t>(k)];
       if (r.pending.fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
+      if (r.observe) {  // held back until its first touch, which opens it (open_observed)
+        r.arrived_ns.store(now_ns, std::memory_order_release);
+        continue;
+      }
       if (Status st = f.guard->open(f, r); !st.ok() && error.ok()) error = std::move(st);
       r.published.store(1, std::memory_order_release);
       f.regions_remaining.fetch_sub(1, std::memory_order_acq_rel);

@@ -1,10 +1,15 @@
 #include "runtime/runtime.hh"
 
+#include <dlfcn.h>
+#include <limits.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 
 #include "runtime/engine.hh"
@@ -27,6 +32,7 @@ Runtime::Runtime() = default;
 Runtime::~Runtime() = default;
 
 void Runtime::configure() {
+  init_ns_ = futex::now_ns();
   ConfigResult r = load_config(&tnbc::process_getenv);
   settings_ = r.settings;
   set_log_level(settings_.log);
@@ -47,10 +53,59 @@ void Runtime::configure() {
   }
 }
 
+namespace {
+// The run's id, the same on every rank of one MPI_COMM_WORLD: summaries, traces and `tnbc merge`
+// tell runs (and spawned worlds) apart by it. Drawn by rank 0 from its host, clock and pid.
+std::uint64_t draw_run_id(int rank) {
+  std::uint64_t id = 0;
+  if (rank == 0) {
+    char host[256] = "";
+    ::gethostname(host, sizeof host - 1);
+    std::uint64_t h = 1469598103934665603ULL;
+    auto mix = [&h](const void* p, std::size_t n) {
+      for (std::size_t i = 0; i < n; ++i) h = (h ^ static_cast<const unsigned char*>(p)[i]) * 1099511628211ULL;
+    };
+    const long long t = futex::now_ns();
+    const pid_t pid = ::getpid();
+    const std::time_t wall = std::time(nullptr);
+    mix(host, std::strlen(host));
+    mix(&t, sizeof t);
+    mix(&pid, sizeof pid);
+    mix(&wall, sizeof wall);
+    id = h;
+  }
+  PMPI_Bcast(&id, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  return id;
+}
+
+// The `tnbc` command next to this library: the build tree's tools/tnbc, or an installation's
+// bin/tnbc; plain "tnbc" (from PATH) when neither is there.
+std::string tnbc_command() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&draw_run_id), &info) && info.dli_fname) {
+    std::string dir = info.dli_fname;
+    dir = dir.find('/') == std::string::npos ? "." : dir.substr(0, dir.rfind('/'));
+    for (const char* rel : {"/tools/tnbc", "/../bin/tnbc"}) {
+      char real[PATH_MAX];
+      if (::realpath((dir + rel).c_str(), real) && ::access(real, X_OK) == 0) return real;
+    }
+  }
+  return "tnbc";
+}
+
+std::string absolute(const std::string& path) {
+  char real[PATH_MAX];
+  return ::realpath(path.c_str(), real) ? std::string(real) : path;
+}
+}  // namespace
+
 void Runtime::begin() {
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   PMPI_Comm_size(MPI_COMM_WORLD, &size_);
   set_log_rank(rank_);
+  MPI_Comm parent = MPI_COMM_NULL;
+  PMPI_Comm_get_parent(&parent);
+  stats_.set_run({draw_run_id(rank_), parent != MPI_COMM_NULL, 0, absolute("/proc/self/exe")});
   if (rank_ == 0 && log_enabled(LogLevel::Debug))
     log(LogLevel::Debug, "effective settings:\n%s", dump(settings_).c_str());
   check_uniform_settings();
@@ -99,9 +154,36 @@ void Runtime::check_uniform_settings() {
 
 void Runtime::stop() {
   if (!started_.load(std::memory_order_acquire)) return;
+  Stats::Run run = stats_.run();
+  run.wall_ns = futex::now_ns() - init_ns_;
+  stats_.set_run(run);
   if (engine_) engine_->shutdown();
   write_summary();
+  say_totals();
   started_.store(false, std::memory_order_release);
+}
+
+void Runtime::say_totals() {
+  if (settings_.output_dir.empty() || settings_.mode == Mode::Off) return;
+  const Stats::Totals t = stats_.totals();
+  long long in[4] = {t.duration_ns, t.in_call_ns, t.hidden_ns, stats_.run().wall_ns}, out[4] = {0, 0, 0, 0};
+  MPI_Request req;
+  if (PMPI_Ireduce(in, out, 4, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD, &req) != MPI_SUCCESS) return;
+  const long long start = futex::now_ns();
+  for (int done = 0; PMPI_Test(&req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done;) {
+    if (futex::now_ns() - start > settings_.timeout_s * 1000000000LL) return;  // a rank did not finalize: say nothing
+    sched_yield();
+  }
+  if (rank_ != 0) return;
+  const double comm = static_cast<double>(out[0]), wall = static_cast<double>(out[3]);
+  auto share = [](double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0.0; };
+  const std::string dir = absolute(world_output_dir(settings_.output_dir, stats_.run().id, stats_.run().spawned));
+  // docs/reports.md defines both figures; totals over the ranks.
+  std::fprintf(stderr, "tnbc: hidden: %.1f%% of the collectives' time (%.3f s over %d ranks; %.1f%% of the run)\n",
+               share(static_cast<double>(out[2]), comm), comm / 1e9, size_, share(static_cast<double>(out[2]), wall));
+  std::fprintf(stderr, "tnbc: Tinit (time inside the calls): %.1f%% of the collectives' time (%.1f%% of the run)\n",
+               share(static_cast<double>(out[1]), comm), share(static_cast<double>(out[1]), wall));
+  std::fprintf(stderr, "tnbc: report: %s report %s\n", tnbc_command().c_str(), dir.c_str());
 }
 
 void Runtime::write_summary() {
@@ -112,7 +194,8 @@ void Runtime::write_summary() {
     return;
   }
   const std::string name = "tnbc-summary." + std::to_string(rank_) + ".json";
-  if (const Status st = write_output_file(settings_.output_dir, name, json); !st.ok())
+  const std::string dir = world_output_dir(settings_.output_dir, stats_.run().id, stats_.run().spawned);
+  if (const Status st = write_output_file(dir, name, json); !st.ok())
     log(LogLevel::Error, "%s; summary not written", st.message().c_str());
 }
 

@@ -55,6 +55,9 @@ class Runtime {
   Runtime();
   ~Runtime();
   void write_summary();
+  // Rank 0, with TNBC_OUTPUT_DIR set: what was hidden, the time in the calls, and the command
+  // that shows the report (collective over MPI_COMM_WORLD, bounded by TNBC_TIMEOUT).
+  void say_totals();
   // Settings that decide the messages (and the page size) differ between ranks: every rank
   // runs blocking, with a message. Collective over MPI_COMM_WORLD.
   void check_uniform_settings();
@@ -63,6 +66,7 @@ class Runtime {
   Stats stats_;
   std::atomic<bool> started_{false};
   int rank_ = -1, size_ = 0;
+  long long init_ns_ = 0;  // when MPI_Init was entered (the run's wall time starts)
   Reason blocking_reason_ = Reason::Mode;
   std::unique_ptr<Engine> engine_;
   std::vector<Message> pending_;  // start-up messages, said in start()

@@ -2,13 +2,14 @@
 
 #include <time.h>
 
-#include <dlfcn.h>
-
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
+#include <map>
 #include <sstream>
 #include <tuple>
 #include <vector>
+
+#include "runtime/modules.hh"
 
 namespace tnbc {
 
@@ -46,24 +47,107 @@ void add_counts(Counters& sum, const Counters& c) {
   sum.passthrough += c.passthrough;
   for (std::size_t r = 0; r < c.reasons.size(); ++r) sum.reasons[r] += c.reasons[r];
 }
+
+// A site's times and waits, from another shard (the progress thread records completions).
+void add_times(SiteCounters& sum, const SiteCounters& c) {
+  sum.bytes_sent += c.bytes_sent;
+  sum.in_call_ns += c.in_call_ns;
+  sum.early_in_call_ns += c.early_in_call_ns;
+  sum.duration_ns += c.duration_ns;
+  sum.blocked_ns += c.blocked_ns;
+  sum.hidden_ns += c.hidden_ns;
+  sum.finished += c.finished;
+  for (std::size_t i = 0; i < kWaitSourceCount; ++i) {
+    sum.waited_ns[i] += c.waited_ns[i];
+    sum.waits[i] += c.waits[i];
+  }
+  sum.observe_ns += c.observe_ns;
+  sum.observe_waits += c.observe_waits;
+  sum.timelines.insert(sum.timelines.end(), c.timelines.begin(), c.timelines.end());
+}
 }  // namespace
 
-void Stats::record(Kind kind, CallSite site, std::uint64_t bytes, Outcome outcome, Reason reason) {
+SiteCounters& Stats::site(Kind kind, CallSite site) {
   Shard& sh = shard();
-  auto& k = sh.kinds[static_cast<std::size_t>(kind)];
-  ++k.calls;
-  if (site.lang == Lang::Fortran) ++k.fortran_calls;
-  k.bytes += bytes;
-  count_outcome(k, outcome, reason);
   const SiteKey key{static_cast<int>(kind), static_cast<int>(site.lang), site.return_address};
   if (!(sh.last && sh.last_key == key)) {
-    sh.last = &sh.sites[key];  // node-based map: the address stays valid
+    auto [it, added] = sh.sites.try_emplace(key);  // node-based map: the address stays valid
+    if (added) {
+      it->second.kind = kind;
+      it->second.lang = site.lang;
+    }
+    sh.last = &it->second;
     sh.last_key = key;
   }
-  SiteCounters& sc = *sh.last;
+  return *sh.last;
+}
+
+void Stats::record(SiteCounters& sc, const CallEntry& r) {
+  auto& k = shard().kinds[static_cast<std::size_t>(sc.kind)];
+  ++k.calls;
+  if (sc.lang == Lang::Fortran) ++k.fortran_calls;
+  k.bytes += r.received;
+  count_outcome(k, r.outcome, r.reason);
   ++sc.calls;
-  sc.bytes += bytes;
-  count_outcome(sc, outcome, reason);
+  sc.bytes += r.received;
+  sc.bytes_sent += r.sent;
+  count_outcome(sc, r.outcome, r.reason);
+  const long long in_call = std::max(0LL, r.returned_ns - r.called_ns);
+  sc.in_call_ns += in_call;
+  if (r.outcome == Outcome::EarlyReturn) sc.early_in_call_ns += in_call;
+  // A call that did not return early waited for all of its collective in it: its duration is
+  // its time in the call, nothing of it hidden. An early return's comes with its completion.
+  if (r.outcome != Outcome::EarlyReturn) sc.duration_ns += in_call;
+}
+
+void Stats::complete(Kind kind, CallSite where, const Completion& d) {
+  SiteCounters& sc = site(kind, where);
+  ++sc.finished;
+  long long blocked = 0;
+  for (std::size_t i = 0; i < kWaitSourceCount; ++i) {
+    sc.waited_ns[i] += d.waited_ns[i];
+    sc.waits[i] += d.waits[i];
+    blocked += d.waited_ns[i];
+  }
+  sc.duration_ns += d.duration_ns;
+  sc.blocked_ns += blocked;
+  sc.hidden_ns += std::max(0LL, d.duration_ns - d.in_call_ns - blocked);
+  sc.observe_ns += d.observe_ns;
+  sc.observe_waits += d.observe_waits;
+  if (d.timeline) sc.timelines.push_back(*d.timeline);
+}
+
+std::vector<std::pair<Stats::SiteKey, SiteCounters>> Stats::merged_sites() const {
+  std::lock_guard lock(mutex_);
+  std::unordered_map<SiteKey, SiteCounters, SiteHash> sum;
+  for (const Shard* sh : shards_)
+    for (const auto& [key, c] : sh->sites) {
+      auto [it, added] = sum.try_emplace(key);
+      if (added) {
+        it->second.kind = c.kind;
+        it->second.lang = c.lang;
+      }
+      add_counts(it->second, c);
+      add_times(it->second, c);
+    }
+  std::vector<std::pair<SiteKey, SiteCounters>> sorted(sum.begin(), sum.end());
+  // Sorted by kind and address so that summaries of different ranks line up.
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.first.kind, a.first.lang, a.first.address) < std::tie(b.first.kind, b.first.lang, b.first.address);
+  });
+  for (auto& [key, c] : sorted)
+    std::sort(c.timelines.begin(), c.timelines.end(), [](const Timeline& a, const Timeline& b) { return a.call < b.call; });
+  return sorted;
+}
+
+Stats::Totals Stats::totals() const {
+  Totals t;
+  for (const auto& [key, c] : merged_sites()) {
+    t.in_call_ns += c.in_call_ns;
+    t.duration_ns += c.duration_ns;
+    t.hidden_ns += c.hidden_ns;
+  }
+  return t;
 }
 
 void Stats::record_profile_decision(const ProfileDecision& d) {
@@ -135,19 +219,74 @@ std::string ns_json(double v) {
 }
 }  // namespace
 
+namespace {
+std::string hex(std::uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+template <class T, std::size_t N>
+void array_json(std::ostringstream& j, const std::array<T, N>& values) {
+  j << "{";
+  for (std::size_t i = 0; i < N; ++i)
+    j << (i ? ", " : "") << "\"" << wait_source_name(static_cast<WaitSource>(i)) << "\": " << values[i];
+  j << "}";
+}
+
+template <class T>
+void list_json(std::ostringstream& j, const std::vector<T>& values) {
+  j << "[";
+  for (std::size_t i = 0; i < values.size(); ++i) j << (i ? ", " : "") << values[i];
+  j << "]";
+}
+
+// One site: where (module, offset, symbol), what its calls did, and what they cost the program.
+void site_json(std::ostringstream& j, const SiteCounters& s, const CodeLocation& where) {
+  char off[32];
+  std::snprintf(off, sizeof off, "0x%zx", static_cast<std::size_t>(where.offset));
+  j << "{\"kind\": \"" << kind_name(s.kind) << "\", \"lang\": \"" << (s.lang == Lang::Fortran ? "fortran" : "c")
+    << "\", \"module\": \"" << json_escape(where.module) << "\", \"offset\": \"" << off << "\", \"symbol\": \""
+    << json_escape(where.symbol) << "\", \"calls\": " << s.calls << ", \"bytes\": " << s.bytes
+    << ", \"bytes_sent\": " << s.bytes_sent << ", \"early_return\": " << s.early_return
+    << ", \"completed_in_call\": " << s.completed_in_call << ", \"passthrough\": " << s.passthrough << ", \"reasons\": {";
+  reasons_json(j, s.reasons);
+  j << "},\n   \"time_ns\": {\"in_call\": " << s.in_call_ns << ", \"duration\": " << s.duration_ns
+    << ", \"blocked\": " << s.blocked_ns << ", \"hidden\": " << s.hidden_ns << ", \"in_early_calls\": " << s.early_in_call_ns
+    << "}, \"finished\": " << s.finished << ", \"blocked_ns\": ";
+  array_json(j, s.waited_ns);
+  j << ", \"waits\": ";
+  array_json(j, s.waits);
+  j << ", \"observation\": {\"ns\": " << s.observe_ns << ", \"waits\": " << s.observe_waits << "},\n   \"timelines\": [";
+  for (std::size_t i = 0; i < s.timelines.size(); ++i) {
+    const Timeline& t = s.timelines[i];
+    j << (i ? ",\n    " : "\n    ") << "{\"call\": " << t.call << ", \"in_call_ns\": " << t.in_call_ns
+      << ", \"duration_ns\": " << t.duration_ns << ", \"bytes\": ";
+    list_json(j, t.bytes);
+    j << ", \"arrival_ns\": ";
+    list_json(j, t.arrival_ns);
+    j << ", \"first_access_ns\": ";
+    list_json(j, t.first_access_ns);
+    j << "}";
+  }
+  j << "]}";
+}
+}  // namespace
+
 std::string Stats::summary_json(int rank, int size, const std::string& mode) const {
   std::array<KindCounters, kKindCount> kinds_;
   for (std::size_t i = 0; i < kinds_.size(); ++i) kinds_[i] = kind(static_cast<Kind>(i));
+  const auto sites = merged_sites();
   std::lock_guard lock(mutex_);
-  std::unordered_map<SiteKey, SiteCounters, SiteHash> sites_;
-  for (const Shard* sh : shards_)
-    for (const auto& [key, c] : sh->sites) {
-      add_counts(sites_[key], c);
-    }
   std::ostringstream j;
-  j << "{\"format\": \"tnbc-summary\", \"version\": 1, \"rank\": " << rank << ", \"size\": " << size
-    << ", \"mode\": \"" << json_escape(mode) << "\",\n \"placement\": {\"host\": \"" << json_escape(placement_.host)
-    << "\", \"cpus\": \"" << placement_.cpus << "\", \"cpu_count\": " << placement_.cpu_count << "},\n \"collectives\": {";
+  long long in_early_ns = 0;
+  for (const auto& [key, c] : sites) in_early_ns += c.early_in_call_ns;
+  j << "{\"format\": \"tnbc-summary\", \"version\": " << kSummaryVersion << ", \"rank\": " << rank << ", \"size\": " << size
+    << ", \"mode\": \"" << json_escape(mode) << "\",\n \"run\": {\"id\": \"" << hex(run_.id) << "\", \"world\": \""
+    << (run_.spawned ? "spawned" : "main") << "\", \"wall_ns\": " << run_.wall_ns << ", \"executable\": \""
+    << json_escape(run_.executable) << "\"},\n \"placement\": {\"host\": \""
+    << json_escape(placement_.host) << "\", \"cpus\": \"" << placement_.cpus << "\", \"cpu_count\": " << placement_.cpu_count
+    << "},\n \"collectives\": {";
   for (std::size_t i = 0; i < kinds_.size(); ++i) {
     const auto& k = kinds_[i];
     j << (i ? ",\n   " : "\n   ") << "\"" << kind_name(static_cast<Kind>(i)) << "\": {\"calls\": " << k.calls
@@ -159,7 +298,7 @@ std::string Stats::summary_json(int rank, int size, const std::string& mode) con
   }
   j << "},\n \"guards\": {\"userfaultfd\": " << guards_[0].load() << ", \"prot_none\": " << guards_[1].load()
     << ", \"userfaultfd_moved\": " << guards_[2].load() << "},\n ";
-  j << "\"overhead\": {\"in_early_calls_s\": " << static_cast<double>(in_call_ns_.load()) / 1e9
+  j << "\"overhead\": {\"in_early_calls_s\": " << static_cast<double>(in_early_ns) / 1e9
     << ", \"progress_thread_cpu_s\": " << progress_cpu_s_ << ", \"uffd_listener_cpu_s\": " << listener_cpu_s_
     << "},\n ";
   if (!threshold_.basis.empty()) {
@@ -204,39 +343,23 @@ std::string Stats::summary_json(int rank, int size, const std::string& mode) con
     j << "]";
   }
   if (!profile_status_.empty()) j << "},\n ";
+  // Sites, and the modules they are in with their build IDs (to resolve file:line later).
+  std::map<std::string, std::string> modules;
   j << "\"sites\": [";
+  for (std::size_t i = 0; i < sites.size(); ++i) {
+    const CodeLocation where = locate_return_address(sites[i].first.address);
+    modules.emplace(where.module, where.build_id);
+    j << (i ? ",\n  " : "\n  ");
+    site_json(j, sites[i].second, where);
+  }
+  j << "],\n \"modules\": {";
   bool first = true;
-  // Sorted by kind and address so that summaries of different ranks line up.
-  std::vector<std::pair<SiteKey, SiteCounters>> sorted(sites_.begin(), sites_.end());
-  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
-    return std::tie(a.first.kind, a.first.lang, a.first.address) < std::tie(b.first.kind, b.first.lang, b.first.address);
-  });
-  for (const auto& [key, s] : sorted) {
-    const int kind = key.kind, lang = key.lang;
-    const void* addr = key.address;
-    Dl_info info{};
-    std::string module = "?", symbol = "?";
-    std::uintptr_t offset = reinterpret_cast<std::uintptr_t>(addr);
-    // The return address points after the call; step back one byte to stay inside it.
-    if (addr && dladdr(static_cast<const char*>(addr) - 1, &info)) {
-      if (info.dli_fname) module = info.dli_fname;
-      if (info.dli_sname) symbol = info.dli_sname;
-      offset -= reinterpret_cast<std::uintptr_t>(info.dli_fbase);
-    }
-    char off[32];
-    std::snprintf(off, sizeof off, "0x%zx", static_cast<std::size_t>(offset));
-    j << (first ? "\n  " : ",\n  ") << "{\"kind\": \"" << kind_name(static_cast<Kind>(kind))
-      << "\", \"lang\": \"" << (lang == static_cast<int>(Lang::Fortran) ? "fortran" : "c")
-      << "\", \"module\": \"" << json_escape(module) << "\", \"offset\": \"" << off
-      << "\", \"symbol\": \"" << json_escape(symbol) << "\", \"calls\": " << s.calls
-      << ", \"bytes\": " << s.bytes << ", \"early_return\": " << s.early_return
-      << ", \"completed_in_call\": " << s.completed_in_call << ", \"passthrough\": " << s.passthrough
-      << ", \"reasons\": {";
-    reasons_json(j, s.reasons);
-    j << "}}";
+  for (const auto& [path, id] : modules) {
+    j << (first ? "" : ", ") << "\"" << json_escape(path) << "\": {\"build_id\": "
+      << (id.empty() ? std::string("null") : "\"" + id + "\"") << "}";
     first = false;
   }
-  j << "]}\n";
+  j << "}}\n";
   return j.str();
 }
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <atomic>
 #include <cstdint>
 #include <unordered_map>
@@ -20,6 +21,9 @@
 
 namespace tnbc {
 
+// The summary's format version (docs/formats.md): 2 added `run`, `modules` and the sites' times,
+// waits and timelines.
+inline constexpr int kSummaryVersion = 2;
 
 
 struct KindCounters {
@@ -28,10 +32,54 @@ struct KindCounters {
   std::array<std::uint64_t, static_cast<std::size_t>(Reason::Count_)> reasons{};
 };
 
+// One call, as its site counts it (docs/reports.md defines every figure). Times are
+// futex::now_ns (monotonic ns).
+struct CallEntry {
+  std::uint64_t received = 0, sent = 0;  // bytes (Collective::Size)
+  Outcome outcome = Outcome::Passthrough;
+  Reason reason = Reason::None;
+  long long called_ns = 0, returned_ns = 0;
+};
+
+// A sampled call's timeline (runtime/observe.hh): per sub-message (peer of an exchange, chunk of
+// a broadcast) its bytes, when its last piece arrived and when the program first touched it,
+// in ns after the call (-1: not known: nothing received, or never touched while held back).
+struct Timeline {
+  std::uint64_t call = 0;  // the call's index at its site on this rank (0 = first)
+  long long in_call_ns = 0, duration_ns = 0;
+  std::vector<std::uint64_t> bytes;
+  std::vector<long long> arrival_ns, first_access_ns;
+};
+
+// What a call that returned early cost the program after the return, recorded when its
+// collective finished: its duration and every wait for it, per source.
+struct Completion {
+  long long in_call_ns = 0, duration_ns = 0;
+  std::array<long long, kWaitSourceCount> waited_ns{};
+  std::array<std::uint64_t, kWaitSourceCount> waits{};
+  long long observe_ns = 0;  // waits only observation caused (the data was there already)
+  std::uint64_t observe_waits = 0;
+  std::optional<Timeline> timeline;
+};
+
+// Per call site (and thread; summed when the summary is written). Times are sums over calls, ns.
 struct SiteCounters {
-  std::uint64_t calls = 0, bytes = 0;
+  Kind kind = Kind::Bcast;
+  Lang lang = Lang::C;
+  std::uint64_t calls = 0, bytes = 0, bytes_sent = 0;
   std::uint64_t early_return = 0, completed_in_call = 0, passthrough = 0;
   std::array<std::uint64_t, static_cast<std::size_t>(Reason::Count_)> reasons{};
+  long long in_call_ns = 0;    // Tinit: call to return, every call
+  long long early_in_call_ns = 0;  // the part of it in calls that returned early
+  long long duration_ns = 0;   // call to its last step done (the return, for calls that did not return early)
+  long long blocked_ns = 0;    // waits after the return (sum of waited_ns)
+  long long hidden_ns = 0;     // per call max(0, duration - Tinit - blocked)
+  std::uint64_t finished = 0;  // early returns whose collective finished (counted in the times)
+  std::array<long long, kWaitSourceCount> waited_ns{};
+  std::array<std::uint64_t, kWaitSourceCount> waits{};
+  long long observe_ns = 0;
+  std::uint64_t observe_waits = 0;
+  std::vector<Timeline> timelines;
 };
 
 // Mode optimize: what the profile decided for a call site (trace/gain.hh), for the summary.
@@ -47,8 +95,16 @@ struct ProfileDecision {
 class Stats {
  public:
   // Cheap on the hot path: each thread counts into its own shard (no lock, no atomics);
-  // shards are summed when read.
-  void record(Kind kind, CallSite site, std::uint64_t bytes, Outcome outcome, Reason reason);
+  // shards are summed when read. `site` is this thread's counters of a call site (stable; a
+  // loop calling from one site skips the look-up); `record` counts one call there, on the same
+  // thread. `calls` before the record is the call's index at the site (sampling).
+  SiteCounters& site(Kind kind, CallSite site);
+  void record(SiteCounters& site, const CallEntry& call);
+  // The collective of an early return finished (on the progress thread): its duration, waits
+  // and timeline.
+  void complete(Kind kind, CallSite site, const Completion& done);
+  // A timeline recorded another way (the trace pass: blocking calls, first touches traced).
+  void add_timeline(Kind kind, CallSite where, Timeline t) { site(kind, where).timelines.push_back(std::move(t)); }
   KindCounters kind(Kind k) const;
   // Which guard held an early-returned receive buffer back (runtime/uffd.hh, runtime/guard.hh);
   // UserfaultfdMoved counts the userfaultfd ones whose pages were swapped, not copied (a subset).
@@ -60,9 +116,7 @@ class Stats {
   void set_profile(const std::string& file, const std::string& status);
   void record_profile(ProfileUse u) { profile_uses_[static_cast<std::size_t>(u)].fetch_add(1, std::memory_order_relaxed); }
   std::uint64_t profile_uses(ProfileUse u) const { return profile_uses_[static_cast<std::size_t>(u)].load(); }
-  // tnbc's own costs: wall time inside calls that returned early (Tinit, summed), and the CPU
-  // time of its threads (read at shutdown; -1 when unknown).
-  void record_in_call(long long ns) { in_call_ns_.fetch_add(static_cast<std::uint64_t>(std::max(0LL, ns)), std::memory_order_relaxed); }
+  // tnbc's own costs: the CPU time of its threads (read at shutdown; -1 when unknown).
   void set_thread_cpu(double progress_s, double listener_s) {
     progress_cpu_s_ = progress_s;
     listener_cpu_s_ = listener_s;
@@ -85,6 +139,22 @@ class Stats {
   }
   // Where this rank runs (runtime/placement.hh), recorded at MPI_Init in every mode.
   void set_placement(const Placement& p) { placement_ = p; }
+  // The run (docs/formats.md `run`): its id (drawn by rank 0 of MPI_COMM_WORLD), whether this
+  // world was started by MPI_Comm_spawn, and the program's wall time from MPI_Init to
+  // MPI_Finalize.
+  struct Run {
+    std::uint64_t id = 0;
+    bool spawned = false;
+    long long wall_ns = 0;
+    std::string executable;  // /proc/self/exe (what a profile names)
+  };
+  void set_run(const Run& r) { run_ = r; }
+  const Run& run() const { return run_; }
+  // Sums over this rank's call sites (the lines rank 0 prints at MPI_Finalize).
+  struct Totals {
+    long long in_call_ns = 0, duration_ns = 0, hidden_ns = 0;
+  };
+  Totals totals() const;
   // Per call of mode optimize: the profile's decision for its site (one entry per site and basis,
   // with the number of calls). `profile_blocking` is TNBC_PROFILE_BLOCKING: "auto" or "off".
   void record_profile_decision(const ProfileDecision& d);
@@ -98,6 +168,8 @@ class Stats {
     const void* address;
     bool operator==(const SiteKey&) const = default;
   };
+  // Every site's counters summed over the shards, in a stable order (kind, language, address).
+  std::vector<std::pair<SiteKey, SiteCounters>> merged_sites() const;
   struct SiteHash {
     std::size_t operator()(const SiteKey& k) const {
       return std::hash<const void*>()(k.address) ^ (static_cast<std::size_t>(k.kind * 2 + k.lang) << 1);
@@ -114,13 +186,13 @@ class Stats {
   std::array<std::atomic<std::uint64_t>, 3> guards_{};  // rare (early returns only): shared
   std::array<std::atomic<std::uint64_t>, 3> profile_uses_{};
   std::string profile_file_, profile_status_;  // set once at start-up
-  std::atomic<std::uint64_t> in_call_ns_{0};
   double progress_cpu_s_ = -1, listener_cpu_s_ = -1;  // set once at shutdown
   std::string profile_blocking_;
   Threshold threshold_;
   CpuShare node_;
   std::string node_problem_;
   Placement placement_;
+  Run run_;
   bool have_node_ = false;
   struct DecisionEntry {
     ProfileDecision d;

@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "runtime/fatal.hh"
+#include "runtime/futex.hh"
 #include "runtime/guard.hh"
 #include "runtime/log.hh"
 #include "runtime/stats.hh"
@@ -74,6 +75,9 @@ void* listen(void*) {
       log(LogLevel::Error, "userfaultfd read failed: %s", std::strerror(errno));
       return nullptr;
     }
+    // The threads of this batch have been asleep since at least now (the waits below run one
+    // after the other; each is counted from here).
+    const long long read_ns = futex::now_ns();
     for (ssize_t k = 0; k < n / static_cast<ssize_t>(sizeof(uffd_msg)); ++k) {
       if (msgs[k].event != UFFD_EVENT_PAGEFAULT) continue;
       const auto addr = static_cast<std::uintptr_t>(msgs[k].arg.pagefault.address);
@@ -83,7 +87,7 @@ void* listen(void*) {
         abort();
       }
       if (Region* r = guards().acquire(addr)) {
-        wait_published(r, "an access to a received buffer");
+        wait_published(r, "an access to a received buffer", WaitSource::Userfault, true, read_ns);
         guards().release(r);
       } else {
         // Filled (and unregistered) between the fault and now: make sure the thread runs.

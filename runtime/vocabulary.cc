@@ -52,4 +52,14 @@ const char* reason_name(Reason r) {
   return "unknown";
 }
 
+const char* wait_source_name(WaitSource s) {
+  switch (s) {
+    case WaitSource::Fault: return "fault";
+    case WaitSource::Userfault: return "userfault";
+    case WaitSource::Fence: return "fence";
+    case WaitSource::Drain: return "drain";
+  }
+  return "unknown";
+}
+
 }  // namespace tnbc

@@ -79,4 +79,16 @@ enum class Reason {
 };
 const char* reason_name(Reason r);
 
+// Where the program waited for a collective after its call had returned (the summary's
+// `blocked_ns` and `waits`; docs/reports.md defines them). Values index per-source arrays.
+enum class WaitSource : std::uint8_t {
+  Fault,      // a read or write of a guarded page, in tnbc's SIGSEGV handler (PROT_NONE)
+  Userfault,  // the same under userfaultfd: the thread slept in the kernel, seen by the listener
+  Fence,      // a call that needed the buffer first: a system call or MPI call on it, free or
+              // munmap, a later collective on it, an MPI call of unknown extent, MPI_Finalize
+  Drain,      // MPI_Finalize or MPI_Comm_free waiting for the collective's last sends
+};
+inline constexpr std::size_t kWaitSourceCount = 4;
+const char* wait_source_name(WaitSource s);
+
 }  // namespace tnbc

@@ -5,6 +5,7 @@
 
 #include "runtime/coll/collective.hh"
 #include "runtime/engine.hh"
+#include "runtime/futex.hh"
 #include "runtime/runtime.hh"
 #include "shim/handlers.hh"
 
@@ -16,11 +17,17 @@ int run(const CollCall& c, BlockingCall blocking) {
   Runtime& rt = Runtime::get();
   if (!rt.intercepting()) return blocking();
   if (Engine* e = rt.engine()) return e->run(c, blocking);
+  const long long called = futex::now_ns();
   const int rc = blocking();
+  const long long returned = futex::now_ns();
   MpiTypes types;
   CallContext ctx{0, 1, 0, &types, nullptr};
   PMPI_Comm_size(c.comm, &ctx.size);
-  rt.stats().record(c.kind, c.site, collective(c.kind).size(c, ctx).received, Outcome::Passthrough, rt.blocking_reason());
+  PMPI_Comm_rank(c.comm, &ctx.rank);
+  const Collective::Size size = collective(c.kind).size(c, ctx);
+  Stats& stats = rt.stats();
+  stats.record(stats.site(c.kind, c.site),
+               {size.received, size.sent, Outcome::Passthrough, rt.blocking_reason(), called, returned});
   return rc;
 }
 

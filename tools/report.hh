@@ -1,16 +1,13 @@
-// `tnbc report DIR`: a readable account of one run from its per-rank summaries (tools/report.cc).
+// `tnbc report DIR [--compare DIR2]... [--profile FILE] [--json FILE] [--html FILE]`: what the
+// collectives of a run did and what they cost the program, per call site (tools/report.cc).
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "runtime/status.hh"
-
 namespace tnbc::tools {
 
-// The report text, or an error naming the file that cannot be read.
-Result<std::string> report(const std::string& dir);
-// The command: prints the report, returns the exit status.
+// The command: prints the text report, writes the JSON and HTML ones; returns the exit status.
 int cmd_report(const std::vector<std::string>& args);
 
 }  // namespace tnbc::tools

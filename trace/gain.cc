@@ -23,19 +23,24 @@ std::string ms(double ns) {
 
 }  // namespace
 
+std::optional<double> rank_crc_ns(const ProfileSite::Rank& r, std::optional<double> bytes) {
+  if (!r.receives || !r.traced || *r.traced == 0 || !r.curc_ns) return std::nullopt;
+  if (r.r_crc && *r.r_crc > 0 && bytes) return *bytes / *r.r_crc * 1e9;
+  double t_crc = 0;
+  for (double g : r.gaps_ns) t_crc += g;
+  return t_crc;
+}
+
 SiteEstimate estimate_site(const ProfileSite& s) {
   SiteEstimate e;
   std::vector<double> comm, curc, crc, overlap;
   for (const ProfileSite::Rank& r : s.ranks) {
     if (r.duration_ns) comm.push_back(*r.duration_ns);
     if (r.bytes_per_call) e.bytes = std::max(e.bytes, static_cast<double>(*r.bytes_per_call));
-    if (!r.receives || !r.traced || *r.traced == 0 || !r.curc_ns) continue;
-    double t_crc = 0;
-    if (r.r_crc && *r.r_crc > 0 && r.bytes_per_call) {
-      t_crc = static_cast<double>(*r.bytes_per_call) / *r.r_crc * 1e9;
-    } else {
-      for (double g : r.gaps_ns) t_crc += g;
-    }
+    const std::optional<double> t_crc_opt =
+        rank_crc_ns(r, r.bytes_per_call ? std::optional<double>(static_cast<double>(*r.bytes_per_call)) : std::nullopt);
+    if (!t_crc_opt) continue;
+    const double t_crc = *t_crc_opt;
     curc.push_back(*r.curc_ns);
     crc.push_back(t_crc);
     overlap.push_back(*r.curc_ns + t_crc);

@@ -53,6 +53,11 @@ struct SiteEstimate {
 };
 SiteEstimate estimate_site(const ProfileSite& s);
 
+// T_CRC of one rank for `bytes` received per call: bytes / its R_CRC, or without an R_CRC (one
+// sub-message seen) or bytes the sum of its gaps between first touches. Nothing when the rank
+// received nothing, was not traced or has no CURC estimate (then its T_CURC is unknown too).
+std::optional<double> rank_crc_ns(const ProfileSite::Rank& r, std::optional<double> bytes);
+
 // The cost of returning early: fixed + per MiB received (config, see above).
 struct CostModel {
   double fixed_ns = 0, ns_per_mib = 0;

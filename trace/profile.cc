@@ -173,6 +173,12 @@ LoadedProfile parse_or_throw(const std::string& text, const std::string& name) {
     site.sub_messages = static_cast<int>(r.integer(s, sp, "sub_messages", 0, 1 << 24));
     const Value& frames = r.member(s, sp, "frames", Value::Type::Array);
     site.where = frames.items.empty() || frames.items[0].type != Value::Type::Object ? "?" : describe_frame(frames.items[0]);
+    if (!frames.items.empty() && frames.items[0].type == Value::Type::Object) {
+      const Value* m = frames.items[0].find("module");
+      const Value* o = frames.items[0].find("offset");
+      if (m && m->type == Value::Type::String) site.module = m->string;
+      if (o && o->type == Value::Type::String) site.offset = o->string;
+    }
     site.consensus = r.order(s, sp, "consensus_order", site.sub_messages);
     const Value& ranks = r.member(s, sp, "ranks", Value::Type::Array);
     std::set<int> rank_ids;

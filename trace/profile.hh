@@ -31,6 +31,7 @@ struct ProfileSite {
   int comm_size = 0;
   int sub_messages = 0;
   std::string where;                // innermost frame, "symbol (module+0xoffset)", for messages
+  std::string module, offset;       // innermost frame: module basename, "0x..." (what a summary's site is)
   std::vector<int> consensus;       // sub-message indices, read first first
   struct Rank {
     int rank = 0;

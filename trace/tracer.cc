@@ -35,9 +35,11 @@
 #include <vector>
 
 #include "runtime/datatype.hh"
+#include "runtime/futex.hh"
 #include "runtime/guard.hh"
 #include "runtime/log.hh"
 #include "runtime/memory_map.hh"
+#include "runtime/observe.hh"
 #include "runtime/coll/collective.hh"
 #include "runtime/policy.hh"
 #include "trace/callsite.hh"
@@ -112,6 +114,11 @@ struct Call {
   std::atomic<int> open{0};  // regions not yet opened
   std::uint64_t t0 = 0;      // ticks at return
   bool live = false;
+  // A sampled call (runtime/observe.hh): its timeline goes into the summary too.
+  bool sampled = false;
+  std::uint64_t index = 0;   // at its call site (the summary's) on this rank
+  Kind kind = Kind::Bcast;
+  CallSite where;
   std::uintptr_t lo = UINTPTR_MAX, hi = 0;  // pages it guards
 };
 
@@ -179,26 +186,15 @@ class Tracer final : public Engine {
     g_use_tsc = tsc_usable();
     calib_ticks_ = ticks();
     calib_ns_ = mono_ns();
-    dir_ = s.output_dir.empty() ? std::string("tnbc-trace") : s.output_dir;
+    dir_ = world_output_dir(s.output_dir.empty() ? std::string("tnbc-trace") : s.output_dir, stats.run().id,
+                            stats.run().spawned);
     if (s.output_dir.empty() && rank == 0)
       log(LogLevel::Warn, "TNBC_OUTPUT_DIR is not set: trace files go to ./tnbc-trace/ (then: tnbc merge tnbc-trace -o app.profile)");
     executable_ = executable_path();
-    // One id for the whole run, so that `tnbc merge` recognises files of different runs.
+    // One id for the whole run (drawn at MPI_Init, runtime.cc), so that `tnbc merge` recognises
+    // files of different runs.
     char id[17] = {};
-    if (rank == 0) {
-      char host[256] = "";
-      ::gethostname(host, sizeof host - 1);
-      std::uint64_t h = fnv1a64(host, std::strlen(host));
-      const long long t = mono_ns();
-      const pid_t pid = ::getpid();
-      const std::time_t wall = std::time(nullptr);
-      h = fnv1a64(&t, sizeof t, h);
-      h = fnv1a64(&pid, sizeof pid, h);
-      h = fnv1a64(&wall, sizeof wall, h);
-      std::snprintf(id, sizeof id, "%016llx", static_cast<unsigned long long>(h));
-    }
-    PMPI_Bcast(id, 17, MPI_CHAR, 0, MPI_COMM_WORLD);
-    id[16] = '\0';
+    std::snprintf(id, sizeof id, "%016llx", static_cast<unsigned long long>(stats.run().id));
     run_id_ = id;
     calls_.reserve(1024);
   }
@@ -209,9 +205,11 @@ class Tracer final : public Engine {
   int run(const CollCall& c, BlockingCall blocking) override {
     int inter = 0;
     PMPI_Comm_test_inter(c.comm, &inter);
+    SiteCounters& site = stats_.site(c.kind, c.site);
+    const long long called = futex::now_ns();
     if (inter) {  // remote group sizes: not traced
       const int rc = blocking();
-      stats_.record(c.kind, c.site, 0, Outcome::Passthrough, Reason::Intercommunicator);
+      stats_.record(site, {0, 0, Outcome::Passthrough, Reason::Intercommunicator, called, futex::now_ns()});
       return rc;
     }
     CallContext ctx{0, 1, page_, &types_, policy_.get()};
@@ -234,8 +232,13 @@ class Tracer final : public Engine {
     const int rc = blocking();
     const std::uint64_t t_end = ticks();
     lock.lock();
-    stats_.record(c.kind, c.site, l.received, Outcome::Passthrough, Reason::Mode);
+    const std::uint64_t index = site.calls;
+    stats_.record(site, {l.received, l.sent, Outcome::Passthrough, Reason::Mode, called, futex::now_ns()});
     if (!call) return rc;
+    call->sampled = sampled_call(index, s_.timeline_calls);
+    call->index = index;
+    call->kind = c.kind;
+    call->where = c.site;
     call->rec.dur_ns = static_cast<std::int64_t>(t_end - t_start);  // ticks until written
     for (std::size_t i = 0; i < call->rec.subs.size(); ++i) call->rec.subs[i].bytes = l.receives ? l.shape.recv_bytes[i] : 0;
     call->rec.send_bytes = l.sent;
@@ -467,6 +470,21 @@ class Tracer final : public Engine {
     call.live = false;
   }
 
+  // A traced call as a timeline (runtime/observe.hh): blocking, so every sub-message is in when
+  // the call returns; its first touch after that (an unbounded fence's opening is no touch).
+  static Timeline timeline(const CallRecord& rec, std::uint64_t index) {
+    Timeline t;
+    t.call = index;
+    t.in_call_ns = t.duration_ns = rec.dur_ns;
+    for (const SubRecord& s : rec.subs) {
+      t.bytes.push_back(s.bytes);
+      t.arrival_ns.push_back(s.bytes ? rec.dur_ns : -1);
+      const bool touched = s.t_ns >= 0 && s.how != How::FenceAll;
+      t.first_access_ns.push_back(touched ? rec.dur_ns + s.t_ns : -1);
+    }
+    return t;
+  }
+
   void write_trace(const char* ended_by) {
     std::lock_guard lock(mutex_);
     if (written_) return;
@@ -511,6 +529,7 @@ class Tracer final : public Engine {
         rec.send_how = c.send.how;
         rec.send_code = sites_.code_string(c.send.code);
       }
+      if (c.sampled && rec.traced) stats_.add_timeline(c.kind, c.where, timeline(rec, c.index));
       tf.calls.push_back(std::move(rec));
     }
     const std::string text = serialize(tf);

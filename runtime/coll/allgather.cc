@@ -47,9 +47,10 @@ class Allgather final : public Collective {
  public:
   Size size(const CollCall& c, const CallContext& ctx) const override {
     const std::size_t unit = ctx.types->type(c.recv.type).size;
+    const auto n = static_cast<std::size_t>(ctx.size);
     if (c.kind == Kind::Allgather) {
       const std::size_t block = unit * static_cast<std::size_t>(std::max(0, c.recv.count));
-      return {block * static_cast<std::size_t>(ctx.size), block};
+      return {block * n, block, block * n};  // its block to every rank
     }
     std::uint64_t received = 0;
     std::size_t largest = 0;
@@ -58,7 +59,7 @@ class Allgather final : public Collective {
       received += b;
       largest = std::max(largest, b);
     }
-    return {received, largest};
+    return {received, largest, unit * static_cast<std::size_t>(std::max(0, c.recv.counts[ctx.rank])) * n};
   }
 
   Layout layout(const CollCall& c, const CallContext& ctx) const override {

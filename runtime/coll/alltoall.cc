@@ -35,14 +35,21 @@ Exchange alltoall_exchange(const CollCall& c, const CallContext& ctx) {
 class Alltoall final : public Collective {
  public:
   Size size(const CollCall& c, const CallContext& ctx) const override {
+    const auto n = static_cast<std::size_t>(ctx.size);
     if (c.kind == Kind::Alltoall) {
       const std::size_t per_peer = ctx.types->type(c.recv.type).size * static_cast<std::size_t>(std::max(0, c.recv.count));
-      return {per_peer * static_cast<std::size_t>(ctx.size), per_peer};
+      const std::size_t sent =
+          c.in_place ? per_peer : ctx.types->type(c.send.type).size * static_cast<std::size_t>(std::max(0, c.send.count));
+      return {per_peer * n, per_peer, sent * n};
     }
     const std::size_t unit = ctx.types->type(c.recv.type).size;
-    std::uint64_t received = 0;
-    for (int p = 0; p < ctx.size; ++p) received += unit * static_cast<std::size_t>(std::max(0, c.recv.counts[p]));
-    return {received, kNoUnit};
+    const std::size_t send_unit = c.in_place ? 0 : ctx.types->type(c.send.type).size;
+    std::uint64_t received = 0, sent = 0;
+    for (std::size_t p = 0; p < n; ++p) {
+      received += unit * static_cast<std::size_t>(std::max(0, c.recv.counts[p]));
+      sent += send_unit * static_cast<std::size_t>(std::max(0, c.send.counts ? c.send.counts[p] : 0));
+    }
+    return {received, kNoUnit, c.in_place ? received : sent};
   }
 
   Layout layout(const CollCall& c, const CallContext& ctx) const override {

@@ -125,10 +125,13 @@ struct Prepared {
 class Collective {
  public:
   virtual ~Collective() = default;
-  // Received bytes and the threshold unit, from the arguments alone (cheap: every call asks).
+  // Received and sent bytes and the threshold unit, from the arguments alone (cheap: every call
+  // asks). `sent`: what this rank's sub-messages carry (own block included; in place, what the
+  // receive side says; a broadcast's root sends the message once, the others nothing).
   struct Size {
     std::uint64_t received = 0;
     std::size_t unit = kNoUnit;
+    std::uint64_t sent = 0;
   };
   virtual Size size(const CollCall& c, const CallContext& ctx) const = 0;
   virtual Layout layout(const CollCall& c, const CallContext& ctx) const = 0;

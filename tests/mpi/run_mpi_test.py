@@ -154,8 +154,8 @@ def check_summaries(outdir, np, constraints, output, guard=None, no_guard=None, 
     for f in files:
         with open(f) as fh:
             s = json.load(fh)
-        if s.get("format") != "tnbc-summary" or s.get("version") != 1:
-            fail(f"{f}: not a tnbc-summary version 1")
+        if s.get("format") != "tnbc-summary" or s.get("version") != 2:
+            fail(f"{f}: not a tnbc-summary version 2")
         # Where the rank ran (runtime/placement.hh): this machine, at least one CPU.
         where = s.get("placement") or {}
         if where.get("host") != socket.gethostname() or not 1 <= where.get("cpu_count", 0) <= os.cpu_count():

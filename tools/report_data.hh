@@ -1,0 +1,161 @@
+// What `tnbc report` shows, computed once from a run's per-rank summaries (docs/formats.md); the
+// text, JSON and HTML outputs (report_text.cc, report_json.cc, report_html.cc) only render it.
+// Every figure is defined once, in docs/reports.md; the names below follow it:
+//
+//   duration   D: from the call to its collective's last step (the return, for a call that did
+//              not return early)
+//   Tinit      T: from the call to its return
+//   blocked    B: waits for the collective after the return (faults, userfaultfd, fences, drains)
+//   hidden     H: per call max(0, D - T - B): the part of D the program did not wait for
+//   exposed    D - H
+//   ideal      I: Eq. 1 per call, min(D, T_CURC + T_CRC), T_CURC and R_CRC from the trace profile
+//              (T_CRC = bytes received per call / R_CRC), D the rank's mean duration at the site
+//
+// Shares are of the collective's duration (sums over calls and ranks), or of the run (the
+// ranks' wall time from MPI_Init to MPI_Finalize, summed).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/status.hh"
+#include "trace/json.hh"
+
+namespace tnbc::tools::report {
+
+inline constexpr const char* kReportFormat = "tnbc-report";
+inline constexpr int kReportVersion = 1;
+
+// A quantity over the ranks (or samples) that have it.
+struct Spread {
+  double min = 0, mean = 0, max = 0;
+  int n = 0;  // 0: nobody has it
+  bool operator==(const Spread&) const = default;
+};
+Spread spread_of(const std::vector<double>& values);
+
+// One rank's calls at one call site: sums over its calls, times in ns.
+struct RankFigures {
+  int rank = 0;
+  double calls = 0, bytes = 0, bytes_sent = 0;
+  double early = 0, in_call = 0, plain = 0;  // how they ended: early return, completed in the call, plain MPI
+  std::map<std::string, double> reasons;     // why not early, per reason
+  double tinit_ns = 0, duration_ns = 0, blocked_ns = 0, hidden_ns = 0;
+  std::map<std::string, double> blocked_by_ns, waits;  // per wait source (fault, userfault, fence, drain)
+  double observe_ns = 0, observe_waits = 0;            // what observing first accesses cost
+  std::optional<double> ideal_ns;                      // Eq. 1 over its calls
+  bool operator==(const RankFigures&) const = default;
+};
+
+// One sub-message over the observed calls of every rank (ns after the call).
+struct SubTiming {
+  double bytes = 0;   // mean bytes received
+  Spread arrival_ns;  // its last piece in
+  Spread access_ns;   // the program's first touch (n: how many calls saw one)
+  bool operator==(const SubTiming&) const = default;
+};
+
+struct Timeline {
+  int calls = 0;  // observed calls (over all ranks)
+  Spread tinit_ns, duration_ns;
+  std::vector<SubTiming> subs;
+  std::vector<int> read_order;  // sub-messages by mean first touch (those seen touched)
+  bool operator==(const Timeline&) const = default;
+};
+
+struct Site {
+  std::string kind, lang, module, offset, symbol;  // as the summaries record it
+  std::string function, file;                      // resolved (libdw); file "" when unknown
+  int line = 0;
+  std::string ideal_note;  // why there is no ideal, "" when there is
+  std::vector<RankFigures> ranks;
+  Timeline timeline;
+  bool operator==(const Site&) const = default;
+
+  // "main (app.c:42)", "MAIN__ (ft-proxy+0x38d2)", or "app+0x1a2b".
+  std::string where() const;
+  RankFigures total() const;  // summed over the ranks
+  // Per rank: duration per call, and T, B, H, I as shares of the rank's D (ideal: ranks with one).
+  Spread duration_per_call_ns() const, tinit_share() const, blocked_share() const, hidden_share() const,
+      ideal_share() const;
+};
+
+// Calls per kind, over all ranks.
+struct KindCounts {
+  std::string kind;
+  double calls = 0, early = 0, in_call = 0, plain = 0;
+  std::map<std::string, double> reasons;
+  bool operator==(const KindCounts&) const = default;
+};
+
+// Mode optimize: the profile's decision per (profile site, basis), with the ranks that made it.
+struct Decision {
+  std::string site, kind, where, decision, basis;
+  double calls = 0;
+  std::vector<int> ranks;
+  std::optional<double> comm_ns, overlap_ns, cost_ns, saved_ns;
+  bool operator==(const Decision&) const = default;
+};
+
+struct Host {
+  std::string host;
+  std::vector<int> ranks;
+  std::vector<std::string> cpus;  // per rank, its CPU list
+  std::vector<int> cpu_counts;
+  bool operator==(const Host&) const = default;
+};
+
+// A part of the report another module adds (tools/report_sections.hh): what it shows in each
+// output. `data` is JSON text (a value) that goes into the report JSON under `key`.
+struct Section {
+  std::string key, title, text, data, html;
+  bool operator==(const Section&) const = default;
+};
+
+// One MPI world: the job's MPI_COMM_WORLD, or one started by MPI_Comm_spawn.
+struct World {
+  std::string dir;              // where its summaries are
+  std::string run_id, mode, executable;
+  bool spawned = false;
+  int size = 0;                 // ranks in the world
+  std::vector<int> ranks;       // ranks whose summary was read
+  int summary_version = 0;
+  std::vector<double> wall_ns;  // per rank read, MPI_Init to MPI_Finalize (0: unknown)
+  std::vector<Host> hosts;
+  std::vector<KindCounts> kinds;
+  double in_early_calls_s = 0, progress_cpu_s = 0, early_returns = 0;
+  std::string threshold;        // the size threshold, one line ("" without)
+  std::string cpu_contention;   // the first rank's sentence, "" if none
+  std::string profile_file, profile_status, profile_blocking;
+  std::vector<Decision> decisions;
+  std::vector<Site> sites;
+  std::vector<Section> sections;   // tools/report_sections.hh
+  std::vector<std::string> notes;  // what could not be read or resolved, one sentence each
+  bool operator==(const World&) const = default;
+
+  double wall_total_ns() const;
+  RankFigures total() const;  // over every site and rank (ideal: sites that have one)
+  double ideal_duration_ns() const;  // D of the sites that have an ideal
+};
+
+struct Run {
+  std::string source;             // the directory (or report JSON) it came from
+  std::string label;              // for comparisons: "nbc", "optimize", ... (the mode, or given)
+  std::string profile;            // the trace profile that gave T_CURC and R_CRC ("" none)
+  std::vector<World> worlds;      // the main world first, then spawned ones
+  std::vector<std::string> notes; // about the directory as a whole
+  bool operator==(const Run&) const = default;
+};
+
+struct LoadOptions {
+  std::string profile;           // --profile FILE ("" : the one an optimize run used, if readable)
+  bool resolve = true;           // file:line with libdw
+};
+
+// A run from DIR (TNBC_OUTPUT_DIR, or a harness run directory with tnbc/). Problems with single
+// files are notes and the rest is reported; an error only when nothing can be reported.
+Result<Run> load_run(const std::string& dir, const LoadOptions& opt);
+
+}  // namespace tnbc::tools::report

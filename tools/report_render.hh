@@ -1,0 +1,27 @@
+// The outputs of `tnbc report`, all from the same figures (tools/report_data.hh):
+//   text  mpiP-style tables per call site (report_text.cc)
+//   JSON  the same content, format "tnbc-report" (docs/formats.md), and its reader (report_json.cc)
+//   HTML  one self-contained page: per call site an SVG timeline of sub-message arrivals against
+//         first accesses; with comparisons, bars of hidden vs exposed time per pass (report_html.cc)
+// `runs[0]` is the run reported; further runs (--compare) are compared with it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runtime/status.hh"
+#include "tools/report_data.hh"
+
+namespace tnbc::tools::report {
+
+std::string render_text(const std::vector<Run>& runs);
+std::string render_json(const std::vector<Run>& runs);
+// A report JSON back into runs (what render_json wrote): an error names the line and column.
+Result<std::vector<Run>> parse_report_json(const std::string& text);
+std::string render_html(const std::vector<Run>& runs);
+
+// Shared formatting: "12.3%" of a share (0.123), "n/a" when unknown; "1.23 ms".
+std::string percent(std::optional<double> share);
+std::string milliseconds(double ns);
+
+}  // namespace tnbc::tools::report

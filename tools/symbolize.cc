@@ -1,0 +1,149 @@
+#include "tools/symbolize.hh"
+
+#include <cxxabi.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <gelf.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace tnbc::tools {
+
+namespace {
+
+std::string demangle(const char* name) {
+  if (!name || !*name) return {};
+  int status = 0;
+  char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  if (status != 0 || !d) return name;
+  std::string s = d;
+  std::free(d);
+  return s;
+}
+
+std::string hex(const unsigned char* bytes, int n) {
+  std::string s;
+  char b[3];
+  for (int i = 0; i < n; ++i) {
+    std::snprintf(b, sizeof b, "%02x", bytes[i]);
+    s += b;
+  }
+  return s;
+}
+
+const Dwfl_Callbacks kOffline = {
+    dwfl_build_id_find_elf, dwfl_standard_find_debuginfo, dwfl_offline_section_address, nullptr};
+
+// The innermost function (inlined or not) whose code holds `addr` (module-relative to the CU's
+// bias): its DWARF name, following abstract origins.
+std::string dwarf_function(Dwfl_Module* mod, Dwarf_Addr addr) {
+  Dwarf_Addr bias = 0;
+  Dwarf_Die* cu = dwfl_module_addrdie(mod, addr, &bias);
+  if (!cu) return {};
+  Dwarf_Die* scopes = nullptr;
+  const int n = dwarf_getscopes(cu, addr - bias, &scopes);
+  std::string name;
+  for (int i = 0; i < n && name.empty(); ++i) {
+    const int tag = dwarf_tag(&scopes[i]);
+    if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine) continue;
+    Dwarf_Attribute a;
+    const char* linkage = dwarf_formstring(dwarf_attr_integrate(&scopes[i], DW_AT_linkage_name, &a));
+    const char* plain = dwarf_formstring(dwarf_attr_integrate(&scopes[i], DW_AT_name, &a));
+    name = linkage ? demangle(linkage) : plain ? plain : "";
+  }
+  std::free(scopes);
+  return name;
+}
+
+}  // namespace
+
+struct Symbolizer::Module {
+  Dwfl* dwfl = nullptr;
+  Dwfl_Module* mod = nullptr;
+  Dwarf_Addr base = 0;  // where the module's lowest mapped page is in dwfl's addresses
+  bool usable = false;  // nothing is looked up in a module that is not the one that ran
+  bool no_lines_said = false;
+  ~Module() {
+    if (dwfl) dwfl_end(dwfl);
+  }
+};
+
+Symbolizer::Symbolizer() = default;
+
+Symbolizer::~Symbolizer() {
+  for (auto& [path, m] : modules_) delete m;
+}
+
+Symbolizer::Module& Symbolizer::module(const std::string& path, const std::string& build_id, std::string& note) {
+  if (auto it = modules_.find(path); it != modules_.end()) return *it->second;
+  auto* m = new Module();
+  modules_[path] = m;
+  struct stat st;
+  if (path.empty() || path == "?" || ::stat(path.c_str(), &st) != 0) {
+    note = path + ": not found (moved or deleted since the run?): its call sites are shown as module+offset";
+    return *m;
+  }
+  m->dwfl = dwfl_begin(&kOffline);
+  if (m->dwfl) {
+    m->mod = dwfl_report_offline(m->dwfl, path.c_str(), path.c_str(), -1);
+    dwfl_report_end(m->dwfl, nullptr, nullptr);
+  }
+  GElf_Addr bias = 0;
+  Elf* elf = m->mod ? dwfl_module_getelf(m->mod, &bias) : nullptr;
+  if (!elf) {
+    note = path + ": cannot be read as an ELF file (" + dwfl_errmsg(-1) + "): its call sites are shown as module+offset";
+    return *m;
+  }
+  const unsigned char* bits = nullptr;
+  GElf_Addr at = 0;
+  const int n = dwfl_module_build_id(m->mod, &bits, &at);
+  const std::string file_id = n > 0 ? hex(bits, n) : "";
+  if (!build_id.empty() && file_id != build_id) {
+    note = path + ": not the file that ran (" + (file_id.empty() ? "it has no build ID" : "its build ID differs") +
+           ": rebuilt or replaced since the run): its call sites are shown as module+offset";
+    return *m;
+  }
+  // The summary's offsets count from the module's lowest mapped page (dladdr's dli_fbase): the
+  // first PT_LOAD segment's address, rounded down to a page, plus the load bias.
+  std::size_t phnum = 0;
+  elf_getphdrnum(elf, &phnum);
+  GElf_Addr lowest = ~GElf_Addr{0};
+  for (std::size_t i = 0; i < phnum; ++i) {
+    GElf_Phdr ph;
+    if (gelf_getphdr(elf, static_cast<int>(i), &ph) && ph.p_type == PT_LOAD && ph.p_vaddr < lowest) lowest = ph.p_vaddr;
+  }
+  const GElf_Addr page = static_cast<GElf_Addr>(sysconf(_SC_PAGESIZE));
+  m->base = bias + (lowest == ~GElf_Addr{0} ? 0 : lowest & ~(page - 1));
+  m->usable = true;
+  return *m;
+}
+
+SourceLocation Symbolizer::locate(const std::string& path, const std::string& build_id, unsigned long long offset,
+                                  std::string& note) {
+  SourceLocation loc;
+  Module& m = module(path, build_id, note);
+  if (!m.usable || offset == 0) return loc;
+  // The return address points after the call: the call itself is the byte before.
+  const Dwarf_Addr addr = m.base + offset - 1;
+  loc.function = dwarf_function(m.mod, addr);
+  if (loc.function.empty()) loc.function = demangle(dwfl_module_addrname(m.mod, addr));
+  if (Dwfl_Line* line = dwfl_module_getsrc(m.mod, addr)) {
+    int l = 0;
+    if (const char* file = dwfl_lineinfo(line, nullptr, &l, nullptr, nullptr, nullptr)) {
+      loc.file = file;
+      loc.line = l;
+    }
+  }
+  if (!loc.resolved() && !m.no_lines_said) {
+    m.no_lines_said = true;  // said once per module
+    note = path + ": no debug information (line numbers) for its call sites (built without -g, or stripped; "
+             "Debian: the -dbgsym package): shown as " + (loc.function.empty() ? "module+offset" : "function (module+offset)");
+  }
+  return loc;
+}
+
+}  // namespace tnbc::tools

@@ -1,0 +1,41 @@
+// Source locations of call sites for `tnbc report`: a summary records each site as module (the
+// file's absolute path), the return address's offset from where the module was mapped, and the
+// module's GNU build ID (runtime/modules.hh). At report time elfutils' libdw reads the module's
+// DWARF (or its separate debug file, /usr/lib/debug/.build-id/...) and gives the function and
+// `file:line` of the call. When it cannot, the site is shown as module+offset and one note per
+// module says why: the file is gone (moved, deleted), it is not the file that ran (its build ID
+// differs: rebuilt since), or it has no debug information (built without -g, stripped).
+#pragma once
+
+#include <map>
+#include <string>
+
+namespace tnbc::tools {
+
+struct SourceLocation {
+  std::string function;  // "" when unknown (then the summary's exported symbol, if any, is used)
+  std::string file;      // "" when there is no line information
+  int line = 0;
+  bool resolved() const { return !file.empty() && line > 0; }
+};
+
+class Symbolizer {
+ public:
+  Symbolizer();
+  ~Symbolizer();
+  Symbolizer(const Symbolizer&) = delete;
+  Symbolizer& operator=(const Symbolizer&) = delete;
+
+  // The call whose return address is `offset` bytes into `module` (as the summary records it;
+  // `build_id` hex, "" when unknown). `note` is set, once per module, when nothing or only the
+  // function could be found: a sentence naming the module and why.
+  SourceLocation locate(const std::string& module, const std::string& build_id, unsigned long long offset,
+                        std::string& note);
+
+ private:
+  struct Module;
+  Module& module(const std::string& path, const std::string& build_id, std::string& note);
+  std::map<std::string, Module*> modules_;
+};
+
+}  // namespace tnbc::tools

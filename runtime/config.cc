@@ -26,8 +26,8 @@ const std::vector<Option> kOptions = {
      "Directory for the per-rank summaries and traces; empty: no files.",
      &Settings::output_dir},
     {"timeline_calls", OptionType::Integer, "4", "",
-     "Calls per call site and rank whose sub-message arrivals and first accesses go into the summary (the 1st, 2nd, "
-     "4th, ... call); their received pages stay guarded until first touched. 0: none.",
+     "Early returns per call site and rank (the 1st, 2nd, 4th, ...) whose sub-message arrivals and first accesses "
+     "go into the summary, their received pages guarded until first touched; 0: none.",
      &Settings::timeline_calls, 0, 63},
     {"log", OptionType::Choice, "warn", "error|warn|info|debug",
      "How much tnbc says on stderr (lines start with 'tnbc[rank]:').", &Settings::log},

@@ -125,7 +125,7 @@ Summary read_summary(const std::string& file) {
   Result<Value> parsed = json::parse(content);
   if (!parsed.ok())
     throw FileProblem("is truncated or not valid JSON (" + parsed.status().message() +
-                      "); was the run killed while it wrote its summaries?");
+                      "), as when a run is killed while it writes its summaries");
   Summary s;
   s.file = file;
   s.v = std::move(parsed).value();
@@ -302,8 +302,9 @@ Timeline timeline_of(const std::vector<const Value*>& lists) {
 // T_CURC and R_CRC per rank for the sites of a trace profile (tools/report_data.hh: ideal).
 class Ideal {
  public:
-  // Loads `path` for a world of `np` ranks running `executable`; a note says why it is not used.
-  Ideal(const std::string& path, int np, const std::string& executable, std::vector<std::string>& notes) {
+  // Loads `path` for a world of `np` ranks running `executable`; a note says why it is not used
+  // (`quiet`: a profile given for the job's first world, which a spawned world need not match).
+  Ideal(const std::string& path, int np, const std::string& executable, bool quiet, std::vector<std::string>& notes) {
     if (path.empty()) return;
     Result<trace::LoadedProfile> p = trace::read_profile(path);
     if (!p.ok()) {
@@ -312,7 +313,8 @@ class Ideal {
     }
     profile_ = std::move(p).value();
     if (profile_.np != np || (!executable.empty() && profile_.executable != executable)) {
-      notes.push_back("profile " + path + " is of another run (" + std::to_string(profile_.np) + " ranks of " +
+      if (!quiet)
+        notes.push_back("profile " + path + " is of another run (" + std::to_string(profile_.np) + " ranks of " +
                       profile_.executable + "; this one: " + std::to_string(np) + " ranks of " +
                       (executable.empty() ? std::string("?") : executable) + "): no ideal (Eq. 1)");
       profile_ = {};
@@ -327,19 +329,23 @@ class Ideal {
     if (!usable_) return std::nullopt;
     const unsigned long long offset = parse_hex(s.offset);
     const trace::ProfileSite::Rank* best = nullptr;
-    bool site_found = false;
+    bool site_found = false, receives_nothing = false;
     for (const trace::ProfileSite& ps : profile_.sites) {
       if (ps.kind != s.kind || ps.module != basename_of(s.module) || parse_hex(ps.offset) != offset) continue;
       site_found = true;
-      for (const trace::ProfileSite::Rank& pr : ps.ranks)
+      for (const trace::ProfileSite::Rank& pr : ps.ranks) {
+        receives_nothing = receives_nothing || (pr.rank == r.rank && !pr.receives);
         if (pr.rank == r.rank && pr.curc_ns && (!best || pr.calls.value_or(0) > best->calls.value_or(0))) best = &pr;
+      }
     }
     if (!site_found) {
       why = "not in the profile (called from elsewhere in the trace pass?)";
       return std::nullopt;
     }
+    // A rank that receives nothing (a broadcast's root) needs no data: all of it could be hidden.
+    if (!best && receives_nothing) return r.duration_ns;
     if (!best || r.calls <= 0) {
-      why = "the profile has no estimate for some ranks (nothing touched, or a broadcast's root)";
+      why = "the profile has no estimate for some ranks (the trace saw none of their data touched)";
       return std::nullopt;
     }
     const std::optional<double> t_crc = trace::rank_crc_ns(*best, r.bytes / r.calls);
@@ -501,7 +507,7 @@ World build_world(const std::string& dir, const std::vector<Summary>& sums, cons
     std::error_code ec;
     if (fs::is_regular_file(w.profile_file, ec)) profile_path = w.profile_file;
   }
-  const Ideal ideal(profile_path, w.size, w.executable, w.notes);
+  const Ideal ideal(profile_path, w.size, w.executable, w.spawned, w.notes);
   std::set<std::string> ideal_notes;
   for (std::size_t i = 0; i < w.sites.size(); ++i) {
     Site& s = w.sites[i];
@@ -516,7 +522,9 @@ World build_world(const std::string& dir, const std::vector<Summary>& sums, cons
     }
     s.timeline = timeline_of(timelines[i]);
     if (!ideal.usable()) {
-      s.ideal_note = profile_path.empty() ? "no trace profile (tnbc report --profile FILE)" : "the profile cannot be used";
+      s.ideal_note = profile_path.empty() ? "no trace profile (tnbc report --profile FILE)"
+                     : w.spawned            ? "no trace profile of this world"
+                                            : "the profile cannot be used";
       continue;
     }
     for (RankFigures& r : s.ranks) {

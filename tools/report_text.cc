@@ -129,7 +129,7 @@ void world_text(std::string& o, const World& w) {
   const double wall = w.wall_total_ns();
   if (times) {
     o += "\nrun (all ranks; shares of the collectives' time, and of the run: MPI_Init to MPI_Finalize):\n";
-    o += "  wall time " + fmt("%.3f s", wall / 1e9) + fmt(" (%.0f ranks)", static_cast<double>(w.ranks.size())) + "; collectives " +
+    o += "  wall time " + fmt("%.3f s", wall / 1e9) + (w.ranks.size() == 1 ? std::string(" (1 rank)") : fmt(" (%.0f ranks)", static_cast<double>(w.ranks.size()))) + "; collectives " +
          fmt("%.3f s", t.duration_ns / 1e9) + " = " + percent(share(t.duration_ns, wall)) + " of the run\n";
     o += "  hidden " + percent(share(t.hidden_ns, t.duration_ns)) + " (" + percent(share(t.hidden_ns, wall)) +
          " of the run); exposed " + percent(share(t.duration_ns - t.hidden_ns, t.duration_ns)) + ": Tinit " +

@@ -1,0 +1,340 @@
+#!/usr/bin/env python3
+"""`tnbc report` on synthetic summaries with known numbers (synthetic.py; docs/reports.md).
+
+usage: report_test.py --tool TNBC (figures | json | bad-input | browser [--screenshot PNG])
+
+figures    every figure of the text report: per site, per rank (min/mean/max), totals as shares of
+           the collectives' time and of the run, waits, read order, decisions, notes, the spawned
+           world apart, the comparison with a trace pass
+json       the JSON report: format, version, the same figures; read back by `tnbc report FILE.json`
+           it gives the same text (round trip)
+bad-input  one clear message each, never a traceback, what can be reported still is: no summaries,
+           not a directory, a truncated file, summaries of two runs, of two versions, of a newer
+           version, a rank missing, a profile of another program
+browser    the HTML page in headless Chromium: the rendered DOM has one timeline per call site (the
+           page's script counts those the browser laid out) and the comparison bars
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import synthetic  # noqa: E402
+
+
+def fail(msg, out=""):
+    print(f"FAIL: {msg}")
+    if out:
+        print("---- output ----")
+        print(out)
+    sys.exit(1)
+
+
+def report(tool, *args, expect_status=0):
+    r = subprocess.run([tool, "report", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out = r.stdout + r.stderr
+    if r.returncode != expect_status:
+        fail(f"tnbc report {' '.join(args)} exited with {r.returncode}, expected {expect_status}", out)
+    if "Traceback" in out or "terminate called" in out or "what():" in out:
+        fail("tnbc report crashed", out)
+    return r.stdout, r.stderr
+
+
+def expect_lines(text, wanted):
+    """Each wanted line must be a line of text (exactly, trailing spaces ignored)."""
+    lines = [l.rstrip() for l in text.splitlines()]
+    for w in wanted:
+        if w.rstrip() not in lines:
+            fail(f"missing line:\n{w}", text)
+
+
+def expect_in(text, wanted):
+    for w in wanted:
+        if w not in text:
+            fail(f"missing: {w}", text)
+
+
+def setup(work):
+    run = os.path.join(work, "nbc")
+    profile = synthetic.write_run(run)
+    trace = os.path.join(work, "trace")
+    synthetic.write_trace_run(trace)
+    return run, profile, trace
+
+
+# The figures (docs/reports.md), from synthetic.py's numbers:
+#   site 1: D 200 ms, T 60, B 40, H 100, I 60 over 20 calls; per rank T 20/40 %, B 30/10 %, H 50/50 %
+#   site 2: D = T = 4 ms (4 calls); site 3: D = T = 2 ms (2 calls); wall 2 x 1 s
+#   totals: D 206, T 66, B 40, H 100 ms: 48.5%, 32.0%, 19.4%; of the run 10.3%, 5.0%, 3.3%, 2.0%
+def check_figures(tool, work):
+    run, profile, trace = setup(work)
+    out, _ = report(tool, run, "--profile", profile, "--compare", trace)
+    expect_lines(out, [
+        "tnbc report: " + run + ": 2 of 2 ranks, mode nbc, run 00000000000000aa",
+        "  alltoall   calls 20: early return 18, completed in the call 0, plain MPI 2; why not early: below_threshold 2",
+        "  bcast      calls 4: early return 0, completed in the call 0, plain MPI 4; why not early: single_rank 4",
+        "  allgather  calls 2: early return 2, completed in the call 0, plain MPI 0",
+        "  wall time 2.000 s (2 ranks); collectives 0.206 s = 10.3% of the run",
+        "  hidden 48.5% (5.0% of the run); exposed 51.5%: Tinit 32.0% (3.3% of the run), blocked 19.4% (2.0% of the run)",
+        "  ideal (Eq. 1, the sites in the profile): 30.0% of their time (3.0% of the run)",
+        "  1  alltoall       20       2 MiB  10.000 ms   30.0%   20.0%   50.0%   30.0%  app+0x1234"
+        "                                1 0",
+        "  2  bcast           4       4 KiB   1.000 ms  100.0%    0.0%    0.0%     n/a  true+0x2010"
+        "                               -",
+        "  3  allgather       2       1 MiB   1.000 ms  100.0%    0.0%    0.0%     n/a  false+0x2020"
+        "                              -",
+        "  1  10/10/10      10.000/10.000/10.000  20/30/40         10/20/30         50/50/50         30/30/30         10.0%",
+        "  2  4/4/4         1.000/1.000/1.000     100/100/100      0/0/0            0/0/0            n/a              0.2%",
+        "  3  2/2/2         1.000/1.000/1.000     100/100/100      0/0/0            0/0/0            n/a              0.1%",
+        "  1  calls 20: early return 18, completed in the call 0, plain MPI 2; why not early: below_threshold 2",
+        "  2  calls 4: early return 0, completed in the call 0, plain MPI 4; why not early: single_rank 4 on rank 0",
+        "  3  calls 2: early return 2, completed in the call 0, plain MPI 0 on rank 1",
+        "  1  fence 2 (10.000 ms), userfault 6 (30.000 ms); observing first accesses: 3 waits (1.000 ms, not blocked);"
+        " timeline of 3 observed calls",
+        "  2  none; no ideal: not in the profile (called from elsewhere in the trace pass?)",
+        # The spawned world, apart: 9 ms over 3 calls, T 3, H 6.
+        "tnbc report: " + run + "/spawned-0000000000000abc: 1 of 1 ranks, mode nbc, a world started by MPI_Comm_spawn,"
+        " run 0000000000000abc",
+        "  wall time 1.000 s (1 rank); collectives 0.009 s = 0.9% of the run",
+        "  hidden 66.7% (0.6% of the run); exposed 33.3%: Tinit 33.3% (0.3% of the run), blocked 0.0% (0.0% of the run)",
+        # The trace pass: D = T = 80 ms per rank (8 ms per call), ideal min(8, 3) = 3 ms per call: 37.5%.
+        "  nbc                   0.206 s    48.5%    51.5%   32.0%    19.4%   30.0%       10.3%  " + run,
+        "  trace                 0.160 s     0.0%   100.0%  100.0%     0.0%   37.5%        8.0%  " + trace,
+        "    alltoall  app+0x1234                                nbc 50.0%  trace 0.0%",
+    ])
+    expect_in(out, ["/nonexistent/app: not found (moved or deleted since the run?)",
+                    "/bin/true: no debug information", "/bin/false: not the file that ran (its build ID differs"])
+    # Without a profile: no ideal anywhere, said once; the rest unchanged.
+    out, _ = report(tool, run)
+    expect_lines(out, ["  1  alltoall       20       2 MiB  10.000 ms   30.0%   20.0%   50.0%     n/a  app+0x1234"
+                       "                                1 0",
+                       "ideal (Eq. 1): no trace profile (tnbc report --profile FILE)"])
+    print("figures: OK")
+
+
+def approx(a, b):
+    return a is not None and abs(a - b) < 1e-9 * max(1.0, abs(b))
+
+
+def check_json(tool, work):
+    run, profile, trace = setup(work)
+    path = os.path.join(work, "report.json")
+    text, _ = report(tool, run, "--profile", profile, "--compare", trace, "--json", path)
+    with open(path) as f:
+        j = json.load(f)
+    if j.get("format") != "tnbc-report" or j.get("version") != 1 or len(j["runs"]) != 2:
+        fail(f"format/version/runs: {j.get('format')} {j.get('version')} {len(j.get('runs', []))}")
+    main = j["runs"][0]
+    if main["label"] != "nbc" or main["profile"] != profile or len(main["worlds"]) != 2:
+        fail(f"run: {main['label']} {main['profile']} {len(main['worlds'])} worlds")
+    w = main["worlds"][0]
+    t = w["totals"]
+    for k, v in (("duration_ns", 206e6), ("tinit_ns", 66e6), ("blocked_ns", 40e6), ("hidden_ns", 100e6),
+                 ("ideal_ns", 60e6), ("hidden_share", 100 / 206), ("tinit_share", 66 / 206),
+                 ("blocked_share", 40 / 206), ("exposed_share", 106 / 206), ("ideal_share", 0.3),
+                 ("run_share", 206e6 / 2e9), ("hidden_run_share", 100e6 / 2e9), ("tinit_run_share", 66e6 / 2e9)):
+        if not approx(t.get(k), v):
+            fail(f"world totals {k} = {t.get(k)}, expected {v}")
+    s1 = w["sites"][0]
+    if (s1["kind"], s1["where"], s1["module"], s1["offset"]) != ("alltoall", "app+0x1234", "/nonexistent/app", "0x1234"):
+        fail(f"site 1 identity {s1['kind']} {s1['where']}")
+    for k, v in (("calls", 20), ("duration_ns", 200e6), ("tinit_share", 0.3), ("blocked_share", 0.2),
+                 ("hidden_share", 0.5), ("ideal_share", 0.3), ("run_share", 0.1)):
+        if not approx(s1["totals"].get(k), v):
+            fail(f"site 1 {k} = {s1['totals'].get(k)}, expected {v}")
+    for k, (lo, mean, hi) in (("tinit_share", (0.2, 0.3, 0.4)), ("blocked_share", (0.1, 0.2, 0.3)),
+                              ("hidden_share", (0.5, 0.5, 0.5)), ("ideal_share", (0.3, 0.3, 0.3)),
+                              ("duration_per_call_ns", (10e6, 10e6, 10e6))):
+        sp = s1["spread"][k]
+        if not (approx(sp["min"], lo) and approx(sp["mean"], mean) and approx(sp["max"], hi) and sp["n"] == 2):
+            fail(f"site 1 spread {k} = {sp}")
+    r0 = s1["ranks"][0]
+    if r0["rank"] != 0 or r0["waits"] != {"drain": 0, "fault": 0, "fence": 2, "userfault": 5} or \
+            not approx(r0["ideal_ns"], 30e6) or r0["observe_waits"] != 3:
+        fail(f"site 1 rank 0: {r0}")
+    tl = s1["timeline"]
+    if tl["calls"] != 3 or tl["read_order"] != [1, 0] or len(tl["subs"]) != 2:
+        fail(f"timeline {tl}")
+    a0, f0 = tl["subs"][0]["arrival_ns"], tl["subs"][0]["access_ns"]
+    if not (approx(a0["mean"], 10e6 / 3) and a0["n"] == 3 and approx(f0["mean"], 5.25e6) and f0["n"] == 2 and
+            approx(f0["min"], 4e6) and approx(f0["max"], 6.5e6)):
+        fail(f"sub 0: arrival {a0} access {f0}")
+    if w["sites"][1]["totals"]["ideal_ns"] is not None or w["sites"][1]["ranks"][0]["ideal_ns"] is not None:
+        fail("site 2 (not in the profile) has an ideal")
+    if main["worlds"][1]["spawned"] is not True or main["worlds"][1]["size"] != 1:
+        fail("the spawned world")
+    # Round trip: the JSON read back gives the same report.
+    again, _ = report(tool, path)
+    if again != text:
+        fail("tnbc report of the JSON differs from the report of the directory", again)
+    # And written again, the same JSON.
+    path2 = os.path.join(work, "again.json")
+    report(tool, path, "--json", path2)
+    if open(path).read() != open(path2).read():
+        fail("the JSON written from the JSON differs")
+    print("json: OK")
+
+
+def check_bad_input(tool, work):
+    run, profile, trace = setup(work)
+    # No summaries; not a directory; only traces.
+    empty = os.path.join(work, "empty")
+    os.makedirs(empty)
+    _, err = report(tool, empty, expect_status=2)
+    expect_in(err, [f"{empty}: no summaries (tnbc-summary.<rank>.json, here or in {empty}/tnbc)"])
+    _, err = report(tool, profile, expect_status=2)
+    expect_in(err, [f"{profile}: not a tnbc report"])
+    _, err = report(tool, os.path.join(work, "nothing"), expect_status=2)
+    expect_in(err, ["not a directory"])
+    with open(os.path.join(empty, "tnbc-trace.0.txt"), "w") as f:
+        f.write("TNBC-TRACE 1\n")
+    _, err = report(tool, empty, expect_status=2)
+    expect_in(err, ["the trace files here are for `tnbc merge`"])
+
+    def copy(name):
+        d = os.path.join(work, name)
+        shutil.copytree(run, d)
+        return d
+
+    # A truncated file: left out, named; the other rank reported.
+    d = copy("truncated")
+    p = os.path.join(d, "tnbc-summary.1.json")
+    with open(p) as f:
+        content = f.read()
+    with open(p, "w") as f:
+        f.write(content[:len(content) // 2])
+    out, _ = report(tool, d, "--profile", profile)
+    expect_in(out, [f"{p} is truncated or not valid JSON (", "as when a run is killed while it writes its summaries: left out",
+                    "1 of 2 ranks left a summary (missing: rank(s) 1;",
+                    "tnbc report: " + d + ": 1 of 2 ranks, mode nbc"])
+    # Rank 0's figures only (its observed calls read sub-message 0 first).
+    expect_lines(out, ["  1  alltoall       10       2 MiB  10.000 ms   20.0%   30.0%   50.0%   30.0%  app+0x1234"
+                       "                                0 1"])
+    # An empty file.
+    d = copy("empty-file")
+    open(os.path.join(d, "tnbc-summary.0.json"), "w").close()
+    out, _ = report(tool, d)
+    expect_in(out, ["tnbc-summary.0.json is empty (the rank did not finish writing it?): left out"])
+    # Summaries of two runs: the newest reported, the other named.
+    d = copy("two-runs")
+    old = synthetic.summary(2, 3, [], run_id="00000000000000cc")
+    p = os.path.join(d, "tnbc-summary.2.json")
+    synthetic.write_json(p, old)
+    os.utime(p, (time.time() - 3600, time.time() - 3600))
+    out, _ = report(tool, d)
+    expect_in(out, ["the directory holds summaries of 2 runs: reporting run 00000000000000aa (the newest files), "
+                    "leaving out run 00000000000000cc (3 ranks, files of rank(s) 2)",
+                    "tnbc report: " + d + ": 2 of 2 ranks"])
+    # Two versions: rank 1 of an older tnbc (format 1): the version 2 ones reported.
+    d = copy("two-versions")
+    v1 = synthetic.summary(1, 2, synthetic.main_world_summaries()[1]["sites"], version=1)
+    synthetic.write_json(os.path.join(d, "tnbc-summary.1.json"), v1)
+    out, _ = report(tool, d)
+    expect_in(out, ["summaries of different tnbc versions: rank(s) 1 wrote an older format; only the version 2 "
+                    "summaries are reported", "1 of 2 ranks left a summary"])
+    # Only version 1: counts and decisions, no times (never a wrong 0%).
+    d = os.path.join(work, "version-1")
+    os.makedirs(d)
+    for s in synthetic.main_world_summaries():
+        synthetic.write_json(os.path.join(d, "tnbc-summary.%d.json" % s["rank"]),
+                             synthetic.summary(s["rank"], 2, s["sites"], version=1))
+    out, _ = report(tool, d)
+    expect_in(out, ["summaries of an older tnbc (format version 1): calls and decisions only, no times"])
+    expect_lines(out, ["  1  alltoall       20       2 MiB        n/a     n/a     n/a     n/a     n/a  app+0x1234"
+                       "                                -"])
+    if "hidden 0.0%" in out or "run (all ranks" in out:
+        fail("a version 1 report shows times", out)
+    # A newer version: left out with the reason.
+    d = copy("newer")
+    s = json.load(open(os.path.join(d, "tnbc-summary.1.json")))
+    s["version"] = 3
+    synthetic.write_json(os.path.join(d, "tnbc-summary.1.json"), s)
+    out, _ = report(tool, d)
+    expect_in(out, ["tnbc-summary.1.json has format version 3, which this tnbc cannot read"])
+    # Not a summary; a rank out of range.
+    d = copy("foreign")
+    synthetic.write_json(os.path.join(d, "tnbc-summary.1.json"), {"format": "something-else"})
+    out, _ = report(tool, d)
+    expect_in(out, ["tnbc-summary.1.json is not a tnbc summary"])
+    # A profile of another program: no ideal, said.
+    other = json.load(open(profile))
+    other["executable"] = "/elsewhere/other"
+    op = os.path.join(work, "other.profile")
+    synthetic.write_json(op, other)
+    out, _ = report(tool, run, "--profile", op)
+    expect_in(out, [f"profile {op} is of another run (2 ranks of /elsewhere/other; this one: 2 ranks of "
+                    "/nonexistent/app): no ideal (Eq. 1)"])
+    # A profile that is not one.
+    out, _ = report(tool, run, "--profile", os.path.join(run, "tnbc-summary.0.json"))
+    expect_in(out, ["cannot be used for the ideal (Eq. 1)"])
+    # Every file bad: an error naming them.
+    d = os.path.join(work, "all-bad")
+    os.makedirs(d)
+    open(os.path.join(d, "tnbc-summary.0.json"), "w").write("{")
+    _, err = report(tool, d, expect_status=2)
+    expect_in(err, ["no summary could be read:", "tnbc-summary.0.json is truncated or not valid JSON"])
+    # Bad arguments.
+    _, err = report(tool, expect_status=2)
+    _, err = report(tool, run, "--bogus", expect_status=2)
+    expect_in(err, ["unknown option --bogus"])
+    print("bad-input: OK")
+
+
+def check_browser(tool, work, screenshot):
+    run, profile, trace = setup(work)
+    page = os.path.join(work, "report.html")
+    out, _ = report(tool, run, "--profile", profile, "--compare", trace, "--html", page, "--json",
+                    os.path.join(work, "r.json"))
+    sites = sum(len(w["sites"]) for w in json.load(open(os.path.join(work, "r.json")))["runs"][0]["worlds"])
+    html = open(page).read()
+    for bad in ("http://", "https://", "<link", "src="):
+        if bad in html:
+            fail(f"the page refers to something outside itself ({bad})")
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        fail("chromium is not installed (tools/dev.sh test installs it)")
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync", "--user-data-dir=" + os.path.join(work, "chromium")]
+    r = subprocess.run([chromium, *flags, "--dump-dom", "file://" + page], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, timeout=180)
+    dom = r.stdout
+    if r.returncode != 0 or "</html>" not in dom:
+        fail(f"chromium --dump-dom failed ({r.returncode})", r.stderr[-2000:])
+    drawn = dom.count('<svg class="timeline"')
+    laid_out = f'data-timelines="{sites}"'
+    if drawn != sites or laid_out not in dom:
+        said = dom[dom.find('id="rendered"'):][:80]
+        fail(f"{sites} call sites, {drawn} timelines in the rendered DOM; the page's script says {said}")
+    if dom.count('<svg class="compare"') != 1 or dom.count('<svg class="compare-site"') != 3:
+        fail("the comparison bars are missing")
+    if dom.count('<g class="arrival">') != 2 or dom.count('<g class="access">') != 2:
+        fail("the timeline of site 1 lacks its arrivals and first accesses")
+    if screenshot:
+        r = subprocess.run([chromium, *flags, "--window-size=1000,1500", "--hide-scrollbars",
+                            "--screenshot=" + os.path.abspath(screenshot), "file://" + page],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=180)
+        print(r.stdout[-300:])
+    print(f"browser: OK ({drawn} timelines for {sites} call sites)")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tool", required=True)
+    ap.add_argument("--screenshot")
+    ap.add_argument("what", choices=["figures", "json", "bad-input", "browser"])
+    a = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="tnbc-report-test-")
+    try:
+        {"figures": check_figures, "json": check_json, "bad-input": check_bad_input}.get(
+            a.what, lambda t, w: check_browser(t, w, a.screenshot))(a.tool, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+"""Synthetic tnbc summaries and a trace profile with known numbers, for the report tests.
+
+A main world of 2 ranks (mode nbc) and one world started by MPI_Comm_spawn (1 rank). Every figure
+the report computes from them is listed in EXPECTED (docs/reports.md defines each):
+
+  site 1  alltoall in /nonexistent/app+0x1234 (a module that is gone: module+offset)
+          rank 0: 10 calls of 2 MiB, 8 early; T 20 ms, D 100 ms, B 30 ms, H 50 ms
+          rank 1: 10 calls, 10 early;        T 40 ms, D 100 ms, B 10 ms, H 50 ms
+          profile: rank 0 T_CURC 1 ms, R_CRC 1 MiB/ms; rank 1 T_CURC 2 ms, R_CRC 2 MiB/ms
+          -> per call min(10 ms, 1 + 2) = 3 ms and min(10, 2 + 1) = 3 ms: I = 30 ms + 30 ms
+  site 2  bcast in /bin/true (no debug information), rank 0 only, 4 plain MPI calls, 1 ms each
+  site 3  allgather in /bin/false with a build ID that is not the file's (rebuilt since the run)
+Wall time 1 s per rank.
+"""
+import json
+import os
+import re
+import subprocess
+
+MIB = 1 << 20
+RUN_ID = "00000000000000aa"
+
+
+def build_id(path):
+    """The GNU build ID of an ELF file (readelf -n), or None."""
+    out = subprocess.run(["readelf", "-n", path], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
+    m = re.search(r"Build ID:\s*([0-9a-f]+)", out)
+    return m.group(1) if m else None
+
+
+def site(kind, module, offset, calls, received, early, in_call_n, plain, reasons, t, d, b, h, waits, blocked,
+         observe=(0, 0), timelines=()):
+    return {"kind": kind, "lang": "c", "module": module, "offset": offset, "symbol": "?", "calls": calls,
+            "bytes": received, "bytes_sent": received, "early_return": early, "completed_in_call": in_call_n,
+            "passthrough": plain, "reasons": reasons,
+            "time_ns": {"in_call": t, "duration": d, "blocked": b, "hidden": h, "in_early_calls": t},
+            "finished": early, "blocked_ns": blocked, "waits": waits,
+            "observation": {"ns": observe[0], "waits": observe[1]}, "timelines": list(timelines)}
+
+
+def waits(fault=0, userfault=0, fence=0, drain=0):
+    return {"fault": fault, "userfault": userfault, "fence": fence, "drain": drain}
+
+
+def timeline(call, t, d, arrival, access):
+    return {"call": call, "in_call_ns": t, "duration_ns": d, "bytes": [MIB, MIB], "arrival_ns": arrival,
+            "first_access_ns": access}
+
+
+def summary(rank, size, sites, run_id=RUN_ID, world="main", modules=None, mode="nbc", version=2):
+    kinds = {k: {"calls": 0, "fortran_calls": 0, "bytes": 0, "early_return": 0, "completed_in_call": 0,
+                 "passthrough": 0, "reasons": {}} for k in ("bcast", "alltoall", "alltoallv", "allgather", "allgatherv")}
+    for s in sites:
+        k = kinds[s["kind"]]
+        for f, g in (("calls", "calls"), ("bytes", "bytes"), ("early_return", "early_return"),
+                     ("completed_in_call", "completed_in_call"), ("passthrough", "passthrough")):
+            k[f] += s[g]
+        for r, n in s["reasons"].items():
+            k["reasons"][r] = k["reasons"].get(r, 0) + n
+    s = {"format": "tnbc-summary", "version": version, "rank": rank, "size": size, "mode": mode,
+         "run": {"id": run_id, "world": world, "wall_ns": 1000000000, "executable": "/nonexistent/app"},
+         "placement": {"host": "node%d" % rank, "cpus": "0-1", "cpu_count": 2},
+         "collectives": kinds, "guards": {"userfaultfd": 0, "prot_none": 0, "userfaultfd_moved": 0},
+         "overhead": {"in_early_calls_s": 0.0, "progress_thread_cpu_s": 0.0, "uffd_listener_cpu_s": -1},
+         "sites": sites, "modules": modules or {}}
+    if version < 2:
+        for x in ("run", "modules"):
+            del s[x]
+        for x in s["sites"]:
+            for f in ("bytes_sent", "time_ns", "finished", "blocked_ns", "waits", "observation", "timelines"):
+                del x[f]
+    return s
+
+
+def main_world_summaries():
+    true_id = build_id("/bin/true")
+    modules = {"/nonexistent/app": {"build_id": None}, "/bin/true": {"build_id": true_id},
+               "/bin/false": {"build_id": "0123456789abcdef0123456789abcdef01234567"}}
+    r0 = [site("alltoall", "/nonexistent/app", "0x1234", 10, 20 * MIB, 8, 0, 2, {"below_threshold": 2},
+               20000000, 100000000, 30000000, 50000000, waits(userfault=5, fence=2),
+               waits(userfault=20000000, fence=10000000), observe=(1000000, 3),
+               timelines=[timeline(0, 2000000, 10000000, [3000000, 8000000], [4000000, 5000000]),
+                          timeline(1, 2000000, 12000000, [5000000, 10000000], [6500000, 7000000])]),
+          site("bcast", "/bin/true", "0x2010", 4, 4 * 4096, 0, 0, 4, {"single_rank": 4},
+               4000000, 4000000, 0, 0, waits(), waits())]
+    r1 = [site("alltoall", "/nonexistent/app", "0x1234", 10, 20 * MIB, 10, 0, 0, {},
+               40000000, 100000000, 10000000, 50000000, waits(userfault=1), waits(userfault=10000000),
+               timelines=[timeline(0, 4000000, 8000000, [2000000, 6000000], [-1, 3000000])]),
+          site("allgather", "/bin/false", "0x2020", 2, 2 * MIB, 2, 0, 0, {},
+               2000000, 2000000, 0, 0, waits(), waits())]
+    return [summary(0, 2, r0, modules=modules), summary(1, 2, r1, modules=modules)]
+
+
+def spawned_world_summaries():
+    s = [site("alltoall", "/nonexistent/app", "0x1234", 3, 3 * MIB, 3, 0, 0, {},
+              3000000, 9000000, 0, 6000000, waits(), waits())]
+    return [summary(0, 1, s, run_id="0000000000000abc", world="spawned")]
+
+
+def profile():
+    """tnbc merge's profile of the same program: site 1 only."""
+    rank = lambda r, curc, rate: {"rank": r, "receives": True, "order": [0, 1], "keys": ["0x1"], "calls": 10,
+                                  "traced": 10, "bytes_per_call": 2 * MIB, "duration_ns": 8000000,
+                                  "curc_ns": curc, "r_crc_bytes_per_s": rate, "gaps_ns": [100]}
+    return {"format": "tnbc-profile", "version": 1, "np": 2, "executable": "/nonexistent/app", "run_id": RUN_ID,
+            "notes": [],
+            "sites": [{"site": "0x18fdad14da2165e1", "kind": "alltoall", "comm_size": 2, "sub_messages": 2,
+                       "frames": [{"module": "app", "offset": "0x0000000000001234", "symbol": "main"}],
+                       "consensus_order": [0, 1],
+                       "ranks": [rank(0, 1000000, MIB * 1000.0), rank(1, 2000000, 2 * MIB * 1000.0)]}]}
+
+
+def write_json(path, obj):
+    with open(path, "w") as f:
+        json.dump(obj, f)
+
+
+def write_run(d, with_spawned=True):
+    """The synthetic run in directory d (and its profile as d/app.profile)."""
+    os.makedirs(d, exist_ok=True)
+    for s in main_world_summaries():
+        write_json(os.path.join(d, "tnbc-summary.%d.json" % s["rank"]), s)
+    if with_spawned:
+        w = os.path.join(d, "spawned-0000000000000abc")
+        os.makedirs(w, exist_ok=True)
+        for s in spawned_world_summaries():
+            write_json(os.path.join(w, "tnbc-summary.%d.json" % s["rank"]), s)
+    write_json(os.path.join(d, "app.profile"), profile())
+    return os.path.join(d, "app.profile")
+
+
+def write_trace_run(d):
+    """The same program's trace pass: blocking, nothing hidden (for --compare)."""
+    os.makedirs(d, exist_ok=True)
+    for r in range(2):
+        s = [site("alltoall", "/nonexistent/app", "0x1234", 10, 20 * MIB, 0, 0, 10, {"mode": 10},
+                  80000000, 80000000, 0, 0, waits(), waits())]
+        write_json(os.path.join(d, "tnbc-summary.%d.json" % r), summary(r, 2, s, run_id="00000000000000bb", mode="trace"))

@@ -177,8 +177,9 @@ void Runtime::say_totals() {
   if (rank_ != 0) return;
   const double comm = static_cast<double>(out[0]), wall = static_cast<double>(out[3]);
   auto share = [](double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0.0; };
-  const std::string dir = absolute(world_output_dir(settings_.output_dir, stats_.run().id, stats_.run().spawned));
-  // docs/reports.md defines both figures; totals over the ranks.
+  // The report of the directory shows every world (a spawned one's files are in a subdirectory).
+  const std::string dir = absolute(settings_.output_dir);
+  // docs/reports.md defines both figures; totals over the ranks of this world.
   std::fprintf(stderr, "tnbc: hidden: %.1f%% of the collectives' time (%.3f s over %d ranks; %.1f%% of the run)\n",
                share(static_cast<double>(out[2]), comm), comm / 1e9, size_, share(static_cast<double>(out[2]), wall));
   std::fprintf(stderr, "tnbc: Tinit (time inside the calls): %.1f%% of the collectives' time (%.1f%% of the run)\n",

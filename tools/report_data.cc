@@ -479,7 +479,8 @@ World build_world(const std::string& dir, const std::vector<Summary>& sums, cons
 
   // Call sites by (kind, module file name, offset): the return address of the MPI call.
   std::map<std::tuple<std::string, std::string, std::string>, std::size_t> index;
-  std::map<std::size_t, std::vector<const Value*>> timelines;
+  std::vector<Site> raw;
+  std::vector<std::vector<const Value*>> timelines;
   std::map<std::string, std::string> build_ids;
   for (const Summary& s : sums)
     if (const Value* m = s.v.find("modules"); m && m->type == Value::Type::Object)
@@ -487,7 +488,7 @@ World build_world(const std::string& dir, const std::vector<Summary>& sums, cons
   for (const Summary& s : sums)
     for (const Value& v : s.v.find("sites")->items) {
       const auto key = std::make_tuple(text(v, "kind"), basename_of(text(v, "module")), text(v, "offset"));
-      auto [it, added] = index.try_emplace(key, w.sites.size());
+      auto [it, added] = index.try_emplace(key, raw.size());
       if (added) {
         Site site;
         site.kind = text(v, "kind");
@@ -495,22 +496,21 @@ World build_world(const std::string& dir, const std::vector<Summary>& sums, cons
         site.module = text(v, "module");
         site.offset = text(v, "offset");
         site.symbol = text(v, "symbol");
-        w.sites.push_back(site);
+        raw.push_back(site);
+        timelines.emplace_back();
       }
-      w.sites[it->second].ranks.push_back(rank_figures(v, s.rank));
+      raw[it->second].ranks.push_back(rank_figures(v, s.rank));
       timelines[it->second].push_back(v.find("timelines"));
     }
 
-  // Where, the timeline, the ideal.
+  // Where each is, and the ideal (the profile knows sites by return address too).
   std::string profile_path = opt.profile;
   if (profile_path.empty() && w.mode == "optimize" && w.profile_status == "loaded") {
     std::error_code ec;
     if (fs::is_regular_file(w.profile_file, ec)) profile_path = w.profile_file;
   }
   const Ideal ideal(profile_path, w.size, w.executable, w.spawned, w.notes);
-  std::set<std::string> ideal_notes;
-  for (std::size_t i = 0; i < w.sites.size(); ++i) {
-    Site& s = w.sites[i];
+  for (Site& s : raw) {
     if (opt.resolve) {
       std::string note;
       const auto b = build_ids.find(s.module);
@@ -520,7 +520,6 @@ World build_world(const std::string& dir, const std::vector<Summary>& sums, cons
       s.file = loc.file;
       s.line = loc.line;
     }
-    s.timeline = timeline_of(timelines[i]);
     if (!ideal.usable()) {
       s.ideal_note = profile_path.empty() ? "no trace profile (tnbc report --profile FILE)"
                      : w.spawned            ? "no trace profile of this world"
@@ -533,6 +532,39 @@ World build_world(const std::string& dir, const std::vector<Summary>& sums, cons
       if (!r.ideal_ns && s.ideal_note.empty()) s.ideal_note = why.empty() ? "no estimate" : why;
     }
   }
+
+  // One site per line of source: a compiler may have made several calls of one MPI call (branches
+  // duplicated); they are one call site to the reader. Unresolved sites stay apart.
+  std::map<std::tuple<std::string, std::string, std::string, int, std::string>, std::size_t> by_line;
+  std::vector<std::vector<const Value*>> merged_timelines;
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    Site& s = raw[i];
+    const auto key = s.file.empty() ? std::make_tuple(s.kind, basename_of(s.module) + "+" + s.offset, std::string(), 0, std::string())
+                                    : std::make_tuple(s.kind, std::string(), s.file, s.line, s.function);
+    auto [it, added] = by_line.try_emplace(key, w.sites.size());
+    if (added) {
+      w.sites.push_back(std::move(s));
+      merged_timelines.push_back(timelines[i]);
+      continue;
+    }
+    Site& into = w.sites[it->second];
+    if (into.ideal_note.empty()) into.ideal_note = s.ideal_note;
+    for (const RankFigures& r : s.ranks) {
+      auto same = std::find_if(into.ranks.begin(), into.ranks.end(), [&](const RankFigures& x) { return x.rank == r.rank; });
+      if (same == into.ranks.end()) {
+        into.ranks.push_back(r);
+        continue;
+      }
+      const std::optional<double> ideal_sum =
+          same->ideal_ns && r.ideal_ns ? std::optional<double>(*same->ideal_ns + *r.ideal_ns) : std::nullopt;
+      add_figures(*same, r);
+      same->ideal_ns = ideal_sum;
+    }
+    std::sort(into.ranks.begin(), into.ranks.end(), [](const RankFigures& a, const RankFigures& b) { return a.rank < b.rank; });
+    auto& lists = merged_timelines[it->second];
+    lists.insert(lists.end(), timelines[i].begin(), timelines[i].end());
+  }
+  for (std::size_t i = 0; i < w.sites.size(); ++i) w.sites[i].timeline = timeline_of(merged_timelines[i]);
   if (ideal.usable()) used_profile = profile_path;
   // Other parts of the report (the cost model's, tools/report_sections.hh) read the summaries too.
   std::map<int, const Value*> by_rank;
@@ -550,27 +582,31 @@ std::string Site::where() const {
   return fn.empty() ? place : fn + " (" + place + ")";
 }
 
+void add_figures(RankFigures& t, const RankFigures& r) {
+  t.calls += r.calls;
+  t.bytes += r.bytes;
+  t.bytes_sent += r.bytes_sent;
+  t.early += r.early;
+  t.in_call += r.in_call;
+  t.plain += r.plain;
+  for (const auto& [k, n] : r.reasons) t.reasons[k] += n;
+  t.tinit_ns += r.tinit_ns;
+  t.duration_ns += r.duration_ns;
+  t.blocked_ns += r.blocked_ns;
+  t.hidden_ns += r.hidden_ns;
+  for (const auto& [k, n] : r.blocked_by_ns) t.blocked_by_ns[k] += n;
+  for (const auto& [k, n] : r.waits) t.waits[k] += n;
+  t.observe_ns += r.observe_ns;
+  t.observe_waits += r.observe_waits;
+}
+
 RankFigures Site::total() const {
   RankFigures t;
   t.rank = -1;
   bool all_ideal = !ranks.empty();
   double ideal = 0;
   for (const RankFigures& r : ranks) {
-    t.calls += r.calls;
-    t.bytes += r.bytes;
-    t.bytes_sent += r.bytes_sent;
-    t.early += r.early;
-    t.in_call += r.in_call;
-    t.plain += r.plain;
-    for (const auto& [k, n] : r.reasons) t.reasons[k] += n;
-    t.tinit_ns += r.tinit_ns;
-    t.duration_ns += r.duration_ns;
-    t.blocked_ns += r.blocked_ns;
-    t.hidden_ns += r.hidden_ns;
-    for (const auto& [k, n] : r.blocked_by_ns) t.blocked_by_ns[k] += n;
-    for (const auto& [k, n] : r.waits) t.waits[k] += n;
-    t.observe_ns += r.observe_ns;
-    t.observe_waits += r.observe_waits;
+    add_figures(t, r);
     all_ideal = all_ideal && r.ideal_ns.has_value();
     ideal += r.ideal_ns.value_or(0);
   }
@@ -623,20 +659,7 @@ RankFigures World::total() const {
   bool any_ideal = false;
   for (const Site& s : sites) {
     const RankFigures r = s.total();
-    t.calls += r.calls;
-    t.bytes += r.bytes;
-    t.bytes_sent += r.bytes_sent;
-    t.early += r.early;
-    t.in_call += r.in_call;
-    t.plain += r.plain;
-    t.tinit_ns += r.tinit_ns;
-    t.duration_ns += r.duration_ns;
-    t.blocked_ns += r.blocked_ns;
-    t.hidden_ns += r.hidden_ns;
-    for (const auto& [k, n] : r.blocked_by_ns) t.blocked_by_ns[k] += n;
-    for (const auto& [k, n] : r.waits) t.waits[k] += n;
-    t.observe_ns += r.observe_ns;
-    t.observe_waits += r.observe_waits;
+    add_figures(t, r);
     if (r.ideal_ns) {
       any_ideal = true;
       ideal += *r.ideal_ns;

@@ -49,6 +49,9 @@ struct RankFigures {
   bool operator==(const RankFigures&) const = default;
 };
 
+// Adds r's sums into t (everything but the rank and the ideal).
+void add_figures(RankFigures& t, const RankFigures& r);
+
 // One sub-message over the observed calls of every rank (ns after the call).
 struct SubTiming {
   double bytes = 0;   // mean bytes received
@@ -81,6 +84,9 @@ struct Site {
   Spread duration_per_call_ns() const, tinit_share() const, blocked_share() const, hidden_share() const,
       ideal_share() const;
 };
+
+// The same call site in two runs (passes) of one program: kind and where.
+inline bool same_site(const Site& a, const Site& b) { return a.kind == b.kind && a.where() == b.where(); }
 
 // Calls per kind, over all ranks.
 struct KindCounts {

@@ -185,11 +185,6 @@ Bar bar_of(const std::string& label, const RankFigures& t) {
   return b;
 }
 
-bool same_site(const Site& a, const Site& b) {
-  auto base = [](const std::string& m) { return m.substr(m.rfind('/') + 1); };
-  return a.kind == b.kind && a.offset == b.offset && base(a.module) == base(b.module);
-}
-
 const char* kStyle = R"(
 body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; max-width: 1100px; }
 h1 { font-size: 20px; } h2 { font-size: 17px; margin-top: 28px; } h3 { font-size: 15px; margin-bottom: 4px; }

@@ -248,7 +248,7 @@ void comparison_text(std::string& o, const std::vector<Run>& runs) {
       std::string v = "-";
       if (!r.worlds.empty())
         for (const Site& x : r.worlds.front().sites)
-          if (x.kind == s.kind && x.offset == s.offset && x.module.substr(x.module.rfind('/') + 1) == s.module.substr(s.module.rfind('/') + 1)) {
+          if (same_site(x, s)) {
             const RankFigures t = x.total();
             v = r.worlds.front().summary_version >= 2 ? percent(share(t.hidden_ns, t.duration_ns)) : "n/a";
           }

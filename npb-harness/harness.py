@@ -17,8 +17,17 @@ Benchmarks: the built-in proxies (is, ft: npb-harness/proxies) or, with --npb-sr
 NPB_SRC environment variable), real NPB 3.4 MPI IS and FT built from the user's tree (copied
 into OUT/npb-build first; the user's tree is not modified).
 
+Each tnbc run gets its overlap report (`tnbc report`: RUN/report.txt, .json, .html; the ideal of
+Eq. 1 from the same benchmark's trace profile), and each (benchmark, class, np) one comparison page
+of its passes (OUT/compare-BENCH.CLASS.npN.html); the table shows next to each pass the share of
+the collectives' time it hid and the ideal (docs/reports.md), and the pages are listed under it.
+
+The default network is an emulated cluster that fits this machine: one rank per CPU, one emulated
+node per rank, a Gigabit link (--np CPUs --nodes NP --rate 1gbit); --shared-node puts the ranks
+on one emulated node sharing one link (np 4, 4 Gbit/s unless given).
+
 usage: harness.py [--tnbc PATH] [--build-dir build] [--benchmarks is,ft] [--classes S]
-                  [--np 4] [--net shaped|loopback|none] [--rate 4gbit] [--nodes 1]
+                  [--np CPUS] [--net shaped|loopback|none] [--rate 1gbit] [--nodes NP] [--shared-node]
                   [--launcher mpirun|mpiexec|srun] [--hostfile FILE] [--ranks-per-node M]
                   [--launcher-args ARGS] [--passes baseline,nbc,trace,optimize] [--npb-src DIR]
                   [--out DIR] [--repeat 1] [--timeout 600]
@@ -304,18 +313,79 @@ def calls_line(calls):
                      if k["early"] + k["in_call"] + k["plain"])
 
 
+def share_text(x):
+    return f"{100 * x:.0f}%" if x is not None else "-"
+
+
+def tnbc_report(tnbc, args, text_path):
+    """Runs `tnbc report ARGS`, its text into text_path; the report JSON's first run, or None."""
+    r = subprocess.run([tnbc, "report", *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    with open(text_path, "w") as f:
+        f.write(r.stdout)
+    if r.returncode != 0:
+        log(f"  !!! tnbc report failed: {r.stdout.strip()[-500:]}")
+        return None
+    return r
+
+
+def overlap_reports(tnbc, out, runs, profiles):
+    """Each tnbc run's overlap report (RUN/report.txt, .json, .html; docs/reports.md), with the ideal of
+    Eq. 1 from its benchmark's trace profile, and one comparison page per (benchmark, class, np) of the
+    passes' last repetitions. Records the figures in the runs; returns the comparisons."""
+    for r in runs:
+        if r["pass"] == "baseline" or not r.get("tnbc_report") or not os.path.isdir(r["tnbc_report"]):
+            continue
+        rundir = os.path.dirname(r["output"])
+        profile = profiles.get((r["benchmark"], r["class"], r["np"]))
+        paths = {k: os.path.join(rundir, "report." + k) for k in ("text", "json", "html")}
+        paths["text"] = os.path.join(rundir, "report.txt")
+        args = [r["tnbc_report"], "--json", paths["json"], "--html", paths["html"]] + \
+               (["--profile", profile] if profile else [])
+        if tnbc_report(tnbc, args, paths["text"]) is None:
+            continue
+        with open(paths["json"]) as f:
+            t = json.load(f)["runs"][0]["worlds"][0]["totals"]
+        r["report"] = dict(paths, **{k: t.get(k) for k in ("hidden_share", "tinit_share", "blocked_share",
+                                                             "ideal_share", "run_share")})
+    comparisons = []
+    keys = sorted({(r["benchmark"], r["class"], r["np"]) for r in runs if r.get("report")})
+    order = ["optimize", "nbc", "optimize-order", "trace", "passthrough"]
+    for key in keys:
+        last = {}
+        for r in runs:
+            if (r["benchmark"], r["class"], r["np"]) == key and r.get("report"):
+                last[r["pass"]] = r  # the last repetition of each pass
+        passes = sorted(last, key=lambda p: order.index(p) if p in order else len(order))
+        main_run = last[passes[0]]
+        page = os.path.join(out, f"compare-{key[0]}.{key[1]}.np{key[2]}.html")
+        args = [main_run["tnbc_report"]]
+        for p in passes[1:]:
+            args += ["--compare", last[p]["tnbc_report"]]
+        args += ["--labels", ",".join(passes), "--html", page, "--json", page[:-len(".html")] + ".json"]
+        if profiles.get(key):
+            args += ["--profile", profiles[key]]
+        if tnbc_report(tnbc, args, page[:-len(".html")] + ".txt") is not None:
+            comparisons.append({"benchmark": key[0], "class": key[1], "np": key[2], "passes": passes, "html": page,
+                                "json": page[:-len(".html")] + ".json", "text": page[:-len(".html")] + ".txt"})
+    return comparisons
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tnbc", default=None, help="path of the tnbc command (default: BUILD/tools/tnbc)")
     ap.add_argument("--build-dir", default=os.path.join(HERE, "..", "build"))
     ap.add_argument("--benchmarks", default="is,ft")
     ap.add_argument("--classes", default="S")
-    ap.add_argument("--np", default="4")
+    ap.add_argument("--np", default=None, help="ranks, a comma-separated list (default: this machine's CPUs; "
+                                                "--shared-node: 4)")
     ap.add_argument("--net", choices=["shaped", "loopback", "none"], default=None,
                     help="shaped (emulated link, needs namespaces; the default with a local mpirun), loopback, or "
                          "none: the machine's own network (the default with --hostfile, mpiexec of MPICH or srun)")
-    ap.add_argument("--rate", default="4gbit")
-    ap.add_argument("--nodes", type=int, default=1, help="emulated nodes K of the shaped network (default 1)")
+    ap.add_argument("--rate", default=None, help="each emulated node's link (default 1gbit; --shared-node: 4gbit)")
+    ap.add_argument("--nodes", type=int, default=None,
+                    help="emulated nodes K of the shaped network (default: one per rank; --shared-node: 1)")
+    ap.add_argument("--shared-node", action="store_true",
+                    help="all ranks on one emulated node, sharing its cores and one link (the contended case)")
     ap.add_argument("--launcher", default="mpirun",
                     help="mpirun or mpiexec (Open MPI's or MPICH's hydra, told apart by --version; a path works too), "
                          "or srun (Slurm)")
@@ -339,6 +409,12 @@ def main():
     os.makedirs(out, exist_ok=True)
     benchmarks = [b.strip().lower() for b in a.benchmarks.split(",") if b.strip()]
     classes = [c.strip().upper() for c in a.classes.split(",") if c.strip()]
+    if a.np is None:
+        a.np = "4" if a.shared_node else str(os.cpu_count() or 2)
+    if a.rate is None:
+        a.rate = "4gbit" if a.shared_node else "1gbit"
+    if a.nodes is not None and a.nodes < 1:
+        sys.exit("harness: --nodes must be at least 1")
     nps = [int(n) for n in a.np.split(",")]
     passes = [p.strip() for p in a.passes.split(",") if p.strip()]
     for p in passes:
@@ -365,10 +441,24 @@ def main():
         log("network namespaces are not allowed here (needs root: CAP_SYS_ADMIN and CAP_NET_ADMIN): "
             "running on plain loopback instead; overlap figures then mean little")
         net = "loopback"
-    if net in ("loopback", "none") and a.nodes > 1:
+    if net in ("loopback", "none") and (a.nodes or 1) > 1:
         log(f"--nodes {a.nodes} (emulated nodes) needs the shaped network: ignored")
-    elif net == "shaped" and a.nodes > 1:
-        net = f"{a.nodes}-nodes"
+    shaped = net == "shaped"
+
+    def nodes_for(np):
+        """Emulated nodes of a run of np ranks: --nodes, else one per rank (--shared-node: one;
+        --ranks-per-node M: as many as M per node takes)."""
+        if not shaped:
+            return 1
+        if a.nodes:
+            return a.nodes
+        if a.shared_node:
+            return 1
+        return -(-np // a.ranks_per_node) if a.ranks_per_node else np
+
+    def net_for(np):
+        k = nodes_for(np)
+        return f"{k}-nodes" if shaped and k > 1 else net
     progs = build_npb(a.npb_src, out, benchmarks, classes) if a.npb_src else proxy_programs(build, benchmarks, classes)
     kind = "npb" if a.npb_src else "proxy"
 
@@ -394,10 +484,10 @@ def main():
                             cmd += ["--profile", profiles[(bench, cls, np)]]
                         cmd += ["--"]
                     cmd += prog
-                    if net not in ("loopback", "none"):
-                        cmd = [sys.executable, NETRUN, "--rate", a.rate, "--nodes", str(a.nodes)] + \
+                    if shaped:
+                        cmd = [sys.executable, NETRUN, "--rate", a.rate, "--nodes", str(nodes_for(np))] + \
                               (["--ranks-per-node", str(a.ranks_per_node)] if a.ranks_per_node else []) + ["--"] + cmd
-                    log(f"[{done}/{total}] {bench}.{cls} np={np} {p} ({net})")
+                    log(f"[{done}/{total}] {bench}.{cls} np={np} {p} ({net_for(np)}, {a.rate})")
                     env = dict(os.environ)
                     if os.geteuid() == 0:
                         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
@@ -421,8 +511,8 @@ def main():
                             profiles[(bench, cls, np)] = profile
                     where = placement(os.path.join(rundir, "tnbc")) if p != "baseline" else None
                     # Emulated nodes, or the real hosts the ranks ran on (unknown for baseline).
-                    nodes = {"loopback": 1, "none": len(where) if where else None}.get(net, a.nodes)
-                    run = {"benchmark": bench, "kind": kind, "class": cls, "np": np, "net": net,
+                    nodes = {"loopback": 1, "none": len(where) if where else None}.get(net, nodes_for(np))
+                    run = {"benchmark": bench, "kind": kind, "class": cls, "np": np, "net": net_for(np), "rate": a.rate,
                            "launcher": a.launcher, "command": cmd, "nodes": nodes, "placement": where, "pass": p,
                            "repeat": rep, "time": res["time"], "verified": res["verified"] and code == 0,
                            "exit": code, "comm_timers": res["timers"], "wall": time.time() - t0,
@@ -445,8 +535,10 @@ def main():
                             log(f"  !!! {found} of {np} ranks left a tnbc summary in {os.path.join(rundir, 'tnbc')}: "
                                 f"is {out} on a file system every node sees, and did the ranks form one MPI job "
                                 f"(srun's --mpi)?")
+    comparisons = overlap_reports(tnbc, out, runs, profiles)
     with open(os.path.join(out, "summary.json"), "w") as f:
-        json.dump({"format": "tnbc-harness-summary", "version": 1, "runs": runs}, f, indent=1)
+        json.dump({"format": "tnbc-harness-summary", "version": 1, "runs": runs, "comparisons": comparisons}, f,
+                  indent=1)
 
     # Comparison: medians per (benchmark, class, np, pass), speedup and hidden share vs baseline.
     def median(xs):
@@ -458,7 +550,7 @@ def main():
 
     print()
     print(f"{'benchmark':10} {'class':5} {'np':>3} {'net':8} {'pass':14} {'time s':>9} {'speedup':>8} "
-          f"{'comm s':>8} {'in-call cut':>11}")
+          f"{'comm s':>8} {'in-call cut':>11} {'hidden':>7} {'ideal':>7}")
     for (bench, cls), _ in sorted(progs.items()):
         for np in nps:
             group = [r for r in runs if r["benchmark"] == bench and r["class"] == cls and r["np"] == np]
@@ -470,9 +562,11 @@ def main():
                 c = median([r["comm_timers"].get("comm") for r in sel])
                 ok = all(r["verified"] for r in sel)
                 speed = f"{base_t / t:.2f}x" if base_t and t else "-"
-                hidden = f"{100 * (1 - c / base_c):.0f}%" if base_c and c is not None and p != "baseline" else "-"
-                print(f"{bench:10} {cls:5} {np:>3} {net:8} {p:14} {t if t is not None else float('nan'):9.3f} "
-                      f"{speed:>8} {c if c is not None else float('nan'):8.3f} {hidden:>11}"
+                cut = f"{100 * (1 - c / base_c):.0f}%" if base_c and c is not None and p != "baseline" else "-"
+                hidden = share_text(median([(r.get("report") or {}).get("hidden_share") for r in sel]))
+                ideal = share_text(median([(r.get("report") or {}).get("ideal_share") for r in sel]))
+                print(f"{bench:10} {cls:5} {np:>3} {net_for(np):8} {p:14} {t if t is not None else float('nan'):9.3f} "
+                      f"{speed:>8} {c if c is not None else float('nan'):8.3f} {cut:>11} {hidden:>7} {ideal:>7}"
                       f"{'' if ok else '   VERIFICATION FAILED'}")
     # Mode optimize's site decisions (the last repetition of each pass): which sites returned
     # early and which completed in the call, on which ranks (ranks may decide differently).
@@ -504,6 +598,15 @@ def main():
                    if r.get("tnbc_calls") and r["tnbc_calls"].get("cpu_contention")})
     for text in said:
         print(f"\nCPUs: {text} (docs/limitations.md)")
+    # The overlap reports: one comparison page per benchmark, and each run's report.
+    if comparisons or any(r.get("report") for r in runs):
+        print("\noverlap reports (tnbc report; hidden and ideal above are shares of each pass's collective time, "
+              "docs/reports.md):")
+        for c in comparisons:
+            print(f"  {c['benchmark']}.{c['class']} np={c['np']}: comparison of {', '.join(c['passes'])}: {c['html']}")
+            for r in runs:
+                if (r["benchmark"], r["class"], r["np"]) == (c["benchmark"], c["class"], c["np"]) and r.get("report"):
+                    print(f"    {r['pass']} (repetition {r['repeat']}): {r['report']['html']}  (text: {r['report']['text']})")
     print(f"\nsummary: {os.path.join(out, 'summary.json')}; per-run output and tnbc summaries under {out}")
     print("comm s = time inside the collective calls; in-call cut = 1 - comm(pass) / comm(baseline): "
           "how much of it the calls no longer take (what the program then waits for at its first touch "

@@ -44,9 +44,10 @@ keep_openmpi_default() {
 
 # What the build and the demo need. libucx-dev: UCX's memory events (meson option ucx; without
 # them tnbc runs every collective blocking when the MPI library uses UCX). make: the harness
-# builds NPB from a source tree with it (--npb-src).
+# builds NPB from a source tree with it (--npb-src). libdw-dev: `tnbc report` names the call
+# sites' file:line from debug information (elfutils).
 install_missing g++ gfortran pkg-config python3 meson ninja-build make openmpi-bin libopenmpi-dev \
-                libucx-dev libunwind-dev catch2 iproute2
+                libucx-dev libunwind-dev libdw-dev catch2 iproute2
 
 # Open MPI refuses to run as root unless told so (containers and CI run as root).
 if [[ $(id -u) -eq 0 ]]; then
@@ -94,14 +95,17 @@ extra_suite() {
 case "${1:-}" in
   demo)
     shift
-    # Default workload: the built-in proxies, class W, each pass twice (about a minute).
-    [[ $# -gt 0 ]] || set -- --classes W --repeat 2
+    # Default workload: the built-in proxies, class W, each pass twice, on an emulated cluster that
+    # fits this machine: one rank per CPU, one emulated node per rank, a Gigabit link (the
+    # harness's defaults; --shared-node: all ranks on one node). Later options win.
+    set -- --classes W --repeat 2 "$@"
     exec python3 npb-harness/harness.py --tnbc "$BUILD/tools/tnbc" --build-dir "$BUILD" "$@"
     ;;
   test)
     shift
     # The Slurm test (tests/cluster) runs its own one-node cluster: slurmctld, slurmd, munged.
-    install_missing slurm-wlm munge
+    # chromium: the report test renders the HTML report in a real (headless) browser.
+    install_missing slurm-wlm munge chromium
     meson test -C "$BUILD" --print-errorlogs --num-processes 1 "$@" || status=$?
     if [[ $# -eq 0 && ${DEV_TEST_ASAN:-1} != 0 ]]; then
       # -O0 (buildtype debug) builds in less than half the CPU time and gives ASan its best reports.

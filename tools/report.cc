@@ -19,9 +19,11 @@ namespace tnbc::tools {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: tnbc report DIR [--compare DIR2]... [--profile FILE] [--json FILE] [--html FILE] [--no-source]\n"
+    "usage: tnbc report DIR [--compare DIR2]... [--labels L1,L2,...] [--profile FILE] [--json FILE] [--html FILE]\n"
+    "                   [--no-source]\n"
     "  DIR        TNBC_OUTPUT_DIR of a run (or a harness run directory, or a report JSON of tnbc report --json)\n"
     "  --compare  another run (pass) to compare with, e.g. the trace or nbc pass of the same program\n"
+    "  --labels   names of DIR and each --compare run in the comparison (default: their modes)\n"
     "  --profile  the trace profile (tnbc merge) whose T_CURC and R_CRC give the ideal (Eq. 1); default: the\n"
     "             one a mode optimize run used\n"
     "  --json     write the report as JSON (docs/formats.md); --html: a self-contained page with timelines\n"
@@ -56,7 +58,7 @@ bool write(const std::string& path, const std::string& text) {
 }  // namespace
 
 int cmd_report(const std::vector<std::string>& args) {
-  std::string main, json, html;
+  std::string main, json, html, labels;
   std::vector<std::string> compare;
   report::LoadOptions opt;
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -67,11 +69,15 @@ int cmd_report(const std::vector<std::string>& args) {
       return true;
     };
     std::string c;
-    if (a == "--json" ? !value(json) : a == "--html" ? !value(html) : a == "--profile" ? !value(opt.profile) : false) {
+    if (a == "--json" ? !value(json)
+        : a == "--html" ? !value(html)
+        : a == "--profile" ? !value(opt.profile)
+        : a == "--labels" ? !value(labels)
+                          : false) {
       std::fprintf(stderr, "tnbc: report: %s needs a value\n%s", a.c_str(), kUsage);
       return 2;
     }
-    if (a == "--json" || a == "--html" || a == "--profile") continue;
+    if (a == "--json" || a == "--html" || a == "--profile" || a == "--labels") continue;
     if (a == "--compare") {
       if (!value(c)) {
         std::fprintf(stderr, "tnbc: report: --compare needs a directory\n%s", kUsage);
@@ -110,6 +116,14 @@ int cmd_report(const std::vector<std::string>& args) {
       return 2;
     }
     for (report::Run& x : r.value()) runs.push_back(std::move(x));
+  }
+  if (!labels.empty()) {
+    std::size_t k = 0, at = 0;
+    while (k < runs.size() && at <= labels.size()) {
+      const std::size_t comma = std::min(labels.find(',', at), labels.size());
+      runs[k++].label = labels.substr(at, comma - at);
+      at = comma + 1;
+    }
   }
   std::fputs(report::render_text(runs).c_str(), stdout);
   bool ok = true;

@@ -208,7 +208,7 @@ class EngineImpl final : public Engine {
       }
       return true;
     };
-    Executor mine(*caller_gate_, default_transports());
+    Executor& mine = caller_executor();
     mine.add(fp, Scope::Caller);
     f.bodies_released.store(false);
     bool moved = false;
@@ -216,9 +216,10 @@ class EngineImpl final : public Engine {
     progress_->submit(fp);
     const long long t_submit = futex::now_ns();
     bool timed_out = false;
-    if (Status st = drive(mine, caller_part_done, spin_ns(), spin_ns(), timeout_ns_, timed_out); !st.ok()) fail_in_call(f, st);
+    if (Status st = drive(mine, caller_part_done, spin_ns(), timeout_ns_, timed_out); !st.ok()) fail_in_call(f, st);
     if (timed_out) timeout_in_call(f);
     progress_->adopt(mine.release());
+    mine.clear();
     f.bodies_released.store(true);
     urgency().poke();
     const long long now = futex::now_ns();
@@ -238,13 +239,14 @@ class EngineImpl final : public Engine {
   int complete_in_call(const std::shared_ptr<InFlight>& fp, Reason why, const CollCall& c, std::uint64_t bytes,
                        MPI_Comm comm) {
     InFlight& f = *fp;
-    Executor mine(*caller_gate_, default_transports());
+    Executor& mine = caller_executor();
     mine.add(fp, Scope::All);
     bool timed_out = false;
-    const Status st = drive(mine, [&] { return f.steps_left.load(std::memory_order_acquire) == 0; }, spin_ns(),
-                            spin_ns(), timeout_ns_, timed_out);
+    const Status st =
+        drive(mine, [&] { return f.steps_left.load(std::memory_order_acquire) == 0; }, spin_ns(), timeout_ns_, timed_out);
     if (!st.ok()) fail_in_call(f, st);
     if (timed_out) timeout_in_call(f);
+    mine.clear();
     retire_send_regions(f);  // a lazy send copy's read-only pages (every piece is copied by now)
     for (const Unpack& u : f.unpack) {
       int pos = 0;
@@ -258,6 +260,13 @@ class EngineImpl final : public Engine {
   }
 
   long long spin_ns() const { return std::max<long long>(s_.poll_min_us * 1000, 1000); }
+
+  // The calling thread's executor, kept for all its calls (its request arrays stay allocated).
+  Executor& caller_executor() {
+    thread_local std::unique_ptr<Executor> mine;
+    if (!mine) mine = std::make_unique<Executor>(*caller_gate_, default_transports());
+    return *mine;
+  }
 
   // An error tnbc found in the call before starting anything (type signatures that differ, no
   // memory for staging): through the communicator's error handler, as MPI's own errors go.

@@ -1,6 +1,6 @@
 #include "runtime/executor.hh"
 
-#include <time.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cstring>
@@ -152,8 +152,7 @@ std::size_t Executor::busy() const {
   return n;
 }
 
-Status drive(Executor& ex, FunctionRef<bool()> done, long long spin_ns, long long sleep_ns, long long timeout_ns,
-             bool& timed_out) {
+Status drive(Executor& ex, FunctionRef<bool()> done, long long spin_ns, long long timeout_ns, bool& timed_out) {
   timed_out = false;
   long long last_progress = futex::now_ns();
   while (true) {
@@ -169,10 +168,7 @@ Status drive(Executor& ex, FunctionRef<bool()> done, long long spin_ns, long lon
       timed_out = true;
       return {};
     }
-    if (now - last_progress > spin_ns && sleep_ns > 0) {
-      const struct timespec ts{static_cast<time_t>(sleep_ns / 1000000000LL), static_cast<long>(sleep_ns % 1000000000LL)};
-      nanosleep(&ts, nullptr);
-    }
+    if (now - last_progress > spin_ns) sched_yield();
   }
 }
 

@@ -67,6 +67,7 @@ class EngineImpl final : public Engine {
     progress_ = std::make_unique<Progress>(s, policy_->send_window(Driver::ProgressThread));
     caller_gate_ = std::make_unique<WindowGate>(policy_->send_window(Driver::CallingThread));
     const CpuShare cpus = measure_cpu_share(world.comm);
+    policy_->set_cpu_share(cpus);
     const std::string problem = cpu_share_problem(cpus);
     stats_.set_node(cpus, problem);
     if (!problem.empty() && cpus.node_rank == 0) log(LogLevel::Info, "%s (docs/limitations.md)", problem.c_str());
@@ -76,7 +77,8 @@ class EngineImpl final : public Engine {
     const Collective& coll = collective(c.kind);
     int inter = 0;
     PMPI_Comm_test_inter(c.comm, &inter);
-    CallContext ctx{0, 1, page_, &types_, policy_.get()};
+    CallTypes types;
+    CallContext ctx{0, 1, page_, &types, policy_.get()};
     PMPI_Comm_rank(c.comm, &ctx.rank);
     PMPI_Comm_size(c.comm, &ctx.size);
     const Collective::Size size = coll.size(c, ctx);
@@ -98,7 +100,7 @@ class EngineImpl final : public Engine {
     f->comm = pc.comm;
     f->comm_size = pc.size;
     f->times.called = t_enter;
-    CallServices services(*this, *f, pc.comm);
+    CallServices services(*this, *f, pc.comm, types);
     Prepared prep;
     if (Status st = coll.prepare(c, layout, in_call, ctx, services, prep); !st.ok()) return detected_error(c, st);
 
@@ -146,10 +148,11 @@ class EngineImpl final : public Engine {
   // What the engine lends a collective while it prepares a call.
   class CallServices final : public Services {
    public:
-    CallServices(EngineImpl& e, InFlight& f, MPI_Comm comm) : e_(e), f_(f), comm_(comm) {}
-    TypeInfo type(MPI_Datatype t) override { return e_.types_.type(t); }
-    ByteRange span(const void* buf, long long count, MPI_Datatype t) override { return e_.types_.span(buf, count, t); }
+    CallServices(EngineImpl& e, InFlight& f, MPI_Comm comm, Types& types) : e_(e), f_(f), comm_(comm), types_(types) {}
+    TypeInfo type(MPI_Datatype t) override { return types_.type(t); }
+    ByteRange span(const void* buf, long long count, MPI_Datatype t) override { return types_.span(buf, count, t); }
     void fence(const void* buf, long long count, MPI_Datatype t) override {
+      if (guards().empty()) return;  // nothing in flight is guarded: no span to compute
       e_.fence(span_of(buf, count, t), "a collective on a guarded buffer");
     }
     char* send_area(std::size_t bytes) override {
@@ -164,7 +167,7 @@ class EngineImpl final : public Engine {
     }
     Status pack(const void* src, long long count, MPI_Datatype t, char* dst, std::size_t bytes) override {
       if (bytes == 0) return {};
-      if (is_dense(t)) {
+      if (types_.type(t).dense) {
         std::memcpy(dst, src, bytes);
         return {};
       }
@@ -179,6 +182,7 @@ class EngineImpl final : public Engine {
     EngineImpl& e_;
     InFlight& f_;
     MPI_Comm comm_;
+    Types& types_;
   };
 
   // The part of an early return done in the call: the calling thread starts the receives of the
@@ -216,7 +220,7 @@ class EngineImpl final : public Engine {
     progress_->submit(fp);
     const long long t_submit = futex::now_ns();
     bool timed_out = false;
-    if (Status st = drive(mine, caller_part_done, spin_ns(), timeout_ns_, timed_out); !st.ok()) fail_in_call(f, st);
+    if (Status st = drive(mine, caller_part_done, policy_->waiting(), timed_out); !st.ok()) fail_in_call(f, st);
     if (timed_out) timeout_in_call(f);
     progress_->adopt(mine.release());
     mine.clear();
@@ -243,7 +247,7 @@ class EngineImpl final : public Engine {
     mine.add(fp, Scope::All);
     bool timed_out = false;
     const Status st =
-        drive(mine, [&] { return f.steps_left.load(std::memory_order_acquire) == 0; }, spin_ns(), timeout_ns_, timed_out);
+        drive(mine, [&] { return f.steps_left.load(std::memory_order_acquire) == 0; }, policy_->waiting(), timed_out);
     if (!st.ok()) fail_in_call(f, st);
     if (timed_out) timeout_in_call(f);
     mine.clear();
@@ -258,8 +262,6 @@ class EngineImpl final : public Engine {
     stats_.record(c.kind, c.site, bytes, Outcome::CompletedInCall, why);
     return MPI_SUCCESS;
   }
-
-  long long spin_ns() const { return std::max<long long>(s_.poll_min_us * 1000, 1000); }
 
   // The calling thread's executor, kept for all its calls (its request arrays stay allocated).
   Executor& caller_executor() {
@@ -314,7 +316,6 @@ class EngineImpl final : public Engine {
   Stats& stats_;
   std::size_t page_;
   long long timeout_ns_;
-  MpiTypes types_;
   std::unique_ptr<Policy> policy_;
   std::unique_ptr<GuardBackend> uffd_, protect_;
   std::vector<GuardBackend*> backends_;  // usable here, in the policy's order

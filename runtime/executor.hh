@@ -25,6 +25,7 @@
 
 #include "runtime/function_ref.hh"
 #include "runtime/inflight.hh"
+#include "runtime/policy.hh"
 #include "runtime/status.hh"
 #include "runtime/transport.hh"
 
@@ -101,12 +102,8 @@ class Executor final : private Completions {
   bool moved_ = false;
 };
 
-// Runs `ex` on the calling thread until `done()`, like a blocking MPI call waits: it polls back
-// to back, and after `spin_ns` without progress yields the CPU between polls (to the other ranks
-// of an oversubscribed node, or this rank's progress thread), as MPI libraries do when idle. No
-// sleep: a sleeping caller wakes late (~60 us on the VMs here) for messages that take 10-100 us.
-// `timed_out` is set and it returns after `timeout_ns` without progress.
-Status drive(Executor& ex, FunctionRef<bool()> done, long long spin_ns, long long timeout_ns, bool& timed_out);
+// Runs `ex` on the calling thread until `done()`.
+Status drive(Executor& ex, FunctionRef<bool()> done, const Waiting& w, bool& timed_out);
 
 // ---- template implementation ----
 template <class Finished, class Retired>

@@ -47,6 +47,12 @@ class RulesPolicy final : public Policy {
   int send_window(Driver d) const override {
     return d == Driver::ProgressThread ? static_cast<int>(s_.send_window) : 0;
   }
+  // Back-to-back polls; yielding once TNBC_POLL_MIN_US passed idle only where the node's ranks
+  // outnumber its CPUs (then another rank needs this CPU).
+  Waiting waiting() const override {
+    return {std::max<long long>(s_.poll_min_us * 1000, 1000), oversubscribed_, s_.timeout_s * 1000000000LL};
+  }
+  void set_cpu_share(const CpuShare& c) override { oversubscribed_ = c.node_ranks > c.node_cpus && c.node_cpus > 0; }
 
  private:
   Settings s_;
@@ -54,6 +60,7 @@ class RulesPolicy final : public Policy {
   std::size_t min_bytes_ = 0;
   std::unique_ptr<ReadOrderSource> orders_;
   std::vector<GuardKind> guards_;
+  bool oversubscribed_ = false;
 };
 
 }  // namespace

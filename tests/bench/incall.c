@@ -5,7 +5,10 @@
  * buffers, interleaved in one run: for each size, `--reps` blocks, each of `--calls` intercepted
  * calls (MPI_*) and `--calls` plain ones (PMPI_*), in rotated order, a barrier before each
  * block. The received data is read after every call (as NPB FT/IS do; it also gives the trace
- * pass the first touches its decision needs).
+ * pass the first touches its decision needs). Alltoall also runs, interleaved, the floor of
+ * tnbc's messages: the same head/body pieces/tail per peer (runtime/schedule.hh, piece size auto)
+ * posted at once through PMPI_Irecv/PMPI_Isend and PMPI_Waitall, which is what any schedule made
+ * of those messages costs on this MPI library at least.
  *
  * usage: incall [--kind alltoall|bcast|allgather] [--sizes 64k,256k,1M,4M] [--reps N] [--calls N]
  *               [--json FILE]
@@ -26,8 +29,15 @@ static int kind = ALLTOALL;
 static int rank, np;
 static volatile long sink;
 
+static void same_messages(char* s, char* r, size_t per);
+
+/* intercepted: 1 MPI_* (tnbc), 0 PMPI_*, 2 tnbc's messages through plain MPI (Alltoall). */
 static void call(int intercepted, char* s, char* r, size_t per) {
   const int n = (int)per;
+  if (intercepted == 2) {
+    same_messages(s, r, per);
+    return;
+  }
   switch (kind) {
     case ALLTOALL:
       (intercepted ? MPI_Alltoall : PMPI_Alltoall)(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_WORLD);
@@ -42,6 +52,44 @@ static void call(int intercepted, char* s, char* r, size_t per) {
   const size_t total = kind == BCAST ? per : per * (size_t)np;
   for (size_t i = 0; i < total; i += 512) x += r[i];
   sink = x;
+}
+
+/* tnbc's cut of a sub-message of `len` bytes with TNBC_PIECE_BYTES=auto (split_points, body_cuts,
+ * piece_limit: runtime/schedule.cc): returns the number of cut points written to `cuts`. */
+static int tnbc_cuts(size_t len, size_t page, size_t* cuts) {
+  int n = 0;
+  cuts[n++] = 0;
+  if (len > 2 * page) {
+    cuts[n++] = page;
+    size_t limit = len / 4 / page * page;
+    if (limit < 128 * 1024) limit = 128 * 1024;
+    const size_t pages = (len - 2 * page + page - 1) / page, lp = limit / page;
+    size_t count = (pages + lp - 1) / lp;
+    if (count < 1) count = 1;
+    if (count > 126) count = 126;
+    const size_t step = (pages + count - 1) / count * page;
+    for (size_t at = page + step; at < len - page; at += step) cuts[n++] = at;
+    cuts[n++] = len - page;
+  }
+  cuts[n++] = len;
+  return n;
+}
+
+/* tnbc's messages for an Alltoall of `per` bytes per peer, through plain MPI. */
+static void same_messages(char* s, char* r, size_t per) {
+  size_t cuts[130];
+  const int nc = tnbc_cuts(per, 4096, cuts);
+  MPI_Request* q = malloc(sizeof(MPI_Request) * (size_t)(2 * np * nc));
+  int nq = 0;
+  for (int p = 0; p < np; p++)
+    for (int i = 0; p != rank && i + 1 < nc; i++)
+      PMPI_Irecv(r + (size_t)p * per + cuts[i], (int)(cuts[i + 1] - cuts[i]), MPI_BYTE, p, i, MPI_COMM_WORLD, &q[nq++]);
+  for (int p = 0; p < np; p++)
+    for (int i = 0; p != rank && i + 1 < nc; i++)
+      PMPI_Isend(s + (size_t)p * per + cuts[i], (int)(cuts[i + 1] - cuts[i]), MPI_BYTE, p, i, MPI_COMM_WORLD, &q[nq++]);
+  memcpy(r + (size_t)rank * per, s + (size_t)rank * per, per);
+  PMPI_Waitall(nq, q, MPI_STATUSES_IGNORE);
+  free(q);
 }
 
 static double quantile(double* v, int n, double q) {
@@ -96,7 +144,8 @@ int main(int argc, char** argv) {
     printf("incall: MPI_%s, np %d, %d blocks of %d calls each way, interleaved; time per call (max over ranks)\n",
            kind_name[kind], np, reps, calls);
     bench_print_tnbc(stdout);
-    printf("  %-10s %12s %12s %8s %16s\n", "size", "MPI_ us", "PMPI_ us", "ratio", "ratio IQR");
+    printf("  %-10s %12s %12s %8s %16s %14s\n", "size", "MPI_ us", "PMPI_ us", "ratio", "ratio IQR",
+           kind == ALLTOALL ? "floor of msgs" : "");
   }
   bench_json_array(&j, "results");
   char list[256];
@@ -108,24 +157,31 @@ int main(int argc, char** argv) {
     char* r = malloc(total);
     memset(s, rank + 1, kind == ALLGATHER ? per : total);
     memset(r, 0, total);
-    double* t = calloc((size_t)2 * reps, sizeof(double));  /* t[which * reps + b] */
-    call(1, s, r, per);                                     /* warm-up: connections, pages, staging */
-    call(0, s, r, per);
+    const int cases = kind == ALLTOALL ? 3 : 2;              /* 0 MPI_, 1 PMPI_, 2 the same messages */
+    double* t = calloc((size_t)3 * reps, sizeof(double));  /* t[case * reps + b] */
+    for (int w = 0; w < cases; w++) call(w == 0 ? 1 : w == 1 ? 0 : 2, s, r, per);  /* warm-up */
     for (int b = 0; b < reps; b++)
-      for (int k = 0; k < 2; k++) {
-        const int intercepted = (k + b) % 2 == 0;
+      for (int k = 0; k < cases; k++) {
+        const int w = (k + b) % cases;  /* rotated: no case always runs first */
         PMPI_Barrier(MPI_COMM_WORLD);
         const double t0 = bench_now();
-        for (int i = 0; i < calls; i++) call(intercepted, s, r, per);
-        t[(intercepted ? 0 : 1) * reps + b] = (bench_now() - t0) / calls;
+        for (int i = 0; i < calls; i++) call(w == 0 ? 1 : w == 1 ? 0 : 2, s, r, per);
+        t[w * reps + b] = (bench_now() - t0) / calls;
       }
-    bench_max_over_ranks(t, t, 2 * reps);
+    bench_max_over_ranks(t, t, 3 * reps);
     double* ratio = malloc(sizeof(double) * (size_t)reps);
+    double* floor_ratio = malloc(sizeof(double) * (size_t)reps);
     for (int b = 0; b < reps; b++) ratio[b] = t[b] / t[reps + b];
+    for (int b = 0; b < reps; b++) floor_ratio[b] = t[2 * reps + b] / t[reps + b];
+    const double floor_med = cases == 3 ? bench_median(floor_ratio, reps) : 0;
     qsort(ratio, (size_t)reps, sizeof(double), cmp);
     const double us_mpi = bench_median_of(t, reps) * 1e6, us_pmpi = bench_median_of(t + reps, reps) * 1e6;
     const double med = quantile(ratio, reps, 0.5), q1 = quantile(ratio, reps, 0.25), q3 = quantile(ratio, reps, 0.75);
-    if (rank == 0) printf("  %-10s %12.1f %12.1f %8.3f %7.3f-%-7.3f\n", tok, us_mpi, us_pmpi, med, q1, q3);
+    if (rank == 0) {
+      printf("  %-10s %12.1f %12.1f %8.3f %7.3f-%-7.3f", tok, us_mpi, us_pmpi, med, q1, q3);
+      if (cases == 3) printf(" %13.3f", floor_med);
+      printf("\n");
+    }
     bench_json_object(&j, NULL);
     bench_json_int(&j, "bytes", (long long)per);
     bench_json_num(&j, "mpi_us_per_call", us_mpi);
@@ -135,8 +191,12 @@ int main(int argc, char** argv) {
     bench_json_num(&j, "ratio_q3", q3);
     bench_json_nums(&j, "mpi_s", t, reps);
     bench_json_nums(&j, "pmpi_s", t + reps, reps);
+    if (cases == 3) {
+      bench_json_num(&j, "same_messages_ratio_median", floor_med);
+      bench_json_nums(&j, "same_messages_s", t + 2 * reps, reps);
+    }
     bench_json_end(&j);
-    free(ratio), free(t), free(s), free(r);
+    free(ratio), free(floor_ratio), free(t), free(s), free(r);
   }
   bench_json_end(&j);
   bench_json_close(&j);

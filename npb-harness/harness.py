@@ -4,20 +4,24 @@
 For each (benchmark, class, np) and each pass (baseline = no tnbc; nbc, trace, optimize =
 `tnbc exec --mode ...`; optimize-order = optimize with TNBC_PROFILE_BLOCKING=off, the read order
 only, no site run blocking; after a trace pass the ranks' traces are merged into a profile with
-`tnbc merge`) it runs the program under mpirun (on the emulated link by default; with --nodes K
-on K emulated nodes, ranks placed block-wise; see netrun.py), checks NPB's "Verification =
-SUCCESSFUL" (a failed or missing verification is reported loudly and makes the harness exit 1),
-parses times and communication timers and what tnbc's calls did (its per-rank summaries), writes
-OUT/summary.json and prints a table and mode optimize's site decisions.
+`tnbc merge`) it runs the program under the launcher (Open MPI's mpirun on the emulated link by
+default; with --nodes K on K emulated nodes, ranks placed block-wise; see netrun.py; on a real
+cluster --net none with mpirun/mpiexec and --hostfile, or srun inside a Slurm allocation),
+checks NPB's "Verification = SUCCESSFUL" (a failed or missing verification is reported loudly
+and makes the harness exit 1), parses times and communication timers, what tnbc's calls did and
+where the ranks ran (its per-rank summaries), writes OUT/summary.json and prints a table, the
+placement and mode optimize's site decisions. On a cluster OUT must be on a file system every
+node sees (the ranks write their summaries there).
 
 Benchmarks: the built-in proxies (is, ft: npb-harness/proxies) or, with --npb-src DIR (or the
 NPB_SRC environment variable), real NPB 3.4 MPI IS and FT built from the user's tree (copied
 into OUT/npb-build first; the user's tree is not modified).
 
 usage: harness.py [--tnbc PATH] [--build-dir build] [--benchmarks is,ft] [--classes S]
-                  [--np 4] [--net shaped|loopback] [--rate 4gbit] [--nodes 1]
-                  [--passes baseline,nbc,trace,optimize] [--npb-src DIR] [--out DIR] [--repeat 1]
-                  [--timeout 600]
+                  [--np 4] [--net shaped|loopback|none] [--rate 4gbit] [--nodes 1]
+                  [--launcher mpirun|mpiexec|srun] [--hostfile FILE] [--ranks-per-node M]
+                  [--launcher-args ARGS] [--passes baseline,nbc,trace,optimize] [--npb-src DIR]
+                  [--out DIR] [--repeat 1] [--timeout 600]
 """
 import argparse
 import datetime
@@ -25,6 +29,7 @@ import glob
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -116,6 +121,108 @@ def proxy_programs(build_dir, benchmarks, classes):
     return progs
 
 
+def launcher_flavor(launcher):
+    """Which options the launcher takes: "openmpi" (mpirun/mpiexec of Open MPI), "hydra"
+    (MPICH's mpiexec) or "slurm" (srun)."""
+    path = shutil.which(launcher)
+    if path is None:
+        sys.exit(f"harness: the launcher {launcher} is not in PATH")
+    if os.path.basename(launcher) == "srun":
+        return "slurm"
+    try:
+        out = subprocess.run([path, "--version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired) as e:
+        sys.exit(f"harness: {launcher} --version failed: {e}")
+    if "Open MPI" in out or "OpenRTE" in out:
+        return "openmpi"
+    if "HYDRA" in out.upper():
+        return "hydra"
+    sys.exit(f"harness: {path} is neither Open MPI's nor MPICH's (hydra) launcher: {out.strip()[:200]}")
+
+
+def srun_mpi_plugin(prog):
+    """srun's --mpi for the MPI library the program is linked with: Open MPI's PMIx client needs
+    pmix, MPICH's PMI client pmi2 (with --mpi=none MPICH starts every task as its own one-rank
+    job and Open MPI stops in MPI_Init); None when neither is found."""
+    out = subprocess.run(["ldd", prog], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
+    if re.search(r"libmpich\.so", out):
+        return "pmi2"
+    if re.search(r"libmpi\.so", out):
+        return "pmix"
+    return None
+
+
+def launch_command(a, flavor, np, net, prog):
+    """The launcher's command line for np ranks of prog (a list; the tnbc exec part comes after
+    it): the hosts (--hostfile), ranks per node (--ranks-per-node), the emulated network's
+    restrictions, the user's --launcher-args."""
+    extra = shlex.split(a.launcher_args)
+    if flavor == "slurm":
+        cmd = [a.launcher, "-n", str(np)]
+        if a.ranks_per_node:
+            cmd += [f"--ntasks-per-node={a.ranks_per_node}", f"--nodes={-(-np // a.ranks_per_node)}"]
+        if not any(x == "--mpi" or x.startswith("--mpi=") for x in extra):
+            plugin = srun_mpi_plugin(prog[0])
+            if plugin:
+                cmd += [f"--mpi={plugin}"]
+        return cmd + extra
+    if flavor == "hydra":
+        cmd = [a.launcher, "-n", str(np)]
+        if a.hostfile:
+            cmd += ["-f", a.hostfile]
+        if a.ranks_per_node:
+            cmd += ["-ppn", str(a.ranks_per_node)]
+        return cmd + extra
+    cmd = [a.launcher, "-np", str(np)]
+    if a.hostfile:
+        cmd += ["--hostfile", a.hostfile]
+    elif "SLURM_JOB_ID" not in os.environ:
+        cmd += ["--oversubscribe"]  # one machine: more ranks than cores
+    if a.ranks_per_node and net != "shaped":  # netrun places the ranks of emulated nodes itself
+        cmd += ["--map-by", f"ppr:{a.ranks_per_node}:node"]
+    if net == "loopback":
+        cmd += ["--mca", "btl", "self,vader,tcp"]
+    return cmd + extra
+
+
+def placement(summary_dir):
+    """Where the ranks of one run ran, from tnbc's per-rank summaries (`placement`,
+    docs/formats.md): one entry per host with its ranks and their CPU lists; None without any."""
+    hosts = {}
+    for s in summaries(summary_dir):
+        where = s.get("placement")
+        if where:
+            h = hosts.setdefault(where["host"], {"host": where["host"], "ranks": [], "cpus": []})
+            h["ranks"].append(s.get("rank"))
+            h["cpus"].append(where.get("cpus"))
+    for h in hosts.values():
+        order = sorted(range(len(h["ranks"])), key=lambda i: h["ranks"][i])
+        h["ranks"], h["cpus"] = [h["ranks"][i] for i in order], [h["cpus"][i] for i in order]
+    return sorted(hosts.values(), key=lambda h: h["ranks"][0]) or None
+
+
+def ranges(xs):
+    """"0-3,6" for [0, 1, 2, 3, 6]."""
+    out, i = [], 0
+    while i < len(xs):
+        j = i
+        while j + 1 < len(xs) and xs[j + 1] == xs[j] + 1:
+            j += 1
+        out.append(str(xs[i]) if i == j else f"{xs[i]}-{xs[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
+def placement_line(hosts):
+    parts = []
+    for h in hosts:
+        cpus = set(h["cpus"])
+        on = f"CPUs {h['cpus'][0]} each" if len(cpus) == 1 else "CPUs " + " | ".join(h["cpus"])
+        parts.append(f"{h['host']}: {len(h['ranks'])} ranks ({ranges(h['ranks'])}), {on}")
+    return f"{len(hosts)} host{'s' if len(hosts) != 1 else ''}: " + "; ".join(parts)
+
+
 def namespaces_allowed():
     r = subprocess.run([sys.executable, NETRUN, "--skip-code", "--", "true"], stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)
@@ -158,17 +265,22 @@ def parse(output):
     return res
 
 
+def summaries(summary_dir):
+    """The per-rank summaries tnbc wrote in one run (docs/formats.md); unreadable ones left out."""
+    for path in sorted(glob.glob(os.path.join(summary_dir, "tnbc-summary.*.json"))):
+        try:
+            with open(path) as f:
+                yield json.load(f)
+        except (OSError, ValueError):
+            continue
+
+
 def tnbc_calls(summary_dir):
     """What tnbc did in one run, from its per-rank summaries (docs/formats.md): per kind the calls
     that returned early, completed in the call (of those for lack of overlap to gain) or ran as
     plain MPI, and mode optimize's site decisions with the ranks that made them."""
     kinds, decisions, contention = {}, {}, None
-    for path in sorted(glob.glob(os.path.join(summary_dir, "tnbc-summary.*.json"))):
-        try:
-            with open(path) as f:
-                s = json.load(f)
-        except (OSError, ValueError):
-            continue
+    for s in summaries(summary_dir):
         for kind, c in s.get("collectives", {}).items():
             k = kinds.setdefault(kind, {"early": 0, "in_call": 0, "no_gain": 0, "plain": 0})
             k["early"] += c.get("early_return", 0)
@@ -199,9 +311,21 @@ def main():
     ap.add_argument("--benchmarks", default="is,ft")
     ap.add_argument("--classes", default="S")
     ap.add_argument("--np", default="4")
-    ap.add_argument("--net", default="shaped", help="shaped (emulated link, needs namespaces) or loopback")
+    ap.add_argument("--net", choices=["shaped", "loopback", "none"], default=None,
+                    help="shaped (emulated link, needs namespaces; the default with a local mpirun), loopback, or "
+                         "none: the machine's own network (the default with --hostfile, mpiexec of MPICH or srun)")
     ap.add_argument("--rate", default="4gbit")
     ap.add_argument("--nodes", type=int, default=1, help="emulated nodes K of the shaped network (default 1)")
+    ap.add_argument("--launcher", default="mpirun",
+                    help="mpirun or mpiexec (Open MPI's or MPICH's hydra, told apart by --version; a path works too), "
+                         "or srun (Slurm)")
+    ap.add_argument("--hostfile", default=None,
+                    help="hosts for mpirun/mpiexec, in the launcher's format (Open MPI: 'node1 slots=4', passed as "
+                         "--hostfile; hydra: 'node1:4', passed as -f)")
+    ap.add_argument("--ranks-per-node", type=int, default=0, metavar="M",
+                    help="ranks per node (Open MPI --map-by ppr:M:node, hydra -ppn, srun --ntasks-per-node)")
+    ap.add_argument("--launcher-args", default="", metavar="ARGS",
+                    help="more launcher options, one string (e.g. '--mca pml ucx', '--mpi=pmix --cpu-bind=cores')")
     ap.add_argument("--passes", default="baseline,nbc,trace,optimize")
     ap.add_argument("--npb-src", default=os.environ.get("NPB_SRC"))
     ap.add_argument("--out", default=None)
@@ -222,13 +346,27 @@ def main():
             sys.exit(f"harness: unknown pass '{p}' (baseline, passthrough, nbc, trace, optimize, optimize-order)")
     if any(p != "baseline" for p in passes) and not os.path.exists(tnbc):
         sys.exit(f"harness: {tnbc} not found (build first, or --tnbc PATH)")
-    net = a.net
+    flavor = launcher_flavor(a.launcher)
+    if a.hostfile and flavor == "slurm":
+        sys.exit("harness: with --launcher srun the hosts are the Slurm allocation's (salloc/sbatch -N); "
+                 "--hostfile is for mpirun/mpiexec")
+    if a.hostfile and not os.path.isfile(a.hostfile):
+        sys.exit(f"harness: hostfile {a.hostfile} not found")
+    if a.ranks_per_node < 0:
+        sys.exit("harness: --ranks-per-node must be positive")
+    local_mpirun = flavor == "openmpi" and not a.hostfile
+    net = a.net or ("shaped" if local_mpirun else "none")
+    if net in ("shaped", "loopback") and not local_mpirun:
+        sys.exit(f"harness: --net {net} drives Open MPI's mpirun on this machine only (netrun.py; its transports); "
+                 f"with {a.launcher}{' and --hostfile' if a.hostfile else ''} use --net none")
+    if a.hostfile:
+        a.hostfile = os.path.abspath(a.hostfile)
     if net == "shaped" and not namespaces_allowed():
         log("network namespaces are not allowed here (needs root: CAP_SYS_ADMIN and CAP_NET_ADMIN): "
             "running on plain loopback instead; overlap figures then mean little")
         net = "loopback"
-    if net == "loopback" and a.nodes > 1:
-        log(f"--nodes {a.nodes} needs the shaped network: all ranks run on one node")
+    if net in ("loopback", "none") and a.nodes > 1:
+        log(f"--nodes {a.nodes} (emulated nodes) needs the shaped network: ignored")
     elif net == "shaped" and a.nodes > 1:
         net = f"{a.nodes}-nodes"
     progs = build_npb(a.npb_src, out, benchmarks, classes) if a.npb_src else proxy_programs(build, benchmarks, classes)
@@ -246,9 +384,7 @@ def main():
                     rundir = os.path.join(out, f"{bench}.{cls}.np{np}.{p}.{rep}")
                     os.makedirs(rundir, exist_ok=True)
                     open(os.path.join(rundir, "timer.flag"), "w").close()  # NPB prints its timers
-                    cmd = ["mpirun", "--oversubscribe", "-np", str(np)]
-                    if net == "loopback":
-                        cmd += ["--mca", "btl", "self,vader,tcp"]
+                    cmd = launch_command(a, flavor, np, net, prog)
                     if p != "baseline":
                         mode = "optimize" if p == "optimize-order" else p
                         cmd += [tnbc, "exec", "--mode", mode, "--output-dir", os.path.join(rundir, "tnbc")]
@@ -258,8 +394,9 @@ def main():
                             cmd += ["--profile", profiles[(bench, cls, np)]]
                         cmd += ["--"]
                     cmd += prog
-                    if net != "loopback":
-                        cmd = [sys.executable, NETRUN, "--rate", a.rate, "--nodes", str(a.nodes), "--"] + cmd
+                    if net not in ("loopback", "none"):
+                        cmd = [sys.executable, NETRUN, "--rate", a.rate, "--nodes", str(a.nodes)] + \
+                              (["--ranks-per-node", str(a.ranks_per_node)] if a.ranks_per_node else []) + ["--"] + cmd
                     log(f"[{done}/{total}] {bench}.{cls} np={np} {p} ({net})")
                     env = dict(os.environ)
                     if os.geteuid() == 0:
@@ -282,8 +419,11 @@ def main():
                             profile = None
                         else:
                             profiles[(bench, cls, np)] = profile
+                    where = placement(os.path.join(rundir, "tnbc")) if p != "baseline" else None
+                    # Emulated nodes, or the real hosts the ranks ran on (unknown for baseline).
+                    nodes = {"loopback": 1, "none": len(where) if where else None}.get(net, a.nodes)
                     run = {"benchmark": bench, "kind": kind, "class": cls, "np": np, "net": net,
-                           "nodes": 1 if net == "loopback" else a.nodes, "pass": p,
+                           "launcher": a.launcher, "command": cmd, "nodes": nodes, "placement": where, "pass": p,
                            "repeat": rep, "time": res["time"], "verified": res["verified"] and code == 0,
                            "exit": code, "comm_timers": res["timers"], "wall": time.time() - t0,
                            "output": os.path.join(rundir, "output.txt"),
@@ -299,6 +439,12 @@ def main():
                         log(f"  verified, time {res['time']} s, comm {res['timers'].get('comm')}")
                     if run["tnbc_calls"]:
                         log(f"  tnbc (all ranks): {calls_line(run['tnbc_calls'])}")
+                    if p != "baseline" and code == 0:
+                        found = sum(len(h["ranks"]) for h in where) if where else 0
+                        if found != np:
+                            log(f"  !!! {found} of {np} ranks left a tnbc summary in {os.path.join(rundir, 'tnbc')}: "
+                                f"is {out} on a file system every node sees, and did the ranks form one MPI job "
+                                f"(srun's --mpi)?")
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump({"format": "tnbc-harness-summary", "version": 1, "runs": runs}, f, indent=1)
 
@@ -341,6 +487,18 @@ def main():
             what = "completed in the call" if d["decision"] == "blocking" else "returned early"
             ranks = ",".join(str(x) for x in sorted(d["ranks"]))
             print(f"  {d['kind']} at {d['where']} [{d['site']}]: {what} ({d['basis']}), {d['calls']} calls on ranks {ranks}")
+    # Where the ranks ran (tnbc's summaries; baseline runs carry no tnbc and are not recorded):
+    # per (benchmark, class, np) its placement, per pass when the passes differ.
+    print()
+    for (bench, cls), _ in sorted(progs.items()):
+        for np in nps:
+            lines = {}
+            for r in runs:
+                if (r["benchmark"], r["class"], r["np"]) == (bench, cls, np) and r.get("placement"):
+                    lines.setdefault(placement_line(r["placement"]), []).append(r["pass"])
+            for text, ps in lines.items():
+                which = "" if len(lines) == 1 else f" ({', '.join(sorted(set(ps)))})"
+                print(f"placement, {bench}.{cls} np={np}{which}: {text}")
     # What tnbc found about the nodes' CPUs (runtime/cpu_share.hh): why little may be hidden.
     said = sorted({r["tnbc_calls"]["cpu_contention"] for r in runs
                    if r.get("tnbc_calls") and r["tnbc_calls"].get("cpu_contention")})

@@ -34,8 +34,8 @@ std::string cpu_share_problem(const CpuShare& c) {
            "computation, so little of it can be hidden";
   if (c.own_cpus == 1)
     return "each rank is bound to a single CPU (e.g. mpirun --bind-to core): its progress thread shares it with "
-           "the computation, so little of the communication can be hidden (mpirun --bind-to none, or bind each "
-           "rank to two CPUs)";
+           "the computation, so little of the communication can be hidden (mpirun --bind-to none, srun "
+           "--cpu-bind=none, or bind each rank to two CPUs: srun --cpus-per-task=2)";
   return {};
 }
 

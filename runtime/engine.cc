@@ -82,7 +82,7 @@ class EngineImpl final : public Engine {
     PMPI_Comm_rank(c.comm, &ctx.rank);
     PMPI_Comm_size(c.comm, &ctx.size);
     const Collective::Size size = coll.size(c, ctx);
-    if (Reason why = policy_->route(c.kind, inter != 0, size.unit); why != Reason::None) {
+    if (Reason why = policy_->route(c.kind, inter != 0, ctx.size, size.unit); why != Reason::None) {
       const int rc = blocking();
       stats_.record(c.kind, c.site, size.received, Outcome::Passthrough, why);
       return rc;

@@ -112,7 +112,8 @@ Status munmap_fence_holds() {
         "tnbc's fence";
 #if !TNBC_HAVE_UCM
   if (dlsym(RTLD_DEFAULT, "ucm_set_event_handler"))
-    why += "; UCX is loaded: rebuild tnbc with UCX's headers (Debian: libucx-dev) to fence through its events";
+    why += "; UCX is loaded: rebuild tnbc with UCX's headers (Debian: libucx-dev; meson -Ducx=enabled) to fence "
+           "through its events";
 #endif
   return Status::error(why);
 }

@@ -16,9 +16,10 @@ class RulesPolicy final : public Policy {
 
   void set_min_bytes(std::size_t min_bytes) override { min_bytes_ = min_bytes; }
 
-  Reason route(Kind kind, bool intercommunicator, std::size_t unit) const override {
+  Reason route(Kind kind, bool intercommunicator, int comm_size, std::size_t unit) const override {
     (void)kind;
     if (intercommunicator) return Reason::Intercommunicator;
+    if (comm_size <= 1) return Reason::SingleRank;
     if (unit != SIZE_MAX && unit < min_bytes_) return Reason::BelowThreshold;
     return Reason::None;
   }

@@ -51,7 +51,8 @@ class Policy {
   // ---- global ----
   // Reason::None: the call takes tnbc's schedule; else it runs as plain PMPI_* for that reason.
   // `unit`: the collective's size as its table row says (kNoUnit: sizes differ between ranks).
-  virtual Reason route(Kind kind, bool intercommunicator, std::size_t unit) const = 0;
+  // A communicator of one rank has nothing to exchange: its calls are the MPI library's own.
+  virtual Reason route(Kind kind, bool intercommunicator, int comm_size, std::size_t unit) const = 0;
   virtual int bcast_segments(std::size_t bytes) const = 0;
   virtual PieceSetting pieces(Kind kind) const = 0;
   // ---- rank-local ----

@@ -152,7 +152,8 @@ std::string Stats::summary_json(int rank, int size, const std::string& mode) con
     }
   std::ostringstream j;
   j << "{\"format\": \"tnbc-summary\", \"version\": 1, \"rank\": " << rank << ", \"size\": " << size
-    << ", \"mode\": \"" << json_escape(mode) << "\",\n \"collectives\": {";
+    << ", \"mode\": \"" << json_escape(mode) << "\",\n \"placement\": {\"host\": \"" << json_escape(placement_.host)
+    << "\", \"cpus\": \"" << placement_.cpus << "\", \"cpu_count\": " << placement_.cpu_count << "},\n \"collectives\": {";
   for (std::size_t i = 0; i < kinds_.size(); ++i) {
     const auto& k = kinds_[i];
     j << (i ? ",\n   " : "\n   ") << "\"" << kind_name(static_cast<Kind>(i)) << "\": {\"calls\": " << k.calls

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "runtime/cpu_share.hh"
+#include "runtime/placement.hh"
 #include "runtime/threshold.hh"
 #include "runtime/vocabulary.hh"
 
@@ -82,6 +83,8 @@ class Stats {
     node_problem_ = problem;
     have_node_ = true;
   }
+  // Where this rank runs (runtime/placement.hh), recorded at MPI_Init in every mode.
+  void set_placement(const Placement& p) { placement_ = p; }
   // Per call of mode optimize: the profile's decision for its site (one entry per site and basis,
   // with the number of calls). `profile_blocking` is TNBC_PROFILE_BLOCKING: "auto" or "off".
   // Returns the entry, which later calls with the same decision count (count_profile_decision).
@@ -119,6 +122,7 @@ class Stats {
   Threshold threshold_;
   CpuShare node_;
   std::string node_problem_;
+  Placement placement_;
   bool have_node_ = false;
   struct DecisionEntry {
     ProfileDecision d;

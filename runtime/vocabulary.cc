@@ -39,6 +39,7 @@ const char* reason_name(Reason r) {
     case Reason::Mode: return "mode";
     case Reason::BelowThreshold: return "below_threshold";
     case Reason::Intercommunicator: return "intercommunicator";
+    case Reason::SingleRank: return "single_rank";
     case Reason::NoncontiguousDatatype: return "noncontiguous_datatype";
     case Reason::NotGuardable: return "not_guardable";
     case Reason::ThreadLevel: return "thread_level";

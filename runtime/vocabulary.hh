@@ -67,6 +67,7 @@ enum class Reason {
   Mode,                  // TNBC_MODE is off/passthrough/trace
   BelowThreshold,        // smaller than TNBC_MIN_BYTES
   Intercommunicator,
+  SingleRank,            // a communicator of one rank: nothing to exchange
   NoncontiguousDatatype,
   NotGuardable,          // no whole page to guard, or the memory cannot be protected
   ThreadLevel,           // MPI_THREAD_MULTIPLE not available

@@ -76,4 +76,26 @@ void* fortran_next(const char* lower_name) {
   std::abort();
 }
 
+void* fortran_next_symbol(const char* symbol) {
+  if (void* f = dlsym(RTLD_NEXT, symbol)) return f;
+  log(LogLevel::Error, "the MPI library has no Fortran binding %s; cannot continue", symbol);
+  std::abort();
+}
+
+namespace {
+thread_local const void* tls_fortran_caller [[gnu::tls_model("initial-exec")]] = nullptr;
+}  // namespace
+
+FortranCaller::FortranCaller(const void* return_address) { tls_fortran_caller = return_address; }
+
+FortranCaller::~FortranCaller() { tls_fortran_caller = nullptr; }
+
+CallSite c_call_site(const void* return_address) {
+  if (const void* fortran = tls_fortran_caller) {
+    tls_fortran_caller = nullptr;
+    return {fortran, Lang::Fortran};
+  }
+  return {return_address, Lang::C};
+}
+
 }  // namespace tnbc::shim

@@ -1,13 +1,23 @@
 #!/usr/bin/env python3
 """Generates tnbc's MPI entry points from shim/mpi.spec (see the comment at its top).
 
-usage: gen_wrappers.py SPEC OUT_C_WRAPPERS OUT_FORTRAN_WRAPPERS OUT_HANDLERS_HEADER
+usage: gen_wrappers.py SPEC OUT_C_WRAPPERS OUT_FORTRAN_WRAPPERS OUT_F08_WRAPPERS OUT_HANDLERS_HEADER
 """
 import re
 import sys
 from dataclasses import dataclass, field
 
 FORTRAN_MANGLINGS = ("{lower}_", "{lower}", "{lower}__", "{upper}")
+# `use mpi_f08` entry points (gfortran's names). Open MPI 4.1: mpi_x_f08_ for every routine,
+# buffers as plain addresses (ignore-TKR dummies), handles as the address of the derived type
+# (its only component, the integer MPI_VAL), ierror optional (a null pointer when absent); it
+# ends in PMPI_X, so tnbc implements or fences it here like mpif.h. MPICH 4.0: the same
+# mpi_x_f08_ for routines without a choice buffer (they end in PMPI_X too), mpi_x_f08ts_ for
+# those with one (buffers as array descriptors, TS 29113), which end in the C MPI_X that tnbc's
+# C wrappers intercept and fence; tnbc only attributes the intercepted ones to their Fortran
+# caller (shim/fortran.hh: FortranCaller).
+F08_NAME = "{lower}_f08_"
+F08_DESCRIPTOR_NAME = "{lower}_f08ts_"
 
 
 @dataclass
@@ -35,6 +45,10 @@ class Entry:
     @property
     def short(self):        # "Send"
         return self.name[len("MPI_"):]
+
+    @property
+    def takes_buffer(self):  # a choice buffer (void *): MPICH's f08 binding takes a descriptor
+        return any(p.ctype.replace("const ", "") == "void *" for p in self.params)
 
 
 PARAM_RE = re.compile(r"^(?P<type>.*?)(?P<name>[A-Za-z_]\w*)\s*(?P<array>\[\])?\s*(?:\[(?P<ann>[^\]]*)\])?$")
@@ -133,12 +147,13 @@ def bigcount_type(p):
 
 
 def gen_c(entries):
-    out = [HEADER, '#include "shim/handlers.hh"\n\n']
+    out = [HEADER, '#include "shim/handlers.hh"\n#include "shim/fortran.hh"\n\n']
     for e in entries:
         decl = ", ".join(p.decl() for p in e.params) or "void"
         out.append(f'extern "C" {e.ret} {e.name}({decl}) {{\n')
         if e.role == "intercept":
-            site = "tnbc::CallSite{__builtin_return_address(0), tnbc::Lang::C}"
+            # A C caller, or MPICH's f08 binding on behalf of the Fortran caller it recorded.
+            site = "tnbc::shim::c_call_site(__builtin_return_address(0))"
             out.append(f"  return tnbc::shim::{e.short}({args(e) + ', ' if e.params else ''}{site});\n}}\n\n")
         else:
             out.append(c_fences(e))
@@ -185,39 +200,85 @@ def fortran_param_decl(p):
     return f"MPI_Fint *{p.name}"
 
 
+def fortran_body(e, lookup, ierr_optional):
+    """Body of a Fortran wrapper of `e` whose arguments are the addresses of mpif.h's (Open MPI's
+    f08 passes the same): intercept calls tnbc::shim::<Name>, fence fences and calls the MPI
+    library's own binding, found by the C++ expression `lookup`."""
+    out = []
+    fparams = [p for p in e.params if p.fortran]
+    if e.role == "intercept":
+        for p in fparams:
+            if p.out:
+                out.append(f"  int {p.name}_c = 0;\n")
+        conv = ", ".join([fortran_arg(p) for p in e.params] +
+                         ["tnbc::CallSite{__builtin_return_address(0), tnbc::Lang::Fortran}"])
+        out.append(f"  const int rc = tnbc::shim::{e.short}({conv});\n")
+        for p in fparams:
+            if p.out:
+                out.append(f"  *{p.name} = static_cast<MPI_Fint>({p.name}_c);\n")
+        out.append(f"  {'if (ierr) *ierr' if ierr_optional else '*ierr'} = static_cast<MPI_Fint>(rc);\n")
+    else:
+        out.append(c_fences(
+            e,
+            buffer_expr=lambda p: f"tnbc::shim::fortran_buffer({p.name})",
+            count_expr=lambda n: f"static_cast<long long>(*{n})",
+            type_expr=lambda n: f"MPI_Type_f2c(*{n})"))
+        out.append(forward(fparams, lookup))
+    return "".join(out)
+
+
+def forward(fparams, lookup):
+    """Calls the MPI library's binding (the C++ expression `lookup` finds it) with the same arguments."""
+    ptypes = ", ".join(["void *"] * (len(fparams) + 1))
+    return (f"  using Fn = void (*)({ptypes});\n"
+            f"  static const Fn real = reinterpret_cast<Fn>({lookup});\n"
+            f"  real({', '.join([p.name for p in fparams] + ['ierr'])});\n")
+
+
+def fortran_decl(e):
+    return ", ".join([fortran_param_decl(p) for p in e.params if p.fortran] + ["MPI_Fint *ierr"])
+
+
+FORTRAN_HEADER = ('#include "shim/handlers.hh"\n#include "shim/fortran.hh"\n\n'
+                  "static_assert(sizeof(MPI_Fint) == sizeof(int), \"tnbc assumes default-integer Fortran\");\n\n")
+
+
 def gen_fortran(entries):
-    out = [HEADER, '#include "shim/handlers.hh"\n#include "shim/fortran.hh"\n\n',
-           "static_assert(sizeof(MPI_Fint) == sizeof(int), \"tnbc assumes default-integer Fortran\");\n\n"]
+    """mpif.h / `use mpi`: the four manglings, the first defined, the others aliases of it."""
+    out = [HEADER, FORTRAN_HEADER]
     for e in entries:
         names = f_names(e)
-        fparams = [p for p in e.params if p.fortran]
-        decl = ", ".join([fortran_param_decl(p) for p in fparams] + ["MPI_Fint *ierr"])
+        decl = fortran_decl(e)
         out.append(f'extern "C" void {names[0]}({decl}) {{\n')
-        if e.role == "intercept":
-            for p in e.params:
-                if p.out and p.fortran:
-                    out.append(f"  int {p.name}_c = 0;\n")
-            conv = ", ".join([fortran_arg(p) for p in e.params] +
-                             ["tnbc::CallSite{__builtin_return_address(0), tnbc::Lang::Fortran}"])
-            out.append(f"  const int rc = tnbc::shim::{e.short}({conv});\n")
-            for p in e.params:
-                if p.out and p.fortran:
-                    out.append(f"  *{p.name} = static_cast<MPI_Fint>({p.name}_c);\n")
-            out.append("  *ierr = static_cast<MPI_Fint>(rc);\n}\n")
-        else:
-            byname = {p.name: p for p in e.params}
-            out.append(c_fences(
-                e,
-                buffer_expr=lambda p: f"tnbc::shim::fortran_buffer({p.name})",
-                count_expr=lambda n: f"static_cast<long long>(*{n})",
-                type_expr=lambda n: f"MPI_Type_f2c(*{n})"))
-            ptypes = ", ".join(["void *"] * (len(fparams) + 1))
-            out.append(f"  using Fn = void (*)({ptypes});\n")
-            out.append(f'  static const Fn real = reinterpret_cast<Fn>(tnbc::shim::fortran_next("{e.name.lower()}"));\n')
-            out.append(f"  real({', '.join([p.name for p in fparams] + ['ierr'])});\n}}\n")
-            del byname
+        out.append(fortran_body(e, f'tnbc::shim::fortran_next("{e.name.lower()}")', ierr_optional=False))
+        out.append("}\n")
         for alias in names[1:]:
             out.append(f'extern "C" void {alias}({decl}) __attribute__((alias("{names[0]}")));\n')
+        out.append("\n")
+    return "".join(out)
+
+
+def next_symbol(symbol):
+    return f'tnbc::shim::fortran_next_symbol("{symbol}")'
+
+
+def gen_f08(entries):
+    """`use mpi_f08` (see F08_NAME): Open MPI's and MPICH's plain-address entry points, and for
+    the intercepted calls with a buffer MPICH's descriptor ones, which only record their caller."""
+    out = [HEADER, FORTRAN_HEADER]
+    for e in entries:
+        lower = e.name.lower()
+        decl = fortran_decl(e)
+        symbol = F08_NAME.format(lower=lower)
+        out.append(f'extern "C" void {symbol}({decl}) {{\n')
+        out.append(fortran_body(e, next_symbol(symbol), ierr_optional=True))
+        out.append("}\n")
+        if e.role == "intercept" and e.takes_buffer:
+            symbol = F08_DESCRIPTOR_NAME.format(lower=lower)
+            out.append(f'extern "C" void {symbol}({decl}) {{\n')
+            out.append("  const tnbc::shim::FortranCaller caller(__builtin_return_address(0));\n")
+            out.append(forward([p for p in e.params if p.fortran], next_symbol(symbol)))
+            out.append("}\n")
         out.append("\n")
     return "".join(out)
 
@@ -241,10 +302,11 @@ HEADER = "// Generated by shim/gen_wrappers.py from shim/mpi.spec. Do not edit.\
 
 
 def main():
-    if len(sys.argv) != 5:
+    if len(sys.argv) != 6:
         raise SystemExit(__doc__)
     entries = parse_spec(sys.argv[1])
-    for path, text in zip(sys.argv[2:], (gen_c(entries), gen_fortran(entries), gen_handlers(entries))):
+    outputs = (gen_c(entries), gen_fortran(entries), gen_f08(entries), gen_handlers(entries))
+    for path, text in zip(sys.argv[2:], outputs):
         with open(path, "w") as f:
             f.write(text)
 

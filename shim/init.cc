@@ -3,6 +3,10 @@
 // asked for, and starts or stops the runtime around PMPI.
 #include <mpi.h>
 
+#include <cstdlib>
+
+#include "runtime/log.hh"
+#include "runtime/placement.hh"
 #include "runtime/runtime.hh"
 #include "shim/compose.hh"
 #include "shim/handlers.hh"
@@ -10,6 +14,23 @@
 namespace tnbc::shim {
 
 namespace {
+// Under srun, a job step of N tasks whose MPI_COMM_WORLD is smaller: srun's MPI plugin does not
+// match the MPI library and every task runs as its own MPI job (MPICH with --mpi=none or pmix;
+// Open MPI stops in MPI_Init itself). Said once, by the step's task 0.
+void check_slurm_step() {
+  const char* tasks = std::getenv("SLURM_STEP_NUM_TASKS");
+  const char* task = std::getenv("SLURM_PROCID");
+  int size = 0;
+  PMPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (tasks == nullptr || task == nullptr || std::atoi(task) != 0 || std::atoi(tasks) <= size) return;
+  const char* plugin = std::getenv("SLURM_MPI_TYPE");
+  log(LogLevel::Warn,
+      "srun started %s tasks, but MPI_COMM_WORLD has %d: each task runs as a separate MPI job. srun's MPI plugin "
+      "(--mpi=%s) does not match the MPI library: Open MPI needs srun --mpi=pmix, MPICH --mpi=pmi2 "
+      "(srun --mpi=list; docs/cluster.md)",
+      tasks, size, plugin ? plugin : "none");
+}
+
 int init_common(int* argc, char*** argv, int required, int* provided) {
   Runtime& rt = Runtime::get();
   rt.configure();
@@ -22,7 +43,9 @@ int init_common(int* argc, char*** argv, int required, int* provided) {
   int got = MPI_THREAD_SINGLE;
   const int rc = PMPI_Init_thread(argc, argv, std::max(ask, required), &got);
   if (rc != MPI_SUCCESS) return rc;
+  rt.stats().set_placement(measure_placement());
   start_runtime(rt, got);
+  check_slurm_step();
   // The program sees the level it asked for (never more than MPI gave).
   if (provided) *provided = std::min(required < 0 ? MPI_THREAD_SINGLE : required, got);
   return rc;

@@ -62,6 +62,39 @@ std::string on_ranks(const std::set<int>& ranks, int size) {
   return s;
 }
 
+struct Summary {
+  std::string file;
+  Value v;
+  int rank = 0;
+};
+
+// Where the ranks ran (`placement`, runtime/placement.hh): per host its ranks and their CPUs.
+std::string placement_lines(const std::vector<Summary>& sums) {
+  std::map<std::string, std::vector<std::pair<int, std::string>>> hosts;  // host -> (rank, "0-1 (2 CPUs)")
+  for (const Summary& s : sums)
+    if (const Value* p = s.v.find("placement"); p && p->type == Value::Type::Object) {
+      const int n = static_cast<int>(number(*p, "cpu_count"));
+      hosts[text(*p, "host")].push_back({s.rank, text(*p, "cpus") + " (" + std::to_string(n) + (n == 1 ? " CPU)" : " CPUs)")});
+    }
+  if (hosts.empty()) return {};
+  std::string o = "placement: " + std::to_string(hosts.size()) + (hosts.size() == 1 ? " host" : " hosts") + "\n";
+  for (const auto& [host, ranks] : hosts) {
+    bool same = true;
+    for (const auto& r : ranks) same = same && r.second == ranks[0].second;
+    o += "  " + host + ": " + std::to_string(ranks.size()) + (ranks.size() == 1 ? " rank" : " ranks");
+    if (same) {
+      o += " (";
+      for (const auto& r : ranks) o += (&r == &ranks[0] ? "" : ",") + std::to_string(r.first);
+      o += "), each on CPUs " + ranks[0].second + "\n";
+    } else {
+      for (const auto& r : ranks)
+        o += (&r == &ranks[0] ? ": rank " : "; rank ") + std::to_string(r.first) + " on CPUs " + r.second;
+      o += "\n";
+    }
+  }
+  return o;
+}
+
 struct Counts {
   double calls = 0, early = 0, in_call = 0, plain = 0;
   std::map<std::string, double> reasons;
@@ -111,11 +144,6 @@ std::string report_or_throw(const std::string& dir) {
   if (files.empty() && fs::is_directory(fs::path(dir) / "tnbc", ec)) files = summary_files((fs::path(dir) / "tnbc").string());
   if (files.empty())
     throw ReportError(dir + ": no summaries (tnbc-summary.<rank>.json, here or in " + dir + "/tnbc); run with TNBC_OUTPUT_DIR=" + dir);
-  struct Summary {
-    std::string file;
-    Value v;
-    int rank = 0;
-  };
   std::vector<Summary> sums;
   for (const auto& f : files) {
     std::ifstream in(f, std::ios::binary);
@@ -135,6 +163,7 @@ std::string report_or_throw(const std::string& dir) {
   std::ostringstream o;
   const int size = static_cast<int>(number(sums[0].v, "size"));
   o << "tnbc report: " << dir << ": " << sums.size() << " of " << size << " ranks, mode " << text(sums[0].v, "mode") << "\n";
+  o << placement_lines(sums);
 
   o << "\ncollectives (all ranks):\n";
   for (const CollectiveInfo& coll : collectives()) {

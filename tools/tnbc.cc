@@ -1,6 +1,7 @@
 // The `tnbc` command.
 //   tnbc exec [--mode M] [--profile F] [--output-dir D] [--log L] -- PROGRAM ARGS
-//       runs PROGRAM with libtnbc.so preloaded (use under mpirun: mpirun -np 4 tnbc exec -- ./app)
+//       runs PROGRAM with libtnbc.so preloaded (use under the launcher: mpirun -np 4 tnbc exec --
+//       ./app, srun -n 4 --mpi=pmix tnbc exec -- ./app)
 //   tnbc config      prints the effective settings (from the TNBC_* environment)
 //   tnbc merge DIR -o app.profile
 //                    combines the per-rank traces of a trace pass into a profile (docs/trace.md)
@@ -33,7 +34,8 @@ const char* kUsage =
     "\n"
     "commands:\n"
     "  exec [--mode M] [--profile F] [--output-dir D] [--log L] [--set NAME=VALUE]... -- PROGRAM [ARGS]\n"
-    "                 run PROGRAM with libtnbc.so preloaded; under MPI: mpirun -np 4 tnbc exec -- ./app\n"
+    "                 run PROGRAM with libtnbc.so preloaded; under MPI: mpirun -np 4 tnbc exec -- ./app,\n"
+    "                 srun -n 4 --mpi=pmix tnbc exec -- ./app (Slurm; MPICH: --mpi=pmi2; docs/cluster.md)\n"
     "  config         print the effective settings (TNBC_* environment, defaults)\n"
     "  merge DIR [-o FILE] [--quiet]\n"
     "                 combine the per-rank traces of a trace pass (TNBC_MODE=trace, TNBC_OUTPUT_DIR=DIR)\n"
@@ -89,6 +91,21 @@ std::string set_option(const std::string& name, const std::string& value) {
   return {};
 }
 
+// Under srun, a step without an MPI plugin starts tasks that do not form one MPI job: Open MPI
+// stops in MPI_Init, MPICH runs every task as a one-rank job. Said by the step's task 0.
+void note_srun_without_mpi_plugin() {
+  const char* tasks = std::getenv("SLURM_STEP_NUM_TASKS");
+  const char* task = std::getenv("SLURM_PROCID");
+  if (tasks == nullptr || task == nullptr || std::atoi(tasks) < 2 || std::atoi(task) != 0) return;
+  const char* plugin = std::getenv("SLURM_MPI_TYPE");
+  if (plugin != nullptr && *plugin != '\0' && std::strcmp(plugin, "none") != 0) return;
+  std::fprintf(stderr,
+               "tnbc: note: srun runs this step of %s tasks without an MPI plugin (--mpi=none): Open MPI's ranks stop "
+               "in MPI_Init, MPICH's run as separate one-rank jobs. Use srun --mpi=pmix for Open MPI, --mpi=pmi2 for "
+               "MPICH (srun --mpi=list; docs/cluster.md)\n",
+               tasks);
+}
+
 int cmd_exec(std::vector<std::string> args) {
   std::size_t i = 0;
   for (; i < args.size(); ++i) {
@@ -122,6 +139,7 @@ int cmd_exec(std::vector<std::string> args) {
   std::string preload = lib;
   if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
   setenv("LD_PRELOAD", preload.c_str(), 1);
+  note_srun_without_mpi_plugin();
   std::vector<char*> argv;
   for (std::size_t k = i; k < args.size(); ++k) argv.push_back(args[k].data());
   argv.push_back(nullptr);

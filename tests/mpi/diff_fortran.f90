@@ -1,9 +1,12 @@
 ! Differential test of the Fortran (mpif.h) bindings: MPI_ALLTOALL, MPI_ALLTOALLV, MPI_ALLGATHER,
-! MPI_ALLGATHERV and MPI_BCAST through tnbc against PMPI_* on the same inputs. Received data is
+! MPI_ALLGATHERV and MPI_BCAST through tnbc against the blocking PMPI_* results on the same inputs
+! (module pmpi_reference: the C PMPI_* functions; MPICH's Fortran PMPI_ALLTOALL would call the C
+! MPI_Alltoall, which tnbc intercepts). Received data is
 ! read in peer order (or in reverse) right after each call, the send buffer is overwritten at once,
 ! MPI_IN_PLACE is used for Alltoall and Allgather, the gaps between Alltoallv's and Allgatherv's
 ! receive blocks must stay untouched.
 program diff_fortran
+  use pmpi_reference
   implicit none
   include 'mpif.h'
   integer, parameter :: n = 70000
@@ -25,7 +28,7 @@ program diff_fortran
   params = 0
   if (rank == 0) params = (/ (i * 3, i = 1, 8) /)
   pref = params
-  call PMPI_BCAST(pref, 8, MPI_INTEGER, 0, MPI_COMM_WORLD, ierr)
+  call ref_bcast(pref, 8, MPI_INTEGER, 0, MPI_COMM_WORLD)
   call MPI_BCAST(params, 8, MPI_INTEGER, 0, MPI_COMM_WORLD, ierr)
   if (any(params /= pref)) bad = bad + 1
   cases = cases + 1
@@ -34,7 +37,7 @@ program diff_fortran
   do i = 1, n*np
     s(i) = rank * 1.0d6 + i
   end do
-  call PMPI_ALLTOALL(s, n, MPI_DOUBLE_PRECISION, ref, n, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD, ierr)
+  call ref_alltoall(s, n, MPI_DOUBLE_PRECISION, ref, n, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD, 0)
   call MPI_ALLTOALL(s, n, MPI_DOUBLE_PRECISION, r, n, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD, ierr)
   s = -1.0d0
   acc = 0
@@ -48,7 +51,7 @@ program diff_fortran
 
   ! Alltoall in place.
   r = ref
-  call PMPI_ALLTOALL(MPI_IN_PLACE, n, MPI_DOUBLE_PRECISION, ref, n, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD, ierr)
+  call ref_alltoall(ref, n, MPI_DOUBLE_PRECISION, ref, n, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD, 1)
   call MPI_ALLTOALL(MPI_IN_PLACE, n, MPI_DOUBLE_PRECISION, r, n, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD, ierr)
   do i = 1, n*np
     if (r(i) /= ref(i)) bad = bad + 1
@@ -69,7 +72,7 @@ program diff_fortran
   end do
   r = -7.0d0
   ref = -7.0d0
-  call PMPI_ALLTOALLV(s, sc, sd, MPI_DOUBLE_PRECISION, ref, rc, rd, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD, ierr)
+  call ref_alltoallv(s, sc, sd, MPI_DOUBLE_PRECISION, ref, rc, rd, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD)
   call MPI_ALLTOALLV(s, sc, sd, MPI_DOUBLE_PRECISION, r, rc, rd, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD, ierr)
   s = 0.0d0
   do i = 1, n*np
@@ -83,7 +86,7 @@ program diff_fortran
   end do
   r = -3.0d0
   ref = -3.0d0
-  call PMPI_ALLGATHER(s, n, MPI_DOUBLE_PRECISION, ref, n, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD, ierr)
+  call ref_allgather(s, n, MPI_DOUBLE_PRECISION, ref, n, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD, 0)
   call MPI_ALLGATHER(s, n, MPI_DOUBLE_PRECISION, r, n, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD, ierr)
   s = -1.0d0
   do i = n*np, 1, -1
@@ -99,7 +102,7 @@ program diff_fortran
     r(i) = rank * 2.0d6 + i
   end do
   ref = r
-  call PMPI_ALLGATHER(MPI_IN_PLACE, n, MPI_DOUBLE_PRECISION, ref, n, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD, ierr)
+  call ref_allgather(ref, n, MPI_DOUBLE_PRECISION, ref, n, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD, 1)
   call MPI_ALLGATHER(MPI_IN_PLACE, n, MPI_DOUBLE_PRECISION, r, n, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD, ierr)
   do i = 1, n*np
     if (r(i) /= ref(i)) bad = bad + 1
@@ -116,7 +119,7 @@ program diff_fortran
   end do
   r = -9.0d0
   ref = -9.0d0
-  call PMPI_ALLGATHERV(s, rc(rank+1), MPI_DOUBLE_PRECISION, ref, rc, rd, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD, ierr)
+  call ref_allgatherv(s, rc(rank+1), MPI_DOUBLE_PRECISION, ref, rc, rd, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD)
   call MPI_ALLGATHERV(s, rc(rank+1), MPI_DOUBLE_PRECISION, r, rc, rd, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD, ierr)
   s = 0.0d0
   do i = 1, n*np
@@ -134,7 +137,7 @@ program diff_fortran
       b = 0.0d0
     end if
     bref = b
-    call PMPI_BCAST(bref, 3*n, MPI_DOUBLE_PRECISION, root, MPI_COMM_WORLD, ierr)
+    call ref_bcast(bref, 3*n, MPI_DOUBLE_PRECISION, root, MPI_COMM_WORLD)
     call MPI_BCAST(b, 3*n, MPI_DOUBLE_PRECISION, root, MPI_COMM_WORLD, ierr)
     do i = 1, 3*n
       if (b(i) /= bref(i)) bad = bad + 1

@@ -7,7 +7,7 @@ usage: run_mpi_test.py [--mpi openmpi|mpich] [--mpirun PATH] [--preload-first LI
                        [--skip-if-output TEXT ...] [--allow-errors]
                        [--expect-summary kind=alltoall,min_calls=3,lang=fortran,min_early=1 ...]
                        [--expect-guard G] [--expect-no-guard G] [--expect-threshold BASIS]
-                       [--tool TNBC --expect-report TEXT ...]
+                       [--tool TNBC --expect-report TEXT ...] [--expect-mpi-touches N]
                        [--timeout SECONDS] -- PROGRAM [ARGS]
 
 --expect-summary constraints are checked on the per-rank summaries tnbc writes at MPI_Finalize
@@ -21,6 +21,8 @@ UFFDIO_MOVE); for userfaultfd the test is skipped (exit 77) when tnbc said the k
 allow it here, for userfaultfd_moved also on kernels before Linux 6.8.
 --expect-no-guard NAME: no early return was held back by that guard backend.
 --expect-report TEXT (with --tool TNBC): `tnbc report` on the run's summaries succeeds and prints TEXT.
+--expect-mpi-touches N (with --mode trace): in every rank's trace at least N calls have a
+sub-message first touched by an MPI call (`how M`: the call's fence saw it before any access).
 --expect-threshold BASIS: every rank's summary reports the same size threshold (TNBC_MIN_BYTES)
 with that basis (measured, set, single_rank); see check_threshold. The runner pins
 TNBC_MIN_BYTES to three pages unless --env sets it (run_mpirun).
@@ -44,6 +46,7 @@ import platform
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -153,6 +156,10 @@ def check_summaries(outdir, np, constraints, output, guard=None, no_guard=None, 
             s = json.load(fh)
         if s.get("format") != "tnbc-summary" or s.get("version") != 1:
             fail(f"{f}: not a tnbc-summary version 1")
+        # Where the rank ran (runtime/placement.hh): this machine, at least one CPU.
+        where = s.get("placement") or {}
+        if where.get("host") != socket.gethostname() or not 1 <= where.get("cpu_count", 0) <= os.cpu_count():
+            fail(f"{f}: placement {where} is not this host ({socket.gethostname()}) with 1..{os.cpu_count()} CPUs")
         summaries.append(s)
     if threshold:
         check_threshold(summaries, threshold, output)
@@ -201,6 +208,27 @@ def check_summaries(outdir, np, constraints, output, guard=None, no_guard=None, 
             elif key not in ("min_calls", "min_fortran", "min_early", "max_early", "lang", "reason"):
                 fail(f"unknown constraint {key}")
         print(f"summary {kind}: {total}, reasons {reasons}, sites {sorted(langs)}")
+
+
+def check_mpi_touches(outdir, np, n, output):
+    """--expect-mpi-touches: every rank's trace (docs/formats.md) has at least n calls with a
+    sub-message whose first touch was an MPI call on the buffer (a fence), not a fault."""
+    for rank in range(np):
+        path = os.path.join(outdir, f"tnbc-trace.{rank}.txt")
+        if not os.path.exists(path):
+            fail(f"no trace {path}", output)
+        calls, call = set(), None
+        with open(path) as f:
+            for line in f:
+                fields = line.split()
+                if fields[:1] == ["call"]:
+                    call = fields[1]
+                elif fields[:1] == ["sub"] and fields[fields.index("how") + 1] == "M":
+                    calls.add(call)
+        if len(calls) < n:
+            fail(f"rank {rank}: {len(calls)} calls with a sub-message first touched by an MPI call, expected at "
+                 f"least {n} (a fence missing?)", output)
+        print(f"rank {rank}: calls {sorted(calls, key=int)} first touched by an MPI call")
 
 
 def launch_command(mpi, mpirun, np, exports):
@@ -254,6 +282,7 @@ def main():
     ap.add_argument("--expect-threshold", choices=["measured", "set", "single_rank"])
     ap.add_argument("--tool", help="the tnbc command, for --expect-report")
     ap.add_argument("--expect-report", action="append", default=[])
+    ap.add_argument("--expect-mpi-touches", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=180)
     ap.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args()
@@ -290,6 +319,8 @@ def main():
         fail(f"tnbc reported {len(errors)} error(s), first: {errors[0]}", output)
     if (a.expect_summary or a.expect_guard or a.expect_no_guard or a.expect_threshold) and not a.no_lib:
         check_summaries(outdir, a.np, a.expect_summary, output, a.expect_guard, a.expect_no_guard, a.expect_threshold)
+    if a.expect_mpi_touches:
+        check_mpi_touches(outdir, a.np, a.expect_mpi_touches, output)
     if a.expect_report:
         r = subprocess.run([a.tool, "report", outdir], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         print(r.stdout)

@@ -40,12 +40,14 @@ TEST_CASE("policy: broadcast segments follow the message and TNBC_BCAST_MAX_SEGM
   CHECK(rules(5, 1 << 30)->bcast_segments(4 << 20) == rules(5, 0)->bcast_segments(4 << 20));
 }
 
-TEST_CASE("policy: route compares the table's unit with the threshold; intercommunicators run as MPI") {
+TEST_CASE("policy: route compares the table's unit with the threshold; intercommunicators and one-rank communicators run as MPI") {
   auto p = rules(5, 3 * kPage);
-  CHECK(p->route(Kind::Alltoall, false, 3 * kPage) == Reason::None);
-  CHECK(p->route(Kind::Alltoall, false, 3 * kPage - 1) == Reason::BelowThreshold);
-  CHECK(p->route(Kind::Bcast, true, 1 << 20) == Reason::Intercommunicator);
-  CHECK(p->route(Kind::Alltoallv, false, kNoUnit) == Reason::None);  // sizes differ: always the schedule
+  CHECK(p->route(Kind::Alltoall, false, 4, 3 * kPage) == Reason::None);
+  CHECK(p->route(Kind::Alltoall, false, 4, 3 * kPage - 1) == Reason::BelowThreshold);
+  CHECK(p->route(Kind::Bcast, true, 4, 1 << 20) == Reason::Intercommunicator);
+  CHECK(p->route(Kind::Alltoallv, false, 4, kNoUnit) == Reason::None);  // sizes differ: always the schedule
+  CHECK(p->route(Kind::Allgatherv, false, 1, kNoUnit) == Reason::SingleRank);
+  CHECK(p->route(Kind::Bcast, false, 1, 1 << 20) == Reason::SingleRank);
   // ... and the rank-local half of the threshold for those.
   CHECK_FALSE(p->early_return_pays(Kind::Alltoallv, 3 * kPage - 1));
   CHECK(p->early_return_pays(Kind::Alltoallv, 3 * kPage));

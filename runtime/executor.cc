@@ -44,7 +44,8 @@ void Executor::add(std::shared_ptr<InFlight> f, Scope scope) {
   Entry e{std::move(f), scope, {}, 0};
   const InFlight& fl = *e.f;
   for (std::size_t i = 0; i < fl.schedule.size(); ++i)
-    if (mine(fl, i, scope) && fl.state[i].load(std::memory_order_acquire) == kIdle) e.to_start.push_back(static_cast<int>(i));
+    if (mine(fl, i, scope) && fl.state[i].load(std::memory_order_acquire) == kIdle)
+      e.to_start.push_back(static_cast<int>(i));
   // Receives first (all started at once), then sends by priority, then local copies (they take
   // this thread's time: done once the messages are on their way).
   const auto rank_of = [](StepKind k) { return k == StepKind::Recv ? 0 : k == StepKind::Copy ? 2 : 1; };

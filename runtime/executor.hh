@@ -102,7 +102,8 @@ class Executor final : private Completions {
   bool moved_ = false;
 };
 
-// Runs `ex` on the calling thread until `done()`.
+// Runs `ex` on the calling thread until `done()`, waiting between rounds as `w` says (policy.hh);
+// sets `timed_out` and returns after `w.timeout_ns` without progress. An error of a step ends it.
 Status drive(Executor& ex, FunctionRef<bool()> done, const Waiting& w, bool& timed_out);
 
 // ---- template implementation ----

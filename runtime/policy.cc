@@ -29,7 +29,8 @@ class RulesPolicy final : public Policy {
   // alike.
   int bcast_segments(std::size_t bytes) const override {
     const std::size_t floor = kMinGuardablePages * std::max<std::size_t>(page_, 1);
-    return static_cast<int>(std::clamp<std::size_t>(bytes / floor, 1, static_cast<std::size_t>(std::max<std::int64_t>(1, s_.bcast_max_segments))));
+    const auto most = static_cast<std::size_t>(std::max<std::int64_t>(1, s_.bcast_max_segments));
+    return static_cast<int>(std::clamp<std::size_t>(bytes / floor, 1, most));
   }
 
   PieceSetting pieces(Kind) const override { return s_.piece_bytes; }

@@ -31,10 +31,10 @@ enum class GuardKind { Userfaultfd, ProtNone };
 // (the part of an early return done in the call, or a call that completes in it).
 enum class Driver { ProgressThread, CallingThread };
 
-// How a calling thread waits in drive() (runtime/executor.hh): like a blocking MPI call, it polls back to back; on a
-// node with more ranks than CPUs it yields the CPU between polls once `spin_ns` passed without
-// progress (as MPI libraries do when oversubscribed). Never a sleep: a sleeping caller wakes late
-// (~60 us on the VMs here) for messages that take 10-100 us.
+// How a calling thread waits in drive() (runtime/executor.hh): like a blocking MPI call, it polls
+// back to back; on a node with more ranks than CPUs it yields the CPU between polls once
+// `spin_ns` passed without progress (as MPI libraries do when oversubscribed). Never a sleep: a
+// sleeping caller wakes late (~60 us on the VMs here) for messages that take 10-100 us.
 struct Waiting {
   long long spin_ns = 0;
   bool yield = false;

@@ -62,7 +62,8 @@ class ProfileOrders final : public ReadOrderSource {
     // Rank 0 says its decisions (TNBC_LOG=info), the others at debug (the SPMD ranks of most
     // programs share their sites; the summaries have every rank's).
     const LogLevel level = rank_ == 0 ? LogLevel::Info : LogLevel::Debug;
-    if (site && log_enabled(level)) log(level, "%s at %s: %s", kind_name(call.kind), site->where.c_str(), describe(dd.d).c_str());
+    if (site && log_enabled(level))
+      log(level, "%s at %s: %s", kind_name(call.kind), site->where.c_str(), describe(dd.d).c_str());
     const Decision& d = dd.d;
     ProfileDecision pd;
     pd.site = id.site;

@@ -88,6 +88,18 @@ void run(std::vector<CollCall>& calls, bool in_call) {
 
 char byte_of(int rank, std::size_t i) { return static_cast<char>(rank * 41 + i * 7 + 1); }
 
+// Rank r's send data: `bytes` bytes no other rank sends.
+std::vector<char> data_of(int r, std::size_t bytes) {
+  std::vector<char> v(bytes);
+  for (std::size_t i = 0; i < bytes; ++i) v[i] = byte_of(r, i);
+  return v;
+}
+
+// A buffer argument of dense bytes (the fake's only datatype).
+BufferArg bytes_at(const void* buf, int count, const int* counts = nullptr, const int* displs = nullptr) {
+  return {buf, count, counts, displs, MPI_Datatype{}};
+}
+
 }  // namespace
 
 TEST_CASE("collectives: Allgather through its file, in place and not, staged and in the call") {
@@ -99,17 +111,15 @@ TEST_CASE("collectives: Allgather through its file, in place and not, staged and
       std::vector<std::vector<char>> send(n), recv(n);
       std::vector<CollCall> calls(n);
       for (int r = 0; r < n; ++r) {
-        auto& s = send[static_cast<std::size_t>(r)];
+        auto& s = send[static_cast<std::size_t>(r)] = data_of(r, block);
         auto& v = recv[static_cast<std::size_t>(r)];
-        s.resize(block);
-        for (std::size_t i = 0; i < block; ++i) s[i] = byte_of(r, i);
         v.assign(n * block, '\0');
         if (in_place) std::copy(s.begin(), s.end(), v.begin() + r * static_cast<long>(block));
         CollCall& c = calls[static_cast<std::size_t>(r)];
         c.kind = Kind::Allgather;
         c.in_place = in_place;
-        c.send = {in_place ? nullptr : s.data(), static_cast<int>(block), nullptr, nullptr, MPI_Datatype{}};
-        c.recv = {v.data(), static_cast<int>(block), nullptr, nullptr, MPI_Datatype{}};
+        c.send = bytes_at(in_place ? nullptr : s.data(), static_cast<int>(block));
+        c.recv = bytes_at(v.data(), static_cast<int>(block));
       }
       run(calls, in_call);
       for (int r = 0; r < n; ++r)
@@ -130,14 +140,13 @@ TEST_CASE("collectives: Allgatherv leaves the gaps between blocks untouched, blo
     std::vector<std::vector<char>> send(n), recv(n);
     std::vector<CollCall> calls(n);
     for (int r = 0; r < n; ++r) {
-      auto& s = send[static_cast<std::size_t>(r)];
-      s.resize(static_cast<std::size_t>(counts[static_cast<std::size_t>(r)]));
-      for (std::size_t i = 0; i < s.size(); ++i) s[i] = byte_of(r, i);
+      const int count = counts[static_cast<std::size_t>(r)];
+      send[static_cast<std::size_t>(r)] = data_of(r, static_cast<std::size_t>(count));
       recv[static_cast<std::size_t>(r)].assign(total, '#');
       CollCall& c = calls[static_cast<std::size_t>(r)];
       c.kind = Kind::Allgatherv;
-      c.send = {s.data(), counts[static_cast<std::size_t>(r)], nullptr, nullptr, MPI_Datatype{}};
-      c.recv = {recv[static_cast<std::size_t>(r)].data(), 0, counts.data(), displs.data(), MPI_Datatype{}};
+      c.send = bytes_at(send[static_cast<std::size_t>(r)].data(), count);
+      c.recv = bytes_at(recv[static_cast<std::size_t>(r)].data(), 0, counts.data(), displs.data());
     }
     run(calls, in_call);
     for (int r = 0; r < n; ++r) {
@@ -158,14 +167,12 @@ TEST_CASE("collectives: Alltoall through its file, staged and in the call") {
     std::vector<std::vector<char>> send(n), recv(n);
     std::vector<CollCall> calls(n);
     for (int r = 0; r < n; ++r) {
-      auto& s = send[static_cast<std::size_t>(r)];
-      s.resize(n * per);
-      for (std::size_t i = 0; i < s.size(); ++i) s[i] = byte_of(r, i);
+      send[static_cast<std::size_t>(r)] = data_of(r, n * per);
       recv[static_cast<std::size_t>(r)].assign(n * per, '\0');
       CollCall& c = calls[static_cast<std::size_t>(r)];
       c.kind = Kind::Alltoall;
-      c.send = {s.data(), static_cast<int>(per), nullptr, nullptr, MPI_Datatype{}};
-      c.recv = {recv[static_cast<std::size_t>(r)].data(), static_cast<int>(per), nullptr, nullptr, MPI_Datatype{}};
+      c.send = bytes_at(send[static_cast<std::size_t>(r)].data(), static_cast<int>(per));
+      c.recv = bytes_at(recv[static_cast<std::size_t>(r)].data(), static_cast<int>(per));
     }
     run(calls, in_call);
     for (int r = 0; r < n; ++r)

@@ -89,6 +89,7 @@ class EngineImpl final : public Engine {
                                            [this](InFlight& f) { stats_.complete(f.kind, f.site, completion_of(f)); });
     caller_gate_ = std::make_unique<WindowGate>(policy_->send_window(Driver::CallingThread));
     const CpuShare cpus = measure_cpu_share(world.comm);
+    policy_->set_cpu_share(cpus);
     const std::string problem = cpu_share_problem(cpus);
     stats_.set_node(cpus, problem);
     if (!problem.empty() && cpus.node_rank == 0) log(LogLevel::Info, "%s (docs/limitations.md)", problem.c_str());
@@ -100,7 +101,8 @@ class EngineImpl final : public Engine {
     const Collective& coll = collective(c.kind);
     int inter = 0;
     PMPI_Comm_test_inter(c.comm, &inter);
-    CallContext ctx{0, 1, page_, &types_, policy_.get()};
+    CallTypes types;
+    CallContext ctx{0, 1, page_, &types, policy_.get()};
     PMPI_Comm_rank(c.comm, &ctx.rank);
     PMPI_Comm_size(c.comm, &ctx.size);
     const Collective::Size size = coll.size(c, ctx);
@@ -126,7 +128,7 @@ class EngineImpl final : public Engine {
     f->comm = pc.comm;
     f->comm_size = pc.size;
     f->times.called = t_enter;
-    CallServices services(*this, *f, pc.comm);
+    CallServices services(*this, *f, pc.comm, types);
     Prepared prep;
     if (Status st = coll.prepare(c, layout, in_call, ctx, services, prep); !st.ok()) return detected_error(c, site, st, t_enter);
 
@@ -178,10 +180,11 @@ class EngineImpl final : public Engine {
   // What the engine lends a collective while it prepares a call.
   class CallServices final : public Services {
    public:
-    CallServices(EngineImpl& e, InFlight& f, MPI_Comm comm) : e_(e), f_(f), comm_(comm) {}
-    TypeInfo type(MPI_Datatype t) override { return e_.types_.type(t); }
-    ByteRange span(const void* buf, long long count, MPI_Datatype t) override { return e_.types_.span(buf, count, t); }
+    CallServices(EngineImpl& e, InFlight& f, MPI_Comm comm, Types& types) : e_(e), f_(f), comm_(comm), types_(types) {}
+    TypeInfo type(MPI_Datatype t) override { return types_.type(t); }
+    ByteRange span(const void* buf, long long count, MPI_Datatype t) override { return types_.span(buf, count, t); }
     void fence(const void* buf, long long count, MPI_Datatype t) override {
+      if (guards().empty()) return;  // nothing in flight is guarded: no span to compute
       e_.fence(span_of(buf, count, t), "a collective on a guarded buffer");
     }
     char* send_area(std::size_t bytes) override {
@@ -196,7 +199,7 @@ class EngineImpl final : public Engine {
     }
     Status pack(const void* src, long long count, MPI_Datatype t, char* dst, std::size_t bytes) override {
       if (bytes == 0) return {};
-      if (is_dense(t)) {
+      if (types_.type(t).dense) {
         std::memcpy(dst, src, bytes);
         return {};
       }
@@ -211,6 +214,7 @@ class EngineImpl final : public Engine {
     EngineImpl& e_;
     InFlight& f_;
     MPI_Comm comm_;
+    Types& types_;
   };
 
   // The part of an early return done in the call: the calling thread starts the receives of the
@@ -240,7 +244,7 @@ class EngineImpl final : public Engine {
       }
       return true;
     };
-    Executor mine(*caller_gate_, default_transports());
+    Executor& mine = caller_executor();
     mine.add(fp, Scope::Caller);
     f.bodies_released.store(false);
     bool moved = false;
@@ -248,9 +252,10 @@ class EngineImpl final : public Engine {
     progress_->submit(fp);
     const long long t_submit = futex::now_ns();
     bool timed_out = false;
-    if (Status st = drive(mine, caller_part_done, spin_ns(), spin_ns(), timeout_ns_, timed_out); !st.ok()) fail_in_call(f, st);
+    if (Status st = drive(mine, caller_part_done, policy_->waiting(), timed_out); !st.ok()) fail_in_call(f, st);
     if (timed_out) timeout_in_call(f);
     progress_->adopt(mine.release());
+    mine.clear();
     f.bodies_released.store(true);
     urgency().poke();
     const long long now = futex::now_ns();
@@ -270,13 +275,14 @@ class EngineImpl final : public Engine {
   int complete_in_call(const std::shared_ptr<InFlight>& fp, Reason why, SiteCounters& site, CallEntry record,
                        MPI_Comm comm) {
     InFlight& f = *fp;
-    Executor mine(*caller_gate_, default_transports());
+    Executor& mine = caller_executor();
     mine.add(fp, Scope::All);
     bool timed_out = false;
-    const Status st = drive(mine, [&] { return f.steps_left.load(std::memory_order_acquire) == 0; }, spin_ns(),
-                            spin_ns(), timeout_ns_, timed_out);
+    const Status st =
+        drive(mine, [&] { return f.steps_left.load(std::memory_order_acquire) == 0; }, policy_->waiting(), timed_out);
     if (!st.ok()) fail_in_call(f, st);
     if (timed_out) timeout_in_call(f);
+    mine.clear();
     retire_send_regions(f);  // a lazy send copy's read-only pages (every piece is copied by now)
     for (const Unpack& u : f.unpack) {
       int pos = 0;
@@ -292,7 +298,12 @@ class EngineImpl final : public Engine {
     return MPI_SUCCESS;
   }
 
-  long long spin_ns() const { return std::max<long long>(s_.poll_min_us * 1000, 1000); }
+  // The calling thread's executor, kept for all its calls (its request arrays stay allocated).
+  Executor& caller_executor() {
+    thread_local std::unique_ptr<Executor> mine;
+    if (!mine) mine = std::make_unique<Executor>(*caller_gate_, default_transports());
+    return *mine;
+  }
 
   // An error tnbc found in the call before starting anything (type signatures that differ, no
   // memory for staging): through the communicator's error handler, as MPI's own errors go.
@@ -341,7 +352,6 @@ class EngineImpl final : public Engine {
   Stats& stats_;
   std::size_t page_;
   long long timeout_ns_;
-  MpiTypes types_;
   std::unique_ptr<Policy> policy_;
   std::unique_ptr<GuardBackend> uffd_, protect_;
   std::vector<GuardBackend*> backends_;  // usable here, in the policy's order

@@ -374,12 +374,13 @@ void set_timeout_reporter(TimeoutReporter fn) { g_reporter.store(fn, std::memory
 void set_region_opener(RegionOpener fn) { g_opener.store(fn, std::memory_order_release); }
 
 bool open_if_arrived(Region* r) {
-  if (r->published.load(std::memory_order_acquire)) return true;
+  // Sequentially consistent like the waiter's count in wait_published (publish_step's pairing).
+  if (r->published.load(std::memory_order_seq_cst)) return true;
   if (!r->observe || r->arrived_ns.load(std::memory_order_acquire) == 0) return false;
   int idle = 0;
   if (r->opening.compare_exchange_strong(idle, 1, std::memory_order_acq_rel))
     if (RegionOpener open = g_opener.load(std::memory_order_acquire)) open(r);
-  return r->published.load(std::memory_order_acquire) != 0;
+  return r->published.load(std::memory_order_seq_cst) != 0;
 }
 
 void wait_published(Region* r, const char* what, WaitSource source, bool touch, long long since_ns) {
@@ -390,11 +391,13 @@ void wait_published(Region* r, const char* what, WaitSource source, bool touch, 
   }
   if (r->published.load(std::memory_order_acquire)) return;
   auto& u = urgency();
-  u.waiting.fetch_add(1, std::memory_order_acq_rel);
+  // Sequentially consistent with publish_step: either it sees this waiter (and wakes it) or this
+  // waiter sees the publication.
+  u.waiting.fetch_add(1, std::memory_order_seq_cst);
   u.poke();
   auto& word = publish_word();
   while (true) {
-    const std::uint32_t seen = word.load(std::memory_order_acquire);
+    const std::uint32_t seen = word.load(std::memory_order_seq_cst);
     if (open_if_arrived(r)) break;
     futex::wait(word, seen, futex::kWaitSliceNs);
     const long long timeout_ns = g_timeout_ns.load(std::memory_order_relaxed);

@@ -29,7 +29,8 @@ class RulesPolicy final : public Policy {
   // alike.
   int bcast_segments(std::size_t bytes) const override {
     const std::size_t floor = kMinGuardablePages * std::max<std::size_t>(page_, 1);
-    return static_cast<int>(std::clamp<std::size_t>(bytes / floor, 1, static_cast<std::size_t>(std::max<std::int64_t>(1, s_.bcast_max_segments))));
+    const auto most = static_cast<std::size_t>(std::max<std::int64_t>(1, s_.bcast_max_segments));
+    return static_cast<int>(std::clamp<std::size_t>(bytes / floor, 1, most));
   }
 
   PieceSetting pieces(Kind) const override { return s_.piece_bytes; }
@@ -48,6 +49,12 @@ class RulesPolicy final : public Policy {
   int send_window(Driver d) const override {
     return d == Driver::ProgressThread ? static_cast<int>(s_.send_window) : 0;
   }
+  // Back-to-back polls; yielding once TNBC_POLL_MIN_US passed idle only where the node's ranks
+  // outnumber its CPUs (then another rank needs this CPU).
+  Waiting waiting() const override {
+    return {std::max<long long>(s_.poll_min_us * 1000, 1000), oversubscribed_, s_.timeout_s * 1000000000LL};
+  }
+  void set_cpu_share(const CpuShare& c) override { oversubscribed_ = c.node_ranks > c.node_cpus && c.node_cpus > 0; }
 
  private:
   Settings s_;
@@ -55,6 +62,7 @@ class RulesPolicy final : public Policy {
   std::size_t min_bytes_ = 0;
   std::unique_ptr<ReadOrderSource> orders_;
   std::vector<GuardKind> guards_;
+  bool oversubscribed_ = false;
 };
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "runtime/config.hh"
+#include "runtime/cpu_share.hh"
 #include "runtime/read_order.hh"
 #include "runtime/schedule.hh"
 #include "runtime/vocabulary.hh"
@@ -29,6 +30,16 @@ enum class GuardKind { Userfaultfd, ProtNone };
 // Who drives a schedule: the progress thread (after an early return) or the calling thread
 // (the part of an early return done in the call, or a call that completes in it).
 enum class Driver { ProgressThread, CallingThread };
+
+// How a calling thread waits in drive() (runtime/executor.hh): like a blocking MPI call, it polls
+// back to back; on a node with more ranks than CPUs it yields the CPU between polls once
+// `spin_ns` passed without progress (as MPI libraries do when oversubscribed). Never a sleep: a
+// sleeping caller wakes late (~60 us on the VMs here) for messages that take 10-100 us.
+struct Waiting {
+  long long spin_ns = 0;
+  bool yield = false;
+  long long timeout_ns = 0;  // without progress: `timed_out`
+};
 
 class Policy {
  public:
@@ -59,6 +70,10 @@ class Policy {
   virtual bool swap_pages() const = 0;
   // Sends of one collective a driver keeps in flight at once (< 1: no limit).
   virtual int send_window(Driver d) const = 0;
+  // How a calling thread waits for its steps (runtime/executor.hh, drive).
+  virtual Waiting waiting() const = 0;
+  // Start-up input: the CPUs of this rank's node (runtime/cpu_share.hh).
+  virtual void set_cpu_share(const CpuShare& c) = 0;
 };
 
 // Today's rules. `page`: the page size (equal on all ranks, checked at MPI_Init); `orders`: the

@@ -157,7 +157,9 @@ class Stats {
   Totals totals() const;
   // Per call of mode optimize: the profile's decision for its site (one entry per site and basis,
   // with the number of calls). `profile_blocking` is TNBC_PROFILE_BLOCKING: "auto" or "off".
-  void record_profile_decision(const ProfileDecision& d);
+  // Returns the entry, which later calls with the same decision count (count_profile_decision).
+  std::size_t record_profile_decision(const ProfileDecision& d);
+  void count_profile_decision(std::size_t entry);
   void set_profile_blocking(const std::string& state);
   // JSON text of the whole summary (rank, size and mode are the caller's).
   std::string summary_json(int rank, int size, const std::string& mode) const;

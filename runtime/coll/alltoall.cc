@@ -32,7 +32,7 @@ Exchange alltoall_exchange(const CollCall& c, const CallContext& ctx) {
   return x;
 }
 
-class Alltoall final : public Collective {
+class Alltoall final : public ExchangeCollective<alltoall_exchange> {
  public:
   Size size(const CollCall& c, const CallContext& ctx) const override {
     const auto n = static_cast<std::size_t>(ctx.size);
@@ -50,15 +50,6 @@ class Alltoall final : public Collective {
       sent += send_unit * static_cast<std::size_t>(std::max(0, c.send.counts ? c.send.counts[p] : 0));
     }
     return {received, kNoUnit, c.in_place ? received : sent};
-  }
-
-  Layout layout(const CollCall& c, const CallContext& ctx) const override {
-    return exchange_layout(c.kind, alltoall_exchange(c, ctx), c, ctx, size(c, ctx).unit);
-  }
-
-  Status prepare(const CollCall& c, const Layout& l, bool in_call, const CallContext& ctx, Services& s,
-                 Prepared& out) const override {
-    return exchange_prepare(c.kind, alltoall_exchange(c, ctx), l, in_call, ctx, s, out);
   }
 };
 

@@ -162,10 +162,10 @@ def srun_mpi_plugin(prog):
     return None
 
 
-def launch_command(a, flavor, np, net, prog):
+def launch_command(a, flavor, np, net, prog, nodes=1):
     """The launcher's command line for np ranks of prog (a list; the tnbc exec part comes after
     it): the hosts (--hostfile), ranks per node (--ranks-per-node), the emulated network's
-    restrictions, the user's --launcher-args."""
+    restrictions (`nodes` emulated nodes), the user's --launcher-args."""
     extra = shlex.split(a.launcher_args)
     if flavor == "slurm":
         cmd = [a.launcher, "-n", str(np)]
@@ -192,6 +192,11 @@ def launch_command(a, flavor, np, net, prog):
         cmd += ["--map-by", f"ppr:{a.ranks_per_node}:node"]
     if net == "loopback":
         cmd += ["--mca", "btl", "self,vader,tcp"]
+    if net == "shaped" and nodes > 1 and not any(x.startswith("--bind-to") for x in extra):
+        # Emulated nodes share this machine's CPUs, and each node's mpirun daemon would bind its
+        # first rank to core 0: every rank on CPU 0. Unbound, the ranks (and their progress
+        # threads) spread over the CPUs, as each would have its node's CPUs on a cluster.
+        cmd += ["--bind-to", "none"]
     return cmd + extra
 
 
@@ -474,7 +479,7 @@ def main():
                     rundir = os.path.join(out, f"{bench}.{cls}.np{np}.{p}.{rep}")
                     os.makedirs(rundir, exist_ok=True)
                     open(os.path.join(rundir, "timer.flag"), "w").close()  # NPB prints its timers
-                    cmd = launch_command(a, flavor, np, net, prog)
+                    cmd = launch_command(a, flavor, np, net, prog, nodes_for(np))
                     if p != "baseline":
                         mode = "optimize" if p == "optimize-order" else p
                         cmd += [tnbc, "exec", "--mode", mode, "--output-dir", os.path.join(rundir, "tnbc")]

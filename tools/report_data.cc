@@ -570,6 +570,7 @@ World build_world(const std::string& dir, const std::vector<Summary>& sums, cons
   std::map<int, const Value*> by_rank;
   for (const Summary& s : sums) by_rank[s.rank] = &s.v;
   w.sections = extra_sections(w, by_rank);
+  std::erase_if(w.sections, [](const Section& s) { return s.text.empty() && s.html.empty() && s.data.empty(); });
   return w;
 }
 

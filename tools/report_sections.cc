@@ -2,12 +2,18 @@
 
 namespace tnbc::tools::report {
 
-std::vector<Section> extra_sections(const World& world, const std::map<int, const json::Value*>& summaries) {
-  std::vector<Section> sections;
-  // One line per section here (tools/report_sections.hh). None yet.
-  static_cast<void>(world);
-  static_cast<void>(summaries);
-  return sections;
+Section text_section(const std::string& key, const std::string& title, const std::string& text) {
+  std::string html = "<pre class=\"section\">";
+  for (char c : text) {
+    switch (c) {
+      case '&': html += "&amp;"; break;
+      case '<': html += "&lt;"; break;
+      case '>': html += "&gt;"; break;
+      default: html += c;
+    }
+  }
+  html += "</pre>";
+  return {key, title, text, "", text.empty() ? std::string() : html};
 }
 
 }  // namespace tnbc::tools::report

@@ -2,13 +2,15 @@
 // HTML) per world, computed from the world's figures and its ranks' summaries as read; the text,
 // JSON and HTML outputs print the sections after the call sites, in this order.
 //
-// Issue 16 (the LogGP cost model: predicted blocking and hidden time, cost and decision per
-// site, from the summaries' per-site `model` blocks) adds its section with one line in
-// extra_sections (tools/report_sections.cc), e.g.
-//     sections.push_back(model_section(world, summaries));   // tools/report_model.cc
+// The list is extra_sections, in tools/report.cc: one line per section there. Issue 16's cost
+// model (tools/report_model.cc: predicted blocking and hidden time, cost and decision per site,
+// from the summaries' per-site `model` blocks) adds its own with
+//     sections.push_back(text_section("model", "cost model", model_section(world.dir)));
+// A section with nothing in it (an older run without `model` blocks) is left out.
 #pragma once
 
 #include <map>
+#include <string>
 #include <vector>
 
 #include "tools/report_data.hh"
@@ -17,6 +19,10 @@
 namespace tnbc::tools::report {
 
 // `summaries`: rank -> that rank's summary (docs/formats.md), valid during the call only.
+// Defined in tools/report.cc (the sections list).
 std::vector<Section> extra_sections(const World& world, const std::map<int, const json::Value*>& summaries);
+
+// A section that is text only: the HTML shows it preformatted (escaped), the JSON has no data.
+Section text_section(const std::string& key, const std::string& title, const std::string& text);
 
 }  // namespace tnbc::tools::report

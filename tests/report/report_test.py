@@ -300,6 +300,13 @@ def check_browser(tool, work, screenshot):
         fail("chromium is not installed (tools/dev.sh test installs it)")
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
              "--disable-component-update", "--disable-sync", "--user-data-dir=" + os.path.join(work, "chromium")]
+    # A browser that cannot start at all here (no display libraries, a kernel without what its
+    # sandbox-less mode needs) skips the test, saying why; one that starts must render the page.
+    probe = subprocess.run([chromium, *flags, "--dump-dom", "about:blank"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=180)
+    if probe.returncode != 0 or "</html>" not in probe.stdout:
+        print(f"SKIP: chromium cannot run here (exit {probe.returncode}): {probe.stderr[-1500:]}")
+        sys.exit(77)
     r = subprocess.run([chromium, *flags, "--dump-dom", "file://" + page], stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True, timeout=180)
     dom = r.stdout

@@ -349,9 +349,11 @@ def overlap_reports(tnbc, out, runs, profiles):
         if tnbc_report(tnbc, args, paths["text"]) is None:
             continue
         with open(paths["json"]) as f:
-            t = json.load(f)["runs"][0]["worlds"][0]["totals"]
-        r["report"] = dict(paths, **{k: t.get(k) for k in ("hidden_share", "tinit_share", "blocked_share",
-                                                             "ideal_share", "run_share")})
+            world = json.load(f)["runs"][0]["worlds"][0]
+        t = world["totals"]
+        r["report"] = dict(paths, early_returns=world.get("early_returns", 0),
+                           **{k: t.get(k) for k in ("hidden_share", "tinit_share", "blocked_share", "ideal_share",
+                                                    "run_share")})
     comparisons = []
     keys = sorted({(r["benchmark"], r["class"], r["np"]) for r in runs if r.get("report")})
     order = ["optimize", "nbc", "optimize-order", "trace", "passthrough"]
@@ -360,8 +362,12 @@ def overlap_reports(tnbc, out, runs, profiles):
         for r in runs:
             if (r["benchmark"], r["class"], r["np"]) == key and r.get("report"):
                 last[r["pass"]] = r  # the last repetition of each pass
-        passes = sorted(last, key=lambda p: order.index(p) if p in order else len(order))
-        main_run = last[passes[0]]
+        rank = {p: order.index(p) if p in order else len(order) for p in last}
+        # The page's own run (its per-site timelines) is the pass with the most early returns: a
+        # pass whose calls all completed in the call has no arrivals after the return to draw.
+        first = max(last, key=lambda p: (last[p]["report"]["early_returns"] or 0, -rank[p]))
+        passes = [first] + sorted((p for p in last if p != first), key=lambda p: rank[p])
+        main_run = last[first]
         page = os.path.join(out, f"compare-{key[0]}.{key[1]}.np{key[2]}.html")
         args = [main_run["tnbc_report"]]
         for p in passes[1:]:

@@ -51,9 +51,11 @@ void open_observed(Region* r) {
             "cannot be seen, ending the job");
     end_job();
   }
-  r->published.store(1, std::memory_order_release);
+  // Sequentially consistent as in publish_step (the waiters' pairing); observed calls are rare,
+  // so every waiter is woken without looking at the count.
+  r->published.store(1, std::memory_order_seq_cst);
   f.regions_remaining.fetch_sub(1, std::memory_order_acq_rel);
-  publish_word().fetch_add(1, std::memory_order_release);
+  publish_word().fetch_add(1, std::memory_order_seq_cst);
   futex::wake_all(publish_word());
   urgency().poke();  // the progress thread retires the call once its last region is open
 }

@@ -55,14 +55,16 @@ constexpr double kW = 680, kH = 280, kLeft = 62, kRight = 16, kTop = 26, kBottom
 
 std::string timeline_svg(const Site& s, std::size_t index) {
   const Timeline& t = s.timeline;
+  const bool empty = t.calls == 0 || t.subs.empty();
+  const double height = empty ? 40 : kH;  // an empty timeline: one line saying why
   std::string o = "<svg class=\"timeline\" data-site=\"" + std::to_string(index + 1) + "\" width=\"" + f("%.0f", kW) +
-                  "\" height=\"" + f("%.0f", kH) + "\" viewBox=\"0 0 " + f("%.0f", kW) + " " + f("%.0f", kH) +
+                  "\" height=\"" + f("%.0f", height) + "\" viewBox=\"0 0 " + f("%.0f", kW) + " " + f("%.0f", height) +
                   "\" role=\"img\" aria-label=\"timeline of call site " + std::to_string(index + 1) + "\">\n";
-  if (t.calls == 0 || t.subs.empty()) {
+  if (empty) {
     const RankFigures r = s.total();
     const std::string why = r.early > 0 ? "no observed call here (TNBC_TIMELINE_CALLS=0, or none had data to guard)"
                                         : "no call returned early here: nothing arrived after the return";
-    o += "<text x=\"" + f("%.0f", kW / 2) + "\" y=\"" + f("%.0f", kH / 2) + "\" text-anchor=\"middle\" class=\"empty\">" +
+    o += "<text x=\"" + f("%.0f", kW / 2) + "\" y=\"" + f("%.0f", height / 2) + "\" text-anchor=\"middle\" class=\"empty\">" +
          esc(why) + "</text>\n</svg>\n";
     return o;
   }

@@ -149,17 +149,6 @@ Summary read_summary(const std::string& file) {
   return s;
 }
 
-std::string ranks_text(const std::vector<int>& ranks) {
-  std::string s;
-  for (std::size_t i = 0; i < ranks.size();) {
-    std::size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    s += (s.empty() ? "" : ",") + std::to_string(ranks[i]) + (j > i ? "-" + std::to_string(ranks[j]) : "");
-    i = j + 1;
-  }
-  return s;
-}
-
 // The summaries of one world: read, bad files left out (noted), one run and one version kept.
 std::vector<Summary> read_world(const std::vector<std::string>& files, std::vector<std::string>& notes) {
   std::vector<Summary> good;
@@ -575,6 +564,18 @@ World build_world(const std::string& dir, const std::vector<Summary>& sums, cons
 }
 
 }  // namespace
+
+std::string ranks_text(std::vector<int> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  std::string s;
+  for (std::size_t i = 0; i < ranks.size();) {
+    std::size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    s += (s.empty() ? "" : ",") + std::to_string(ranks[i]) + (j > i ? "-" + std::to_string(ranks[j]) : "");
+    i = j + 1;
+  }
+  return s;
+}
 
 std::string Site::where() const {
   const std::string fn = !function.empty() ? function : symbol != "?" ? symbol : "";

@@ -36,6 +36,9 @@ struct Spread {
 };
 Spread spread_of(const std::vector<double>& values);
 
+// "0-3,5": ranks as ranges (sorted).
+std::string ranks_text(std::vector<int> ranks);
+
 // One rank's calls at one call site: sums over its calls, times in ns.
 struct RankFigures {
   int rank = 0;

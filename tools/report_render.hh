@@ -23,5 +23,7 @@ std::string render_html(const std::vector<Run>& runs);
 // Shared formatting: "12.3%" of a share (0.123), "n/a" when unknown; "1.23 ms".
 std::string percent(std::optional<double> share);
 std::string milliseconds(double ns);
+// Text for HTML (element content and attribute values).
+std::string html_escape(const std::string& s);
 
 }  // namespace tnbc::tools::report

@@ -47,18 +47,6 @@ std::string pad(const std::string& s, std::size_t width, bool right = false) {
   return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
 }
 
-std::string ranks_text(std::vector<int> ranks) {
-  std::sort(ranks.begin(), ranks.end());
-  std::string s;
-  for (std::size_t i = 0; i < ranks.size();) {
-    std::size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    s += (s.empty() ? "" : ",") + std::to_string(ranks[i]) + (j > i ? "-" + std::to_string(ranks[j]) : "");
-    i = j + 1;
-  }
-  return s;
-}
-
 // " on ranks 0,2" when not every rank of the world is in `ranks`.
 std::string on_ranks(const std::vector<int>& ranks, int size) {
   if (static_cast<int>(ranks.size()) >= size) return "";

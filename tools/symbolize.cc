@@ -74,14 +74,11 @@ struct Symbolizer::Module {
 
 Symbolizer::Symbolizer() = default;
 
-Symbolizer::~Symbolizer() {
-  for (auto& [path, m] : modules_) delete m;
-}
+Symbolizer::~Symbolizer() = default;
 
 Symbolizer::Module& Symbolizer::module(const std::string& path, const std::string& build_id, std::string& note) {
   if (auto it = modules_.find(path); it != modules_.end()) return *it->second;
-  auto* m = new Module();
-  modules_[path] = m;
+  Module* m = (modules_[path] = std::make_unique<Module>()).get();
   struct stat st;
   if (path.empty() || path == "?" || ::stat(path.c_str(), &st) != 0) {
     note = path + ": not found (moved or deleted since the run?): its call sites are shown as module+offset";

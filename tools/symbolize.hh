@@ -8,6 +8,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 
 namespace tnbc::tools {
@@ -35,7 +36,7 @@ class Symbolizer {
  private:
   struct Module;
   Module& module(const std::string& path, const std::string& build_id, std::string& note);
-  std::map<std::string, Module*> modules_;
+  std::map<std::string, std::unique_ptr<Module>> modules_;
 };
 
 }  // namespace tnbc::tools

@@ -76,6 +76,11 @@ void Stats::record_profile_decision(const ProfileDecision& d) {
   decisions_.push_back({d, 1});
 }
 
+void Stats::add_block(const std::string& name, std::function<std::string()> json) {
+  std::lock_guard lock(mutex_);
+  blocks_.emplace_back(name, std::move(json));
+}
+
 void Stats::set_profile_blocking(const std::string& state) {
   std::lock_guard lock(mutex_);
   profile_blocking_ = state;
@@ -204,6 +209,7 @@ std::string Stats::summary_json(int rank, int size, const std::string& mode) con
     j << "]";
   }
   if (!profile_status_.empty()) j << "},\n ";
+  for (const auto& [name, block] : blocks_) j << "\"" << json_escape(name) << "\": " << block() << ",\n ";
   j << "\"sites\": [";
   bool first = true;
   // Sorted by kind and address so that summaries of different ranks line up.

@@ -8,6 +8,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <unordered_map>
 #include <mutex>
 #include <vector>
@@ -89,6 +90,9 @@ class Stats {
   // with the number of calls). `profile_blocking` is TNBC_PROFILE_BLOCKING: "auto" or "off".
   void record_profile_decision(const ProfileDecision& d);
   void set_profile_blocking(const std::string& state);
+  // A block another part writes (its JSON text, asked for when the summary is written): the
+  // cost model's `model` block (runtime/model/summary.hh).
+  void add_block(const std::string& name, std::function<std::string()> json);
   // JSON text of the whole summary (rank, size and mode are the caller's).
   std::string summary_json(int rank, int size, const std::string& mode) const;
 
@@ -122,6 +126,7 @@ class Stats {
   std::string node_problem_;
   Placement placement_;
   bool have_node_ = false;
+  std::vector<std::pair<std::string, std::function<std::string()>>> blocks_;  // under mutex_
   struct DecisionEntry {
     ProfileDecision d;
     std::uint64_t calls = 0;

@@ -15,6 +15,7 @@
 #include <tuple>
 
 #include "runtime/vocabulary.hh"
+#include "tools/report_model.hh"
 #include "trace/json.hh"
 
 namespace tnbc::tools {
@@ -289,6 +290,7 @@ std::string report_or_throw(const std::string& dir) {
       o << "\n";
     }
   }
+  o << model_section(dir);  // the cost model's figures per site (tools/report_model.cc)
   return o.str();
 }
 

@@ -1,4 +1,4 @@
-#include "trace/json.hh"
+#include "runtime/json.hh"
 
 #include <charconv>
 #include <cmath>

@@ -38,6 +38,30 @@ class MpiTypes final : public Types {
   ByteRange span(const void* buf, long long count, MPI_Datatype t) override;
 };
 
+// MpiTypes that keeps its answers for the datatypes of one call (no datatype can be freed while
+// a call uses it): a collective asks about the same two types several times.
+class CallTypes final : public Types {
+ public:
+  TypeInfo type(MPI_Datatype t) override {
+    for (int i = 0; i < used_; ++i)
+      if (known_[i].handle == t) return known_[i].info;
+    const TypeInfo info = mpi_.type(t);
+    if (used_ < kKept) known_[used_++] = {t, info};
+    return info;
+  }
+  ByteRange span(const void* buf, long long count, MPI_Datatype t) override { return mpi_.span(buf, count, t); }
+
+ private:
+  static constexpr int kKept = 4;
+  struct Known {
+    MPI_Datatype handle;
+    TypeInfo info;
+  };
+  MpiTypes mpi_;
+  Known known_[kKept];
+  int used_ = 0;
+};
+
 // True when the datatype's elements are dense bytes starting at the buffer address:
 // named, contiguous or dup combiners only, size == extent == true extent, lb == true lb == 0.
 bool is_dense(MPI_Datatype type);

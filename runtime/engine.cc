@@ -62,6 +62,7 @@ class EngineImpl final : public Engine {
     progress_ = std::make_unique<Progress>(s, policy_->send_window(Driver::ProgressThread));
     caller_gate_ = std::make_unique<WindowGate>(policy_->send_window(Driver::CallingThread));
     const CpuShare cpus = measure_cpu_share(world.comm);
+    policy_->set_cpu_share(cpus);
     const std::string problem = cpu_share_problem(cpus);
     stats_.set_node(cpus, problem);
     if (!problem.empty() && cpus.node_rank == 0) log(LogLevel::Info, "%s (docs/limitations.md)", problem.c_str());
@@ -73,7 +74,8 @@ class EngineImpl final : public Engine {
     PMPI_Comm_test_inter(c.comm, &inter);
     static const model::Topology kNone;  // an intercommunicator's: it runs as MPI anyway
     const model::Topology& topo = inter ? kNone : comms_.topology(c.comm, model_->world);
-    CallContext ctx{0, 1, page_, &types_, policy_.get(), &topo};
+    CallTypes types;
+    CallContext ctx{0, 1, page_, &types, policy_.get(), &topo};
     PMPI_Comm_rank(c.comm, &ctx.rank);
     PMPI_Comm_size(c.comm, &ctx.size);
     const Collective::Size size = coll.size(c, ctx);
@@ -102,7 +104,7 @@ class EngineImpl final : public Engine {
     f->comm = pc.comm;
     f->comm_size = pc.size;
     f->times.called = t_enter;
-    CallServices services(*this, *f, pc.comm);
+    CallServices services(*this, *f, pc.comm, types);
     Prepared prep;
     if (Status st = coll.prepare(c, layout, in_call, ctx, services, prep); !st.ok()) return detected_error(c, st);
 
@@ -150,10 +152,11 @@ class EngineImpl final : public Engine {
   // What the engine lends a collective while it prepares a call.
   class CallServices final : public Services {
    public:
-    CallServices(EngineImpl& e, InFlight& f, MPI_Comm comm) : e_(e), f_(f), comm_(comm) {}
-    TypeInfo type(MPI_Datatype t) override { return e_.types_.type(t); }
-    ByteRange span(const void* buf, long long count, MPI_Datatype t) override { return e_.types_.span(buf, count, t); }
+    CallServices(EngineImpl& e, InFlight& f, MPI_Comm comm, Types& types) : e_(e), f_(f), comm_(comm), types_(types) {}
+    TypeInfo type(MPI_Datatype t) override { return types_.type(t); }
+    ByteRange span(const void* buf, long long count, MPI_Datatype t) override { return types_.span(buf, count, t); }
     void fence(const void* buf, long long count, MPI_Datatype t) override {
+      if (guards().empty()) return;  // nothing in flight is guarded: no span to compute
       e_.fence(span_of(buf, count, t), "a collective on a guarded buffer");
     }
     char* send_area(std::size_t bytes) override {
@@ -168,7 +171,7 @@ class EngineImpl final : public Engine {
     }
     Status pack(const void* src, long long count, MPI_Datatype t, char* dst, std::size_t bytes) override {
       if (bytes == 0) return {};
-      if (is_dense(t)) {
+      if (types_.type(t).dense) {
         std::memcpy(dst, src, bytes);
         return {};
       }
@@ -183,6 +186,7 @@ class EngineImpl final : public Engine {
     EngineImpl& e_;
     InFlight& f_;
     MPI_Comm comm_;
+    Types& types_;
   };
 
   // The part of an early return done in the call: the calling thread starts the receives of the
@@ -212,7 +216,7 @@ class EngineImpl final : public Engine {
       }
       return true;
     };
-    Executor mine(*caller_gate_, default_transports());
+    Executor& mine = caller_executor();
     mine.add(fp, Scope::Caller);
     f.bodies_released.store(false);
     bool moved = false;
@@ -220,9 +224,10 @@ class EngineImpl final : public Engine {
     progress_->submit(fp);
     const long long t_submit = futex::now_ns();
     bool timed_out = false;
-    if (Status st = drive(mine, caller_part_done, spin_ns(), spin_ns(), timeout_ns_, timed_out); !st.ok()) fail_in_call(f, st);
+    if (Status st = drive(mine, caller_part_done, policy_->waiting(), timed_out); !st.ok()) fail_in_call(f, st);
     if (timed_out) timeout_in_call(f);
     progress_->adopt(mine.release());
+    mine.clear();
     f.bodies_released.store(true);
     urgency().poke();
     const long long now = futex::now_ns();
@@ -242,13 +247,14 @@ class EngineImpl final : public Engine {
   int complete_in_call(const std::shared_ptr<InFlight>& fp, Reason why, const CollCall& c, std::uint64_t bytes,
                        MPI_Comm comm) {
     InFlight& f = *fp;
-    Executor mine(*caller_gate_, default_transports());
+    Executor& mine = caller_executor();
     mine.add(fp, Scope::All);
     bool timed_out = false;
-    const Status st = drive(mine, [&] { return f.steps_left.load(std::memory_order_acquire) == 0; }, spin_ns(),
-                            spin_ns(), timeout_ns_, timed_out);
+    const Status st =
+        drive(mine, [&] { return f.steps_left.load(std::memory_order_acquire) == 0; }, policy_->waiting(), timed_out);
     if (!st.ok()) fail_in_call(f, st);
     if (timed_out) timeout_in_call(f);
+    mine.clear();
     retire_send_regions(f);  // a lazy send copy's read-only pages (every piece is copied by now)
     for (const Unpack& u : f.unpack) {
       int pos = 0;
@@ -261,7 +267,12 @@ class EngineImpl final : public Engine {
     return MPI_SUCCESS;
   }
 
-  long long spin_ns() const { return std::max<long long>(s_.poll_min_us * 1000, 1000); }
+  // The calling thread's executor, kept for all its calls (its request arrays stay allocated).
+  Executor& caller_executor() {
+    thread_local std::unique_ptr<Executor> mine;
+    if (!mine) mine = std::make_unique<Executor>(*caller_gate_, default_transports());
+    return *mine;
+  }
 
   // The cost model (runtime/model/startup.hh): the machine and the placement, then the policy
   // starts deciding from them. Whether the ranks' profile and judging settings agree is
@@ -364,7 +375,6 @@ class EngineImpl final : public Engine {
   Stats& stats_;
   std::size_t page_;
   long long timeout_ns_;
-  MpiTypes types_;
   std::unique_ptr<Policy> policy_;
   std::shared_ptr<const model::Inputs> model_;
   std::unique_ptr<GuardBackend> uffd_, protect_;

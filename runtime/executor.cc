@@ -1,6 +1,6 @@
 #include "runtime/executor.hh"
 
-#include <time.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cstring>
@@ -44,12 +44,15 @@ void Executor::add(std::shared_ptr<InFlight> f, Scope scope) {
   Entry e{std::move(f), scope, {}, 0};
   const InFlight& fl = *e.f;
   for (std::size_t i = 0; i < fl.schedule.size(); ++i)
-    if (mine(fl, i, scope) && fl.state[i].load(std::memory_order_acquire) == kIdle) e.to_start.push_back(static_cast<int>(i));
-  // Landing steps first (they are all started at once), then sends by priority.
+    if (mine(fl, i, scope) && fl.state[i].load(std::memory_order_acquire) == kIdle)
+      e.to_start.push_back(static_cast<int>(i));
+  // Receives first (all started at once), then sends by priority, then local copies (they take
+  // this thread's time: done once the messages are on their way).
+  const auto rank_of = [](StepKind k) { return k == StepKind::Recv ? 0 : k == StepKind::Copy ? 2 : 1; };
   std::stable_sort(e.to_start.begin(), e.to_start.end(), [&](int a, int b) {
     const Step &x = fl.schedule[static_cast<std::size_t>(a)], &y = fl.schedule[static_cast<std::size_t>(b)];
-    const bool xs = x.kind == StepKind::Send, ys = y.kind == StepKind::Send;
-    return xs != ys ? ys : x.priority < y.priority;
+    const int rx = rank_of(x.kind), ry = rank_of(y.kind);
+    return rx != ry ? rx < ry : x.priority < y.priority;
   });
   entries_.push_back(std::move(e));
 }
@@ -72,7 +75,7 @@ Status Executor::start_ready(Entry& e, bool& moved) {
     if (f.state[k].load(std::memory_order_acquire) != kIdle) continue;  // started elsewhere: not ours to track
     bool ready = true;
     for (int d : f.schedule.after(k)) ready = ready && f.done(static_cast<std::size_t>(d));
-    if (!ready || sends_stopped) {
+    if (!ready || (sends_stopped && s.kind == StepKind::Send)) {
       keep();
       continue;
     }
@@ -152,26 +155,30 @@ std::size_t Executor::busy() const {
   return n;
 }
 
-Status drive(Executor& ex, FunctionRef<bool()> done, long long spin_ns, long long sleep_ns, long long timeout_ns,
-             bool& timed_out) {
+Status drive(Executor& ex, FunctionRef<bool()> done, const Waiting& w, bool& timed_out) {
+  // The clock is read once every kRoundsPerLook idle rounds: a poll costs less than reading it.
+  constexpr int kRoundsPerLook = 64;
   timed_out = false;
   long long last_progress = futex::now_ns();
-  while (true) {
+  bool spun_out = false;
+  for (int idle = 0;; ++idle) {
     bool moved = false;
     if (Status s = ex.poll(moved); !s.ok()) return s;
     if (done()) return {};
-    const long long now = futex::now_ns();
     if (moved) {
-      last_progress = now;
+      idle = 0;
+      spun_out = false;
+      last_progress = -1;  // read again at the next look
       continue;
     }
-    if (now - last_progress > timeout_ns) {
+    if (spun_out && w.yield) sched_yield();
+    if (idle % kRoundsPerLook != 0) continue;
+    const long long now = futex::now_ns();
+    if (last_progress < 0) last_progress = now;
+    spun_out = now - last_progress > w.spin_ns;
+    if (now - last_progress > w.timeout_ns) {
       timed_out = true;
       return {};
-    }
-    if (now - last_progress > spin_ns && sleep_ns > 0) {
-      const struct timespec ts{static_cast<time_t>(sleep_ns / 1000000000LL), static_cast<long>(sleep_ns % 1000000000LL)};
-      nanosleep(&ts, nullptr);
     }
   }
 }

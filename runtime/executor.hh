@@ -25,6 +25,7 @@
 
 #include "runtime/function_ref.hh"
 #include "runtime/inflight.hh"
+#include "runtime/policy.hh"
 #include "runtime/status.hh"
 #include "runtime/transport.hh"
 
@@ -77,6 +78,9 @@ class Executor final : private Completions {
   template <class Finished, class Retired>
   void retire(Finished finished, Retired retired);
   bool empty() const { return entries_.empty(); }
+  // Forgets every collective (nothing may be started and not complete: release() first), so that
+  // a calling thread reuses one executor for all its calls.
+  void clear() { entries_.clear(); }
   std::size_t busy() const;
 
  private:
@@ -98,12 +102,9 @@ class Executor final : private Completions {
   bool moved_ = false;
 };
 
-// Runs `ex` on the calling thread until `done()`: after a round that moved nothing it polls
-// again at once for `spin_ns`, then sleeps `sleep_ns` between rounds (a thread that keeps
-// yielding loses its place to computing threads; a sleeper wakes with credit). `timed_out` is set
-// and it returns after `timeout_ns` without progress towards done.
-Status drive(Executor& ex, FunctionRef<bool()> done, long long spin_ns, long long sleep_ns, long long timeout_ns,
-             bool& timed_out);
+// Runs `ex` on the calling thread until `done()`, waiting between rounds as `w` says (policy.hh);
+// sets `timed_out` and returns after `w.timeout_ns` without progress. An error of a step ends it.
+Status drive(Executor& ex, FunctionRef<bool()> done, const Waiting& w, bool& timed_out);
 
 // ---- template implementation ----
 template <class Finished, class Retired>

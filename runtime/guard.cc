@@ -373,13 +373,15 @@ void set_timeout_reporter(TimeoutReporter fn) { g_reporter.store(fn, std::memory
 void wait_published(Region* r, const char* what) {
   if (r->published.load(std::memory_order_acquire)) return;
   auto& u = urgency();
-  u.waiting.fetch_add(1, std::memory_order_acq_rel);
+  // Sequentially consistent with publish_step: either it sees this waiter (and wakes it) or this
+  // waiter sees the publication.
+  u.waiting.fetch_add(1, std::memory_order_seq_cst);
   u.poke();
   const long long start = futex::now_ns();
   auto& word = publish_word();
   while (true) {
-    const std::uint32_t seen = word.load(std::memory_order_acquire);
-    if (r->published.load(std::memory_order_acquire)) break;
+    const std::uint32_t seen = word.load(std::memory_order_seq_cst);
+    if (r->published.load(std::memory_order_seq_cst)) break;
     futex::wait(word, seen, futex::kWaitSliceNs);
     const long long timeout_ns = g_timeout_ns.load(std::memory_order_relaxed);
     if (futex::now_ns() - start > timeout_ns) {

@@ -98,6 +98,12 @@ class ModelPolicy final : public Policy {
   int send_window(Driver d) const override {
     return d == Driver::ProgressThread ? static_cast<int>(s_.send_window) : 0;
   }
+  // Back-to-back polls; yielding once TNBC_POLL_MIN_US passed idle only where the node's ranks
+  // outnumber its CPUs (then another rank needs this CPU).
+  Waiting waiting() const override {
+    return {std::max<long long>(s_.poll_min_us * 1000, 1000), oversubscribed_, s_.timeout_s * 1000000000LL};
+  }
+  void set_cpu_share(const CpuShare& c) override { oversubscribed_ = c.node_ranks > c.node_cpus && c.node_cpus > 0; }
 
   std::uint64_t fingerprint() const override { return orders_ ? orders_->fingerprint() : 0; }
 
@@ -141,6 +147,7 @@ class ModelPolicy final : public Policy {
   std::map<std::pair<std::uint64_t, int>, std::size_t> thresholds_;
   std::map<std::pair<std::uint64_t, std::size_t>, int> segments_;
   std::map<std::uint64_t, double> scales_;
+  bool oversubscribed_ = false;
 };
 
 }  // namespace

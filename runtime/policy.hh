@@ -26,6 +26,7 @@
 #include "runtime/model/inputs.hh"
 #include "runtime/model/machine.hh"
 #include "runtime/model/topology.hh"
+#include "runtime/cpu_share.hh"
 #include "runtime/read_order.hh"
 #include "runtime/schedule.hh"
 #include "runtime/vocabulary.hh"
@@ -38,6 +39,16 @@ enum class GuardKind { Userfaultfd, ProtNone };
 // Who drives a schedule: the progress thread (after an early return) or the calling thread
 // (the part of an early return done in the call, or a call that completes in it).
 enum class Driver { ProgressThread, CallingThread };
+
+// How a calling thread waits in drive() (runtime/executor.hh): like a blocking MPI call, it polls
+// back to back; on a node with more ranks than CPUs it yields the CPU between polls once
+// `spin_ns` passed without progress (as MPI libraries do when oversubscribed). Never a sleep: a
+// sleeping caller wakes late (~60 us on the VMs here) for messages that take 10-100 us.
+struct Waiting {
+  long long spin_ns = 0;
+  bool yield = false;
+  long long timeout_ns = 0;  // without progress: `timed_out`
+};
 
 class Policy {
  public:
@@ -83,6 +94,10 @@ class Policy {
   virtual std::shared_ptr<const model::Inputs> inputs() const = 0;
   // The size threshold for `kind` on `comm`: bytes per the table's unit (SIZE_MAX: no size pays).
   virtual std::size_t threshold(Kind kind, const model::Topology& comm) = 0;
+  // How a calling thread waits for its steps (runtime/executor.hh, drive).
+  virtual Waiting waiting() const = 0;
+  // Start-up input: the CPUs of this rank's node (runtime/cpu_share.hh).
+  virtual void set_cpu_share(const CpuShare& c) = 0;
 };
 
 // The policy. `page`: the page size (equal on all ranks, checked at MPI_Init); `orders`: the

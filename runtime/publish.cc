@@ -58,13 +58,14 @@ Status publish_step(InFlight& f, int i, long long now_ns) {
       Region& r = f.regions[static_cast<std::size_t>(k)];
       if (r.pending.fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
       if (Status st = f.guard->open(f, r); !st.ok() && error.ok()) error = std::move(st);
-      r.published.store(1, std::memory_order_release);
+      r.published.store(1, std::memory_order_seq_cst);
       f.regions_remaining.fetch_sub(1, std::memory_order_acq_rel);
     }
   }
   step_done(f, i, now_ns);
-  publish_word().fetch_add(1, std::memory_order_release);
-  futex::wake_all(publish_word());
+  // A wake-up only when some thread waits (wait_published): one system call less per step.
+  publish_word().fetch_add(1, std::memory_order_seq_cst);
+  if (urgency().waiting.load(std::memory_order_seq_cst) > 0) futex::wake_all(publish_word());
   return error;
 }
 

@@ -66,14 +66,20 @@ void Stats::record(Kind kind, CallSite site, std::uint64_t bytes, Outcome outcom
   count_outcome(sc, outcome, reason);
 }
 
-void Stats::record_profile_decision(const ProfileDecision& d) {
+std::size_t Stats::record_profile_decision(const ProfileDecision& d) {
   std::lock_guard lock(mutex_);
-  for (DecisionEntry& e : decisions_)
-    if (e.d.site == d.site && e.d.basis == d.basis) {
-      ++e.calls;
-      return;
+  for (std::size_t i = 0; i < decisions_.size(); ++i)
+    if (decisions_[i].d.site == d.site && decisions_[i].d.basis == d.basis) {
+      ++decisions_[i].calls;
+      return i;
     }
   decisions_.push_back({d, 1});
+  return decisions_.size() - 1;
+}
+
+void Stats::count_profile_decision(std::size_t entry) {
+  std::lock_guard lock(mutex_);
+  if (entry < decisions_.size()) ++decisions_[entry].calls;
 }
 
 void Stats::add_block(const std::string& name, std::function<std::string()> json) {

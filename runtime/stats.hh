@@ -88,7 +88,9 @@ class Stats {
   void set_placement(const Placement& p) { placement_ = p; }
   // Per call of mode optimize: the profile's decision for its site (one entry per site and basis,
   // with the number of calls). `profile_blocking` is TNBC_PROFILE_BLOCKING: "auto" or "off".
-  void record_profile_decision(const ProfileDecision& d);
+  // Returns the entry, which later calls with the same decision count (count_profile_decision).
+  std::size_t record_profile_decision(const ProfileDecision& d);
+  void count_profile_decision(std::size_t entry);
   void set_profile_blocking(const std::string& state);
   // A block another part writes (its JSON text, asked for when the summary is written): the
   // cost model's `model` block (runtime/model/summary.hh).

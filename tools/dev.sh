@@ -55,7 +55,9 @@ fi
 
 # Every build made here requires UCX support (-Ducx=enabled): a machine without UCX's headers
 # stops at configure time, with meson's reason, instead of testing a tnbc that runs blocking
-# under UCX. An existing build dir gets the option once (reconfiguring costs a regeneration).
+# under UCX. An existing build dir gets the option once (reconfiguring costs a regeneration);
+# `setup --reconfigure` rather than `configure`: a build dir made before an option existed
+# (e.g. an older checkout) does not know it yet and must re-read meson_options.txt.
 setup_build() {
   local dir=$1 log
   shift
@@ -63,7 +65,7 @@ setup_build() {
   if [[ ! -f "$dir/build.ninja" ]]; then
     meson setup "$dir" -Ducx=enabled "$@" >"$log" 2>&1 || { grep -E "ERROR|WARNING" "$log" >&2; rm -f "$log"; return 1; }
   elif ! grep -q '"name": "ucx", "value": "enabled"' "$dir/meson-info/intro-buildoptions.json" 2>/dev/null; then
-    meson configure "$dir" -Ducx=enabled >"$log" 2>&1 || { grep -E "ERROR|WARNING" "$log" >&2; rm -f "$log"; return 1; }
+    meson setup --reconfigure "$dir" -Ducx=enabled >"$log" 2>&1 || { grep -E "ERROR|WARNING" "$log" >&2; rm -f "$log"; return 1; }
   fi
   rm -f "$log"
 }

@@ -15,6 +15,9 @@
 namespace tnbc::trace {
 
 inline constexpr int kMaxSiteFrames = 4;
+// Frames the fast capture looks at: tnbc's own (entry point, engine, profile look-up) and then
+// kMaxSiteFrames of the program's.
+inline constexpr int kMaxBacktrace = 24;
 
 struct Stack {
   int n = 0;
@@ -42,6 +45,7 @@ class CallSites {
   };
   const Cached& lookup(std::uintptr_t pc, const char* symbol_hint);
   std::uintptr_t self_base_ = 0;
+  std::uintptr_t self_lo_ = 0, self_hi_ = 0;  // libtnbc's loaded segments
   std::unordered_map<std::uintptr_t, Cached> cache_;
 };
 

@@ -126,16 +126,18 @@ class ProfileOrders final : public ReadOrderSource {
     const bool global_sizes = info(call.kind).sizes_agree;
     const bool sizes_recorded = site && (!global_sizes || index_.key_recorded(*site, id.key));
     auto [it, fresh] = decided_.try_emplace(DecisionKey{id.site, sizes_recorded});
-    if (fresh) {
-      it->second = site && sizes_recorded && judged_.count(site->site) ? judged_[site->site] : decide(site, sizes_recorded, judge_);
-      // Rank 0 says its decisions (TNBC_LOG=info), the others at debug (the SPMD ranks of most
-      // programs share their sites; the summaries have every rank's).
-      const LogLevel level = rank_ == 0 ? LogLevel::Info : LogLevel::Debug;
-      if (site && log_enabled(level))
-        log(level, "%s at %s: %s", kind_name(call.kind), site->where.c_str(),
-            describe(it->second).c_str());
+    Decided& dd = it->second;
+    if (!fresh) {  // the common case: one counter more
+      stats_.count_profile_decision(dd.recorded);
+      return dd.d.blocking();
     }
-    const Decision& d = it->second;
+    dd.d = site && sizes_recorded && judged_.count(site->site) ? judged_[site->site] : decide(site, sizes_recorded, judge_);
+    // Rank 0 says its decisions (TNBC_LOG=info), the others at debug (the SPMD ranks of most
+    // programs share their sites; the summaries have every rank's).
+    const LogLevel level = rank_ == 0 ? LogLevel::Info : LogLevel::Debug;
+    if (site && log_enabled(level))
+      log(level, "%s at %s: %s", kind_name(call.kind), site->where.c_str(), describe(dd.d).c_str());
+    const Decision& d = dd.d;
     ProfileDecision pd;
     pd.site = id.site;
     pd.kind = kind_name(call.kind);
@@ -144,7 +146,7 @@ class ProfileOrders final : public ReadOrderSource {
     pd.blocking = d.blocking();
     pd.cost_ns = d.cost_ns;
     if (d.saved_ns) pd.comm_ns = *d.comm_ns, pd.overlap_ns = *d.overlap_ns, pd.saved_ns = *d.saved_ns;
-    stats_.record_profile_decision(pd);
+    dd.recorded = stats_.record_profile_decision(pd);
     if (summary_) {
       model::Summary::Site ms = model_site(d, id.site, pd.kind, pd.where);
       ms.decision = d.blocking() ? "in_call" : "early_return";
@@ -282,7 +284,11 @@ class ProfileOrders final : public ReadOrderSource {
   std::mutex mutex_;
   CallSites sites_;
   std::unordered_map<std::thread::id, Memo> memo_;
-  std::unordered_map<DecisionKey, Decision, DecisionHash> decided_;
+  struct Decided {
+    Decision d;
+    std::size_t recorded = 0;  // its entry in the summary's decisions (Stats)
+  };
+  std::unordered_map<DecisionKey, Decided, DecisionHash> decided_;
   std::unordered_set<std::uint64_t> reported_;  // sites already reported
   bool unknown_said_ = false, sizes_said_ = false;
 };

@@ -43,7 +43,7 @@ Exchange allgather_exchange(const CollCall& c, const CallContext& ctx) {
   return x;
 }
 
-class Allgather final : public Collective {
+class Allgather final : public ExchangeCollective<allgather_exchange> {
  public:
   Size size(const CollCall& c, const CallContext& ctx) const override {
     const std::size_t unit = ctx.types->type(c.recv.type).size;
@@ -59,15 +59,6 @@ class Allgather final : public Collective {
       largest = std::max(largest, b);
     }
     return {received, largest};
-  }
-
-  Layout layout(const CollCall& c, const CallContext& ctx) const override {
-    return exchange_layout(c.kind, allgather_exchange(c, ctx), c, ctx, size(c, ctx).unit);
-  }
-
-  Status prepare(const CollCall& c, const Layout& l, bool in_call, const CallContext& ctx, Services& s,
-                 Prepared& out) const override {
-    return exchange_prepare(c.kind, allgather_exchange(c, ctx), l, in_call, ctx, s, out);
   }
 };
 

@@ -32,7 +32,7 @@ Exchange alltoall_exchange(const CollCall& c, const CallContext& ctx) {
   return x;
 }
 
-class Alltoall final : public Collective {
+class Alltoall final : public ExchangeCollective<alltoall_exchange> {
  public:
   Size size(const CollCall& c, const CallContext& ctx) const override {
     if (c.kind == Kind::Alltoall) {
@@ -43,15 +43,6 @@ class Alltoall final : public Collective {
     std::uint64_t received = 0;
     for (int p = 0; p < ctx.size; ++p) received += unit * static_cast<std::size_t>(std::max(0, c.recv.counts[p]));
     return {received, kNoUnit};
-  }
-
-  Layout layout(const CollCall& c, const CallContext& ctx) const override {
-    return exchange_layout(c.kind, alltoall_exchange(c, ctx), c, ctx, size(c, ctx).unit);
-  }
-
-  Status prepare(const CollCall& c, const Layout& l, bool in_call, const CallContext& ctx, Services& s,
-                 Prepared& out) const override {
-    return exchange_prepare(c.kind, alltoall_exchange(c, ctx), l, in_call, ctx, s, out);
   }
 };
 

@@ -108,6 +108,15 @@ ExchangeSide exchange_side(const void* base, MPI_Datatype type, int n, int count
   return s;
 }
 
+namespace {
+// The memory a block touches: its dense bytes, or what the type's extents say.
+ByteRange block_span(const ExchangeSide& side, std::size_t p, Types& types) {
+  const auto lo = reinterpret_cast<std::uintptr_t>(side.block(p));
+  if (side.info.dense) return {lo, lo + side.bytes[p]};
+  return types.span(side.block(p), side.count[p], side.type);
+}
+}  // namespace
+
 Layout exchange_layout(Kind kind, const Exchange& x, const CollCall& c, const CallContext& ctx, std::size_t unit) {
   Layout l;
   const auto N = static_cast<std::size_t>(x.n);
@@ -123,13 +132,13 @@ Layout exchange_layout(Kind kind, const Exchange& x, const CollCall& c, const Ca
     l.received += x.recv.bytes[p];
     l.sent += x.in_place ? 0 : x.send.bytes[p];
     if (x.recv.bytes[p]) {
-      l.recv_spans[p] = ctx.types->span(x.recv.block(p), x.recv.count[p], x.recv.type);
+      l.recv_spans[p] = block_span(x.recv, p, *ctx.types);
       lo = std::min(lo, l.recv_spans[p].lo);
       hi = std::max(hi, l.recv_spans[p].hi);
     }
     const bool repeated = x.shared_send && p > 0;
     if (!x.in_place && x.send.bytes[p] && !repeated)
-      l.send_spans.push_back(ctx.types->span(x.send.block(p), x.send.count[p], x.send.type));
+      l.send_spans.push_back(block_span(x.send, p, *ctx.types));
   }
   if (lo < hi) l.recv_extent = {lo, hi};
   return l;
@@ -195,8 +204,11 @@ Status exchange_prepare(Kind kind, const Exchange& x, const Layout& l, bool in_c
       return st;
   }
   // Own block: straight into place (nothing is guarded yet; in place it is there already), or
-  // into the receive area when that is unpacked at the end.
-  if (x.recv.bytes[self] && !(x.in_place && mirror)) {
+  // into the receive area when that is unpacked at the end. A call that completes in it with the
+  // program's own buffers on both sides copies it as a Copy step instead, once the messages are
+  // on their way (the copy of a large block then overlaps the exchange).
+  const bool copy_step = direct_send && direct_recv && x.recv.bytes[self];
+  if (x.recv.bytes[self] && !(x.in_place && mirror) && !copy_step) {
     char* dst = mirror ? const_cast<char*>(x.recv.base) + roff[self] : out.recv_data + roff[self];
     if (Status st = s.pack(x.send.block(self), x.send.count[self], x.send.type, dst, x.send.bytes[self]); !st.ok())
       return st;
@@ -205,6 +217,16 @@ Status exchange_prepare(Kind kind, const Exchange& x, const Layout& l, bool in_c
   if (x.n == 1) sbytes.assign(N, 0);
   out.schedule = build_exchange(x.me, x.n, sbytes, soff, x.recv.bytes, roff, ctx.page, s.policy().read_order(l.shape),
                                 s.policy().pieces(kind, *ctx.topology));
+  if (copy_step) {
+    Step own;
+    own.kind = StepKind::Copy;
+    own.peer = x.me;
+    own.source = soff[self];
+    own.offset = roff[self];
+    own.length = x.recv.bytes[self];
+    own.sub = x.me;
+    out.schedule.add(own);
+  }
   if (!pack_sends && !direct_send) {
     out.send_src.assign(out.schedule.size(), nullptr);
     for (std::size_t i = 0; i < out.schedule.size(); ++i) {

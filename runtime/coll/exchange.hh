@@ -38,4 +38,18 @@ Layout exchange_layout(Kind kind, const Exchange& x, const CollCall& c, const Ca
 Status exchange_prepare(Kind kind, const Exchange& x, const Layout& l, bool in_call, const CallContext& ctx,
                         Services& s, Prepared& out);
 
+// A collective of the family: its file gives `Blocks` (which blocks a call exchanges) and size();
+// the layout and the staging are the family's.
+template <Exchange (*Blocks)(const CollCall&, const CallContext&)>
+class ExchangeCollective : public Collective {
+ public:
+  Layout layout(const CollCall& c, const CallContext& ctx) const override {
+    return exchange_layout(c.kind, Blocks(c, ctx), c, ctx, size(c, ctx).unit);
+  }
+  Status prepare(const CollCall& c, const Layout& l, bool in_call, const CallContext& ctx, Services& s,
+                 Prepared& out) const override {
+    return exchange_prepare(c.kind, Blocks(c, ctx), l, in_call, ctx, s, out);
+  }
+};
+
 }  // namespace tnbc

@@ -150,9 +150,13 @@ std::string model_section(const std::string& dir) {
     o << "    " << text(x, "kind") << " at " << text(x, "where") << ": "
       << (decision == "plain" ? "PLAIN MPI" : decision == "in_call" ? "COMPLETED IN THE CALL" : "returned early") << " ("
       << text(x, "basis") << "), " << static_cast<long long>(e.calls) << " calls " << ranks_text(e.ranks, size);
-    if (num(x, "hidden_ns") >= 0)
-      o << "; blocking " << ms(num(x, "blocking_ns", 0)) << " (model " << ms(num(x, "model_blocking_ns", 0)) << "), hidden "
-        << ms(num(x, "hidden_ns", 0)) << ", cost " << ms(num(x, "cost_ns", 0)) << ", saved " << ms(num(x, "saved_ns", 0));
+    if (num(x, "hidden_ns") >= 0) {
+      o << "; blocking " << ms(num(x, "blocking_ns", 0));
+      // The model's own blocking time; none when TNBC_EARLY_RETURN_COST_US judged (the fixed rule).
+      if (num(x, "model_blocking_ns") > 0) o << " (model " << ms(num(x, "model_blocking_ns")) << ")";
+      o << ", hidden " << ms(num(x, "hidden_ns", 0)) << ", cost " << ms(num(x, "cost_ns", 0)) << ", saved "
+        << ms(num(x, "saved_ns", 0));
+    }
     o << "\n";
   }
   return o.str();

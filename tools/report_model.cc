@@ -121,7 +121,6 @@ std::string model_section(const std::string& dir) {
   // Per site and decision, over the ranks.
   struct Entry {
     Value first;
-    double calls = 0;
     std::set<int> ranks;
   };
   std::map<std::tuple<std::string, std::string, std::string>, Entry> entries;
@@ -136,7 +135,6 @@ std::string model_section(const std::string& dir) {
         e.first = x;
         order.push_back(key);
       }
-      e.calls += num(x, "calls", 0);
       e.ranks.insert(s.rank);
     }
   }
@@ -149,7 +147,7 @@ std::string model_section(const std::string& dir) {
     const std::string decision = text(x, "decision");
     o << "    " << text(x, "kind") << " at " << text(x, "where") << ": "
       << (decision == "plain" ? "PLAIN MPI" : decision == "in_call" ? "COMPLETED IN THE CALL" : "returned early") << " ("
-      << text(x, "basis") << "), " << static_cast<long long>(e.calls) << " calls " << ranks_text(e.ranks, size);
+      << text(x, "basis") << ") " << ranks_text(e.ranks, size);
     if (num(x, "hidden_ns") >= 0) {
       o << "; blocking " << ms(num(x, "blocking_ns", 0));
       // The model's own blocking time; none when TNBC_EARLY_RETURN_COST_US judged (the fixed rule).

@@ -95,7 +95,7 @@ class ProfileOrders final : public ReadOrderSource {
       e.id = sig ^ (static_cast<std::uint64_t>(call.kind) << 56) ^ static_cast<std::uint64_t>(call.comm_size);
     }
     const PlainEntry& e = it->second;
-    if (e.plain && summary_) {
+    if (fresh && e.plain && summary_) {
       model::Summary::Site s = model_site(*e.first, e.id, kind_name(call.kind), "every site with these sizes: " + e.where);
       s.decision = "plain";
       summary_->record_site(s);

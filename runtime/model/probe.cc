@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <cstring>
 #include <map>
 
@@ -51,6 +52,23 @@ RunFacts World::facts() const {
   return {mpi_library, t.nodes(), t.max_per_node()};
 }
 
+namespace {
+
+// Which kernel this process runs on (its boot id): ranks with the same one share the machine's
+// CPUs, whatever node (network namespace, hostname) MPI places them on. 0 if unknown.
+std::uint64_t kernel_id() {
+  FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r");
+  if (!f) return 0;
+  char id[64] = {0};
+  const bool got = std::fgets(id, sizeof id, f) != nullptr;
+  std::fclose(f);
+  std::uint64_t h = 1469598103934665603ULL;
+  for (const char* c = id; got && *c && *c != '\n'; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 1099511628211ULL;
+  return got ? h : 0;
+}
+
+}  // namespace
+
 World gather_world(MPI_Comm world) {
   World w;
   w.mpi_library = mpi_library_version();
@@ -73,6 +91,27 @@ World gather_world(MPI_Comm world) {
     std::memcpy(&un, all.data(), sizeof un);
     node_cpus = std::max(1, CPU_COUNT(&un));
     PMPI_Comm_free(&node);
+  }
+  // Nodes that are one machine's kernel (emulated nodes: network namespaces on one host, as the
+  // NPB harness's --nodes K) share its CPUs: a node counts its share of the host's CPUs, by its
+  // ranks, not the whole mask its ranks may use.
+  const int host_color = static_cast<int>(kernel_id() & 0x7fffffff);
+  MPI_Comm host = MPI_COMM_NULL;
+  if (PMPI_Comm_split(world, host_color, rank, &host) == MPI_SUCCESS) {
+    int host_ranks = 1, node_ranks = 1;
+    std::array<unsigned char, sizeof(cpu_set_t)> host_all{};
+    PMPI_Comm_size(host, &host_ranks);
+    PMPI_Allreduce(bytes.data(), host_all.data(), static_cast<int>(host_all.size()), MPI_BYTE, MPI_BOR, host);
+    MPI_Comm same_node = MPI_COMM_NULL;
+    if (PMPI_Comm_split(host, leader, rank, &same_node) == MPI_SUCCESS) {
+      PMPI_Comm_size(same_node, &node_ranks);
+      PMPI_Comm_free(&same_node);
+    }
+    cpu_set_t un;
+    std::memcpy(&un, host_all.data(), sizeof un);
+    const int share = std::max(1, CPU_COUNT(&un) * node_ranks / std::max(1, host_ranks));
+    node_cpus = std::min(node_cpus, share);
+    PMPI_Comm_free(&host);
   }
   std::vector<int> leaders(static_cast<std::size_t>(size));
   PMPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, world);

@@ -65,11 +65,8 @@ void Summary::note(const std::string& key, const std::string& json_value) {
 void Summary::record_site(const Site& s) {
   std::lock_guard lock(mutex_);
   for (Entry& e : sites_)
-    if (e.s.site == s.site && e.s.decision == s.decision && e.s.basis == s.basis) {
-      ++e.calls;
-      return;
-    }
-  sites_.push_back({s, 1});
+    if (e.s.site == s.site && e.s.decision == s.decision && e.s.basis == s.basis) return;
+  sites_.push_back({s});
 }
 
 std::string Summary::json() const {
@@ -83,8 +80,7 @@ std::string Summary::json() const {
     char site[24];
     std::snprintf(site, sizeof site, "0x%016llx", static_cast<unsigned long long>(s.site));
     o << (i ? ",\n    " : "\n    ") << "{\"site\": \"" << site << "\", \"kind\": " << esc(s.kind) << ", \"where\": " << esc(s.where)
-      << ", \"decision\": " << esc(s.decision) << ", \"basis\": " << esc(s.basis) << ", \"calls\": " << sites_[i].calls
-      << ", \"blocking_ns\": " << ns(s.blocking_ns) << ", \"model_blocking_ns\": " << ns(s.model_blocking_ns)
+      << ", \"decision\": " << esc(s.decision) << ", \"basis\": " << esc(s.basis) << ", \"blocking_ns\": " << ns(s.blocking_ns) << ", \"model_blocking_ns\": " << ns(s.model_blocking_ns)
       << ", \"hidden_ns\": " << ns(s.hidden_ns) << ", \"cost_ns\": " << (s.hidden_ns < 0 ? "null" : signed_ns(s.cost_ns))
       << ", \"saved_ns\": " << (s.hidden_ns < 0 ? "null" : signed_ns(s.saved_ns)) << ", \"in_call_ns\": " << ns(s.in_call_ns) << "}";
   }

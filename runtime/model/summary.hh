@@ -23,7 +23,7 @@ class Summary {
   // A decision for the whole run, as a JSON value ("thresholds": {...}).
   void note(const std::string& key, const std::string& json_value);
 
-  // Mode optimize: one call at a site (this rank's call stack), with the model's figures.
+  // Mode optimize: a site's decision (recorded once; again is a no-op) (this rank's call stack), with the model's figures.
   struct Site {
     std::uint64_t site = 0;
     std::string kind, where;
@@ -42,8 +42,7 @@ class Summary {
   std::string start_;  // the members written at start, JSON text
   std::vector<std::pair<std::string, std::string>> notes_;
   struct Entry {
-    Site s;
-    std::uint64_t calls = 0;
+    Site s;  // once per site and decision (the calls are counted in the summary's call sites)
   };
   std::vector<Entry> sites_;
 };

@@ -183,6 +183,10 @@ def launch_command(a, flavor, np, net, prog):
         cmd += ["--map-by", f"ppr:{a.ranks_per_node}:node"]
     if net == "loopback":
         cmd += ["--mca", "btl", "self,vader,tcp"]
+    if net.endswith("-nodes") and not any(x.startswith("--bind-to") for x in extra):
+        # Emulated nodes share this machine's CPUs: each node's daemon would bind its first rank
+        # to CPU 0, all of them on one CPU (and their progress threads with them).
+        cmd += ["--bind-to", "none"]
     return cmd + extra
 
 

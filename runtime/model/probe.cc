@@ -269,6 +269,34 @@ Machine from_probe(const std::array<double, kSlots>& v, const World& w, GuardBac
   return m;
 }
 
+// A machine file without the costs of the guard backend this run uses (one a trace run wrote:
+// the trace pass holds nothing back) gets them from the probe's measurement, agreed over the
+// ranks (the largest); the rest of the file stays as it is. Collective over `comm`.
+void complete_guard(Machine& m, MPI_Comm comm, GuardBackend* backend, std::size_t page) {
+  const int b = backend ? guard_index(backend->probe_name()) : -1;
+  const bool need = b >= 0 && !m.guard_measured[b];
+  double mine[6] = {need ? 1.0 : 0.0, static_cast<double>(b), -static_cast<double>(b), 0, 0, 0}, all[6] = {};
+  Line hold, publish;
+  if (need) {
+    Scratch s(kProbePages * page);
+    if (s.user && guard_lines(*backend, s, {page, kProbePages * page}, kRepetitions, hold, publish)) {
+      mine[3] = hold.ns + publish.ns;
+      mine[4] = hold.ns_per_byte;
+      mine[5] = publish.ns_per_byte;
+    }
+  }
+  // One reduction: whether any rank needs it, the backend (equal on all ranks: max == -min).
+  double hold_ns[2] = {need ? hold.ns : 0, need ? publish.ns : 0}, hold_all[2] = {};
+  PMPI_Allreduce(mine, all, 6, MPI_DOUBLE, MPI_MAX, comm);
+  PMPI_Allreduce(hold_ns, hold_all, 2, MPI_DOUBLE, MPI_MAX, comm);
+  if (all[0] < 1 || all[1] != -all[2] || all[1] < 0 || all[3] <= 0) return;
+  const int g = static_cast<int>(all[1]);
+  m.guard_measured[g] = true;
+  m.guard[g].hold = {hold_all[0], all[4]};
+  m.guard[g].publish = {hold_all[1], all[5]};
+  m.guard[g].fault_ns = hold_all[0] + hold_all[1];  // one region's system calls, as the probe takes it
+}
+
 }  // namespace
 
 Obtained obtain_machine(const std::string& file, MPI_Comm comm, const World& w, GuardBackend* backend,
@@ -292,6 +320,7 @@ Obtained obtain_machine(const std::string& file, MPI_Comm comm, const World& w, 
     if (agreed[0] == 1 && agreed[1] == ~agreed[2]) {
       o.machine = std::move(read).value();
       o.source = "file";
+      complete_guard(o.machine, comm, backend, page);
       o.ms = static_cast<double>(futex::now_ns() - t0) / 1e6;
       return o;
     }

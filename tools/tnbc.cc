@@ -25,6 +25,7 @@
 #include "runtime/config.hh"
 #include "tools/report.hh"
 #include "tools/merge.hh"
+#include "tools/predict.hh"
 
 extern char** environ;
 
@@ -47,6 +48,9 @@ const char* kUsage =
     "                 holding it in tnbc/): per kind and call site early returns, calls completed in the\n"
     "                 call or run as plain MPI and why, and on which ranks; in mode optimize which sites\n"
     "                 completed in the call because the profile shows no overlap to gain\n"
+    "  predict MACHINE --np N [--per-node M] [--sizes LIST] [--json]\n"
+    "                 the cost model's predicted times of the blocking MPI_Bcast and MPI_Alltoall and of\n"
+    "                 tnbc's early return, per size, for N ranks placed M per node\n"
     "  calibrate [-o FILE] [--max-bytes SIZE] [--seconds-per-size S] [--quiet]\n"
     "                 under the launcher (mpirun -np 4 tnbc calibrate -o machine.json; 2 ranks on each of 2\n"
     "                 nodes measure both levels): LogGP parameters per level, the node's shared link, the\n"
@@ -209,6 +213,7 @@ int main(int argc, char** argv) {
   if (cmd == "merge") return tnbc::tools::cmd_merge(args);
   if (cmd == "report") return tnbc::tools::cmd_report(args);
   if (cmd == "calibrate") return cmd_calibrate(args);
+  if (cmd == "predict") return tnbc::tools::cmd_predict(args);
   if (cmd == "library") {
     const std::string lib = find_library();
     if (lib.empty()) return fail("cannot find libtnbc.so");

@@ -81,6 +81,14 @@ const std::vector<Option> kOptions = {
      "Mode optimize, with a fixed TNBC_EARLY_RETURN_COST_US: the cost of returning early per MiB received, in "
      "microseconds.",
      &Settings::early_return_cost_us_per_mib, 0, 0},
+    {"early_return_margin_cost_pct", OptionType::Integer, "15", "",
+     "Mode optimize, cost model: a site returns early only when the predicted saving exceeds this percentage of "
+     "tnbc's predicted cost plus TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT of the blocking time (docs/settings.md).",
+     &Settings::early_return_margin_cost_pct, 0, 1000},
+    {"early_return_margin_tcomm_pct", OptionType::Integer, "10", "",
+     "Mode optimize, cost model: the share of the blocking time, in percent, by which the model may misjudge tnbc's "
+     "own schedule; part of the margin a predicted saving must exceed.",
+     &Settings::early_return_margin_tcomm_pct, 0, 1000},
 };
 
 std::vector<std::string_view> split_choices(std::string_view s) {

@@ -53,6 +53,9 @@ struct Settings {
   // (this many us per call, plus the per-MiB cost; trace/gain.hh).
   std::optional<std::uint64_t> early_return_cost_us;
   std::int64_t early_return_cost_us_per_mib = 0;
+  // Mode optimize with the cost model: the margin a predicted saving must exceed (trace/gain.hh).
+  std::int64_t early_return_margin_cost_pct = 15;
+  std::int64_t early_return_margin_tcomm_pct = 10;
 };
 
 // Where a parsed value goes; the alternative must agree with the option's type.

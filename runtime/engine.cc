@@ -288,7 +288,7 @@ class EngineImpl final : public Engine {
     PMPI_Comm_rank(world, &rank);
     if (!same && rank == 0)
       log(LogLevel::Warn, "the ranks read different profiles or judge them with different settings "
-                          "(TNBC_PROFILE, TNBC_PROFILE_BLOCKING, TNBC_EARLY_RETURN_COST_US*): no call runs as plain MPI "
+                          "(TNBC_PROFILE, TNBC_PROFILE_BLOCKING, TNBC_EARLY_RETURN_*): no call runs as plain MPI "
                           "for lack of gain (calls without gain complete tnbc's schedule in the call)");
     policy_->start(model_, first ? model::guard_index(first->probe_name()) : -1, same);
     // The threshold of the exchange family on MPI_COMM_WORLD, for the summary and rank 0's word.

@@ -12,7 +12,7 @@
 // call + CURC + CRC after an early return:
 //
 //     saved = Tcomm + T_CURC + T_CRC - E     returns early when saved > margin, else not
-//     margin = kMarginOfCost x cost + kMarginOfCall x (Tcomm + T_CURC + T_CRC)
+//     margin = margin_of_cost x cost + margin_of_tcomm x Tcomm
 //
 // where cost = hidden - saved (what tnbc costs on top of the hidden time). The margin keeps a
 // site whose predicted gain is within the model's error (docs/benchmarks.md, "The cost model
@@ -51,12 +51,6 @@
 
 namespace tnbc::trace {
 
-// The model's predicted gain must exceed this share of its predicted cost, plus this share of
-// the blocking call and the computation: the model's median error on tnbc's costs and one run's
-// spread of a collective's time (docs/benchmarks.md).
-inline constexpr double kMarginOfCost = 0.15;
-inline constexpr double kMarginOfCall = 0.02;
-
 // Site-level aggregates of one profile site, over the ranks that called it.
 struct SiteEstimate {
   int estimating_ranks = 0;            // receiving, traced ranks with a CURC estimate
@@ -80,6 +74,9 @@ struct Judge {
   std::optional<CostModel> fixed;              // TNBC_EARLY_RETURN_COST_US set: the fixed rule
   std::shared_ptr<const model::Inputs> model;  // the cost model (nullptr: none yet)
   model::Execution exec;
+  // The margin a predicted saving must exceed: these shares of the predicted cost and of Tcomm
+  // (TNBC_EARLY_RETURN_MARGIN_COST_PCT, TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT).
+  double margin_of_cost = 0.15, margin_of_tcomm = 0.10;
   // The topology decisions assume for a site over `comm_size` ranks: the world's when that is
   // the whole world, else that many ranks block-wise, as many per node as the world has (equal
   // on every rank: all sites are judged before any call, not from one rank's communicator).

@@ -53,6 +53,8 @@ class ProfileOrders final : public ReadOrderSource {
     mix(judge_.enabled);
     mix(settings_.early_return_cost_us ? *settings_.early_return_cost_us + 1 : 0);
     mix(static_cast<std::uint64_t>(settings_.early_return_cost_us_per_mib));
+    mix(static_cast<std::uint64_t>(settings_.early_return_margin_cost_pct));
+    mix(static_cast<std::uint64_t>(settings_.early_return_margin_tcomm_pct));
     return h;
   }
 

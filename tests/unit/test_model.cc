@@ -154,8 +154,9 @@ TEST_CASE("decision: compute-first sites return early, read-at-once sites do not
   CHECK_FALSE(compute.blocking());
   REQUIRE(compute.saved_ns);
   CHECK(*compute.saved_ns > compute.margin_ns);
-  CHECK(compute.margin_ns == Approx(trace::kMarginOfCost * std::max(0.0, compute.cost_ns) +
-                                    trace::kMarginOfCall * (blocking + 3 * blocking + 0.5 * kMs)));
+  CHECK(compute.margin_ns == Approx(j.margin_of_cost * std::max(0.0, compute.cost_ns) + j.margin_of_tcomm * blocking));
+  CHECK(j.margin_of_cost == Approx(0.15));  // the settings' defaults
+  CHECK(j.margin_of_tcomm == Approx(0.10));
   const trace::Decision at_once = trace::decide(site(2 * kMiB, blocking, 0.02 * kMs, 0.05 * kMs), Kind::Alltoall, 2, j);
   CHECK(at_once.basis == trace::Basis::NoOverlapToGain);
   CHECK(at_once.blocking());

@@ -279,6 +279,12 @@ class EngineImpl final : public Engine {
   // compared here (one reduction): only then may the profile route calls to plain MPI.
   void start_model(MPI_Comm world) {
     GuardBackend* first = backends_.empty() ? nullptr : backends_.front();
+    // The guard backend's costs feed global answers (threshold, pieces): every rank must model
+    // the same one. Ranks whose first backends differ (userfaultfd on some nodes only) model none.
+    const int mine = first ? model::guard_index(first->probe_name()) : -1;
+    int range[2] = {mine, -mine}, agreed_range[2] = {mine, -mine};
+    PMPI_Allreduce(range, agreed_range, 2, MPI_INT, MPI_MAX, world);
+    if (agreed_range[0] != -agreed_range[1]) first = nullptr;
     model_ = model::start_model(s_, world, first, page_, stats_);
     const std::uint64_t fp = policy_->fingerprint();
     std::uint64_t in[2] = {fp, ~fp}, agreed[2] = {0, 0};

@@ -36,4 +36,7 @@ const char* type_name(Value::Type t);  // "null", "a boolean", "a number", ...
 // said as "line L, column C: PROBLEM".
 Result<Value> parse(std::string_view text);
 
+// `s` as a JSON string literal, quotes included (control characters as \u00XX).
+std::string quote(const std::string& s);
+
 }  // namespace tnbc::json

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "runtime/config.hh"
+#include "runtime/json.hh"
 #include "runtime/output_file.hh"
 #include "runtime/vocabulary.hh"
 #include "tools/model_view.hh"
@@ -52,22 +53,7 @@ std::string list_str(const std::vector<int>& v) {
   return s.empty() ? "(none)" : s;
 }
 
-std::string json_str(const std::string& s) {
-  std::string o = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", c);
-      o += b;
-    } else {
-      o += static_cast<char>(c);
-    }
-  }
-  return o + "\"";
-}
+std::string json_str(const std::string& s) { return json::quote(s); }
 
 std::string json_num(double v) {
   if (!std::isfinite(v)) return "null";

@@ -93,22 +93,7 @@ std::string num(double v) {
   return std::string(b, res.ptr);
 }
 
-std::string str(const std::string& s) {
-  std::string o = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", c);
-      o += b;
-    } else {
-      o += static_cast<char>(c);
-    }
-  }
-  return o + "\"";
-}
+std::string str(const std::string& s) { return json::quote(s); }
 
 std::string line_json(const Line& l) { return "{\"ns\": " + num(l.ns) + ", \"ns_per_byte\": " + num(l.ns_per_byte) + "}"; }
 

@@ -4,27 +4,13 @@
 #include <cstdio>
 #include <sstream>
 
+#include "runtime/json.hh"
 #include "runtime/model/inputs.hh"
 
 namespace tnbc::model {
 
 namespace {
-std::string esc(const std::string& s) {
-  std::string o = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", c);
-      o += b;
-    } else {
-      o += static_cast<char>(c);
-    }
-  }
-  return o + "\"";
-}
+std::string esc(const std::string& s) { return json::quote(s); }
 
 std::string ns(double v) {
   if (v < 0 || !std::isfinite(v)) return "null";

@@ -493,6 +493,12 @@ def main():
                             cmd += ["--set", "profile_blocking=off"]
                         if mode == "optimize" and (bench, cls, np) in profiles:
                             cmd += ["--profile", profiles[(bench, cls, np)]]
+                            # The machine the trace run's cost model measured (what `tnbc merge`
+                            # judged the sites with): optimize decides as merge printed.
+                            machine = os.path.join(os.path.dirname(profiles[(bench, cls, np)]), "tnbc",
+                                                   "tnbc-machine.json")
+                            if os.path.exists(machine) and not os.environ.get("TNBC_MACHINE"):
+                                cmd += ["--set", f"machine={machine}"]
                         cmd += ["--"]
                     cmd += prog
                     if shaped:

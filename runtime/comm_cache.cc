@@ -18,10 +18,25 @@ int delete_private(MPI_Comm, int, void* value, void*) {
   delete pc;
   return MPI_SUCCESS;
 }
+int delete_topology(MPI_Comm, int, void* value, void*) {
+  delete static_cast<model::Topology*>(value);
+  return MPI_SUCCESS;
+}
 }  // namespace
 
 CommCache::CommCache() {
   PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_private, &keyval_, nullptr);
+  PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_topology, &topology_keyval_, nullptr);
+}
+
+const model::Topology& CommCache::topology(MPI_Comm user, const model::Topology& world) {
+  void* value = nullptr;
+  int found = 0;
+  PMPI_Comm_get_attr(user, topology_keyval_, &value, &found);
+  if (found) return *static_cast<model::Topology*>(value);
+  auto* t = new model::Topology(model::comm_topology(user, world));
+  PMPI_Comm_set_attr(user, topology_keyval_, t);
+  return *t;
 }
 
 PrivateComm& CommCache::get(MPI_Comm user, long long timeout_ns, const char* what) {

@@ -8,6 +8,9 @@
 
 #include <cstdint>
 
+#include "runtime/model/probe.hh"
+#include "runtime/model/topology.hh"
+
 namespace tnbc {
 
 struct PrivateComm {
@@ -26,9 +29,13 @@ class CommCache {
   // has not joined after `timeout_ns`, tnbc says so (naming `what`, the collective) and ends
   // the job with MPI_Abort instead of waiting forever inside MPI.
   PrivateComm& get(MPI_Comm user, long long timeout_ns, const char* what);
+  // Where the ranks of `user` run (the cost model's topology): computed from the world's
+  // placement on first use, without communication, and cached on `user` like its duplicate.
+  const model::Topology& topology(MPI_Comm user, const model::Topology& world);
 
  private:
   int keyval_ = MPI_KEYVAL_INVALID;
+  int topology_keyval_ = MPI_KEYVAL_INVALID;
 };
 
 }  // namespace tnbc

@@ -22,6 +22,10 @@ const std::vector<Option> kOptions = {
      "The profile written by `tnbc merge` that mode optimize follows. One that does not fit the run is reported "
      "once and ignored.",
      &Settings::profile},
+    {"machine", OptionType::Path, "", "",
+     "The machine file of `tnbc calibrate` the cost model decides from. Empty, or one that does not fit the run "
+     "(another MPI library, node count or version): the measurements of the start-up probe.",
+     &Settings::machine},
     {"output_dir", OptionType::Path, "", "",
      "Directory for the per-rank summaries and traces; empty: no files.",
      &Settings::output_dir},
@@ -39,20 +43,20 @@ const std::vector<Option> kOptions = {
      "auto: the userfaultfd guard moves the buffer's own pages out and back (Linux >= 6.8), copying where it cannot; "
      "copy: it empties the pages and installs copies.",
      &Settings::uffd_publish},
-    {"send_copy", OptionType::Choice, "eager", "eager|lazy",
+    {"send_copy", OptionType::Choice, "auto", "auto|eager|lazy",
      "When the bytes to send are copied out of the program's buffer: eager, all in the call; lazy, each just before "
-     "it is sent, the pages staying read-only until then.",
+     "it is sent, the pages staying read-only until then; auto, whichever the cost model finds cheaper in the call.",
      &Settings::send_copy},
     {"min_bytes", OptionType::Bytes, "auto", "",
      "Smallest sub-message (bytes per peer, or per broadcast) that returns early; smaller collectives run blocking. "
-     "auto measures it at MPI_Init (at least three pages).",
+     "auto takes it from the cost model (at least three pages).",
      &Settings::min_bytes, 0, 0, true},
     {"bcast_max_segments", OptionType::Integer, "5", "",
-     "Most segments a broadcast is split into.",
+     "Most segments a broadcast is split into; the cost model chooses how many up to this.",
      &Settings::bcast_max_segments, 1, 64, true},
     {"piece_bytes", OptionType::Bytes, "auto", "",
-     "Most bytes per message of a sub-message's body, in whole pages: auto (about 4 pieces per sub-message, at least "
-     "128 KiB; broadcast segments stay whole), 0 (no cut) or a byte count.",
+     "Most bytes per message of a sub-message's body, in whole pages: auto (as many pieces as the cost model finds "
+     "worth their fixed costs; broadcast segments stay whole), 0 (no cut) or a byte count.",
      &Settings::piece_bytes, 0, 0, true},
     {"send_window", OptionType::Integer, "4", "",
      "Most sends of one collective the progress thread keeps in flight; they start in priority order.",
@@ -73,12 +77,22 @@ const std::vector<Option> kOptions = {
      "Mode optimize: auto completes in the call the calls at sites where the profile shows no overlap to gain; "
      "off lets every call return early.",
      &Settings::profile_blocking},
-    {"early_return_cost_us", OptionType::Microseconds, "500", "",
-     "Mode optimize: the fixed cost of returning early, per call, that the profile's overlap must exceed.",
+    {"early_return_cost_us", OptionType::AutoMicroseconds, "auto", "",
+     "Mode optimize: auto judges each call site with the cost model; a number instead sets a fixed cost of "
+     "returning early per call that the profile's overlap must exceed (with TNBC_EARLY_RETURN_COST_US_PER_MIB).",
      &Settings::early_return_cost_us, 0, 0},
-    {"early_return_cost_us_per_mib", OptionType::Integer, "500", "",
-     "Mode optimize: the cost of returning early per MiB received, in microseconds.",
+    {"early_return_cost_us_per_mib", OptionType::Integer, "0", "",
+     "Mode optimize, with a fixed TNBC_EARLY_RETURN_COST_US: the cost of returning early per MiB received, in "
+     "microseconds.",
      &Settings::early_return_cost_us_per_mib, 0, 0},
+    {"early_return_margin_cost_pct", OptionType::Integer, "15", "",
+     "Mode optimize, cost model: a site returns early only when the predicted saving exceeds this percentage of "
+     "tnbc's predicted cost plus TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT of the blocking time (docs/settings.md).",
+     &Settings::early_return_margin_cost_pct, 0, 1000},
+    {"early_return_margin_tcomm_pct", OptionType::Integer, "10", "",
+     "Mode optimize, cost model: the share of the blocking time, in percent, by which the model may misjudge tnbc's "
+     "own schedule; part of the margin a predicted saving must exceed.",
+     &Settings::early_return_margin_tcomm_pct, 0, 1000},
 };
 
 std::vector<std::string_view> split_choices(std::string_view s) {
@@ -184,6 +198,21 @@ Status parse_option(const Option& o, std::string_view raw, Settings& s) {
       if (lower(v) == "auto") { f.reset(); return {}; }
       std::uint64_t n = 0;
       if (!parse_bytes(v, n)) return Status::error(bad + "'auto' or a byte count such as 4096, 64k or 1M.");
+      f = n;
+      return {};
+    }
+    case OptionType::AutoMicroseconds: {
+      auto& f = s.*std::get<std::optional<std::uint64_t> Settings::*>(o.field);
+      std::string num = lower(v);
+      if (num == "auto") {
+        f.reset();
+        return {};
+      }
+      if (num.size() > 2 && num.ends_with("us")) num.resize(num.size() - 2);
+      std::uint64_t n = 0;
+      auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), n);
+      if (ec != std::errc() || p != num.data() + num.size() || num.empty())
+        return Status::error(bad + "'auto' or a whole number of microseconds.");
       f = n;
       return {};
     }

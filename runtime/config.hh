@@ -18,8 +18,9 @@ enum class Mode { Off, Passthrough, Nbc, Trace, Optimize };
 enum class LogLevel { Error, Warn, Info, Debug };
 // How received pages are held back until their data is there (runtime/uffd.hh, runtime/guard.hh).
 enum class GuardChoice { Auto, Uffd, Protect };
-// When the bytes to send are copied out of the program's send buffer (runtime/send_copy.hh).
-enum class SendCopy { Eager, Lazy };
+// When the bytes to send are copied out of the program's send buffer (runtime/send_copy.hh);
+// auto: as the cost model finds cheaper (runtime/model/estimate.hh, lazy_copy_pays).
+enum class SendCopy { Auto, Eager, Lazy };
 // How the userfaultfd guard publishes a region (runtime/uffd.hh): moving pages where it can.
 enum class UffdPublish { Auto, Copy };
 // Mode optimize: whether call sites where the profile shows nothing to gain run blocking
@@ -33,11 +34,12 @@ inline constexpr std::int64_t kDefaultTimeoutS = 600;
 struct Settings {
   Mode mode = Mode::Nbc;
   std::string profile;
+  std::string machine;                      // TNBC_MACHINE: `tnbc calibrate`'s file ("" : the probe)
   std::string output_dir;
   std::int64_t timeline_calls = 4;
   LogLevel log = LogLevel::Warn;
   GuardChoice guard = GuardChoice::Auto;
-  SendCopy send_copy = SendCopy::Eager;
+  SendCopy send_copy = SendCopy::Auto;
   UffdPublish uffd_publish = UffdPublish::Auto;
   std::optional<std::uint64_t> min_bytes;   // nullopt = "auto" (from the cost model)
   std::int64_t bcast_max_segments = 5;
@@ -48,8 +50,13 @@ struct Settings {
   std::int64_t timeout_s = kDefaultTimeoutS;
   std::int64_t abort_flush_us = 100000;
   ProfileBlocking profile_blocking = ProfileBlocking::Auto;
-  std::int64_t early_return_cost_us = 500;
-  std::int64_t early_return_cost_us_per_mib = 500;
+  // Mode optimize's decision per site: nullopt = auto (the cost model); a value = the fixed rule
+  // (this many us per call, plus the per-MiB cost; trace/gain.hh).
+  std::optional<std::uint64_t> early_return_cost_us;
+  std::int64_t early_return_cost_us_per_mib = 0;
+  // Mode optimize with the cost model: the margin a predicted saving must exceed (trace/gain.hh).
+  std::int64_t early_return_margin_cost_pct = 15;
+  std::int64_t early_return_margin_tcomm_pct = 10;
 };
 
 // Where a parsed value goes; the alternative must agree with the option's type.
@@ -58,7 +65,7 @@ using Field = std::variant<Mode Settings::*, LogLevel Settings::*, GuardChoice S
                            std::string Settings::*,
                            std::optional<std::uint64_t> Settings::*, std::int64_t Settings::*>;
 
-enum class OptionType { Choice, Path, Bytes, Integer, Seconds, Microseconds };
+enum class OptionType { Choice, Path, Bytes, Integer, Seconds, Microseconds, AutoMicroseconds };
 
 struct Option {
   std::string_view name;         // lower case; env name is TNBC_ + upper(name)

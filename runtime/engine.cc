@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "runtime/comm_cache.hh"
-#include "runtime/cost_probe.hh"
 #include "runtime/cpu_share.hh"
 #include "runtime/executor.hh"
 #include "runtime/fatal.hh"
@@ -18,6 +17,7 @@
 #include "runtime/guard_backend.hh"
 #include "runtime/inflight.hh"
 #include "runtime/log.hh"
+#include "runtime/model/startup.hh"
 #include "runtime/observe.hh"
 #include "runtime/pool.hh"
 #include "runtime/progress.hh"
@@ -64,7 +64,7 @@ class EngineImpl final : public Engine {
  public:
   EngineImpl(const Settings& s, Stats& stats, std::unique_ptr<ReadOrderSource> orders)
       : s_(s), stats_(stats), page_(static_cast<std::size_t>(sysconf(_SC_PAGESIZE))),
-        timeout_ns_(s.timeout_s * kNsPerSecond), policy_(make_rules_policy(s, page_, std::move(orders))),
+        timeout_ns_(s.timeout_s * kNsPerSecond), policy_(make_policy(s, page_, std::move(orders))),
         uffd_(make_uffd_backend(policy_->swap_pages())), protect_(make_protect_backend()) {
     set_abort_flush_us(s.abort_flush_us);
     set_timeout_reporter([](const void* owner) {
@@ -80,12 +80,7 @@ class EngineImpl final : public Engine {
       if (k == GuardKind::Userfaultfd && uffd::active()) backends_.push_back(uffd_.get());
       if (k == GuardKind::ProtNone && publication_available()) backends_.push_back(protect_.get());
     }
-    if (s.min_bytes) {
-      policy_->set_min_bytes(*s.min_bytes);
-      stats_.set_threshold({*s.min_bytes, "set", {}, true});
-    } else {
-      policy_->set_min_bytes(agree_threshold(world.comm, backends_.empty() ? nullptr : backends_.front(), page_, stats_));
-    }
+    start_model(world.comm);
     // Each finished early return goes into the summary from the progress thread.
     progress_ = std::make_unique<Progress>(s, policy_->send_window(Driver::ProgressThread),
                                            [this](InFlight& f) { stats_.complete(f.kind, f.site, completion_of(f)); });
@@ -103,17 +98,26 @@ class EngineImpl final : public Engine {
     const Collective& coll = collective(c.kind);
     int inter = 0;
     PMPI_Comm_test_inter(c.comm, &inter);
+    static const model::Topology kNone;  // an intercommunicator's: it runs as MPI anyway
+    const model::Topology& topo = inter ? kNone : comms_.topology(c.comm, model_->world);
     CallTypes types;
-    CallContext ctx{0, 1, page_, &types, policy_.get()};
+    CallContext ctx{0, 1, page_, &types, policy_.get(), &topo};
     PMPI_Comm_rank(c.comm, &ctx.rank);
     PMPI_Comm_size(c.comm, &ctx.size);
     const Collective::Size size = coll.size(c, ctx);
-    if (Reason why = policy_->route(c.kind, inter != 0, ctx.size, size.unit); why != Reason::None) {
+    if (Reason why = policy_->route(c.kind, inter != 0, topo, size.unit); why != Reason::None) {
       const int rc = blocking();
       stats_.record(site, {size.received, size.sent, Outcome::Passthrough, why, t_enter, futex::now_ns()});
       return rc;
     }
     const Layout layout = coll.layout(c, ctx);
+    // Mode optimize: every rank runs this call as the MPI library's own (no overlap to gain
+    // wherever the profile saw it with these sizes: a global answer).
+    if (Reason why = policy_->route_call(layout.shape); why != Reason::None) {
+      const int rc = blocking();
+      stats_.record(site, {size.received, size.sent, Outcome::Passthrough, why, t_enter, futex::now_ns()});
+      return rc;
+    }
     const bool in_call = policy_->complete_in_call(layout.shape);
     // The private duplicate is made collectively: never under call_mutex_, which another
     // thread's collective on another communicator may hold while its peers wait for this one.
@@ -144,12 +148,12 @@ class EngineImpl final : public Engine {
     f->user_recv = prep.user_recv;
     f->unpack = std::move(prep.unpack);
     f->ready_to_run();
-    if (!prep.send_src.empty()) stage_sends(*f, prep.send_src, policy_->lazy_send_copy() && !in_call, page_);
+    if (!prep.send_src.empty()) stage_sends(*f, prep.send_src, !in_call && policy_->lazy_send_copy(layout.sent), page_);
     const long long t_staged = futex::now_ns();
     Reason why = prep.local;
     if (why == Reason::None && f->schedule.count(StepKind::Recv) + f->schedule.count(StepKind::Copy) > 0)
-      why = policy_->early_return_pays(c.kind, layout.received) ? hold_back(*f, prep.guard, backends_, page_)
-                                                                 : Reason::BelowThreshold;
+      why = policy_->early_return_pays(c.kind, layout.received, topo) ? hold_back(*f, prep.guard, backends_, page_)
+                                                                       : Reason::BelowThreshold;
     if (log_enabled(LogLevel::Debug))
       log(LogLevel::Debug, "%s #%llu: set-up %.3f ms, staging %.3f ms, guard %.3f ms (%zu regions, %s)", kind_name(c.kind),
           static_cast<unsigned long long>(f->sequence), (t_setup - t_enter) / 1e6, (t_staged - t_setup) / 1e6,
@@ -307,6 +311,67 @@ class EngineImpl final : public Engine {
     return *mine;
   }
 
+  // The cost model (runtime/model/startup.hh): the machine and the placement, then the policy
+  // starts deciding from them. Whether the ranks' profile and judging settings agree is
+  // compared here (one reduction): only then may the profile route calls to plain MPI.
+  void start_model(MPI_Comm world) {
+    GuardBackend* first = backends_.empty() ? nullptr : backends_.front();
+    // The guard backend's costs feed global answers (threshold, pieces): every rank must model
+    // the same one. Ranks whose first backends differ (userfaultfd on some nodes only) model none.
+    const int mine = first ? model::guard_index(first->probe_name()) : -1;
+    int range[2] = {mine, -mine}, agreed_range[2] = {mine, -mine};
+    PMPI_Allreduce(range, agreed_range, 2, MPI_INT, MPI_MAX, world);
+    if (agreed_range[0] != -agreed_range[1]) first = nullptr;
+    model_ = model::start_model(s_, world, first, page_, stats_);
+    const std::uint64_t fp = policy_->fingerprint();
+    std::uint64_t in[2] = {fp, ~fp}, agreed[2] = {0, 0};
+    PMPI_Allreduce(in, agreed, 2, MPI_UINT64_T, MPI_MIN, world);
+    const bool same = agreed[0] == ~agreed[1];
+    int rank = 0;
+    PMPI_Comm_rank(world, &rank);
+    if (!same && rank == 0)
+      log(LogLevel::Warn, "the ranks read different profiles or judge them with different settings "
+                          "(TNBC_PROFILE, TNBC_PROFILE_BLOCKING, TNBC_EARLY_RETURN_*): no call runs as plain MPI "
+                          "for lack of gain (calls without gain complete tnbc's schedule in the call)");
+    policy_->start(model_, first ? model::guard_index(first->probe_name()) : -1, same);
+    // The threshold of the exchange family on MPI_COMM_WORLD, for the summary and rank 0's word.
+    const std::size_t t = policy_->threshold(Kind::Alltoall, model_->world);
+    const model::Machine& m = model_->machine;
+    const model::Level& l = m.at(model_->world.nodes() > 1 ? model::LevelKind::InterNode : model::LevelKind::IntraNode);
+    MeasuredCosts c;
+    c.link = {l.T(1), l.G_ns_per_byte};
+    const int g = first ? model::guard_index(first->probe_name()) : -1;
+    if (g >= 0) c.guard = {m.guard[g].hold.ns + m.guard[g].publish.ns, m.guard[g].hold.ns_per_byte + m.guard[g].publish.ns_per_byte};
+    c.copy_per_byte_ns = m.memcpy_cost.ns_per_byte;
+    c.backend = first ? first->probe_name() : "none";
+    const char* basis = s_.min_bytes ? "set" : model_->world.n() <= 1 ? "single_rank" : !first ? "nothing_to_guard"
+                      : model_->source == "file" ? "machine_file" : "measured";
+    stats_.set_threshold({t, basis, c, true});
+    std::string per_kind = "{";
+    for (const CollectiveInfo& k : collectives()) {
+      if (k.unit == SizeUnit::None) continue;
+      const std::size_t v = policy_->threshold(k.kind, model_->world);
+      per_kind += std::string(per_kind.size() > 1 ? ", " : "") + "\"" + k.name + "\": " +
+                  (v == kNeverPays ? std::string("null") : std::to_string(v));
+    }
+    model_->summary->note("thresholds", per_kind + "}");
+    model_->summary->note("piece_rule", policy_->pieces(Kind::Alltoall, model_->world).setting
+                                            ? "\"set\""
+                                            : "{\"scale_bytes\": " +
+                                                  std::to_string(static_cast<long long>(
+                                                      policy_->pieces(Kind::Alltoall, model_->world).scale_bytes)) +
+                                                  "}");
+    if (rank == 0) {
+      const LogLevel level = t == kNeverPays ? LogLevel::Warn : LogLevel::Info;
+      if (log_enabled(level))
+        log(level, "TNBC_MIN_BYTES=%s: %s per peer for MPI_Alltoall on MPI_COMM_WORLD%s", s_.min_bytes ? "set" : "auto",
+            bytes_text(t).c_str(),
+            t == kNeverPays ? " (the cost model: returning early does not pay at any size here, collectives run blocking; "
+                              "set TNBC_MIN_BYTES to override)"
+                            : " (from the cost model; per kind in the summary's model block)");
+    }
+  }
+
   // An error tnbc found in the call before starting anything (type signatures that differ, no
   // memory for staging): through the communicator's error handler, as MPI's own errors go.
   // MPI_ERRORS_ARE_FATAL ends the job after tnbc's message; MPI_ERRORS_RETURN returns the code.
@@ -355,6 +420,7 @@ class EngineImpl final : public Engine {
   std::size_t page_;
   long long timeout_ns_;
   std::unique_ptr<Policy> policy_;
+  std::shared_ptr<const model::Inputs> model_;
   std::unique_ptr<GuardBackend> uffd_, protect_;
   std::vector<GuardBackend*> backends_;  // usable here, in the policy's order
   Pool pool_;       // send staging (kept populated)

@@ -12,7 +12,7 @@
 //
 // A backend also publishes what it held back (publish.cc asks it per step and per region) and
 // can run one hold-and-publish cycle on scratch memory, which is what the start-up probe
-// measures (runtime/cost_probe.hh).
+// measures (runtime/model/probe.hh).
 #pragma once
 
 #include <cstddef>
@@ -43,8 +43,12 @@ class GuardBackend {
   virtual Status open(InFlight& f, Region& r) = 0;
   // What the summary counts for a call it held (and whether its pages were swapped).
   virtual Stats::GuardUsed stats_kind() const = 0;
-  // The start-up probe: hold back and publish [user, user + bytes) once, from `staging`.
-  virtual bool cycle(char* user, char* staging, std::size_t bytes) = 0;
+  // The start-up probe and `tnbc calibrate` (runtime/model/probe.hh): hold back and publish
+  // [user, user + bytes) once, from `staging`; the two phases' times in `t` (ns).
+  struct CycleTimes {
+    double hold_ns = 0, publish_ns = 0;
+  };
+  virtual bool cycle(char* user, char* staging, std::size_t bytes, CycleTimes& t) = 0;
   virtual const char* probe_name() const = 0;
 };
 

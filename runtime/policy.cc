@@ -1,41 +1,85 @@
 #include "runtime/policy.hh"
 
 #include <algorithm>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 namespace tnbc {
 
+model::Execution execution(const Settings& s, int guard_index) {
+  model::Execution x;
+  x.window = static_cast<int>(s.send_window);
+  x.guard = guard_index;
+  x.eager_copy = s.send_copy != SendCopy::Lazy;
+  x.poll_min_ns = static_cast<double>(s.poll_min_us) * 1e3;
+  return x;
+}
+
 namespace {
 
-class RulesPolicy final : public Policy {
+// A topology as a key of the caches below (its node vector and CPUs).
+std::uint64_t key_of(const model::Topology& t) {
+  std::uint64_t h = 1469598103934665603ULL;
+  auto mix = [&](std::uint64_t v) { h = (h ^ v) * 1099511628211ULL; };
+  for (int x : t.node) mix(static_cast<std::uint64_t>(x));
+  mix(static_cast<std::uint64_t>(t.cpus_per_node) << 32 | static_cast<std::uint32_t>(t.cpus_per_rank));
+  return h;
+}
+
+class ModelPolicy final : public Policy {
  public:
-  RulesPolicy(const Settings& s, std::size_t page, std::unique_ptr<ReadOrderSource> orders)
+  ModelPolicy(const Settings& s, std::size_t page, std::unique_ptr<ReadOrderSource> orders)
       : s_(s), page_(page), orders_(std::move(orders)) {
     if (s.guard == GuardChoice::Protect) guards_ = {GuardKind::ProtNone};
     else guards_ = {GuardKind::Userfaultfd, GuardKind::ProtNone};
   }
 
-  void set_min_bytes(std::size_t min_bytes) override { min_bytes_ = min_bytes; }
-
-  Reason route(Kind kind, bool intercommunicator, int comm_size, std::size_t unit) const override {
-    (void)kind;
+  Reason route(Kind kind, bool intercommunicator, const model::Topology& comm, std::size_t unit) override {
     if (intercommunicator) return Reason::Intercommunicator;
-    if (comm_size <= 1) return Reason::SingleRank;
-    if (unit != SIZE_MAX && unit < min_bytes_) return Reason::BelowThreshold;
+    if (comm.n() <= 1) return Reason::SingleRank;
+    if (unit != SIZE_MAX && unit < threshold(kind, comm)) return Reason::BelowThreshold;  // SIZE_MAX: kNoUnit
     return Reason::None;
   }
 
-  // One segment per kMinGuardablePages pages (the smallest guardable segment), at least 1, at
-  // most TNBC_BCAST_MAX_SEGMENTS; never from measured costs, so the trace pass and later runs cut
-  // alike.
-  int bcast_segments(std::size_t bytes) const override {
-    const std::size_t floor = kMinGuardablePages * std::max<std::size_t>(page_, 1);
-    const auto most = static_cast<std::size_t>(std::max<std::int64_t>(1, s_.bcast_max_segments));
-    return static_cast<int>(std::clamp<std::size_t>(bytes / floor, 1, most));
+  Reason route_call(const CallShape& call) override {
+    return orders_ && orders_->plain(call) ? Reason::NoOverlapToGain : Reason::None;
   }
 
-  PieceSetting pieces(Kind) const override { return s_.piece_bytes; }
+  // Mode optimize: as the trace pass cut a broadcast of this size (the profile's chunk orders
+  // then apply). Otherwise without a model one segment per kMinGuardablePages pages, at most
+  // TNBC_BCAST_MAX_SEGMENTS; with one, the count whose reader finishes first
+  // (model::bcast_segments), from the machine, the placement and the size.
+  int bcast_segments(std::size_t bytes, const model::Topology& comm) override {
+    const int most = static_cast<int>(std::max<std::int64_t>(1, s_.bcast_max_segments));
+    if (orders_ && agreed_)
+      if (const int traced = orders_->bcast_segments(comm.n(), bytes); traced > 0) return std::min(traced, most);
+    if (!model_) {
+      const std::size_t floor = kMinGuardablePages * std::max<std::size_t>(page_, 1);
+      return static_cast<int>(std::clamp<std::size_t>(bytes / floor, 1, static_cast<std::size_t>(most)));
+    }
+    std::lock_guard lock(mutex_);
+    auto [it, fresh] = segments_.try_emplace({key_of(comm), bytes}, 1);
+    if (fresh) it->second = model::bcast_segments(model_->machine, comm, static_cast<double>(bytes), exec(), most, page_);
+    return it->second;
+  }
 
-  bool early_return_pays(Kind, std::uint64_t received) const override { return received >= min_bytes_; }
+  PieceRule pieces(Kind kind, const model::Topology& comm) override {
+    if (s_.piece_bytes || !model_ || kind == Kind::Bcast) return PieceRule(s_.piece_bytes);
+    std::lock_guard lock(mutex_);
+    auto [it, fresh] = scales_.try_emplace(key_of(comm), 0.0);
+    if (fresh) it->second = model::piece_scale(model_->machine, comm, exec(), page_);
+    return PieceRule(std::nullopt, it->second);
+  }
+
+  bool early_return_pays(Kind kind, std::uint64_t received, const model::Topology& comm) override {
+    // Sizes that differ between ranks (Alltoallv): what this rank receives per peer against
+    // the per-peer threshold of the exchange.
+    const std::size_t min = threshold(kind == Kind::Alltoallv ? Kind::Alltoall : kind, comm);
+    if (min == SIZE_MAX) return false;
+    const double per_peer = static_cast<double>(received) / std::max(1, comm.n() - 1);
+    return model_ && !s_.min_bytes ? per_peer >= static_cast<double>(min) : received >= min;
+  }
 
   bool complete_in_call(const CallShape& call) override { return orders_ && orders_->run_blocking(call); }
 
@@ -43,7 +87,12 @@ class RulesPolicy final : public Policy {
     return orders_ ? orders_->order(call) : std::vector<int>{};
   }
 
-  bool lazy_send_copy() const override { return s_.send_copy == SendCopy::Lazy; }
+  // auto: lazy only where it costs the call less even when the program overwrites its send
+  // buffer at once (as NPB FT and IS do): nothing in the call knows whether it will.
+  bool lazy_send_copy(std::uint64_t bytes) const override {
+    if (s_.send_copy != SendCopy::Auto) return s_.send_copy == SendCopy::Lazy;
+    return model_ && model::lazy_copy_pays(model_->machine, static_cast<double>(bytes), true, page_);
+  }
   std::span<const GuardKind> guards() const override { return guards_; }
   bool swap_pages() const override { return s_.uffd_publish == UffdPublish::Auto; }
   int send_window(Driver d) const override {
@@ -56,19 +105,55 @@ class RulesPolicy final : public Policy {
   }
   void set_cpu_share(const CpuShare& c) override { oversubscribed_ = c.node_ranks > c.node_cpus && c.node_cpus > 0; }
 
+  std::uint64_t fingerprint() const override { return orders_ ? orders_->fingerprint() : 0; }
+
+  void start(std::shared_ptr<const model::Inputs> model, int guard_index, bool agreed) override {
+    {
+      std::lock_guard lock(mutex_);
+      model_ = std::move(model);
+      guard_ = guard_index;
+      agreed_ = agreed;
+      thresholds_.clear();
+      segments_.clear();
+      scales_.clear();
+    }
+    if (orders_) orders_->start(model_, exec(), agreed);
+  }
+
+  std::shared_ptr<const model::Inputs> inputs() const override { return model_; }
+
+  // TNBC_MIN_BYTES as set; without a model its floor (three pages); else the model's.
+  std::size_t threshold(Kind kind, const model::Topology& comm) override {
+    if (s_.min_bytes) return static_cast<std::size_t>(std::min<std::uint64_t>(*s_.min_bytes, SIZE_MAX));
+    if (!model_) return kMinGuardablePages * page_;
+    std::lock_guard lock(mutex_);
+    const Kind k = kind == Kind::Alltoallv ? Kind::Alltoall : kind == Kind::Allgatherv ? Kind::Allgather : kind;
+    auto [it, fresh] = thresholds_.try_emplace({key_of(comm), static_cast<int>(k)}, 0);
+    if (fresh) it->second = model::threshold_bytes(model_->machine, comm, k, exec(), page_);
+    return it->second;
+  }
+
  private:
+  model::Execution exec() const { return execution(s_, guard_); }
+
   Settings s_;
   std::size_t page_;
-  std::size_t min_bytes_ = 0;
+  std::shared_ptr<const model::Inputs> model_;
   std::unique_ptr<ReadOrderSource> orders_;
   std::vector<GuardKind> guards_;
+  int guard_ = 0;
+  bool agreed_ = false;
+  std::mutex mutex_;  // the caches: calls on several threads ask at once
+  std::map<std::pair<std::uint64_t, int>, std::size_t> thresholds_;
+  std::map<std::pair<std::uint64_t, std::size_t>, int> segments_;
+  std::map<std::uint64_t, double> scales_;
   bool oversubscribed_ = false;
 };
 
 }  // namespace
 
-std::unique_ptr<Policy> make_rules_policy(const Settings& s, std::size_t page, std::unique_ptr<ReadOrderSource> orders) {
-  return std::make_unique<RulesPolicy>(s, page, std::move(orders));
+std::unique_ptr<Policy> make_policy(const Settings& s, std::size_t page, std::unique_ptr<ReadOrderSource> orders) {
+  return std::make_unique<ModelPolicy>(s, page, std::move(orders));
 }
 
 }  // namespace tnbc

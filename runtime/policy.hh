@@ -1,11 +1,16 @@
-// Every decision a collective's execution depends on, asked in one place. Today's rules
-// (RulesPolicy, policy.cc) answer from the settings, the threshold measured at MPI_Init and, in
-// mode optimize, the profile; a cost model answers the same questions later (docs/extending.md).
+// Every decision a collective's execution depends on, asked in one place and answered by the
+// cost model (runtime/model/: the machine's LogGP parameters, the run's placement, the
+// estimators) and, in mode optimize, the profile; settings given explicitly override the model
+// (TNBC_MIN_BYTES, TNBC_PIECE_BYTES, TNBC_SEND_COPY, TNBC_EARLY_RETURN_COST_US). docs/architecture.md,
+// "The cost model", lists each decision with its rule.
 //
 // Two kinds of questions, and the rule that keeps ranks matching:
-//   global      route, bcast_segments, pieces: they decide which messages exist. Every rank must
-//               answer alike, so they may use only inputs equal on every rank (the arguments
-//               every rank has alike, settings compared at MPI_Init, values agreed by reduction).
+//   global      route, route_call, bcast_segments, pieces: they decide which messages exist (or
+//               whether tnbc runs the call at all). Every rank must answer alike, so they use
+//               only inputs equal on every rank: the arguments every rank has alike, settings
+//               compared at MPI_Init, the machine (one file every rank read alike, or the probe's
+//               values agreed by a reduction), the placement (gathered), the profile (its hash
+//               compared at MPI_Init).
 //   rank-local  complete_in_call, read_order, early_return_pays, lazy_send_copy, guards,
 //               send_window: they change who drives which message and when, never which
 //               messages exist, so ranks may answer differently (runtime/read_order.hh).
@@ -17,6 +22,10 @@
 #include <vector>
 
 #include "runtime/config.hh"
+#include "runtime/model/estimate.hh"
+#include "runtime/model/inputs.hh"
+#include "runtime/model/machine.hh"
+#include "runtime/model/topology.hh"
 #include "runtime/cpu_share.hh"
 #include "runtime/read_order.hh"
 #include "runtime/schedule.hh"
@@ -44,40 +53,59 @@ struct Waiting {
 class Policy {
  public:
   virtual ~Policy() = default;
-  // ---- start-up input ----
-  // The size threshold (TNBC_MIN_BYTES as set, or measured at MPI_Init and agreed over the
-  // ranks: runtime/cost_probe.hh), before the first collective.
-  virtual void set_min_bytes(std::size_t min_bytes) = 0;
   // ---- global ----
   // Reason::None: the call takes tnbc's schedule; else it runs as plain PMPI_* for that reason.
-  // `unit`: the collective's size as its table row says (kNoUnit: sizes differ between ranks).
-  // A communicator of one rank has nothing to exchange: its calls are the MPI library's own.
-  virtual Reason route(Kind kind, bool intercommunicator, int comm_size, std::size_t unit) const = 0;
-  virtual int bcast_segments(std::size_t bytes) const = 0;
-  virtual PieceSetting pieces(Kind kind) const = 0;
+  // `unit`: the collective's size as its table row says (kNoUnit: sizes differ between ranks);
+  // `comm`: where its communicator's ranks run. A communicator of one rank has nothing to
+  // exchange: its calls are the MPI library's own.
+  virtual Reason route(Kind kind, bool intercommunicator, const model::Topology& comm, std::size_t unit) = 0;
+  // After the call's layout (mode optimize): Reason::NoOverlapToGain when every rank is known to
+  // run this call without an early return (the profile shows no overlap to gain wherever it was
+  // called with these sizes): then it is the MPI library's own call, on every rank alike.
+  virtual Reason route_call(const CallShape& call) = 0;
+  virtual int bcast_segments(std::size_t bytes, const model::Topology& comm) = 0;
+  virtual PieceRule pieces(Kind kind, const model::Topology& comm) = 0;
   // ---- rank-local ----
   // Whether a call whose sizes differ between ranks (SizeUnit::None) receives enough here to
   // return early; else it completes in the call (below_threshold).
-  virtual bool early_return_pays(Kind kind, std::uint64_t received) const = 0;
+  virtual bool early_return_pays(Kind kind, std::uint64_t received, const model::Topology& comm) = 0;
   // Mode optimize: no overlap to gain at the call's site, so it completes in the call.
   virtual bool complete_in_call(const CallShape& call) = 0;
   // The order receivers read the sub-messages in (a permutation; empty: default order).
   virtual std::vector<int> read_order(const CallShape& call) = 0;
-  virtual bool lazy_send_copy() const = 0;
+  // Whether `bytes` to send are copied lazily (runtime/send_copy.hh) rather than in the call.
+  virtual bool lazy_send_copy(std::uint64_t bytes) const = 0;
   // The guard backends to try, in order.
   virtual std::span<const GuardKind> guards() const = 0;
   // Whether the userfaultfd guard may move pages (UFFDIO_MOVE) instead of copying.
   virtual bool swap_pages() const = 0;
   // Sends of one collective a driver keeps in flight at once (< 1: no limit).
   virtual int send_window(Driver d) const = 0;
+  // ---- start-up (MPI_Init, once, before the first collective) ----
+  // What the global answers depend on besides the model and the arguments: a hash of the
+  // profile and the settings that judge it (0 without a profile). The engine compares it
+  // between ranks.
+  virtual std::uint64_t fingerprint() const = 0;
+  // The model's inputs, the guard backend early returns use first (kGuardNames index; -1: none
+  // works here), and whether every rank has the same fingerprint (else the profile routes no
+  // call to plain MPI: ranks could answer differently).
+  virtual void start(std::shared_ptr<const model::Inputs> model, int guard_index, bool agreed) = 0;
+  // The model's inputs (nullptr before start() or without a model).
+  virtual std::shared_ptr<const model::Inputs> inputs() const = 0;
+  // The size threshold for `kind` on `comm`: bytes per the table's unit (SIZE_MAX: no size pays).
+  virtual std::size_t threshold(Kind kind, const model::Topology& comm) = 0;
   // How a calling thread waits for its steps (runtime/executor.hh, drive).
   virtual Waiting waiting() const = 0;
   // Start-up input: the CPUs of this rank's node (runtime/cpu_share.hh).
   virtual void set_cpu_share(const CpuShare& c) = 0;
 };
 
-// Today's rules. `page`: the page size (equal on all ranks, checked at MPI_Init); `orders`: the
-// profile of mode optimize (nullptr: default orders, never blocking).
-std::unique_ptr<Policy> make_rules_policy(const Settings& s, std::size_t page, std::unique_ptr<ReadOrderSource> orders);
+// The policy. `page`: the page size (equal on all ranks, checked at MPI_Init); `orders`: the
+// profile of mode optimize (nullptr: default orders, never blocking). Until start() it answers
+// with the built-in rules (the unit tests, a run where nothing could be measured).
+std::unique_ptr<Policy> make_policy(const Settings& s, std::size_t page, std::unique_ptr<ReadOrderSource> orders);
+
+// The model's view of how tnbc runs with these settings (window, poll interval, send copy).
+model::Execution execution(const Settings& s, int guard_index);
 
 }  // namespace tnbc

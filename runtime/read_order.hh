@@ -10,8 +10,13 @@
 // nothing a source answers is required to agree between ranks.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
+
+#include "runtime/model/estimate.hh"
+#include "runtime/model/inputs.hh"
 
 #include "runtime/vocabulary.hh"
 
@@ -43,6 +48,32 @@ class ReadOrderSource {
   virtual bool run_blocking(const CallShape& call) {
     (void)call;
     return false;
+  }
+  // True when every rank will run this call as the MPI library's own call: a global answer
+  // (unlike the two above), so it may use only what every rank has alike — the call's kind,
+  // communicator size and, where every rank knows them (CollectiveInfo::sizes_agree), its sizes
+  // — and the profile and cost inputs the ranks compared at MPI_Init. Never called where they
+  // differ between ranks.
+  virtual bool plain(const CallShape& call) {
+    (void)call;
+    return false;
+  }
+  // The segments the trace pass cut a broadcast of `bytes` over `comm_size` ranks into (so
+  // that the profile's chunk orders apply); 0 when the profile has none. Global, like plain().
+  virtual int bcast_segments(int comm_size, std::size_t bytes) {
+    (void)comm_size;
+    (void)bytes;
+    return 0;
+  }
+  // ---- start-up ----
+  // A hash of the profile and of the settings that judge it: ranks compare it at MPI_Init.
+  virtual std::uint64_t fingerprint() const { return 0; }
+  // The cost model the decisions use (runtime/model/), how tnbc runs, and whether every rank
+  // has the same fingerprint (else plain() must answer false).
+  virtual void start(std::shared_ptr<const model::Inputs> model, const model::Execution& x, bool agreed) {
+    (void)model;
+    (void)x;
+    (void)agreed;
   }
 };
 

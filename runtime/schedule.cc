@@ -1,6 +1,7 @@
 #include "runtime/schedule.hh"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 namespace tnbc {
@@ -13,6 +14,14 @@ std::size_t piece_limit(std::size_t length, std::size_t page, PieceSetting setti
   if (setting && *setting == 0) return SIZE_MAX;
   if (setting) return std::max(page, static_cast<std::size_t>(std::min<std::uint64_t>(*setting, SIZE_MAX)) / page * page);
   return std::max(ceil_div(kAutoPieceMinBytes, page) * page, length / kAutoPiecesPerSub / page * page);
+}
+
+std::size_t piece_limit(std::size_t length, std::size_t page, const PieceRule& rule) {
+  if (rule.setting || rule.scale_bytes <= 0) return piece_limit(length, page, rule.setting);
+  const double k = std::floor(std::sqrt(static_cast<double>(length) / rule.scale_bytes) + 0.5);
+  if (k < 2) return SIZE_MAX;
+  const auto per_piece = static_cast<std::size_t>(std::ceil(static_cast<double>(length) / k));
+  return std::max(page, ceil_div(per_piece, page) * page);
 }
 
 std::vector<std::size_t> body_cuts(std::size_t begin, std::size_t end, std::size_t page, std::size_t limit,

@@ -100,6 +100,20 @@ inline constexpr std::size_t kAutoPiecesPerSub = 4;
 // have: a whole number of pages, at least one; SIZE_MAX for "no cut" (setting 0).
 std::size_t piece_limit(std::size_t length, std::size_t page, PieceSetting setting);
 
+// How the bodies of one call are cut: TNBC_PIECE_BYTES as set, or under auto the cost model's
+// rule (runtime/model/estimate.hh, piece_scale): k = sqrt(length / scale) pieces, where scale is
+// the fixed cost of one more piece (a message, a publication, noticing it) over the call's
+// transfer time per byte — the k that minimises k x fixed cost + the wait for one piece of
+// length / k; fewer than 2 pieces: not cut. Without a model (scale 0) auto is the rule of thumb
+// above. Both ends of a sub-message compute the same limit: the length, the page size and the
+// scale (from inputs equal on every rank) are all they use.
+struct PieceRule {
+  PieceSetting setting;
+  double scale_bytes = 0;
+  PieceRule(PieceSetting s = std::nullopt, double scale = 0) : setting(s), scale_bytes(scale) {}
+};
+std::size_t piece_limit(std::size_t length, std::size_t page, const PieceRule& rule);
+
 // Cuts [begin, end) into at most `max_pieces` pieces of at most `limit` bytes (or the fewest
 // that `max_pieces` allows), balanced: every piece but the last is the same whole number of
 // pages long. Returns the inner cut points (neither `begin` nor `end`); `begin` must be

@@ -166,6 +166,11 @@ void Stats::count_profile_decision(std::size_t entry) {
   if (entry < decisions_.size()) ++decisions_[entry].calls;
 }
 
+void Stats::add_block(const std::string& name, std::function<std::string()> json) {
+  std::lock_guard lock(mutex_);
+  blocks_.emplace_back(name, std::move(json));
+}
+
 void Stats::set_profile_blocking(const std::string& state) {
   std::lock_guard lock(mutex_);
   profile_blocking_ = state;
@@ -349,6 +354,7 @@ std::string Stats::summary_json(int rank, int size, const std::string& mode) con
     j << "]";
   }
   if (!profile_status_.empty()) j << "},\n ";
+  for (const auto& [name, block] : blocks_) j << "\"" << json_escape(name) << "\": " << block() << ",\n ";
   // Sites, and the modules they are in with their build IDs (to resolve file:line later).
   std::map<std::string, std::string> modules;
   j << "\"sites\": [";

@@ -9,6 +9,7 @@
 #include <optional>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <unordered_map>
 #include <mutex>
 #include <vector>
@@ -161,6 +162,9 @@ class Stats {
   std::size_t record_profile_decision(const ProfileDecision& d);
   void count_profile_decision(std::size_t entry);
   void set_profile_blocking(const std::string& state);
+  // A block another part writes (its JSON text, asked for when the summary is written): the
+  // cost model's `model` block (runtime/model/summary.hh).
+  void add_block(const std::string& name, std::function<std::string()> json);
   // JSON text of the whole summary (rank, size and mode are the caller's).
   std::string summary_json(int rank, int size, const std::string& mode) const;
 
@@ -196,6 +200,7 @@ class Stats {
   Placement placement_;
   Run run_;
   bool have_node_ = false;
+  std::vector<std::pair<std::string, std::function<std::string()>>> blocks_;  // under mutex_
   struct DecisionEntry {
     ProfileDecision d;
     std::uint64_t calls = 0;

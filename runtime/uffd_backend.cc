@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "runtime/fatal.hh"
+#include "runtime/futex.hh"
 #include "runtime/guard_backend.hh"
 #include "runtime/inflight.hh"
 #include "runtime/log.hh"
@@ -97,10 +98,15 @@ class UffdBackend final : public GuardBackend {
 
   Stats::GuardUsed stats_kind() const override { return Stats::GuardUsed::Userfaultfd; }
 
-  bool cycle(char* user, char* staging, std::size_t bytes) override {
+  bool cycle(char* user, char* staging, std::size_t bytes, CycleTimes& t) override {
     const auto lo = reinterpret_cast<std::uintptr_t>(user), hi = lo + bytes;
-    return swap_ ? uffd::arm_swap(lo, hi, staging) && uffd::fill_swapped(lo, hi, staging).ok()
-                 : uffd::arm(lo, hi) && uffd::fill(lo, hi, staging).ok();
+    const long long t0 = futex::now_ns();
+    if (!(swap_ ? uffd::arm_swap(lo, hi, staging) : uffd::arm(lo, hi))) return false;
+    const long long t1 = futex::now_ns();
+    const bool ok = (swap_ ? uffd::fill_swapped(lo, hi, staging) : uffd::fill(lo, hi, staging)).ok();
+    t.hold_ns = static_cast<double>(t1 - t0);
+    t.publish_ns = static_cast<double>(futex::now_ns() - t1);
+    return ok;
   }
   const char* probe_name() const override { return swap_ ? "userfaultfd_move" : "userfaultfd_copy"; }
 

@@ -9,12 +9,14 @@
 #include "shim/compose.hh"
 
 #include <mpi.h>
+#include <unistd.h>
 
 #include <string>
 
 #include "runtime/engine.hh"
 #include "runtime/log.hh"
 #include "runtime/memory_hooks.hh"
+#include "runtime/model/startup.hh"
 #include "trace/profile_orders.hh"
 #include "trace/tracer.hh"
 
@@ -46,7 +48,15 @@ void start_runtime(Runtime& rt, int provided) {
       rt.attach(Engine::create(s, rt.stats(), std::move(orders)), Reason::Disabled);
     }
   } else if (m == Mode::Trace) {
-    rt.attach(trace::make_tracer(s, rt.stats(), rt.rank(), rt.size()), Reason::Mode);
+    // The cost model's machine (TNBC_MACHINE, or the probe without a guard backend: the trace
+    // pass holds nothing back), for cutting broadcasts as the engine does; on a private
+    // duplicate of MPI_COMM_WORLD, where nothing else is in flight.
+    MPI_Comm dup = MPI_COMM_NULL;
+    PMPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    std::shared_ptr<const model::Inputs> model =
+        model::start_model(s, dup, nullptr, static_cast<std::size_t>(sysconf(_SC_PAGESIZE)), rt.stats());
+    PMPI_Comm_free(&dup);
+    rt.attach(trace::make_tracer(s, rt.stats(), rt.rank(), rt.size(), std::move(model)), Reason::Mode);
   }
   rt.started();
 }

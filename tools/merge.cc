@@ -12,8 +12,10 @@
 #include <unistd.h>
 
 #include "runtime/config.hh"
+#include "runtime/json.hh"
 #include "runtime/output_file.hh"
 #include "runtime/vocabulary.hh"
+#include "tools/model_view.hh"
 #include "trace/gain.hh"
 
 namespace tnbc::tools {
@@ -51,22 +53,7 @@ std::string list_str(const std::vector<int>& v) {
   return s.empty() ? "(none)" : s;
 }
 
-std::string json_str(const std::string& s) {
-  std::string o = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", c);
-      o += b;
-    } else {
-      o += static_cast<char>(c);
-    }
-  }
-  return o + "\"";
-}
+std::string json_str(const std::string& s) { return json::quote(s); }
 
 std::string json_num(double v) {
   if (!std::isfinite(v)) return "null";
@@ -505,7 +492,7 @@ int cmd_merge(const std::vector<std::string>& args) {
     std::fprintf(stderr, "tnbc: merge: %s\n", msg.c_str());
     return 2;
   };
-  std::string dir, out;
+  std::string dir, out, machine;
   bool quiet = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -514,10 +501,13 @@ int cmd_merge(const std::vector<std::string>& args) {
       out = args[++i];
     } else if (a.rfind("--output=", 0) == 0) {
       out = a.substr(9);
+    } else if (a == "--machine") {
+      if (i + 1 >= args.size()) return fail(a + " needs a file name");
+      machine = args[++i];
     } else if (a == "-q" || a == "--quiet") {
       quiet = true;
     } else if (!a.empty() && a[0] == '-') {
-      return fail("unknown option '" + a + "' (tnbc merge DIR [-o FILE] [--quiet])");
+      return fail("unknown option '" + a + "' (tnbc merge DIR [-o FILE] [--machine FILE] [--quiet])");
     } else if (dir.empty()) {
       dir = a;
     } else {
@@ -544,36 +534,14 @@ int cmd_merge(const std::vector<std::string>& args) {
       Result<LoadedProfile> reread = parse_profile(json, out);
       if (!reread.ok()) return fail("internal error: the profile just written does not read back: " + reread.status().message());
       const LoadedProfile& back = reread.value();
-      const CostModel cost = cost_model(cfg.settings);
-      const bool enabled = cfg.settings.profile_blocking == ProfileBlocking::Auto;
-      std::vector<std::string> verdicts;
-      // TNBC_MIN_BYTES=auto is measured when the run starts (runtime/threshold.hh): only its
-      // floor is known here.
-      const double page = static_cast<double>(sysconf(_SC_PAGESIZE));
-      const double min_bytes = cfg.settings.min_bytes ? static_cast<double>(*cfg.settings.min_bytes)
-                                                      : static_cast<double>(kMinGuardablePages) * page;
-      for (const auto& site : back.sites) {
-        // Below TNBC_MIN_BYTES a call never reaches a decision: the table says what is compared
-        // (known here for the whole message and an even split; not for the largest of uneven
-        // ones, nor where sizes differ between ranks).
-        const std::optional<Kind> kind = kind_named(site.kind);
-        const SizeUnit unit = kind ? info(*kind).unit : SizeUnit::None;
-        const double bytes = estimate_site(site).bytes;
-        const double compared = unit == SizeUnit::PerPeer ? bytes / std::max(1, site.comm_size) : bytes;
-        if ((unit == SizeUnit::PerPeer || unit == SizeUnit::Whole) && compared < min_bytes)
-          verdicts.push_back(cfg.settings.min_bytes ? "plain MPI anyway: below TNBC_MIN_BYTES"
-                                                    : "plain MPI anyway: below three pages, the least TNBC_MIN_BYTES=auto measures");
-        else
-          verdicts.push_back(describe(decide(&site, true, cost, enabled)));
-      }
-      std::fputs(profile_summary(p, verdicts).c_str(), stdout);
-      char line[256];
-      std::snprintf(line, sizeof line,
-                    "\noptimize: a site's calls complete in the call (no early return) when min(Tcomm, T_CURC + T_CRC) "
-                    "<= cost = %lld us + %lld us/MiB (TNBC_PROFILE_BLOCKING=%s)\n",
-                    static_cast<long long>(cfg.settings.early_return_cost_us),
-                    static_cast<long long>(cfg.settings.early_return_cost_us_per_mib), enabled ? "auto" : "off");
-      std::fputs(line, stdout);
+      // The cost model of the trace run (its rank 0 wrote tnbc-machine.json and its placement
+      // here), or the machine file given (--machine, TNBC_MACHINE).
+      if (machine.empty()) machine = cfg.settings.machine;
+      Result<RunModel> rm = run_model(dir, machine, back.np);
+      const RunModel* model = rm.ok() ? &rm.value() : nullptr;
+      std::fputs(profile_summary(p, site_verdicts(back, cfg.settings, model)).c_str(), stdout);
+      std::fputs(verdict_footer(cfg.settings, model).c_str(), stdout);
+      if (!model) std::printf("cost model: %s\n", rm.status().message().c_str());
     }
     std::printf("%sprofile written to %s\n", quiet ? "" : "\n", out.c_str());
     return 0;

@@ -14,6 +14,7 @@
 #include "tools/report_data.hh"
 #include "tools/report_render.hh"
 #include "tools/report_sections.hh"
+#include "tools/report_model.hh"
 
 namespace tnbc::tools {
 
@@ -64,7 +65,7 @@ namespace report {
 std::vector<Section> extra_sections(const World& world, const std::map<int, const json::Value*>& summaries) {
   std::vector<Section> sections;
   static_cast<void>(summaries);
-  static_cast<void>(world);
+  sections.push_back(text_section("model", "cost model", model_section(world.dir)));
   return sections;
 }
 

@@ -6,8 +6,11 @@
 //   tnbc merge DIR -o app.profile
 //                    combines the per-rank traces of a trace pass into a profile (docs/trace.md)
 //   tnbc report DIR  what the calls of a run did, from its per-rank summaries (tools/report.cc)
+//   tnbc calibrate [-o machine.json]
+//                    under the launcher: measures the machine for the cost model (execs the MPI
+//                    program tnbc-calibrate on every rank: tools/calibrate_main.cc)
 //   tnbc --help      this text and every setting
-// Later commands (calibrate, predict) join here.
+// Later commands (predict) join here.
 #include <limits.h>
 #include <unistd.h>
 
@@ -22,6 +25,7 @@
 #include "runtime/config.hh"
 #include "tools/report.hh"
 #include "tools/merge.hh"
+#include "tools/predict.hh"
 
 extern char** environ;
 
@@ -44,6 +48,13 @@ const char* kUsage =
     "                 holding it in tnbc/): per kind and call site early returns, calls completed in the\n"
     "                 call or run as plain MPI and why, and on which ranks; in mode optimize which sites\n"
     "                 completed in the call because the profile shows no overlap to gain\n"
+    "  predict MACHINE --np N [--per-node M] [--sizes LIST] [--json]\n"
+    "                 the cost model's predicted times of the blocking MPI_Bcast and MPI_Alltoall and of\n"
+    "                 tnbc's early return, per size, for N ranks placed M per node\n"
+    "  calibrate [-o FILE] [--max-bytes SIZE] [--seconds-per-size S] [--quiet]\n"
+    "                 under the launcher (mpirun -np 4 tnbc calibrate -o machine.json; 2 ranks on each of 2\n"
+    "                 nodes measure both levels): LogGP parameters per level, the node's shared link, the\n"
+    "                 guard's costs, memcpy; the cost model uses the file with TNBC_MACHINE=FILE\n"
     "  library        print the path of libtnbc.so that exec preloads\n"
     "  --help         this text\n"
     "\n"
@@ -147,6 +158,36 @@ int cmd_exec(std::vector<std::string> args) {
   return fail("cannot run '" + args[i] + "': " + std::strerror(errno));
 }
 
+// Runs tnbc-calibrate (next to this program, or in the install tree's bindir) in its place,
+// without libtnbc.so preloaded (its calls must be the MPI library's own).
+int cmd_calibrate(std::vector<std::string> args) {
+  const fs::path dir = self_dir();
+  std::string helper;
+  for (const fs::path& p : {dir / "tnbc-calibrate"}) {
+    std::error_code ec;
+    if (fs::exists(p, ec)) helper = p.string();
+  }
+  if (helper.empty()) return fail("cannot find tnbc-calibrate next to " + (dir / "tnbc").string());
+  if (const char* old = std::getenv("LD_PRELOAD")) {
+    std::string kept, item;
+    for (std::size_t i = 0, n = std::strlen(old); i <= n; ++i) {
+      if (i == n || old[i] == ':' || old[i] == ' ') {
+        if (!item.empty() && item.find("libtnbc") == std::string::npos) kept += (kept.empty() ? "" : ":") + item;
+        item.clear();
+      } else {
+        item += old[i];
+      }
+    }
+    if (kept.empty()) unsetenv("LD_PRELOAD");
+    else setenv("LD_PRELOAD", kept.c_str(), 1);
+  }
+  std::vector<char*> argv{helper.data()};
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  execv(helper.c_str(), argv.data());
+  return fail("cannot run '" + helper + "': " + std::strerror(errno));
+}
+
 int cmd_config() {
   auto cfg = tnbc::load_config(&tnbc::process_getenv);
   std::fputs(tnbc::dump(cfg.settings).c_str(), stdout);
@@ -171,6 +212,8 @@ int main(int argc, char** argv) {
   if (cmd == "config") return cmd_config();
   if (cmd == "merge") return tnbc::tools::cmd_merge(args);
   if (cmd == "report") return tnbc::tools::cmd_report(args);
+  if (cmd == "calibrate") return cmd_calibrate(args);
+  if (cmd == "predict") return tnbc::tools::cmd_predict(args);
   if (cmd == "library") {
     const std::string lib = find_library();
     if (lib.empty()) return fail("cannot find libtnbc.so");

@@ -53,8 +53,23 @@ SiteEstimate estimate_site(const ProfileSite& s) {
   return e;
 }
 
-CostModel cost_model(const Settings& s) {
-  return {static_cast<double>(s.early_return_cost_us) * 1e3, static_cast<double>(s.early_return_cost_us_per_mib) * 1e3};
+model::Topology Judge::topology(int comm_size) const {
+  if (!model) return model::Topology::block(comm_size, comm_size, 1, 1);
+  const model::Topology& w = model->world;
+  if (comm_size == w.n()) return w;
+  return model::Topology::block(comm_size, std::min(comm_size, w.max_per_node()), w.cpus_per_node, w.cpus_per_rank);
+}
+
+Judge make_judge(const Settings& s, std::shared_ptr<const model::Inputs> model, const model::Execution& x) {
+  Judge j;
+  j.enabled = s.profile_blocking == ProfileBlocking::Auto;
+  if (s.early_return_cost_us)
+    j.fixed = CostModel{static_cast<double>(*s.early_return_cost_us) * 1e3, static_cast<double>(s.early_return_cost_us_per_mib) * 1e3};
+  j.margin_of_cost = static_cast<double>(s.early_return_margin_cost_pct) / 100.0;
+  j.margin_of_tcomm = static_cast<double>(s.early_return_margin_tcomm_pct) / 100.0;
+  j.model = std::move(model);
+  j.exec = x;
+  return j;
 }
 
 const char* basis_name(Basis b) {
@@ -83,13 +98,49 @@ Decision decide(const SiteEstimate& e, const CostModel& cost) {
   return d;
 }
 
-Decision decide(const ProfileSite* site, bool sizes_recorded, const CostModel& cost, bool enabled) {
+Decision decide(const SiteEstimate& e, Kind kind, int comm_size, const Judge& j) {
+  if (j.fixed || !j.model) return decide(e, j.fixed.value_or(CostModel{}));
   Decision d;
-  if (!enabled) d.basis = Basis::Off;
+  d.by_model = true;
+  d.comm_ns = e.comm_ns;
+  d.overlap_ns = e.overlap_ns;
+  if (!e.overlap_ns || !e.comm_ns || comm_size < 2) {
+    d.basis = Basis::NoEstimate;
+    return d;
+  }
+  const model::Topology t = j.topology(comm_size);
+  model::Coll c;
+  c.kind = kind;
+  c.page = j.model->machine.page;
+  // The profile's bytes are what the rank received per call (its own block included for the
+  // exchange family); the model wants bytes per peer, or the broadcast's message.
+  c.bytes = kind == Kind::Bcast ? e.bytes : e.bytes / comm_size;
+  const model::Program p{e.curc_ns.value_or(0), std::max(0.0, *e.overlap_ns - e.curc_ns.value_or(0))};
+  const model::Overlap o = model::overlap(j.model->machine, t, c, j.exec, p, *e.comm_ns);
+  d.model_blocking_ns = o.model_blocking_ns;
+  d.hidden_ns = o.hidden_ns;
+  d.in_call_ns = o.in_call_ns;
+  d.cost_ns = o.cost_ns;
+  d.saved_ns = o.saved_ns;
+  d.margin_ns = j.margin_of_cost * std::max(0.0, o.cost_ns) + j.margin_of_tcomm * o.blocking_ns;
+  d.basis = o.saved_ns > d.margin_ns ? Basis::OverlapPays : Basis::NoOverlapToGain;
+  return d;
+}
+
+Decision decide(const ProfileSite* site, bool sizes_recorded, const Judge& j) {
+  Decision d;
+  if (!j.enabled) d.basis = Basis::Off;
   else if (!site) d.basis = Basis::NotInProfile;
   else if (!sizes_recorded) d.basis = Basis::OtherSizes;
-  else d = decide(estimate_site(*site), cost);
+  else d = decide(estimate_site(*site), kind_named(site->kind).value_or(Kind::Alltoall), site->comm_size, j);
   return d;
+}
+
+Decision decide(const ProfileSite* site, bool sizes_recorded, const CostModel& cost, bool enabled) {
+  Judge j;
+  j.enabled = enabled;
+  j.fixed = cost;
+  return decide(site, sizes_recorded, j);
 }
 
 std::string describe(const Decision& d) {
@@ -102,10 +153,13 @@ std::string describe(const Decision& d) {
     case Basis::NoEstimate: return out + "no estimate (the trace saw no access to the received data)";
     case Basis::Off: return out + "decisions off (TNBC_PROFILE_BLOCKING=off)";
   }
-  if (d.saved_ns)
-    out += " (min(Tcomm " + ms(*d.comm_ns) + ", T_CURC + T_CRC " + ms(*d.overlap_ns) + ") - cost " + ms(d.cost_ns) +
+  if (!d.saved_ns) return out;
+  if (!d.by_model)
+    return out + " (min(Tcomm " + ms(*d.comm_ns) + ", T_CURC + T_CRC " + ms(*d.overlap_ns) + ") - cost " + ms(d.cost_ns) +
            " = " + ms(*d.saved_ns) + ")";
-  return out;
+  return out + " (predicted: blocking " + ms(*d.comm_ns) + " (model " + ms(d.model_blocking_ns.value_or(0)) +
+         "), T_CURC + T_CRC " + ms(*d.overlap_ns) + ", hidden " + ms(d.hidden_ns.value_or(0)) + ", cost " +
+         ms(d.cost_ns) + ": saved " + ms(*d.saved_ns) + (d.blocking() ? " <= margin " : " > margin ") + ms(d.margin_ns) + ")";
 }
 
 }  // namespace tnbc::trace

@@ -1,43 +1,52 @@
-// Mode optimize: does returning early pay at a call site? (docs/trace.md, "Sites that run
-// blocking")
+// Mode optimize: does returning early pay at a call site? (docs/trace.md, "Sites whose calls
+// complete in the call")
 //
 // The T-NBC paper's Eq. 3 bounds the overlap an early return can achieve by
 // min(Tcomm - Tinit, T_CURC + T_CRC): the communication left after the call, and the
 // computation the program does before it needs the data (CURC: from the return to the first
-// touch of received data) plus while it consumes the data (CRC). Returning early costs: the
-// set-up in the call (Tinit: staging copy, guard), and after it the publication of the pages,
-// the faults of the first accesses and the progress thread's CPU. With C the modelled cost of
-// both (config: TNBC_EARLY_RETURN_COST_US + TNBC_EARLY_RETURN_COST_US_PER_MIB per MiB
-// received), counted as Tinit in the first term and as overhead in the second:
+// touch of received data) plus while it consumes the data (CRC). The cost model
+// (runtime/model/estimate.hh, overlap) predicts what the early return then costs on this
+// machine and placement: the set-up in the call (Tinit), tnbc's schedule against the MPI
+// library's own, the progress thread's CPU where the rank has none to spare, publication and
+// the readers' wake-ups, and a reader that outpaces the data. With E the predicted time of
+// call + CURC + CRC after an early return:
 //
-//     saved = min(Tcomm, T_CURC + T_CRC) - C        complete in the call when saved <= 0
+//     saved = Tcomm + T_CURC + T_CRC - E     returns early when saved > margin, else not
+//     margin = margin_of_cost x cost + margin_of_tcomm x Tcomm
 //
-// A call that does not pay still runs tnbc's own schedule (the same messages, tags and private
-// communicator as an early return), to completion inside the call and with no guard, never
-// plain MPI: ranks that decide differently for one collective still exchange the same messages.
-// So the decision is rank-local: no rank needs to know what another decided, and a rank may
-// reach a collective from a site the profile decided while another reaches it from one it
-// never saw. Each site is decided from the profile's values for that site, over all the ranks
-// that called it there (its estimates never mix in other sites):
+// where cost = hidden - saved (what tnbc costs on top of the hidden time). The margin keeps a
+// site whose predicted gain is within the model's error (docs/benchmarks.md, "The cost model
+// against measurements") from returning early: a user who runs trace then optimize must not
+// lose. TNBC_EARLY_RETURN_COST_US set to a number replaces the model by the earlier fixed rule:
+// saved = min(Tcomm, T_CURC + T_CRC) - (that + TNBC_EARLY_RETURN_COST_US_PER_MIB x MiB received).
+//
+// A call that does not pay runs as the MPI library's own call when every rank is known to decide
+// alike (ReadOrderSource::plain: every site the profile has for the call's kind, communicator
+// size and — where they agree — sizes is judged no gain), else tnbc's own schedule to completion
+// in the call (the same messages as an early return): ranks that reach one collective from
+// different sites still match. Each site is decided from the profile's values for that site,
+// over all the ranks that called it there:
 //   Tcomm   median over those ranks of their median blocking duration (trace pass, `dur_ns`)
 //   X       median over the receiving ranks with a CURC estimate of T_CURC + T_CRC, where
 //           T_CURC = the rank's median time from return to the first touch and
 //           T_CRC  = bytes per call / R_CRC (the rate at which it consumed the data between its
 //                    first touches); without an R_CRC (one sub-message seen) the sum of its gaps
-//   bytes   the most any rank received per call (median over its calls): the heaviest rank
-//           pays the most and the collective ends with it
+//   bytes   the most any rank received per call (median over its calls)
 // No estimate (no rank touched the data in the trace, or an old profile), a site not in the
 // profile or sizes it did not record: return early (as nbc), since nothing shows that it
 // cannot pay.
 //
-// Pure C++ (no MPI): the library, `tnbc merge`/`tnbc report` and the unit tests link it.
+// Pure C++ (no MPI): the library, `tnbc merge` and the unit tests link it.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "runtime/config.hh"
+#include "runtime/model/estimate.hh"
+#include "runtime/model/inputs.hh"
 #include "trace/profile.hh"
 
 namespace tnbc::trace {
@@ -58,18 +67,33 @@ SiteEstimate estimate_site(const ProfileSite& s);
 // received nothing, was not traced or has no CURC estimate (then its T_CURC is unknown too).
 std::optional<double> rank_crc_ns(const ProfileSite::Rank& r, std::optional<double> bytes);
 
-// The cost of returning early: fixed + per MiB received (config, see above).
+// The fixed rule: the cost of returning early is fixed + per MiB received.
 struct CostModel {
   double fixed_ns = 0, ns_per_mib = 0;
   double cost_ns(double bytes) const { return fixed_ns + ns_per_mib * bytes / (1024.0 * 1024.0); }
 };
-CostModel cost_model(const Settings& s);
+
+// How the sites are judged.
+struct Judge {
+  bool enabled = true;                         // TNBC_PROFILE_BLOCKING=auto
+  std::optional<CostModel> fixed;              // TNBC_EARLY_RETURN_COST_US set: the fixed rule
+  std::shared_ptr<const model::Inputs> model;  // the cost model (nullptr: none yet)
+  model::Execution exec;
+  // The margin a predicted saving must exceed: these shares of the predicted cost and of Tcomm
+  // (TNBC_EARLY_RETURN_MARGIN_COST_PCT, TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT).
+  double margin_of_cost = 0.15, margin_of_tcomm = 0.10;
+  // The topology decisions assume for a site over `comm_size` ranks: the world's when that is
+  // the whole world, else that many ranks block-wise, as many per node as the world has (equal
+  // on every rank: all sites are judged before any call, not from one rank's communicator).
+  model::Topology topology(int comm_size) const;
+};
+Judge make_judge(const Settings& s, std::shared_ptr<const model::Inputs> model, const model::Execution& x);
 
 // Why a call returns early or completes in the call ("blocking"). Names are part of the
 // summary format.
 enum class Basis {
-  NoOverlapToGain,  // blocking (tnbc's schedule, completed in the call): saved <= 0
-  OverlapPays,      // early: saved > 0
+  NoOverlapToGain,  // not early: the model (or the fixed rule) shows no gain
+  OverlapPays,      // early: the gain exceeds the margin
   NotInProfile,     // early: the site is not in the profile
   OtherSizes,       // early: the profile did not record these sizes (Alltoall, Bcast) at the site
   NoEstimate,       // early: no CURC estimate (nothing touched, not traced, an older profile)
@@ -80,18 +104,24 @@ const char* basis_name(Basis b);
 struct Decision {
   Basis basis = Basis::NotInProfile;
   bool blocking() const { return basis == Basis::NoOverlapToGain; }
+  bool by_model = false;                                // the cost model judged (else the fixed rule)
   std::optional<double> comm_ns, overlap_ns, saved_ns;  // set when the estimate was complete
-  double cost_ns = 0;
+  double cost_ns = 0, margin_ns = 0;
+  // The model's figures: its own blocking time, Eq. 3's hidden time, Tinit.
+  std::optional<double> model_blocking_ns, hidden_ns, in_call_ns;
 };
 
 // `site` nullptr: not in the profile. `sizes_recorded`: the call's sizes were recorded at the
 // site (pass true where sizes are not known alike on all ranks: Alltoallv).
+Decision decide(const ProfileSite* site, bool sizes_recorded, const Judge& j);
+// The same from an estimate of a site of `kind` over `comm_size` ranks.
+Decision decide(const SiteEstimate& e, Kind kind, int comm_size, const Judge& j);
+// The fixed rule alone.
 Decision decide(const ProfileSite* site, bool sizes_recorded, const CostModel& cost, bool enabled);
-// The same from an estimate (what `decide` computes from the site).
 Decision decide(const SiteEstimate& e, const CostModel& cost);
 
-// One line for people: "completes in the call: no overlap to gain (min(Tcomm 27.1 ms, T_CURC +
-// T_CRC 1.20 ms) - cost 2.50 ms = -1.30 ms)".
+// One line for people: "completes in the call: no overlap to gain (predicted: blocking 27.1 ms
+// (model 25.0 ms), hidden 1.20 ms, cost 2.50 ms: saved -1.30 ms)".
 std::string describe(const Decision& d);
 
 }  // namespace tnbc::trace

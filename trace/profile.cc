@@ -12,7 +12,7 @@
 #include <stdexcept>
 
 #include "runtime/vocabulary.hh"
-#include "trace/json.hh"
+#include "runtime/json.hh"
 
 namespace tnbc::trace {
 
@@ -150,6 +150,8 @@ LoadedProfile parse_or_throw(const std::string& text, const std::string& name) {
                        "); run `tnbc merge` of this tnbc on the traces again");
   LoadedProfile p;
   p.path = name;
+  p.content_hash = 1469598103934665603ULL;
+  for (unsigned char c : text) p.content_hash = (p.content_hash ^ c) * 1099511628211ULL;
   p.np = static_cast<int>(r.integer(root, "", "np", 1, 1 << 24));
   p.executable = r.member(root, "", "executable", Value::Type::String).string;
   const Value& sites = r.member(root, "", "sites", Value::Type::Array);

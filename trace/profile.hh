@@ -50,6 +50,7 @@ struct ProfileSite {
 
 struct LoadedProfile {
   std::string path;
+  std::uint64_t content_hash = 0;  // FNV-1a of the file's text: ranks compare it (mode optimize)
   int np = 0;
   std::string executable;
   std::vector<ProfileSite> sites;

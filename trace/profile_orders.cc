@@ -1,7 +1,10 @@
 #include "trace/profile_orders.hh"
 
 #include <cstdio>
+#include <map>
 #include <mutex>
+#include <optional>
+#include <tuple>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -37,9 +40,81 @@ bool same_call(const CallShape& a, const CallShape& b) {
 class ProfileOrders final : public ReadOrderSource {
  public:
   ProfileOrders(LoadedProfile p, Stats& stats, int world_rank, const Settings& s)
-      : index_(std::move(p)), stats_(stats), rank_(world_rank), cost_(cost_model(s)),
-        blocking_(s.profile_blocking == ProfileBlocking::Auto) {
-    stats_.set_profile_blocking(blocking_ ? "auto" : "off");
+      : index_(std::move(p)), stats_(stats), rank_(world_rank), settings_(s),
+        judge_(make_judge(s, nullptr, model::Execution{})) {
+    stats_.set_profile_blocking(judge_.enabled ? "auto" : "off");
+  }
+
+  // The profile's content and the settings that judge it: what every rank must have alike for
+  // plain() to be a global answer.
+  std::uint64_t fingerprint() const override {
+    std::uint64_t h = index_.profile().content_hash;
+    auto mix = [&](std::uint64_t v) { h = (h ^ v) * 1099511628211ULL; };
+    mix(judge_.enabled);
+    mix(settings_.early_return_cost_us ? *settings_.early_return_cost_us + 1 : 0);
+    mix(static_cast<std::uint64_t>(settings_.early_return_cost_us_per_mib));
+    mix(static_cast<std::uint64_t>(settings_.early_return_margin_cost_pct));
+    mix(static_cast<std::uint64_t>(settings_.early_return_margin_tcomm_pct));
+    return h;
+  }
+
+  // Every site is judged now, once, from inputs equal on every rank (the profile, the model,
+  // the settings): what plain() answers for a call then depends on nothing rank-local.
+  void start(std::shared_ptr<const model::Inputs> m, const model::Execution& x, bool agreed) override {
+    std::lock_guard lock(mutex_);
+    judge_ = make_judge(settings_, m, x);
+    agreed_ = agreed;
+    summary_ = m ? m->summary : nullptr;
+    judged_.clear();
+    for (const ProfileSite& site : index_.profile().sites) judged_[site.site] = decide(&site, true, judge_);
+    decided_.clear();
+    plain_.clear();
+  }
+
+  // Every site the profile has for this kind and communicator size, and — where every rank
+  // knows the sizes — that recorded these sizes (any rank), is judged no gain: then the call is
+  // plain MPI on every rank, whichever site each reaches it from.
+  bool plain(const CallShape& call) override {
+    std::lock_guard lock(mutex_);
+    if (!agreed_ || !judge_.enabled) return false;
+    const bool sizes_agree = info(call.kind).sizes_agree;
+    const std::uint64_t sig = sizes_agree ? size_signature(call.recv_bytes, call.send_bytes, call.root) : 0;
+    const PlainKey key{static_cast<int>(call.kind), call.comm_size, sig};
+    auto [it, fresh] = plain_.try_emplace(key);
+    if (fresh) {
+      PlainEntry& e = it->second;
+      int candidates = 0, no_gain = 0;
+      for (const ProfileSite& site : index_.profile().sites) {
+        if (kind_named(site.kind) != call.kind || site.comm_size != call.comm_size) continue;
+        if (sizes_agree && !index_.key_recorded(site, instance_key(site.site, sig))) continue;
+        ++candidates;
+        const Decision& d = judged_[site.site];
+        if (d.blocking()) ++no_gain;
+        if (d.blocking() && e.where.size() < 200) e.where += (e.where.empty() ? "" : ", ") + site.where;
+        if (d.blocking() && !e.first) e.first = d;
+      }
+      e.plain = candidates > 0 && no_gain == candidates;
+      e.id = sig ^ (static_cast<std::uint64_t>(call.kind) << 56) ^ static_cast<std::uint64_t>(call.comm_size);
+    }
+    const PlainEntry& e = it->second;
+    if (fresh && e.plain && summary_) {
+      model::Summary::Site s = model_site(*e.first, e.id, kind_name(call.kind), "every site with these sizes: " + e.where);
+      s.decision = "plain";
+      summary_->record_site(s);
+    }
+    return e.plain;
+  }
+
+  // The traced cut of a broadcast of this size over this many ranks: its chunks less the first
+  // and last page (a site of the profile whose receiving ranks got these bytes per call).
+  int bcast_segments(int comm_size, std::size_t bytes) override {
+    std::lock_guard lock(mutex_);
+    for (const ProfileSite& site : index_.profile().sites) {
+      if (site.kind != "bcast" || site.comm_size != comm_size || site.sub_messages <= 2) continue;
+      for (const ProfileSite::Rank& r : site.ranks)
+        if (r.receives && r.bytes_per_call && *r.bytes_per_call == bytes) return site.sub_messages - 2;
+    }
+    return 0;
   }
 
   // Decided from the site's aggregates over the ranks that called it and, for Alltoall and
@@ -58,7 +133,7 @@ class ProfileOrders final : public ReadOrderSource {
       stats_.count_profile_decision(dd.recorded);
       return dd.d.blocking();
     }
-    dd.d = decide(site, sizes_recorded, cost_, blocking_);
+    dd.d = site && sizes_recorded && judged_.count(site->site) ? judged_[site->site] : decide(site, sizes_recorded, judge_);
     // Rank 0 says its decisions (TNBC_LOG=info), the others at debug (the SPMD ranks of most
     // programs share their sites; the summaries have every rank's).
     const LogLevel level = rank_ == 0 ? LogLevel::Info : LogLevel::Debug;
@@ -74,6 +149,11 @@ class ProfileOrders final : public ReadOrderSource {
     pd.cost_ns = d.cost_ns;
     if (d.saved_ns) pd.comm_ns = *d.comm_ns, pd.overlap_ns = *d.overlap_ns, pd.saved_ns = *d.saved_ns;
     dd.recorded = stats_.record_profile_decision(pd);
+    if (summary_) {
+      model::Summary::Site ms = model_site(d, id.site, pd.kind, pd.where);
+      ms.decision = d.blocking() ? "in_call" : "early_return";
+      summary_->record_site(ms);
+    }
     return d.blocking();
   }
 
@@ -150,6 +230,36 @@ class ProfileOrders final : public ReadOrderSource {
     return (f.symbol.empty() ? std::string("?") : f.symbol) + " (" + f.module + off + ")";
   }
 
+  // The model's figures of a decision, for the summary's `model` block.
+  static model::Summary::Site model_site(const Decision& d, std::uint64_t site, const std::string& kind, const std::string& where) {
+    model::Summary::Site s;
+    s.site = site;
+    s.kind = kind;
+    s.where = where;
+    s.basis = basis_name(d.basis);
+    if (d.comm_ns) s.blocking_ns = *d.comm_ns;
+    if (d.model_blocking_ns) s.model_blocking_ns = *d.model_blocking_ns;
+    if (d.saved_ns) {
+      s.hidden_ns = d.hidden_ns.value_or(std::min(*d.comm_ns, d.overlap_ns.value_or(0)));
+      s.cost_ns = d.cost_ns;
+      s.saved_ns = *d.saved_ns;
+    }
+    if (d.in_call_ns) s.in_call_ns = *d.in_call_ns;
+    return s;
+  }
+
+  struct PlainKey {
+    int kind, comm_size;
+    std::uint64_t sig;
+    bool operator<(const PlainKey& o) const { return std::tie(kind, comm_size, sig) < std::tie(o.kind, o.comm_size, o.sig); }
+  };
+  struct PlainEntry {
+    bool plain = false;
+    std::uint64_t id = 0;
+    std::string where;
+    std::optional<Decision> first;
+  };
+
   struct Memo {
     bool valid = false;
     CallShape shape;
@@ -167,8 +277,12 @@ class ProfileOrders final : public ReadOrderSource {
   ProfileIndex index_;
   Stats& stats_;
   int rank_;
-  CostModel cost_;
-  bool blocking_;
+  Settings settings_;
+  Judge judge_;
+  bool agreed_ = false;
+  std::shared_ptr<model::Summary> summary_;
+  std::unordered_map<std::uint64_t, Decision> judged_;  // per profile site, at start()
+  std::map<PlainKey, PlainEntry> plain_;
   std::mutex mutex_;
   CallSites sites_;
   std::unordered_map<std::thread::id, Memo> memo_;

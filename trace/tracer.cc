@@ -41,6 +41,7 @@
 #include "runtime/memory_map.hh"
 #include "runtime/observe.hh"
 #include "runtime/coll/collective.hh"
+#include "runtime/model/probe.hh"
 #include "runtime/policy.hh"
 #include "trace/callsite.hh"
 #include "trace/format.hh"
@@ -180,9 +181,11 @@ constexpr std::size_t kMaxLive = 64;       // calls whose regions may be in the 
 
 class Tracer final : public Engine {
  public:
-  Tracer(const Settings& s, Stats& stats, int rank, int size)
+  Tracer(const Settings& s, Stats& stats, int rank, int size, std::shared_ptr<const model::Inputs> model)
       : s_(s), stats_(stats), rank_(rank), size_(size), page_(static_cast<std::size_t>(sysconf(_SC_PAGESIZE))),
-        policy_(make_rules_policy(s, page_, nullptr)) {
+        policy_(make_policy(s, page_, nullptr)), model_(std::move(model)) {
+    // The broadcast's segments as the engine cuts them on this machine (runtime/policy.hh).
+    policy_->start(model_, -1, true);
     g_use_tsc = tsc_usable();
     calib_ticks_ = ticks();
     calib_ns_ = mono_ns();
@@ -212,7 +215,8 @@ class Tracer final : public Engine {
       stats_.record(site, {0, 0, Outcome::Passthrough, Reason::Intercommunicator, called, futex::now_ns()});
       return rc;
     }
-    CallContext ctx{0, 1, page_, &types_, policy_.get()};
+    const model::Topology topo = model::comm_topology(c.comm, model_->world);
+    CallContext ctx{0, 1, page_, &types_, policy_.get(), &topo};
     PMPI_Comm_rank(c.comm, &ctx.rank);
     PMPI_Comm_size(c.comm, &ctx.size);
     const Layout l = collective(c.kind).layout(c, ctx);
@@ -546,6 +550,7 @@ class Tracer final : public Engine {
   int rank_, size_;
   std::size_t page_;
   std::unique_ptr<Policy> policy_;  // the broadcast's segments, cut as the engine cuts them
+  std::shared_ptr<const model::Inputs> model_;
   MpiTypes types_;
   std::string dir_, executable_, run_id_;
   std::uint64_t calib_ticks_ = 0;
@@ -563,8 +568,9 @@ class Tracer final : public Engine {
 
 }  // namespace
 
-std::unique_ptr<Engine> make_tracer(const Settings& s, Stats& stats, int world_rank, int world_size) {
-  auto t = std::make_unique<Tracer>(s, stats, world_rank, world_size);
+std::unique_ptr<Engine> make_tracer(const Settings& s, Stats& stats, int world_rank, int world_size,
+                                    std::shared_ptr<const model::Inputs> model) {
+  auto t = std::make_unique<Tracer>(s, stats, world_rank, world_size, std::move(model));
   install_fault_handler(s.timeout_s * 1000000000LL);
   static bool registered = false;
   if (!registered) {

@@ -148,7 +148,7 @@ class Bcast final : public Collective {
     Layout l;
     const TypeInfo t = ctx.types->type(c.recv.type);
     const std::size_t bytes = t.size * static_cast<std::size_t>(std::max(0, c.recv.count));
-    const auto chunks = bcast_chunks(bytes, ctx.page, ctx.policy->bcast_segments(bytes));
+    const auto chunks = bcast_chunks(bytes, ctx.page, ctx.policy->bcast_segments(bytes, *ctx.topology));
     l.shape = {Kind::Bcast, c.site, ctx.size, c.root, {}, {}};
     for (const Chunk& ch : chunks) l.shape.recv_bytes.push_back(ch.length);
     l.received = bytes;
@@ -174,11 +174,11 @@ class Bcast final : public Collective {
     const TypeInfo t = s.type(c.recv.type);
     const std::size_t bytes = l.received;
     s.fence(buffer, c.recv.count, c.recv.type);
-    const auto chunks = bcast_chunks(bytes, ctx.page, s.policy().bcast_segments(bytes));
+    const auto chunks = bcast_chunks(bytes, ctx.page, s.policy().bcast_segments(bytes, *ctx.topology));
     std::vector<int> read;
     if (chunks.size() > 2) read = s.policy().read_order(l.shape);
     out.schedule = build_bcast(ctx.rank, ctx.size, c.root, chunks, bcast_chunk_order(chunks.size(), read), ctx.page,
-                               s.policy().pieces(Kind::Bcast));
+                               s.policy().pieces(Kind::Bcast, *ctx.topology).setting);
     const bool direct = in_call && t.dense;  // nothing is guarded and the call waits for every step
     if (ctx.rank == c.root) {
       if (direct) {

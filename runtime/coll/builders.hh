@@ -17,7 +17,7 @@ namespace tnbc {
 Schedule build_exchange(int rank, int size, const std::vector<std::size_t>& send_bytes,
                         const std::vector<std::size_t>& send_offset, const std::vector<std::size_t>& recv_bytes,
                         const std::vector<std::size_t>& recv_offset, std::size_t page, const std::vector<int>& order,
-                        PieceSetting pieces);
+                        const PieceRule& pieces);
 
 // ---- broadcast (runtime/coll/bcast.cc) ----
 struct Chunk {

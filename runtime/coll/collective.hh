@@ -56,7 +56,8 @@ struct CallContext {
   int rank = 0, size = 1;  // in the call's communicator
   std::size_t page = 4096;
   Types* types = nullptr;
-  const Policy* policy = nullptr;
+  Policy* policy = nullptr;
+  const model::Topology* topology = nullptr;  // where the communicator's ranks run (never null)
 };
 
 // What a call sends and receives, before anything is staged.

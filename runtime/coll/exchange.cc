@@ -43,7 +43,7 @@ namespace tnbc {
 Schedule build_exchange(int rank, int size, const std::vector<std::size_t>& send_bytes,
                         const std::vector<std::size_t>& send_offset, const std::vector<std::size_t>& recv_bytes,
                         const std::vector<std::size_t>& recv_offset, std::size_t page, const std::vector<int>& order_in,
-                        PieceSetting piece_setting) {
+                        const PieceRule& piece_setting) {
   std::vector<int> order = order_in;
   if (order.size() != static_cast<std::size_t>(size)) {
     order.resize(static_cast<std::size_t>(size));
@@ -216,7 +216,7 @@ Status exchange_prepare(Kind kind, const Exchange& x, const Layout& l, bool in_c
   std::vector<std::size_t> sbytes = x.send.bytes;
   if (x.n == 1) sbytes.assign(N, 0);
   out.schedule = build_exchange(x.me, x.n, sbytes, soff, x.recv.bytes, roff, ctx.page, s.policy().read_order(l.shape),
-                                s.policy().pieces(kind));
+                                s.policy().pieces(kind, *ctx.topology));
   if (copy_step) {
     Step own;
     own.kind = StepKind::Copy;

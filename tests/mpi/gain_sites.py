@@ -16,8 +16,9 @@ right after the call, compute_first computes COMPUTE_MS first. Steps:
              with the summary's numbers equal to the ones computed here; `tnbc report` says so;
              results equal the blocking ones
   disagree   rank 1 sets a cost of 10 s before MPI_Init: it completes compute_first's calls in
-             the call while the others return early from the same collectives; no message, no
-             hang, results right (decisions are rank-local; nothing compares them)
+             the call while the others return early from the same collectives; rank 0 says once
+             that the ranks judge the profile differently (so no call runs as plain MPI for lack
+             of gain), no hang, results right
   off        TNBC_PROFILE_BLOCKING=off: every call returns early
 Every run must print "0 failed" (every received byte equals the blocking result) and exit 0.
 """
@@ -133,7 +134,10 @@ def main():
 
     # disagree: rank 1 reads a cost of 10 s, so it completes compute_first's calls in the call too.
     outdir = os.path.join(work, "disagree")
-    mpirun(a, ["1"], dict(cost, TNBC_MODE="optimize", TNBC_PROFILE=profile), outdir, quiet=True)
+    out = mpirun(a, ["1"], dict(cost, TNBC_MODE="optimize", TNBC_PROFILE=profile), outdir)
+    said = [l for l in out.splitlines() if "tnbc[" in l and ("warning" in l or "error" in l)]
+    if len(said) != 1 or "tnbc[0]: warning: the ranks read different profiles" not in said[0]:
+        fail(f"disagree: expected rank 0's one warning that the ranks judge the profile differently: {said}", out)
     for s in summaries(outdir):
         d, a2a = decisions(s), s["collectives"]["alltoall"]
         in_call = 2 * iters if s["rank"] == 1 else iters

@@ -44,7 +44,7 @@ class FakeServices final : public Services {
     areas_.push_back(std::make_unique<std::vector<char>>(bytes + shift + 1, '\x5a'));
     return areas_.back()->data() + shift;
   }
-  std::unique_ptr<Policy> policy_ = make_rules_policy(Settings{}, kPage, nullptr);
+  std::unique_ptr<Policy> policy_ = make_policy(Settings{}, kPage, nullptr);
   std::vector<std::unique_ptr<std::vector<char>>> areas_;
 };
 
@@ -61,7 +61,8 @@ void run(std::vector<CollCall>& calls, bool in_call) {
     const CollCall& c = calls[static_cast<std::size_t>(r)];
     services.push_back(std::make_unique<FakeServices>());
     FakeServices& s = *services.back();
-    const CallContext ctx{r, n, kPage, &s, &s.policy()};
+    const model::Topology topo = model::Topology::block(n, n, n, 1);
+    const CallContext ctx{r, n, kPage, &s, &s.policy(), &topo};
     const Collective& coll = collective(c.kind);
     const Layout l = coll.layout(c, ctx);
     Prepared p;

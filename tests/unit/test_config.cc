@@ -42,6 +42,7 @@ std::string other_value(const tnbc::Option& o) {
     }
     case tnbc::OptionType::Path: return "/tmp/some-other-path";
     case tnbc::OptionType::Bytes: return def == "8192" ? "4096" : "8192";
+    case tnbc::OptionType::AutoMicroseconds: return def == "auto" ? "250" : "auto";
     default: {
       const long long d = std::stoll(def);
       return std::to_string(o.max > 0 && d >= o.max ? d - 1 : d + 1);
@@ -115,24 +116,38 @@ TEST_CASE("unknown TNBC_ variables are reported") {
   CHECK(u[0] == "TNBC_MODEE");
 }
 
-TEST_CASE("the cost model of mode optimize comes from the table") {
+TEST_CASE("mode optimize decides by the cost model unless a fixed cost is set") {
   g_env.clear();
   auto r = tnbc::load_config(&fake_getenv);
   REQUIRE(r.errors.empty());
   CHECK(r.settings.profile_blocking == tnbc::ProfileBlocking::Auto);
-  CHECK(r.settings.early_return_cost_us == 500);
-  CHECK(r.settings.early_return_cost_us_per_mib == 500);
+  CHECK_FALSE(r.settings.early_return_cost_us.has_value());  // auto: the model
+  CHECK(r.settings.early_return_cost_us_per_mib == 0);
   g_env = {{"TNBC_PROFILE_BLOCKING", "off"}, {"TNBC_EARLY_RETURN_COST_US", "0us"},
            {"TNBC_EARLY_RETURN_COST_US_PER_MIB", "1200"}};
   r = tnbc::load_config(&fake_getenv);
   REQUIRE(r.errors.empty());
   CHECK(r.settings.profile_blocking == tnbc::ProfileBlocking::Off);
-  CHECK(r.settings.early_return_cost_us == 0);
+  CHECK(r.settings.early_return_cost_us == std::optional<std::uint64_t>(0));
   CHECK(r.settings.early_return_cost_us_per_mib == 1200);
-  g_env = {{"TNBC_EARLY_RETURN_COST_US_PER_MIB", "-1"}, {"TNBC_PROFILE_BLOCKING", "never"}};
+  g_env = {{"TNBC_EARLY_RETURN_COST_US", "AUTO"}};
+  CHECK_FALSE(tnbc::load_config(&fake_getenv).settings.early_return_cost_us.has_value());
+  g_env = {{"TNBC_EARLY_RETURN_COST_US_PER_MIB", "-1"}, {"TNBC_PROFILE_BLOCKING", "never"},
+           {"TNBC_EARLY_RETURN_COST_US", "soon"}};
   r = tnbc::load_config(&fake_getenv);
-  CHECK(r.errors.size() == 2);
-  CHECK(r.settings.early_return_cost_us_per_mib == 500);
+  CHECK(r.errors.size() == 3);
+  CHECK(r.settings.early_return_cost_us_per_mib == 0);
+  CHECK_FALSE(r.settings.early_return_cost_us.has_value());
+}
+
+TEST_CASE("TNBC_MACHINE and TNBC_SEND_COPY=auto are read from the table") {
+  g_env = {{"TNBC_MACHINE", "/tmp/machine.json"}, {"TNBC_SEND_COPY", "auto"}};
+  auto r = tnbc::load_config(&fake_getenv);
+  REQUIRE(r.errors.empty());
+  CHECK(r.settings.machine == "/tmp/machine.json");
+  CHECK(r.settings.send_copy == tnbc::SendCopy::Auto);
+  g_env.clear();
+  CHECK(tnbc::load_config(&fake_getenv).settings.send_copy == tnbc::SendCopy::Auto);  // the default
 }
 
 TEST_CASE("TNBC_PIECE_BYTES: auto by default, 0 for no cut, a byte count") {
@@ -146,15 +161,6 @@ TEST_CASE("TNBC_PIECE_BYTES: auto by default, 0 for no cut, a byte count") {
   CHECK(r.settings.piece_bytes == std::optional<std::uint64_t>(131072));
   g_env = {{"TNBC_PIECE_BYTES", "-1"}};
   CHECK(tnbc::load_config(&fake_getenv).errors.size() == 1);
-}
-
-TEST_CASE("the auto piece size is described with the cost model's constants") {
-  for (const auto& o : tnbc::options()) {
-    if (o.name != "piece_bytes") continue;
-    const std::string d(o.description);
-    CHECK(d.find("at least " + std::to_string(tnbc::kAutoPieceMinBytes / 1024) + " KiB") != std::string::npos);
-    CHECK(d.find("about " + std::to_string(tnbc::kAutoPiecesPerSub) + " pieces") != std::string::npos);
-  }
 }
 
 TEST_CASE("TNBC_TIMEOUT's default is the named constant") {

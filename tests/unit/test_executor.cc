@@ -38,7 +38,7 @@ TEST_CASE("executor: an exchange of 4 ranks delivers every byte, sends in priori
     for (std::size_t i = 0; i < rk.send.size(); ++i) rk.send[i] = static_cast<char>(r * 31 + i * 7);
     std::vector<std::size_t> bytes(n, per), off(n);
     for (int p = 0; p < n; ++p) off[static_cast<std::size_t>(p)] = static_cast<std::size_t>(p) * per;
-    rk.f->schedule = build_exchange(r, n, bytes, off, bytes, off, kPage, {}, std::uint64_t{kPage});
+    rk.f->schedule = build_exchange(r, n, bytes, off, bytes, off, kPage, {}, PieceSetting{kPage});
     rk.f->send_data = rk.send.data();
     rk.f->recv_data = rk.recv.data();
     rk.f->ready_to_run();

@@ -90,7 +90,8 @@ std::string profile_text(const std::vector<RankValues>& ranks, bool estimates = 
   return profile_of(ranks.size(), {site_text(ranks, estimates, site, ranks.size())});
 }
 
-// 500 us + 500 us/MiB: the defaults.
+// 500 us + 500 us/MiB: the fixed rule of TNBC_EARLY_RETURN_COST_US=500, ..._PER_MIB=500 (the
+// defaults before the cost model).
 const CostModel kCost{500e3, 500e3};
 
 Decision decide_text(const std::string& text, bool sizes_recorded = true, const CostModel& cost = kCost) {
@@ -139,12 +140,15 @@ TEST_CASE("gain: the cost grows with the bytes of the rank that receives most") 
   r[2].bytes = 16 * kMiB;
   const Decision d = decide_text(profile_text(r));
   CHECK(d.cost_ns == Approx(0.5 * kMs + 16 * 0.5 * kMs));
-  CHECK(cost_model([] {
-          tnbc::Settings s;
-          s.early_return_cost_us = 100;
-          s.early_return_cost_us_per_mib = 200;
-          return s;
-        }()).cost_ns(2.0 * kMiB) == Approx(100e3 + 2 * 200e3));
+  // TNBC_EARLY_RETURN_COST_US set: the fixed rule, with its per-MiB cost.
+  tnbc::Settings s;
+  s.early_return_cost_us = 100;
+  s.early_return_cost_us_per_mib = 200;
+  const Judge j = make_judge(s, nullptr, {});
+  REQUIRE(j.fixed);
+  CHECK(j.fixed->cost_ns(2.0 * kMiB) == Approx(100e3 + 2 * 200e3));
+  // auto (the default): no fixed rule, the model judges.
+  CHECK_FALSE(make_judge(tnbc::Settings{}, nullptr, {}).fixed);
 }
 
 TEST_CASE("gain: missing site, missing estimates, older profile: return early") {

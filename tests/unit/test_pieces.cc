@@ -215,7 +215,7 @@ TEST_CASE("alltoallv send order: body k to every peer before body k + 1") {
   std::vector<std::size_t> b(n, per), off(n);
   for (int p = 0; p < n; ++p) off[p] = p * per;
   std::vector<int> order{0, 1, 2, 3};
-  const auto pieces = build_exchange(r, n, b, off, b, off, kPage, order, std::uint64_t{256 * 1024});
+  const auto pieces = build_exchange(r, n, b, off, b, off, kPage, order, PieceSetting{256 * 1024});
   std::vector<std::pair<int, int>> sends;  // (tag, peer) of the bodies, in send order
   for (const auto& p : pieces)
     if (p.kind == StepKind::Send && !p.edge) sends.emplace_back(p.tag_offset, p.peer);

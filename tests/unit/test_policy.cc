@@ -1,5 +1,6 @@
-// Today's rules (runtime/policy.hh): what they decide from the settings, the threshold and a
-// profile, and that the global answers depend on nothing else.
+// The policy (runtime/policy.hh): what it decides from the settings and a profile before the
+// model starts (the built-in rules), and that the global answers depend on nothing else. The
+// model's answers: tests/unit/test_model.cc.
 #include <catch2/catch.hpp>
 
 #include "runtime/coll/collective.hh"
@@ -13,10 +14,12 @@ constexpr std::size_t kPage = 4096;
 std::unique_ptr<Policy> rules(int max_segments, std::size_t min_bytes, std::unique_ptr<ReadOrderSource> orders = nullptr) {
   Settings s;
   s.bcast_max_segments = max_segments;
-  auto p = make_rules_policy(s, kPage, std::move(orders));
-  p->set_min_bytes(min_bytes);
-  return p;
+  s.min_bytes = min_bytes;
+  return make_policy(s, kPage, std::move(orders));
 }
+
+const model::Topology kFour = model::Topology::block(4, 4, 4, 1);
+const model::Topology kOne = model::Topology::block(1, 1, 1, 1);
 
 // A profile stand-in: blocking for calls of 3 ranks, a reversed order for every call.
 struct FakeOrders final : ReadOrderSource {
@@ -30,27 +33,28 @@ struct FakeOrders final : ReadOrderSource {
 }  // namespace
 
 TEST_CASE("policy: broadcast segments follow the message and TNBC_BCAST_MAX_SEGMENTS only") {
-  CHECK(rules(5, 0)->bcast_segments(0) == 1);
-  CHECK(rules(5, 0)->bcast_segments(kMinGuardablePages * kPage - 1) == 1);
-  CHECK(rules(5, 0)->bcast_segments(6 * kPage) == 2);
-  CHECK(rules(5, 0)->bcast_segments(4 << 20) == 5);
-  CHECK(rules(8, 0)->bcast_segments(4 << 20) == 8);
-  CHECK(rules(0, 0)->bcast_segments(4 << 20) == 1);  // never 0 segments
+  CHECK(rules(5, 0)->bcast_segments(0, kFour) == 1);
+  CHECK(rules(5, 0)->bcast_segments(kMinGuardablePages * kPage - 1, kFour) == 1);
+  CHECK(rules(5, 0)->bcast_segments(6 * kPage, kFour) == 2);
+  CHECK(rules(5, 0)->bcast_segments(4 << 20, kFour) == 5);
+  CHECK(rules(8, 0)->bcast_segments(4 << 20, kFour) == 8);
+  CHECK(rules(0, 0)->bcast_segments(4 << 20, kFour) == 1);  // never 0 segments
   // The measured threshold changes no message: segments are the same whatever it is.
-  CHECK(rules(5, 1 << 30)->bcast_segments(4 << 20) == rules(5, 0)->bcast_segments(4 << 20));
+  CHECK(rules(5, 1 << 30)->bcast_segments(4 << 20, kFour) == rules(5, 0)->bcast_segments(4 << 20, kFour));
 }
 
 TEST_CASE("policy: route compares the table's unit with the threshold; intercommunicators and one-rank communicators run as MPI") {
   auto p = rules(5, 3 * kPage);
-  CHECK(p->route(Kind::Alltoall, false, 4, 3 * kPage) == Reason::None);
-  CHECK(p->route(Kind::Alltoall, false, 4, 3 * kPage - 1) == Reason::BelowThreshold);
-  CHECK(p->route(Kind::Bcast, true, 4, 1 << 20) == Reason::Intercommunicator);
-  CHECK(p->route(Kind::Alltoallv, false, 4, kNoUnit) == Reason::None);  // sizes differ: always the schedule
-  CHECK(p->route(Kind::Allgatherv, false, 1, kNoUnit) == Reason::SingleRank);
-  CHECK(p->route(Kind::Bcast, false, 1, 1 << 20) == Reason::SingleRank);
-  // ... and the rank-local half of the threshold for those.
-  CHECK_FALSE(p->early_return_pays(Kind::Alltoallv, 3 * kPage - 1));
-  CHECK(p->early_return_pays(Kind::Alltoallv, 3 * kPage));
+  CHECK(p->route(Kind::Alltoall, false, kFour, 3 * kPage) == Reason::None);
+  CHECK(p->route(Kind::Alltoall, false, kFour, 3 * kPage - 1) == Reason::BelowThreshold);
+  CHECK(p->route(Kind::Bcast, true, kFour, 1 << 20) == Reason::Intercommunicator);
+  CHECK(p->route(Kind::Alltoallv, false, kFour, kNoUnit) == Reason::None);  // sizes differ: always the schedule
+  CHECK(p->route(Kind::Allgatherv, false, kOne, kNoUnit) == Reason::SingleRank);
+  CHECK(p->route(Kind::Bcast, false, kOne, 1 << 20) == Reason::SingleRank);
+  // ... and the rank-local half of the threshold for those (TNBC_MIN_BYTES as set: what the
+  // rank receives in all).
+  CHECK_FALSE(p->early_return_pays(Kind::Alltoallv, 3 * kPage - 1, kFour));
+  CHECK(p->early_return_pays(Kind::Alltoallv, 3 * kPage, kFour));
 }
 
 TEST_CASE("policy: read orders and blocking decisions come from the profile, defaults without one") {
@@ -68,12 +72,12 @@ TEST_CASE("policy: guard backends and send windows from the settings") {
   Settings s;
   s.guard = GuardChoice::Protect;
   s.send_window = 7;
-  auto p = make_rules_policy(s, kPage, nullptr);
+  auto p = make_policy(s, kPage, nullptr);
   REQUIRE(p->guards().size() == 1);
   CHECK(p->guards()[0] == GuardKind::ProtNone);
   CHECK(p->send_window(Driver::ProgressThread) == 7);
   s.guard = GuardChoice::Auto;
-  auto q = make_rules_policy(s, kPage, nullptr);
+  auto q = make_policy(s, kPage, nullptr);
   REQUIRE(q->guards().size() == 2);
   CHECK(q->guards()[0] == GuardKind::Userfaultfd);
 }

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "temp_dir.hh"
-#include "trace/json.hh"
+#include "runtime/json.hh"
 #include "tools/merge.hh"
 #include "trace/profile.hh"
 #include "results.hh"

@@ -1,7 +1,8 @@
-#include "trace/json.hh"
+#include "runtime/json.hh"
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -278,6 +279,23 @@ Result<Value> parse(std::string_view text) {
   } catch (const ParseError& e) {  // unwinds the nested parse to here (trace/json.cc only)
     return Status::error(e.what());
   }
+}
+
+std::string quote(const std::string& s) {
+  std::string o = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\u%04x", c);
+      o += b;
+    } else {
+      o += static_cast<char>(c);
+    }
+  }
+  return o + "\"";
 }
 
 }  // namespace tnbc::json

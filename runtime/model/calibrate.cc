@@ -1,0 +1,406 @@
+#include "runtime/model/calibrate.hh"
+
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <ctime>
+#include <thread>
+#include <vector>
+
+#include "runtime/futex.hh"
+#include "runtime/guard_backend.hh"
+#include "runtime/model/measure.hh"
+#include "runtime/model/probe.hh"
+#include "runtime/publish.hh"
+#include "runtime/uffd.hh"
+
+namespace tnbc::model {
+
+namespace {
+
+constexpr int kTrain = 8;       // messages in a train
+constexpr int kMinReps = 5;
+constexpr int kMaxReps = 200;
+constexpr int kTag = 7;         // on a duplicate of the world made for the calibration
+constexpr int kTestPending = 8;
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+struct Ctx {
+  MPI_Comm comm;
+  int me, n;
+  const CalibrateOptions& o;
+  std::vector<char> a, b;  // send and receive buffers, max_bytes x kTrain
+};
+
+// A barrier that sleeps instead of spinning (MPI's own spins): the ranks that wait while a pair
+// measures must not take the CPU from it.
+void barrier(const Ctx& c) {
+  MPI_Request r;
+  PMPI_Ibarrier(c.comm, &r);
+  for (int done = 0; PMPI_Test(&r, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done;) {
+    const struct timespec ts{0, 20000};
+    nanosleep(&ts, nullptr);
+  }
+}
+
+// After a sleeping barrier the pair meets once more with MPI's own spinning waits, so that
+// neither is still asleep when the other starts the clock.
+void sync_pair(const Ctx& c, int x, int y) {
+  char z = 0;
+  if (c.me == x) {
+    PMPI_Send(&z, 0, MPI_BYTE, y, kTag + 3, c.comm);
+    PMPI_Recv(&z, 0, MPI_BYTE, y, kTag + 3, c.comm, MPI_STATUS_IGNORE);
+  } else if (c.me == y) {
+    PMPI_Recv(&z, 0, MPI_BYTE, x, kTag + 3, c.comm, MPI_STATUS_IGNORE);
+    PMPI_Send(&z, 0, MPI_BYTE, x, kTag + 3, c.comm);
+  }
+}
+
+int reps_for(const Ctx& c, double estimate_ns) {
+  if (estimate_ns <= 0) return kMinReps;
+  return std::clamp(static_cast<int>(c.o.seconds_per_size * 1e9 / estimate_ns), kMinReps, kMaxReps);
+}
+
+// Every rank runs the same number of rounds (the repetitions are agreed from rank `from`'s
+// estimate), so barriers match; only `x` and `y` exchange.
+int agreed_reps(const Ctx& c, double estimate_ns, int from) {
+  int r = reps_for(c, estimate_ns);
+  PMPI_Bcast(&r, 1, MPI_INT, from, c.comm);
+  return r;
+}
+
+// Half the round trip of a ping-pong of m bytes between x and y (median), on every rank.
+double ping_pong(Ctx& c, int x, int y, std::size_t m) {
+  auto once = [&] {
+    sync_pair(c, x, y);
+    const long long t0 = futex::now_ns();
+    if (c.me == x) {
+      PMPI_Send(c.a.data(), static_cast<int>(m), MPI_BYTE, y, kTag, c.comm);
+      PMPI_Recv(c.b.data(), static_cast<int>(m), MPI_BYTE, y, kTag, c.comm, MPI_STATUS_IGNORE);
+    } else if (c.me == y) {
+      PMPI_Recv(c.b.data(), static_cast<int>(m), MPI_BYTE, x, kTag, c.comm, MPI_STATUS_IGNORE);
+      PMPI_Send(c.a.data(), static_cast<int>(m), MPI_BYTE, x, kTag, c.comm);
+    }
+    return static_cast<double>(futex::now_ns() - t0) / 2;
+  };
+  barrier(c);
+  const double first = once();  // warm-up and estimate
+  const int reps = agreed_reps(c, first, x);
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    barrier(c);
+    t.push_back(once());
+  }
+  double r = median(t);
+  PMPI_Bcast(&r, 1, MPI_DOUBLE, x, c.comm);
+  return r;
+}
+
+// A train of k messages of m bytes from x to y; `polled`: both sides test like the progress
+// thread (CPU per message into os/orr); else the sender waits (MPI_Waitall) and the time until
+// the receiver's acknowledgement is returned.
+double train(Ctx& c, int x, int y, std::size_t m, int k, bool polled, double& os, double& orr) {
+  std::vector<MPI_Request> req(static_cast<std::size_t>(k));
+  sync_pair(c, x, y);
+  const double c0 = thread_cpu_ns();
+  const long long t0 = futex::now_ns();
+  char ack = 0;
+  if (c.me == x) {
+    for (int i = 0; i < k; ++i)
+      PMPI_Isend(c.a.data() + static_cast<std::size_t>(i) * m, static_cast<int>(m), MPI_BYTE, y, kTag, c.comm, &req[static_cast<std::size_t>(i)]);
+  } else if (c.me == y) {
+    for (int i = 0; i < k; ++i)
+      PMPI_Irecv(c.b.data() + static_cast<std::size_t>(i) * m, static_cast<int>(m), MPI_BYTE, x, kTag, c.comm, &req[static_cast<std::size_t>(i)]);
+  }
+  if (c.me == x || c.me == y) {
+    if (polled) {
+      for (int done = 0; !done;) {
+        PMPI_Testall(k, req.data(), &done, MPI_STATUSES_IGNORE);
+        if (!done) {
+          const struct timespec ts{0, static_cast<long>(c.o.poll_ns)};
+          nanosleep(&ts, nullptr);
+        }
+      }
+    } else {
+      PMPI_Waitall(k, req.data(), MPI_STATUSES_IGNORE);
+    }
+    if (c.me == y) PMPI_Send(&ack, 1, MPI_BYTE, x, kTag + 1, c.comm);
+    else PMPI_Recv(&ack, 1, MPI_BYTE, y, kTag + 1, c.comm, MPI_STATUS_IGNORE);
+  }
+  const double cpu = (thread_cpu_ns() - c0) / k;
+  if (c.me == x) os = cpu;
+  if (c.me == y) orr = cpu;
+  return static_cast<double>(futex::now_ns() - t0);
+}
+
+SizePoint measure_size(Ctx& c, int x, int y, std::size_t m) {
+  SizePoint p;
+  p.bytes = static_cast<double>(m);
+  p.t_ns = ping_pong(c, x, y, m);
+  const int reps = std::max(kMinReps, reps_for(c, p.t_ns * kTrain) / 2);
+  std::vector<double> os, orr, one, many;
+  for (int i = 0; i <= reps; ++i) {
+    double s = 0, r = 0;
+    barrier(c);
+    train(c, x, y, m, kTrain, true, s, r);
+    barrier(c);
+    const double t1 = train(c, x, y, m, 1, false, s, r);
+    barrier(c);
+    double s2 = 0, r2 = 0;
+    const double tk = train(c, x, y, m, kTrain, false, s2, r2);
+    if (i == 0) continue;  // warm-up
+    if (c.me == x) os.push_back(s);
+    if (c.me == y) orr.push_back(r);
+    one.push_back(t1);
+    many.push_back(tk);
+  }
+  double v[3] = {median(os), median(orr), std::max(0.0, (median(many) - median(one)) / (kTrain - 1))};
+  double sx = v[0], gx = v[2];
+  PMPI_Bcast(&sx, 1, MPI_DOUBLE, x, c.comm);
+  PMPI_Bcast(&gx, 1, MPI_DOUBLE, x, c.comm);
+  double ry = v[1];
+  PMPI_Bcast(&ry, 1, MPI_DOUBLE, y, c.comm);
+  p.os_ns = sx;
+  p.or_ns = ry;
+  p.g_ns = std::max(gx, std::max(p.os_ns, p.or_ns));
+  return p;
+}
+
+Level measure_level(Ctx& c, int x, int y, std::FILE* progress) {
+  Level l;
+  l.measured = true;
+  for (std::size_t m = 1; m <= c.o.max_bytes; m = m < 64 ? 64 : m < 1024 ? 1024 : m * 4) {
+    l.sweep.push_back(measure_size(c, x, y, m));
+    if (progress && c.me == 0)
+      std::fprintf(progress, "  %9zu B: T %.1f us, o_s %.1f us, o_r %.1f us, g %.1f us\n", m, l.sweep.back().t_ns / 1e3,
+                   l.sweep.back().os_ns / 1e3, l.sweep.back().or_ns / 1e3, l.sweep.back().g_ns / 1e3);
+  }
+  const SizePoint& s0 = l.sweep.front();
+  l.os_ns = s0.os_ns;
+  l.or_ns = s0.or_ns;
+  l.g_ns = s0.g_ns;
+  l.L_ns = std::max(0.0, s0.t_ns - s0.os_ns - s0.or_ns);
+  std::vector<double> x_, g_, os_, or_;
+  for (std::size_t i = l.sweep.size() >= 3 ? l.sweep.size() - 3 : 0; i < l.sweep.size(); ++i) {
+    x_.push_back(l.sweep[i].bytes);
+    g_.push_back(l.sweep[i].g_ns);
+    os_.push_back(l.sweep[i].os_ns);
+    or_.push_back(l.sweep[i].or_ns);
+  }
+  l.G_ns_per_byte = fit(x_, g_).ns_per_byte;
+  l.Os_ns_per_byte = fit(x_, os_).ns_per_byte;
+  l.Or_ns_per_byte = fit(x_, or_).ns_per_byte;
+  return l;
+}
+
+// All `pairs` at once, 8 messages of m bytes each way (`both`) or from the first of each pair.
+// Returns the slowest rank's time.
+double streams(Ctx& c, const std::vector<std::pair<int, int>>& pairs, std::size_t m, bool both) {
+  int partner = -1;
+  bool sends = false, receives = false;
+  for (const auto& [p, q] : pairs) {
+    if (c.me == p) partner = q, sends = true, receives = both;
+    if (c.me == q) partner = p, receives = true, sends = both;
+  }
+  std::vector<double> t;
+  for (int i = 0; i <= kMinReps; ++i) {
+    barrier(c);
+    const long long t0 = futex::now_ns();
+    std::vector<MPI_Request> req;
+    for (int k = 0; k < kTrain && partner >= 0; ++k) {
+      MPI_Request r;
+      if (receives) {
+        PMPI_Irecv(c.b.data() + static_cast<std::size_t>(k) * m, static_cast<int>(m), MPI_BYTE, partner, kTag, c.comm, &r);
+        req.push_back(r);
+      }
+      if (sends) {
+        PMPI_Isend(c.a.data() + static_cast<std::size_t>(k) * m, static_cast<int>(m), MPI_BYTE, partner, kTag, c.comm, &r);
+        req.push_back(r);
+      }
+    }
+    PMPI_Waitall(static_cast<int>(req.size()), req.data(), MPI_STATUSES_IGNORE);
+    double mine = static_cast<double>(futex::now_ns() - t0), worst = 0;
+    PMPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, c.comm);
+    if (i > 0) t.push_back(worst);
+  }
+  return median(t);
+}
+
+void measure_node(Ctx& c, Level& l, const std::vector<std::pair<int, int>>& pairs, double per_node_pairs) {
+  if (pairs.empty()) return;
+  const std::size_t m = std::max<std::size_t>(4096, c.o.max_bytes / 4);
+  const double out = streams(c, pairs, m, false), bi = streams(c, pairs, m, true);
+  const double bytes = per_node_pairs * kTrain * static_cast<double>(m);
+  l.node_out_ns_per_byte = out / bytes;
+  l.node_bi_ns_per_byte = bi / (2 * bytes);
+  l.flows = static_cast<int>(per_node_pairs);
+}
+
+// ---- the guard (rank 0) ----
+
+std::atomic<std::uintptr_t> g_fault_page{0};
+std::size_t g_page = 4096;
+
+void restore_page(int, siginfo_t* si, void*) {
+  const auto page = reinterpret_cast<std::uintptr_t>(si->si_addr) & ~static_cast<std::uintptr_t>(g_page - 1);
+  if (::mprotect(reinterpret_cast<void*>(page), g_page, PROT_READ | PROT_WRITE) != 0) _exit(3);
+}
+
+// A reader's wait on a page held back, besides the data's arrival: the trap (a SIGSEGV round
+// trip: handler, mprotect, retry, less the mprotect pair alone) and the wake-up of a sleeping
+// thread (futex) once the page is published.
+double reader_wait_ns(std::size_t page) {
+  g_page = page;
+  Scratch s(page);
+  if (!s.user) return 0;
+  struct sigaction act{}, old{};
+  act.sa_sigaction = restore_page;
+  act.sa_flags = SA_SIGINFO;
+  sigemptyset(&act.sa_mask);
+  if (::sigaction(SIGSEGV, &act, &old) != 0) return 0;
+  volatile char* p = s.user;
+  const double pair = median_ns([&] {
+    ::mprotect(s.user, page, PROT_NONE);
+    ::mprotect(s.user, page, PROT_READ | PROT_WRITE);
+    return true;
+  }, 50);
+  const double trap = median_ns([&] {
+    ::mprotect(s.user, page, PROT_NONE);
+    p[0] = static_cast<char>(p[0] + 1);
+    return true;
+  }, 50);
+  ::sigaction(SIGSEGV, &old, nullptr);
+  std::atomic<std::uint32_t> word{0};
+  std::atomic<long long> woken{0};
+  std::vector<double> wake;
+  for (int i = 0; i <= 20; ++i) {
+    word.store(0);
+    std::thread t([&] {
+      while (word.load() == 0) futex::wait(word, 0, -1);
+      woken.store(futex::now_ns());
+    });
+    const struct timespec ts{0, 2000000};
+    nanosleep(&ts, nullptr);  // asleep by now
+    const long long t0 = futex::now_ns();
+    word.store(1);
+    futex::wake_all(word);
+    t.join();
+    if (i > 0) wake.push_back(static_cast<double>(woken.load() - t0));
+  }
+  return std::max(0.0, trap - pair) + median(wake);
+}
+
+void measure_guard(Machine& mach, std::size_t page, std::FILE* progress) {
+  const std::vector<std::size_t> sizes{page, 16 * page, 256 * page, 1024 * page};
+  Scratch s(1024 * page);
+  if (!s.user) return;
+  const double wait = reader_wait_ns(page);
+  std::vector<std::unique_ptr<GuardBackend>> backends;
+  if (uffd::start().ok()) {
+    if (uffd::can_swap()) backends.push_back(make_uffd_backend(true));
+    backends.push_back(make_uffd_backend(false));
+  }
+  if (publication_available()) backends.push_back(make_protect_backend());
+  for (auto& b : backends) {
+    const int k = guard_index(b->probe_name());
+    if (k < 0) continue;
+    Line hold, publish;
+    if (!guard_lines(*b, s, sizes, 20, hold, publish)) continue;
+    mach.guard_measured[k] = true;
+    mach.guard[k] = {hold, publish, wait};
+    if (progress)
+      std::fprintf(progress, "  guard %s: hold %.1f us + %.1f us/MiB, publish %.1f us + %.1f us/MiB, reader's wait %.1f us\n",
+                   b->probe_name(), hold.ns / 1e3, hold.ns_per_byte * 1048.576, publish.ns / 1e3,
+                   publish.ns_per_byte * 1048.576, wait / 1e3);
+  }
+}
+
+}  // namespace
+
+Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* progress) {
+  MPI_Comm comm = MPI_COMM_NULL;
+  PMPI_Comm_dup(world, &comm);
+  Ctx c{comm, 0, 1, o, {}, {}};
+  PMPI_Comm_rank(comm, &c.me);
+  PMPI_Comm_size(comm, &c.n);
+  if (c.n < 2) {
+    PMPI_Comm_free(&comm);
+    return Status::error("tnbc calibrate needs at least 2 ranks (run it under the launcher: mpirun -np 4 tnbc calibrate; "
+                         "2 ranks on each of 2 nodes measure both levels)");
+  }
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  c.a.assign(o.max_bytes * kTrain, 1);
+  c.b.assign(o.max_bytes * kTrain, 0);
+  const World w = gather_world(comm);
+  const Topology t = w.topology();
+  Machine m;
+  m.method = "calibrate";
+  m.mpi_library = w.mpi_library;
+  m.ranks = t.n();
+  m.nodes = t.nodes();
+  m.ranks_per_node = t.max_per_node();
+  m.cpus_per_node = w.cpus_per_node;
+  m.page = page;
+  {
+    char host[256] = "";
+    ::gethostname(host, sizeof host - 1);
+    m.host = host;
+    char when[64] = "";
+    const std::time_t now = std::time(nullptr);
+    std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    m.created = when;
+  }
+  // The pairs: two ranks of one node (the first node with two), and rank i of node 0 with
+  // rank i of node 1.
+  std::vector<std::vector<int>> on(static_cast<std::size_t>(t.nodes()));
+  for (int r = 0; r < t.n(); ++r) on[static_cast<std::size_t>(t.node[static_cast<std::size_t>(r)])].push_back(r);
+  for (const auto& ranks : on)
+    if (ranks.size() >= 2) {
+      if (progress && c.me == 0) std::fprintf(progress, "intra-node level: ranks %d and %d\n", ranks[0], ranks[1]);
+      m.at(LevelKind::IntraNode) = measure_level(c, ranks[0], ranks[1], progress);
+      break;
+    }
+  if (on.size() >= 2) {
+    if (progress && c.me == 0) std::fprintf(progress, "inter-node level: ranks %d and %d\n", on[0][0], on[1][0]);
+    m.at(LevelKind::InterNode) = measure_level(c, on[0][0], on[1][0], progress);
+  }
+  // Node resources: pairs inside every node; rank i of node 0 with rank i of node 1.
+  std::vector<std::pair<int, int>> intra, inter;
+  std::size_t most = 0;
+  for (const auto& ranks : on) {
+    for (std::size_t i = 0; i + 1 < ranks.size(); i += 2) intra.emplace_back(ranks[i], ranks[i + 1]);
+    most = std::max(most, ranks.size() / 2);
+  }
+  if (on.size() >= 2)
+    for (std::size_t i = 0; i < std::min(on[0].size(), on[1].size()); ++i) inter.emplace_back(on[0][i], on[1][i]);
+  if (m.at(LevelKind::IntraNode).measured) measure_node(c, m.at(LevelKind::IntraNode), intra, static_cast<double>(most));
+  if (m.at(LevelKind::InterNode).measured) measure_node(c, m.at(LevelKind::InterNode), inter, static_cast<double>(inter.size()));
+  if (progress && c.me == 0)
+    for (int k = 0; k < kLevels; ++k)
+      if (m.level[k].measured)
+        std::fprintf(progress, "%s: L %.1f us, G %.3f ns/B, node %.3f ns/B out, %.3f ns/B in+out (%d flows)\n",
+                     level_name(static_cast<LevelKind>(k)), m.level[k].L_ns / 1e3, m.level[k].G_ns_per_byte,
+                     m.level[k].node_out_ns_per_byte, m.level[k].node_bi_ns_per_byte, m.level[k].flows);
+  m.test_ns = testsome_ns(comm, kTag + 2, kTestPending);
+  m.sleep_ns = sleep_ns(o.poll_ns);
+  barrier(c);
+  if (c.me == 0) {
+    Scratch s(16u << 20);
+    if (s.user) m.memcpy_cost = memcpy_line(s, {4096, 65536, 1u << 20, 16u << 20}, 20);
+    measure_guard(m, page, progress);
+  }
+  barrier(c);  // the others sleep meanwhile
+  PMPI_Comm_free(&comm);
+  return m;
+}
+
+}  // namespace tnbc::model

@@ -1,0 +1,53 @@
+// `tnbc calibrate` (tools/calibrate_main.cc): measures the machine file (runtime/model/machine.hh)
+// under the launcher, every rank taking part. The method (docs/architecture.md, "The cost model"):
+//
+//   levels      a pair of ranks on one node (intra_node) and, with several nodes, rank 0 and the
+//               first rank of another node (inter_node); the other ranks wait at barriers.
+//               Sizes 1 B, 64 B, 1 KiB, 4 KiB, 16 KiB, 64 KiB, 256 KiB, 1 MiB, 4 MiB (up to
+//               --max-bytes), each:
+//     T(m)      ping-pong (MPI_Send / MPI_Recv), half the median round trip;
+//     o_s, o_r  a train of 8 messages posted at once (MPI_Isend / MPI_Irecv) and tested the way
+//               tnbc's progress thread does (MPI_Testall, then a sleep of TNBC_POLL_MIN_US):
+//               each side's thread CPU time per message (PLogP's overheads; with TCP they hold
+//               the kernel's copies, LogGOPS's O per byte);
+//     g(m)      the same train sent with MPI_Waitall: (time of 8 - time of 1) / 7 until the
+//               receiver has them (the gap between back-to-back messages);
+//               then L = T(1) - o_s(1) - o_r(1), G = the slope of g over the three largest
+//               sizes, O_s and O_r the slopes of o_s and o_r there;
+//   node        every rank of a node at once, 8 messages of 1 MiB (or --max-bytes / 4) to a
+//               partner: inside each node (pairs of its ranks) and between nodes (rank i of
+//               node 0 with rank i of node 1): bytes leaving the node per ns (node_out: only one
+//               side sends) and bytes in and out together (node_bi: both send);
+//   guard       rank 0, each backend this kernel has (userfaultfd with page moves, with copies;
+//               PROT_NONE with /proc/self/mem): hold back and publish 1, 16, 256 and 1024 pages
+//               (lines through the medians); a reader's wait on a page held back: a SIGSEGV
+//               round trip on a PROT_NONE page (handler, mprotect, retry) plus the wake-up of a
+//               thread asleep on a futex (what a reader pays besides the data's arrival);
+//   memcpy      4 KiB .. 16 MiB, a line;
+//   progress    one MPI_Testsome over 8 pending receives, one sleep of TNBC_POLL_MIN_US.
+//
+// Medians of repetitions after a warm-up; each size repeated until about --seconds-per-size
+// (at least 5 times). Collective over `world`; the machine file is rank 0's.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdio>
+#include <string>
+
+#include "runtime/model/machine.hh"
+#include "runtime/status.hh"
+
+namespace tnbc::model {
+
+struct CalibrateOptions {
+  std::size_t max_bytes = 4u << 20;
+  double seconds_per_size = 0.05;
+  long long poll_ns = 20000;  // TNBC_POLL_MIN_US, as the progress thread sleeps
+};
+
+// `progress` (rank 0, may be null): one line per step.
+Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* progress);
+
+}  // namespace tnbc::model

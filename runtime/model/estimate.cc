@@ -1,0 +1,468 @@
+#include "runtime/model/estimate.hh"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "runtime/coll/builders.hh"
+
+namespace tnbc::model {
+
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+// Sizes the decisions evaluate the transfer at: the per-byte time of a call (piece_scale) and
+// the largest threshold searched.
+constexpr double kReferenceBytes = kMiB;
+constexpr double kLargestThreshold = 1024.0 * kMiB;
+// A broadcast of Open MPI's and MPICH's own is a pipelined tree of segments this large (their
+// tuned defaults for large messages); below it one message per tree edge.
+constexpr double kMpiBcastSegment = 128 * 1024;
+// Segment counts whose reader finish time is within this share of the best count's are as good:
+// the fewest of them is taken (fewer messages; stable when measured costs move a little).
+constexpr double kSegmentTolerance = 0.02;
+
+// A level the machine measured: `k` if it was, else the other one (a one-level machine file or
+// probe describes the machine's only level).
+const Level& level(const Machine& m, LevelKind k) {
+  if (m.at(k).measured) return m.at(k);
+  return m.at(k == LevelKind::IntraNode ? LevelKind::InterNode : LevelKind::IntraNode);
+}
+
+double node_bi(const Level& l) { return l.node_bi_ns_per_byte > 0 ? l.node_bi_ns_per_byte : l.G_ns_per_byte / 2; }
+double node_out(const Level& l) { return l.node_out_ns_per_byte > 0 ? l.node_out_ns_per_byte : l.G_ns_per_byte; }
+
+// The guard backend `x` uses (its costs), or a free one.
+GuardCost guard_of(const Machine& m, const Execution& x) {
+  if (x.guard >= 0 && x.guard < kGuardBackends && m.guard_measured[x.guard]) return m.guard[x.guard];
+  for (int b = 0; b < kGuardBackends; ++b)
+    if (m.guard_measured[b]) return m.guard[b];
+  return {};
+}
+
+// The peers of the rank of the busiest node, per level: a representative rank (the exchange
+// family is symmetric; the busiest node shares its resources among the most ranks).
+struct Peers {
+  int n = 1, M = 1;
+  double k[kLevels] = {0, 0};
+};
+Peers peers(const Topology& t) {
+  Peers p;
+  p.n = t.n();
+  p.M = t.max_per_node();
+  p.k[static_cast<int>(LevelKind::IntraNode)] = p.M - 1;
+  p.k[static_cast<int>(LevelKind::InterNode)] = p.n - p.M;
+  return p;
+}
+
+// Piece sizes of a sub-message of `s` bytes, as the builders cut it (split_points).
+std::vector<double> pieces_of(double s, const PieceRule& rule, std::size_t page) {
+  std::vector<double> out;
+  if (s <= 0) return out;
+  const auto len = static_cast<std::size_t>(s);
+  const auto cuts = split_points(len, page, piece_limit(len, page, rule));
+  for (std::size_t i = 0; i + 1 < cuts.size(); ++i) out.push_back(static_cast<double>(cuts[i + 1] - cuts[i]));
+  return out;
+}
+
+// Bytes through each node's shared resources for an exchange of `s` per peer, the slowest node.
+double exchange_node_bound(const Machine& m, const Topology& t, double s) {
+  const int n = t.n();
+  const Level &in = level(m, LevelKind::IntraNode), &out = level(m, LevelKind::InterNode);
+  double worst = 0;
+  for (int j = 0; j < t.nodes(); ++j) {
+    const double M = t.ranks_on(j);
+    const double intra = M * (M - 1) * s * node_bi(in);
+    const double v = M * (n - M) * s;
+    const double inter = std::max(v * node_out(out), 2 * v * node_bi(out));
+    worst = std::max(worst, std::max(intra, inter));
+  }
+  return worst;
+}
+
+// The largest latency of a level the topology uses.
+double latency(const Machine& m, const Topology& t) {
+  const Peers p = peers(t);
+  double l = 0;
+  for (int k = 0; k < kLevels; ++k)
+    if (p.k[k] > 0) l = std::max(l, level(m, static_cast<LevelKind>(k)).L_ns);
+  return l;
+}
+
+// What a sub-message's messages cost a representative rank: sending them one after another
+// (sum of gaps), the CPU at both ends, and through a send window of `window`.
+struct Stream {
+  double gaps = 0, cpu = 0, windowed = 0;
+  int messages = 0;
+};
+Stream exchange_stream(const Machine& m, const Topology& t, const std::vector<double>& sizes, int window, double notice) {
+  const Peers p = peers(t);
+  Stream st;
+  for (int k = 0; k < kLevels; ++k) {
+    if (p.k[k] <= 0) continue;
+    const Level& l = level(m, static_cast<LevelKind>(k));
+    for (double q : sizes) {
+      st.gaps += p.k[k] * l.g(q);
+      st.cpu += p.k[k] * (l.o_s(q) + l.o_r(q));
+      st.windowed += p.k[k] * (window > 0 ? std::max(l.g(q), (l.T(q) + notice) / window) : l.g(q));
+      st.messages += static_cast<int>(p.k[k]);
+    }
+  }
+  return st;
+}
+
+// Per received byte and per region, what publishing costs with the guard in use.
+double publication(const GuardCost& g, double regions, double bytes) { return regions * g.publish.ns + bytes * g.publish.ns_per_byte; }
+
+// The polls a driver makes while a collective is in flight for `duration`: each a test of the
+// pending requests, one per sleep of TNBC_POLL_MIN_US (as long as traffic moves).
+double poll_cpu(const Machine& m, double duration) {
+  const double period = std::max(1.0, m.sleep_ns + m.test_ns);
+  return duration / period * m.test_ns;
+}
+
+// ---- exchange family ----
+
+Timeline exchange_timeline(const Machine& m, const Topology& t, const Coll& c, const Execution& x, bool early) {
+  Timeline tl;
+  const Peers p = peers(t);
+  const double s = c.bytes, n1 = p.n - 1;
+  const double notice = m.O_r_ns();
+  const GuardCost g = guard_of(m, x);
+  const std::vector<double> sizes = pieces_of(s, c.pieces, c.page);
+  const double pieces = static_cast<double>(sizes.size());
+  const double body = pieces > 2 ? pieces - 2 : std::max(1.0, pieces);
+  const double page = static_cast<double>(c.page);
+  const Level& top = level(m, p.k[static_cast<int>(LevelKind::InterNode)] > 0 ? LevelKind::InterNode : LevelKind::IntraNode);
+  const double cpy = m.memcpy_cost.ns_per_byte;
+  // In the call: the own block into place; an early return also stages the data to send
+  // (copied, or its pages made read-only), holds the received pages back, starts the heads
+  // and tails, and waits for those that land in partial pages.
+  const double own = s * cpy;
+  double post = 0;
+  for (int k = 0; k < kLevels; ++k)
+    if (p.k[k] > 0) post += p.k[k] * (pieces > 1 ? 2 : 1) * level(m, static_cast<LevelKind>(k)).o_s(std::min(s, page));
+  if (early) {
+    const double stage = x.eager_copy ? n1 * (s * cpy + pieces * m.memcpy_cost.ns)
+                                      : (m.guard_measured[2] ? m.guard[2].hold.at(n1 * s) : 0);
+    const double hold = g.hold.at(n1 * s);
+    const double wait = x.unaligned ? top.T(page) + notice : 0;
+    tl.in_call_work_ns = own + stage + hold + post;
+    tl.in_call_ns = tl.in_call_work_ns + wait;
+  } else {
+    tl.in_call_ns = tl.in_call_work_ns = own + post;
+  }
+  const Stream st = exchange_stream(m, t, sizes, early ? x.window : 0, notice);
+  tl.regions = early ? n1 * (body + (x.unaligned && body > 1 ? body - 1 : 0)) : 0;
+  tl.publish_ns = early ? publication(g, tl.regions, n1 * s) : 0;
+  const double cpu = st.cpu + tl.publish_ns;
+  const double nodes = exchange_node_bound(m, t, s);
+  const double flow = std::max({nodes, st.windowed, st.gaps, cpu * t.cpu_stretch()});
+  const double last = sizes.empty() ? 0 : sizes.back();
+  const double tail = top.L_ns + notice + (early ? g.publish.at(last) : 0);
+  tl.total_ns = tl.in_call_ns + flow + tail;
+  tl.driver_cpu_ns = cpu + poll_cpu(m, flow + tail);
+  tl.messages = st.messages;
+  // The first piece a reader needs: with the body pieces sent piece by piece to every peer in
+  // ring order, half a round on average; with node-level priorities the first one sent.
+  const double round = flow / body;
+  const double first_piece = sizes.size() > 2 ? sizes[1] : s;
+  tl.first_ns = tl.in_call_ns + (x.node_priorities ? top.T(first_piece) : round / 2 + top.L_ns) + notice +
+                (early ? g.publish.at(first_piece) : 0);
+  tl.last_share = x.node_priorities ? 1.0 / std::max(1.0, n1 * body) : 1.0 / body;
+  return tl;
+}
+
+double exchange_mpi(const Machine& m, const Topology& t, const Coll& c) {
+  const Stream st = exchange_stream(m, t, {c.bytes}, 0, 0);
+  const double flow = std::max({exchange_node_bound(m, t, c.bytes), st.gaps, st.cpu * t.cpu_stretch()});
+  return flow + latency(m, t);
+}
+
+// ---- broadcast ----
+
+// The children of relative rank `v` (the root is 0): the binomial tree of runtime/coll/bcast.cc
+// (largest subtree first), or all ranks from the root (linear).
+std::vector<int> tree_children(int v, int n, BcastTree shape) {
+  if (shape == BcastTree::Binomial) return bcast_children(v, n, 0);
+  std::vector<int> all;
+  if (v == 0)
+    for (int c = 1; c < n; ++c) all.push_back(c);
+  return all;
+}
+
+struct TreeResult {
+  double last = 0;        // the last piece published at the last rank
+  double first_mean = 0;  // mean over the receivers of when piece `first_of_interest` is published
+  double inner_cpu = 0;   // CPU of the busiest inner rank's driver
+};
+
+// Pieces `sizes` (in sending order) down a tree from the root, which has them all at `start`.
+// A rank forwards a piece once it has it (noticed and published), to its children one after
+// another, no faster than its gap; each message takes T(q) at its level.
+TreeResult tree(const Machine& m, const Topology& t, int root, const std::vector<double>& sizes, BcastTree shape,
+                double start, double notice, const Line& publish, std::size_t first_of_interest) {
+  const int n = t.n();
+  const std::size_t P = sizes.size();
+  TreeResult r;
+  if (n <= 1 || P == 0) return r;
+  std::vector<std::vector<double>> have(static_cast<std::size_t>(n), std::vector<double>(P, 0));
+  std::vector<double> cpu(static_cast<std::size_t>(n), 0);
+  std::vector<int> order{0};  // relative ranks, parents before children
+  std::vector<std::vector<int>> kids(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const int v = order[i];
+    kids[static_cast<std::size_t>(v)] = tree_children(v, n, shape);
+    for (int c : kids[static_cast<std::size_t>(v)]) order.push_back(c);
+  }
+  std::fill(have[0].begin(), have[0].end(), start);
+  for (int v : order) {
+    const auto& ch = kids[static_cast<std::size_t>(v)];
+    double free_at = have[static_cast<std::size_t>(v)][0];  // the rank's link: next send no sooner
+    for (std::size_t q = 0; q < P; ++q) {
+      for (int c : ch) {
+        const Level& l = level(m, t.level((v + root) % n, (c + root) % n));
+        const double send = std::max(have[static_cast<std::size_t>(v)][q], free_at);
+        free_at = send + l.g(sizes[q]);
+        const double arrive = send + l.T(sizes[q]);
+        have[static_cast<std::size_t>(c)][q] = arrive + notice + publish.at(sizes[q]);
+        cpu[static_cast<std::size_t>(v)] += l.o_s(sizes[q]);
+        cpu[static_cast<std::size_t>(c)] += l.o_r(sizes[q]) + publish.at(sizes[q]);
+      }
+    }
+  }
+  double sum = 0;
+  for (int v = 1; v < n; ++v) {
+    r.last = std::max(r.last, have[static_cast<std::size_t>(v)][P - 1]);
+    for (double h : have[static_cast<std::size_t>(v)]) r.last = std::max(r.last, h);
+    sum += have[static_cast<std::size_t>(v)][std::min(first_of_interest, P - 1)];
+  }
+  r.first_mean = sum / (n - 1);
+  for (double c : cpu) r.inner_cpu = std::max(r.inner_cpu, c);
+  return r;
+}
+
+// Bytes a broadcast moves through each node's resources (every tree edge carries the message).
+double bcast_node_bound(const Machine& m, const Topology& t, double bytes, int root, BcastTree shape) {
+  const int n = t.n();
+  std::vector<double> out(static_cast<std::size_t>(t.nodes()), 0), in(out.size(), 0), intra(out.size(), 0);
+  for (int v = 0; v < n; ++v) {
+    const std::vector<int> ch = tree_children(v, n, shape);
+    for (int c : ch) {
+      const int a = (v + root) % n, b = (c + root) % n;
+      const auto na = static_cast<std::size_t>(t.node[static_cast<std::size_t>(a)]);
+      const auto nb = static_cast<std::size_t>(t.node[static_cast<std::size_t>(b)]);
+      if (na == nb) {
+        intra[na] += bytes;
+      } else {
+        out[na] += bytes;
+        in[nb] += bytes;
+      }
+    }
+  }
+  const Level &li = level(m, LevelKind::IntraNode), &lo = level(m, LevelKind::InterNode);
+  double worst = 0;
+  for (std::size_t j = 0; j < out.size(); ++j)
+    worst = std::max({worst, intra[j] * node_bi(li), std::max(out[j], in[j]) * node_out(lo), (out[j] + in[j]) * node_bi(lo)});
+  return worst;
+}
+
+std::vector<double> split(double bytes, double piece) {
+  std::vector<double> out;
+  if (bytes <= 0) return out;
+  const double k = std::max(1.0, std::ceil(bytes / std::max(1.0, piece)));
+  for (int i = 0; i < static_cast<int>(k); ++i) out.push_back(bytes / k);
+  return out;
+}
+
+// The pieces of tnbc's broadcast in sending order: first page, last page, the middle pieces.
+std::vector<double> bcast_pieces(const Coll& c) {
+  const auto bytes = static_cast<std::size_t>(c.bytes);
+  const auto chunks = bcast_chunks(bytes, c.page, std::max(1, c.segments));
+  std::vector<double> out;
+  if (chunks.size() <= 2) {
+    for (const Chunk& ch : chunks) out.push_back(static_cast<double>(ch.length));
+    return out;
+  }
+  out.push_back(static_cast<double>(chunks.front().length));
+  out.push_back(static_cast<double>(chunks.back().length));
+  const std::size_t middle = chunks.size() - 2;
+  const std::size_t per = std::max<std::size_t>(1, kMaxBodyPieces / middle);
+  const PieceSetting setting = c.pieces.setting ? c.pieces.setting : PieceSetting{0};
+  for (std::size_t k = 1; k + 1 < chunks.size(); ++k) {
+    const Chunk& ch = chunks[k];
+    std::size_t at = ch.offset;
+    for (std::size_t cut : body_cuts(ch.offset, ch.offset + ch.length, c.page, piece_limit(ch.length, c.page, setting), per)) {
+      out.push_back(static_cast<double>(cut - at));
+      at = cut;
+    }
+    out.push_back(static_cast<double>(ch.offset + ch.length - at));
+  }
+  return out;
+}
+
+Timeline bcast_timeline(const Machine& m, const Topology& t, const Coll& c, const Execution& x, bool early) {
+  Timeline tl;
+  const double S = c.bytes, page = static_cast<double>(c.page);
+  const double notice = m.O_r_ns();
+  const GuardCost g = guard_of(m, x);
+  const std::vector<double> sizes = bcast_pieces(c);
+  const int depth = static_cast<int>(std::ceil(std::log2(std::max(1, t.n()))));
+  const Level& top = level(m, t.nodes() > 1 ? LevelKind::InterNode : LevelKind::IntraNode);
+  // Inner ranks forward from the receive staging, so they publish by copying (no page swap).
+  const GuardCost inner = m.guard_measured[1] ? m.guard[1] : g;
+  double root_call = 0, leaf_call = 0;
+  if (early) {
+    root_call = (x.eager_copy ? S * m.memcpy_cost.ns_per_byte + m.memcpy_cost.ns : 0) + 2 * top.o_s(page);
+    leaf_call = g.hold.at(S) + (x.unaligned && sizes.size() > 1 ? depth * (top.T(page) + notice) : 0);
+  }
+  tl.in_call_ns = std::max(root_call, leaf_call);
+  tl.in_call_work_ns = std::max(root_call, early ? g.hold.at(S) : 0.0);
+  const TreeResult r = tree(m, t, c.root, sizes, BcastTree::Binomial, root_call, notice,
+                            early ? inner.publish : Line{}, sizes.size() > 2 ? 2 : 0);
+  const double bound = bcast_node_bound(m, t, S, c.root, BcastTree::Binomial) + top.L_ns;
+  tl.total_ns = std::max({r.last, root_call + bound, tl.in_call_ns});
+  tl.first_ns = std::max(r.first_mean, leaf_call);
+  const double middle = sizes.size() > 2 ? static_cast<double>(sizes.size() - 2) : 1.0;
+  tl.last_share = 1.0 / middle;
+  tl.regions = early ? middle : 0;
+  tl.publish_ns = early ? publication(inner, tl.regions, S) : 0;
+  tl.driver_cpu_ns = r.inner_cpu + poll_cpu(m, tl.total_ns - tl.in_call_ns);
+  tl.messages = static_cast<int>(sizes.size()) * std::max(1, depth);
+  return tl;
+}
+
+}  // namespace
+
+double bcast_tree_ns(const Machine& m, const Topology& t, double bytes, int root, int pieces, BcastTree shape,
+                     double notice_ns, const Line& publish, std::size_t page) {
+  (void)page;
+  const std::vector<double> sizes = split(bytes, bytes / std::max(1, pieces));
+  const TreeResult r = tree(m, t, root, sizes, shape, 0, notice_ns, publish, 0);
+  const Level& top = level(m, t.nodes() > 1 ? LevelKind::InterNode : LevelKind::IntraNode);
+  return std::max(r.last, bcast_node_bound(m, t, bytes, root, shape) + top.L_ns);
+}
+
+double mpi_blocking_ns(const Machine& m, const Topology& t, const Coll& c) {
+  if (t.n() <= 1) return 0;
+  if (c.kind == Kind::Bcast) {
+    const int pieces = c.bytes >= 2 * kMpiBcastSegment ? static_cast<int>(std::ceil(c.bytes / kMpiBcastSegment)) : 1;
+    return bcast_tree_ns(m, t, c.bytes, c.root, pieces, BcastTree::Binomial, 0, Line{}, c.page);
+  }
+  return exchange_mpi(m, t, c);
+}
+
+Timeline tnbc_timeline(const Machine& m, const Topology& t, const Coll& c, const Execution& x, bool early) {
+  if (t.n() <= 1) return {};
+  return c.kind == Kind::Bcast ? bcast_timeline(m, t, c, x, early) : exchange_timeline(m, t, c, x, early);
+}
+
+Overlap overlap(const Machine& m, const Topology& t, const Coll& c, const Execution& x, const Program& p,
+                double measured_blocking_ns) {
+  Overlap o;
+  o.model_blocking_ns = mpi_blocking_ns(m, t, c);
+  o.blocking_ns = measured_blocking_ns > 0 ? measured_blocking_ns : o.model_blocking_ns;
+  const double scale = measured_blocking_ns > 0 && o.model_blocking_ns > 0 ? measured_blocking_ns / o.model_blocking_ns : 1;
+  const Timeline tl = tnbc_timeline(m, t, c, x, true);
+  const GuardCost g = guard_of(m, x);
+  const double X = p.curc_ns + p.crc_ns;
+  o.in_call_ns = tl.in_call_ns;
+  o.ideal_ns = std::min(o.blocking_ns, X);
+  o.hidden_ns = std::max(0.0, std::min(o.blocking_ns - o.in_call_ns, X));
+  // After the return: the communication goes on for `after`; its CPU (the progress thread:
+  // messages, publication, polls) comes out of the computation where the rank has no CPU to
+  // spare, for the part of it that overlaps the computation; a reader that touches a region
+  // still held back waits for it and pays a wake-up (fault round trip).
+  const double after = std::max(0.0, (tl.total_ns - tl.in_call_ns) * scale);
+  const double first = std::max(0.0, (tl.first_ns - tl.in_call_ns) * scale);
+  const double overlapped = after > 0 ? std::min(1.0, X / after) : 1.0;
+  const double stolen = (1 - t.spare_cpu()) * tl.driver_cpu_ns * overlapped;
+  const double waiting = after > 0 ? std::clamp(1.0 - p.curc_ns / after, 0.0, 1.0) : 0.0;
+  const double wakeups = g.fault_ns * std::min(tl.regions, std::max(1.0, tl.regions * waiting)) * (X < after ? 1 : 0);
+  const double reader = std::max({X + stolen, after + tl.last_share * p.crc_ns, first + p.crc_ns});
+  o.early_total_ns = o.in_call_ns + reader + wakeups;
+  o.saved_ns = o.blocking_ns + X - o.early_total_ns;
+  o.cost_ns = o.hidden_ns - o.saved_ns;
+  return o;
+}
+
+double in_call_penalty_ns(const Machine& m, const Topology& t, const Coll& c, const Execution& x) {
+  return tnbc_timeline(m, t, c, x, false).total_ns - mpi_blocking_ns(m, t, c);
+}
+
+std::size_t threshold_bytes(const Machine& m, const Topology& t, Kind k, const Execution& x, std::size_t page) {
+  const std::size_t floor = kMinGuardablePages * page;
+  if (t.n() <= 1) return floor;
+  const GuardCost g = guard_of(m, x);
+  auto pays = [&](std::size_t bytes) {
+    Coll c;
+    c.kind = k;
+    c.bytes = static_cast<double>(bytes);
+    c.page = page;
+    const Timeline tl = tnbc_timeline(m, t, c, x, true);
+    return mpi_blocking_ns(m, t, c) >= tl.in_call_work_ns + tl.publish_ns + g.fault_ns;
+  };
+  if (pays(floor)) return floor;
+  std::size_t lo = floor, hi = floor;
+  while (!pays(hi)) {
+    lo = hi;
+    if (static_cast<double>(hi) > kLargestThreshold) return SIZE_MAX;
+    hi *= 2;
+  }
+  while (hi - lo > page) {
+    const std::size_t mid = (lo + hi) / 2 / page * page;
+    if (mid <= lo) break;
+    (pays(mid) ? hi : lo) = mid;
+  }
+  return hi;
+}
+
+int bcast_segments(const Machine& m, const Topology& t, double bytes, const Execution& x, int max_segments,
+                   std::size_t page) {
+  max_segments = std::max(1, max_segments);
+  if (t.n() <= 1 || bytes <= 3.0 * static_cast<double>(page)) return 1;
+  Coll c;
+  c.kind = Kind::Bcast;
+  c.bytes = bytes;
+  c.page = page;
+  auto finish = [&](int seg) {
+    c.segments = seg;
+    return tnbc_timeline(m, t, c, x, true).total_ns;
+  };
+  const double one = finish(1);
+  std::vector<double> f(static_cast<std::size_t>(max_segments) + 1, 0);
+  double best = 0;
+  for (int s = 1; s <= max_segments; ++s) {
+    // A reader that reads as fast as the whole message arrives still reads the last segment after it.
+    f[static_cast<std::size_t>(s)] = finish(s) + one / s;
+    if (s == 1 || f[static_cast<std::size_t>(s)] < best) best = f[static_cast<std::size_t>(s)];
+  }
+  for (int s = 1; s <= max_segments; ++s)
+    if (f[static_cast<std::size_t>(s)] <= best * (1 + kSegmentTolerance)) return s;
+  return 1;
+}
+
+double piece_scale(const Machine& m, const Topology& t, const Execution& x, std::size_t page) {
+  if (t.n() <= 1) return 0;
+  Coll c;
+  c.kind = Kind::Alltoall;
+  c.bytes = kReferenceBytes;
+  c.page = page;
+  const double per_byte = mpi_blocking_ns(m, t, c) / ((t.n() - 1) * kReferenceBytes);
+  if (per_byte <= 0) return 0;
+  const Level& l = level(m, t.nodes() > 1 ? LevelKind::InterNode : LevelKind::IntraNode);
+  const double q = 64 * 1024;
+  const double fixed = l.o_s(q) + l.o_r(q) + m.O_r_ns() + guard_of(m, x).publish.ns;
+  return std::max(static_cast<double>(page), fixed / per_byte);
+}
+
+bool lazy_copy_pays(const Machine& m, double bytes, bool written_early, std::size_t page) {
+  const int prot = guard_index("prot_none");
+  if (!m.guard_measured[prot] || bytes < static_cast<double>(page)) return false;
+  const double eager = bytes * m.memcpy_cost.ns_per_byte + m.memcpy_cost.ns;
+  double lazy = m.guard[prot].hold.at(bytes);
+  if (written_early) lazy += m.guard[prot].fault_ns + eager;
+  return lazy < eager;
+}
+
+}  // namespace tnbc::model

@@ -1,0 +1,129 @@
+// The cost model's estimators (LogGP per level, docs/architecture.md "The cost model"): how long
+// the MPI library's own blocking collective takes, how tnbc's schedules run (the same steps the
+// builders in runtime/coll/ make: heads and tails in the call, body pieces through the send
+// window, a segmented binomial tree), what tnbc itself costs (time in the call, publication,
+// the progress thread's CPU), and what an early return gains for a program that computes
+// T_CURC before it reads and reads at the rate R_CRC (the T-NBC paper's Eq. 1 and Eq. 3).
+//
+// Every estimate is a bound in the LogGP spirit, taken as the largest of:
+//   per rank    the messages a rank sends one after another: sum of g(m) at their levels;
+//   per node    the bytes through the node's shared resource at each level (node_out, node_bi):
+//               M ranks of a node sharing its link (LogGPH), or one shared queue / memory bus;
+//   CPU         the CPU the messages cost their ends (o_s(m) + o_r(m), PLogP), shared by the
+//               ranks of a node when it has fewer CPUs than ranks;
+//   window      TNBC_SEND_WINDOW sends in flight, each held for L + the time to notice it;
+// plus the latency of the last message, and for trees the pipeline along the critical path.
+//
+// Pure: no MPI, no process state (the `tnbc` tool, `tnbc predict` and the unit tests link it).
+#pragma once
+
+#include <cstddef>
+
+#include "runtime/model/machine.hh"
+#include "runtime/model/topology.hh"
+#include "runtime/schedule.hh"
+#include "runtime/vocabulary.hh"
+
+namespace tnbc::model {
+
+// How tnbc runs a collective, as far as it changes its timing (the policy's answers and the
+// call's buffers).
+struct Execution {
+  int window = 4;                // TNBC_SEND_WINDOW (sends in flight on the progress thread; < 1: no limit)
+  int guard = 0;                 // guard backend (kGuardNames) holding received pages; -1: none
+  bool eager_copy = true;        // the data to send is copied in the call (else lazily)
+  bool unaligned = true;         // receive buffers begin inside a page: edge pieces arrive in the call
+  bool node_priorities = false;  // a node's senders give its link to what receivers read first (issue 19)
+  double poll_min_ns = 20000;    // TNBC_POLL_MIN_US: how soon a driver polls again after progress
+};
+
+// A collective as the estimators see it.
+struct Coll {
+  Kind kind = Kind::Alltoall;
+  double bytes = 0;      // per peer (Alltoall, Alltoallv as received / (n - 1), Allgather), whole (Bcast)
+  int root = 0;          // Bcast
+  int segments = 1;      // Bcast: middle chunks (a segmented binomial tree; 1: binomial)
+  PieceRule pieces;      // how bodies are cut (TNBC_PIECE_BYTES or the model's rule)
+  std::size_t page = 4096;
+};
+
+enum class BcastTree { Binomial, Linear };
+
+// What one of tnbc's schedules does, for the slowest rank (ns from the call's entry).
+struct Timeline {
+  double total_ns = 0;       // until the last step is done
+  double in_call_ns = 0;     // Tinit of an early return (staging copy, guard, edges, the wait for
+                             // the pieces that land in partial pages)
+  double in_call_work_ns = 0;  // of which the work a blocking call does not do (all but the wait)
+  double first_ns = 0;       // until the first piece a reader needs is published (a mean receiver)
+  double last_share = 1;     // share of the received bytes still arriving in the last round
+  double driver_cpu_ns = 0;  // CPU of the driving thread after the return (messages, publication, polls)
+  double publish_ns = 0;     // of which publication
+  double regions = 0;        // regions a receiver publishes
+  int messages = 0;          // MPI messages a rank sends
+};
+
+// The MPI library's own blocking collective (Open MPI / MPICH: all pairs at once for the
+// exchange family, a pipelined binomial tree for Bcast).
+double mpi_blocking_ns(const Machine& m, const Topology& t, const Coll& c);
+
+// tnbc's schedule returning early (the progress thread drives it after the call), or completed
+// in the call by the calling thread (`early` false: no guard, no staging, no send window).
+Timeline tnbc_timeline(const Machine& m, const Topology& t, const Coll& c, const Execution& x, bool early);
+
+// A broadcast tree of `pieces` pieces of `piece` bytes (plus the two one-page edge chunks):
+// the time until the last rank has the last piece. `notice_ns` and `publish` model tnbc's
+// progress thread at the inner ranks (0 and a zero line for the MPI library's own).
+double bcast_tree_ns(const Machine& m, const Topology& t, double bytes, int root, int pieces, BcastTree tree,
+                     double notice_ns, const Line& publish, std::size_t page);
+
+// The code after the call: it computes T_CURC without touching the received data, then reads
+// it in order, taking T_CRC = bytes / R_CRC (the trace pass's estimates, or Table 1's).
+struct Program {
+  double curc_ns = 0, crc_ns = 0;
+};
+
+// An early return against the blocking call, for a program (Eq. 1 and Eq. 3 with tnbc's costs).
+struct Overlap {
+  double blocking_ns = 0;     // Tcomm: the blocking call (measured if given, else the model's)
+  double model_blocking_ns = 0;
+  double ideal_ns = 0;        // Eq. 1: min(Tcomm, T_CURC + T_CRC)
+  double hidden_ns = 0;       // Eq. 3: min(Tcomm - Tinit, T_CURC + T_CRC)
+  double in_call_ns = 0;      // Tinit
+  double early_total_ns = 0;  // call + CURC + CRC with the early return
+  double cost_ns = 0;         // what tnbc costs on top: hidden - saved
+  double saved_ns = 0;        // (Tcomm + T_CURC + T_CRC) - early_total: > 0 pays
+};
+// `measured_blocking_ns` > 0: the blocking time the trace pass measured at the site; the
+// model's times of tnbc's schedule are scaled by measured / modelled (the model's error on the
+// transfer cancels out of the comparison).
+Overlap overlap(const Machine& m, const Topology& t, const Coll& c, const Execution& x, const Program& p,
+                double measured_blocking_ns = 0);
+
+// What completing tnbc's schedule in the call costs over the MPI library's own call (>= 0 when
+// tnbc's is slower): the price of a no-gain call that cannot be plain MPI.
+double in_call_penalty_ns(const Machine& m, const Topology& t, const Coll& c, const Execution& x);
+
+// ---- decisions (the policy asks; inputs equal on every rank give answers equal on every rank) ----
+
+// The smallest sub-message (bytes per peer; a broadcast's whole message) whose transfer takes
+// at least what returning early adds (time in the call, publication, a reader's wake-up): a
+// whole number of pages, at least kMinGuardablePages; SIZE_MAX when no size up to 1 GiB pays.
+std::size_t threshold_bytes(const Machine& m, const Topology& t, Kind k, const Execution& x, std::size_t page);
+
+// The broadcast's segment count in 1..max_segments: the one that lets a reader that reads as
+// fast as the data comes finish first (segments pipeline the tree and let the reader start
+// early; each costs messages, publications and noticing at every inner rank).
+int bcast_segments(const Machine& m, const Topology& t, double bytes, const Execution& x, int max_segments,
+                   std::size_t page);
+
+// PieceRule::scale_bytes for the exchange family on this topology: the fixed cost of one more
+// piece over the per-byte time of the call's transfer.
+double piece_scale(const Machine& m, const Topology& t, const Execution& x, std::size_t page);
+
+// Whether copying `bytes` to send lazily (read-only pages, copied by the progress thread) costs
+// the call less than copying them in it, including the write fault a program that overwrites
+// its send buffer at once takes (`written_early`).
+bool lazy_copy_pays(const Machine& m, double bytes, bool written_early, std::size_t page);
+
+}  // namespace tnbc::model

@@ -1,0 +1,302 @@
+#include "runtime/model/machine.hh"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "runtime/json.hh"
+
+namespace tnbc::model {
+
+Line fit(const std::vector<double>& x, const std::vector<double>& y) {
+  const std::size_t n = std::min(x.size(), y.size());
+  if (n == 0) return {};
+  if (n == 1) return {std::max(0.0, y[0]), 0};
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    sx += x[i];
+    sy += y[i];
+    sxx += x[i] * x[i];
+    sxy += x[i] * y[i];
+  }
+  const double d = static_cast<double>(n) * sxx - sx * sx;
+  Line l;
+  l.ns_per_byte = d > 0 ? std::max(0.0, (static_cast<double>(n) * sxy - sx * sy) / d) : 0;
+  l.ns = std::max(0.0, (sy - l.ns_per_byte * sx) / static_cast<double>(n));
+  return l;
+}
+
+const char* level_name(LevelKind k) { return k == LevelKind::IntraNode ? "intra_node" : "inter_node"; }
+
+int guard_index(std::string_view name) {
+  for (int i = 0; i < kGuardBackends; ++i)
+    if (kGuardNames[i] == name) return i;
+  return -1;
+}
+
+namespace {
+
+// Linear interpolation of field f of the sweep at m; beyond the last point the slope of the
+// last two points (at least `slope`), below the first the first point's value.
+template <class F>
+double interpolate(const std::vector<SizePoint>& s, double m, F f, double slope) {
+  if (m <= s.front().bytes) return f(s.front());
+  for (std::size_t i = 1; i < s.size(); ++i)
+    if (m <= s[i].bytes) {
+      const double a = s[i - 1].bytes, b = s[i].bytes;
+      return f(s[i - 1]) + (f(s[i]) - f(s[i - 1])) * (m - a) / (b - a);
+    }
+  double tail = slope;
+  if (s.size() >= 2) {
+    const SizePoint &p = s[s.size() - 2], &q = s.back();
+    tail = std::max(tail, (f(q) - f(p)) / (q.bytes - p.bytes));
+  }
+  return f(s.back()) + tail * (m - s.back().bytes);
+}
+
+}  // namespace
+
+double Level::T(double m) const {
+  if (sweep.empty()) return os_ns + or_ns + L_ns + std::max(0.0, m - 1) * G_ns_per_byte;
+  return interpolate(sweep, m, [](const SizePoint& p) { return p.t_ns; }, G_ns_per_byte);
+}
+
+double Level::g(double m) const {
+  if (sweep.empty()) return std::max(g_ns, m * G_ns_per_byte);
+  return interpolate(sweep, m, [](const SizePoint& p) { return p.g_ns; }, G_ns_per_byte);
+}
+
+double Level::o_s(double m) const {
+  if (sweep.empty()) return os_ns + Os_ns_per_byte * m;
+  return interpolate(sweep, m, [](const SizePoint& p) { return p.os_ns; }, Os_ns_per_byte);
+}
+
+double Level::o_r(double m) const {
+  if (sweep.empty()) return or_ns + Or_ns_per_byte * m;
+  return interpolate(sweep, m, [](const SizePoint& p) { return p.or_ns; }, Or_ns_per_byte);
+}
+
+// ---------------------------------------------------------------- writing ----
+
+namespace {
+
+std::string num(double v) {
+  if (!std::isfinite(v)) return "null";
+  char b[40];
+  const double r = std::round(v);
+  const auto res = (std::fabs(v - r) < 1e-9 && std::fabs(v) < 1e15)
+                       ? std::to_chars(b, b + sizeof b, static_cast<long long>(r))
+                       : std::to_chars(b, b + sizeof b, v, std::chars_format::general, 6);
+  return std::string(b, res.ptr);
+}
+
+std::string str(const std::string& s) { return json::quote(s); }
+
+std::string line_json(const Line& l) { return "{\"ns\": " + num(l.ns) + ", \"ns_per_byte\": " + num(l.ns_per_byte) + "}"; }
+
+}  // namespace
+
+std::string machine_json(const Machine& m) {
+  std::ostringstream o;
+  o << "{\"format\": \"" << kMachineFormat << "\", \"version\": " << kMachineVersion << ",\n \"method\": " << str(m.method)
+    << ", \"created\": " << str(m.created) << ", \"host\": " << str(m.host) << ",\n \"mpi_library\": " << str(m.mpi_library)
+    << ",\n \"ranks\": " << m.ranks << ", \"nodes\": " << m.nodes << ", \"ranks_per_node\": " << m.ranks_per_node
+    << ", \"cpus_per_node\": " << m.cpus_per_node << ", \"page\": " << m.page << ",\n \"levels\": {";
+  for (int k = 0; k < kLevels; ++k) {
+    const Level& l = m.level[k];
+    o << (k ? ",\n  " : "\n  ") << "\"" << level_name(static_cast<LevelKind>(k)) << "\": ";
+    if (!l.measured) {
+      o << "null";
+      continue;
+    }
+    o << "{\"L_ns\": " << num(l.L_ns) << ", \"o_s_ns\": " << num(l.os_ns) << ", \"o_r_ns\": " << num(l.or_ns)
+      << ", \"g_ns\": " << num(l.g_ns) << ", \"G_ns_per_byte\": " << num(l.G_ns_per_byte)
+      << ",\n   \"O_s_ns_per_byte\": " << num(l.Os_ns_per_byte) << ", \"O_r_ns_per_byte\": " << num(l.Or_ns_per_byte)
+      << ", \"node_out_ns_per_byte\": " << num(l.node_out_ns_per_byte)
+      << ", \"node_bi_ns_per_byte\": " << num(l.node_bi_ns_per_byte) << ", \"flows\": " << l.flows << ",\n   \"sweep\": [";
+    for (std::size_t i = 0; i < l.sweep.size(); ++i) {
+      const SizePoint& p = l.sweep[i];
+      o << (i ? ",\n    " : "\n    ") << "{\"bytes\": " << num(p.bytes) << ", \"T_ns\": " << num(p.t_ns)
+        << ", \"o_s_ns\": " << num(p.os_ns) << ", \"o_r_ns\": " << num(p.or_ns) << ", \"g_ns\": " << num(p.g_ns) << "}";
+    }
+    o << "]}";
+  }
+  o << "},\n \"guard\": {\"memcpy\": " << line_json(m.memcpy_cost);
+  for (int b = 0; b < kGuardBackends; ++b) {
+    o << ",\n   \"" << kGuardNames[b] << "\": ";
+    if (!m.guard_measured[b]) {
+      o << "null";
+      continue;
+    }
+    o << "{\"hold\": " << line_json(m.guard[b].hold) << ", \"publish\": " << line_json(m.guard[b].publish)
+      << ", \"fault_ns\": " << num(m.guard[b].fault_ns) << "}";
+  }
+  o << "},\n \"progress\": {\"test_ns\": " << num(m.test_ns) << ", \"sleep_ns\": " << num(m.sleep_ns)
+    << ", \"O_r_ns\": " << num(m.O_r_ns()) << "}}\n";
+  return o.str();
+}
+
+// ---------------------------------------------------------------- reading ----
+
+namespace {
+
+using json::Value;
+
+struct MachineError : std::runtime_error {  // thrown inside this file only
+  using std::runtime_error::runtime_error;
+};
+
+class Reader {
+ public:
+  explicit Reader(const std::string& name) : name_(name) {}
+  [[noreturn]] void fail(const std::string& field, const Value& at, const std::string& problem) const {
+    throw MachineError("machine file " + name_ + ": " + (field.empty() ? "" : field + ": ") + problem + " (line " +
+                       std::to_string(at.line) + ", column " + std::to_string(at.column) +
+                       "); write a new one with `tnbc calibrate`");
+  }
+  const Value& member(const Value& obj, const std::string& path, const char* key, Value::Type type) const {
+    const Value* v = obj.find(key);
+    const std::string field = path.empty() ? key : path + "." + key;
+    if (!v) fail(field, obj, "missing");
+    if (v->type != type) fail(field, *v, std::string("expected ") + json::type_name(type) + ", found " + json::type_name(v->type));
+    return *v;
+  }
+  double number(const Value& obj, const std::string& path, const char* key) const {
+    const Value& v = member(obj, path, key, Value::Type::Number);
+    if (!(v.number >= 0)) fail(path.empty() ? key : path + "." + key, v, "expected a number >= 0");
+    return v.number;
+  }
+  int integer(const Value& obj, const std::string& path, const char* key, int lo) const {
+    const Value& v = member(obj, path, key, Value::Type::Number);
+    if (!v.integer || v.int_value < lo || v.int_value > (1 << 30))
+      fail(path.empty() ? key : path + "." + key, v, "expected an integer >= " + std::to_string(lo));
+    return static_cast<int>(v.int_value);
+  }
+  std::string text(const Value& obj, const char* key) const { return member(obj, "", key, Value::Type::String).string; }
+  Line line(const Value& obj, const std::string& path, const char* key) const {
+    const Value& l = member(obj, path, key, Value::Type::Object);
+    const std::string p = path + "." + key;
+    return {number(l, p, "ns"), number(l, p, "ns_per_byte")};
+  }
+
+ private:
+  std::string name_;
+};
+
+Machine parse_or_throw(std::string_view text, const std::string& name) {
+  Reader r(name);
+  Result<Value> parsed = json::parse(text);
+  if (!parsed.ok()) throw MachineError("machine file " + name + ": not valid JSON: " + parsed.status().message());
+  const Value& root = parsed.value();
+  if (root.type != Value::Type::Object) r.fail("", root, "expected a JSON object");
+  const Value* format = root.find("format");
+  if (!format || format->type != Value::Type::String || format->string != kMachineFormat)
+    r.fail("format", format ? *format : root, std::string("not a \"") + kMachineFormat + "\" file");
+  const Value& version = r.member(root, "", "version", Value::Type::Number);
+  if (!version.integer || version.int_value != kMachineVersion)
+    r.fail("version", version, "version " + (version.integer ? std::to_string(version.int_value) : std::string("?")) +
+                                   ", this tnbc reads version " + std::to_string(kMachineVersion));
+  Machine m;
+  m.method = r.text(root, "method");
+  m.created = r.text(root, "created");
+  m.host = r.text(root, "host");
+  m.mpi_library = r.text(root, "mpi_library");
+  m.ranks = r.integer(root, "", "ranks", 1);
+  m.nodes = r.integer(root, "", "nodes", 1);
+  m.ranks_per_node = r.integer(root, "", "ranks_per_node", 1);
+  m.cpus_per_node = r.integer(root, "", "cpus_per_node", 1);
+  m.page = static_cast<std::size_t>(r.integer(root, "", "page", 1));
+  const Value& levels = r.member(root, "", "levels", Value::Type::Object);
+  for (int k = 0; k < kLevels; ++k) {
+    const char* key = level_name(static_cast<LevelKind>(k));
+    const Value* lv = levels.find(key);
+    const std::string p = std::string("levels.") + key;
+    if (!lv) r.fail(p, levels, "missing (null when not measured)");
+    if (lv->type == Value::Type::Null) continue;
+    if (lv->type != Value::Type::Object) r.fail(p, *lv, "expected an object or null");
+    Level& l = m.level[k];
+    l.measured = true;
+    l.L_ns = r.number(*lv, p, "L_ns");
+    l.os_ns = r.number(*lv, p, "o_s_ns");
+    l.or_ns = r.number(*lv, p, "o_r_ns");
+    l.g_ns = r.number(*lv, p, "g_ns");
+    l.G_ns_per_byte = r.number(*lv, p, "G_ns_per_byte");
+    l.Os_ns_per_byte = r.number(*lv, p, "O_s_ns_per_byte");
+    l.Or_ns_per_byte = r.number(*lv, p, "O_r_ns_per_byte");
+    l.node_out_ns_per_byte = r.number(*lv, p, "node_out_ns_per_byte");
+    l.node_bi_ns_per_byte = r.number(*lv, p, "node_bi_ns_per_byte");
+    l.flows = r.integer(*lv, p, "flows", 1);
+    const Value& sweep = r.member(*lv, p, "sweep", Value::Type::Array);
+    double last = 0;
+    for (std::size_t i = 0; i < sweep.items.size(); ++i) {
+      const Value& pt = sweep.items[i];
+      const std::string pp = p + ".sweep[" + std::to_string(i) + "]";
+      if (pt.type != Value::Type::Object) r.fail(pp, pt, "expected an object");
+      SizePoint s{r.number(pt, pp, "bytes"), r.number(pt, pp, "T_ns"), r.number(pt, pp, "o_s_ns"),
+                  r.number(pt, pp, "o_r_ns"), r.number(pt, pp, "g_ns")};
+      if (i > 0 && s.bytes <= last) r.fail(pp + ".bytes", pt, "sizes must increase");
+      last = s.bytes;
+      l.sweep.push_back(s);
+    }
+  }
+  const Value& guard = r.member(root, "", "guard", Value::Type::Object);
+  m.memcpy_cost = r.line(guard, "guard", "memcpy");
+  for (int b = 0; b < kGuardBackends; ++b) {
+    const std::string key(kGuardNames[b]);
+    const Value* g = guard.find(key);
+    const std::string p = "guard." + key;
+    if (!g) r.fail(p, guard, "missing (null when not measured)");
+    if (g->type == Value::Type::Null) continue;
+    if (g->type != Value::Type::Object) r.fail(p, *g, "expected an object or null");
+    m.guard_measured[b] = true;
+    m.guard[b] = {r.line(*g, p, "hold"), r.line(*g, p, "publish"), r.number(*g, p, "fault_ns")};
+  }
+  const Value& progress = r.member(root, "", "progress", Value::Type::Object);
+  m.test_ns = r.number(progress, "progress", "test_ns");
+  m.sleep_ns = r.number(progress, "progress", "sleep_ns");
+  return m;
+}
+
+}  // namespace
+
+Result<Machine> parse_machine(std::string_view text, const std::string& name) {
+  try {
+    return parse_or_throw(text, name);
+  } catch (const MachineError& e) {
+    return Status::error(e.what());
+  }
+}
+
+Result<Machine> read_machine(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::error("machine file " + path + ": cannot be read (missing or not readable)");
+  std::ostringstream t;
+  t << in.rdbuf();
+  if (t.str().empty()) return Status::error("machine file " + path + ": empty");
+  return parse_machine(t.str(), path);
+}
+
+std::string misfit(const Machine& m, const RunFacts& run) {
+  if (m.mpi_library != run.mpi_library)
+    return "it was measured with another MPI library (\"" + m.mpi_library + "\"; this run: \"" + run.mpi_library + "\")";
+  if (m.nodes != run.nodes)
+    return "it was measured on " + std::to_string(m.nodes) + " node" + (m.nodes == 1 ? "" : "s") + ", this run has " +
+           std::to_string(run.nodes);
+  if (run.max_ranks_per_node > 1 && !m.at(LevelKind::IntraNode).measured)
+    return "this run has several ranks on a node, and the file has no intra-node level (calibrate with at least 2 "
+           "ranks on a node)";
+  if (run.nodes > 1 && !m.at(LevelKind::InterNode).measured)
+    return "this run spans several nodes, and the file has no inter-node level";
+  return {};
+}
+
+std::uint64_t machine_hash(const Machine& m) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : machine_json(m)) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+
+}  // namespace tnbc::model

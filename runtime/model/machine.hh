@@ -1,0 +1,126 @@
+// What the cost model knows about the machine: LogGP parameters per level (LogGPH: inside a
+// node, between nodes), PLogP-style size-dependent overheads and gaps, the node's shared
+// resources, tnbc's guard costs, memcpy and the progress thread's noticing cost. Written by
+// `tnbc calibrate` (tools/calibrate_main.cc, runtime/model/calibrate.hh) as a versioned JSON file
+// (format "tnbc-machine", docs/formats.md), read back with TNBC_MACHINE=FILE; without a file the
+// start-up probe (runtime/model/probe.hh) fills the same structure from fewer measurements.
+//
+//   one message of m bytes at a level    T(m) = o_s(m) + L + (m - 1) G + o_r(m)   (LogGP, PLogP)
+//   back-to-back messages                 one every g(m)
+//   the CPU a message costs its ends      o_s(m), o_r(m) (LogGOPS: o + O m; the kernel's TCP
+//                                         copies count here, on the thread that drives MPI)
+//   all ranks of a node at once           node_out: bytes leaving the node, per byte;
+//                                         node_bi: bytes in and out together, per byte
+//                                         (a full-duplex link: node_bi ~ node_out / 2; one shared
+//                                         queue or memory bus: node_bi ~ node_out)
+//
+// Pure: no MPI (the `tnbc` tool and the unit tests link it).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/status.hh"
+
+namespace tnbc::model {
+
+inline constexpr const char* kMachineFormat = "tnbc-machine";
+inline constexpr int kMachineVersion = 1;
+
+// A cost t(bytes) = ns + ns_per_byte * bytes.
+struct Line {
+  double ns = 0, ns_per_byte = 0;
+  double at(double bytes) const { return ns + ns_per_byte * bytes; }
+};
+
+// Least squares line through (x, y) points (at least one); negative terms (noise) clamp to 0.
+Line fit(const std::vector<double>& x, const std::vector<double>& y);
+
+// One PLogP measurement at message size `bytes` (ns): half the ping-pong round trip T(m), the
+// CPU time the sender and the receiver spend on the message (o_s(m), o_r(m)), and the gap
+// between back-to-back messages g(m).
+struct SizePoint {
+  double bytes = 0, t_ns = 0, os_ns = 0, or_ns = 0, g_ns = 0;
+};
+
+enum class LevelKind { IntraNode, InterNode };
+inline constexpr int kLevels = 2;
+const char* level_name(LevelKind k);  // "intra_node", "inter_node"
+
+// LogGP(H) parameters of one level. Without a sweep (the probe) the size-dependent values come
+// from the LogGP(OPS) line: T(m) = os + L + (m-1) G + or, o_s(m) = os + Os m, o_r(m) = or + Or m,
+// g(m) = max(g, m G).
+struct Level {
+  bool measured = false;
+  double L_ns = 0, os_ns = 0, or_ns = 0, g_ns = 0;
+  double G_ns_per_byte = 0;
+  double Os_ns_per_byte = 0, Or_ns_per_byte = 0;  // CPU per byte (LogGOPS O)
+  double node_out_ns_per_byte = 0;  // all of a node's ranks sending at this level at once
+  double node_bi_ns_per_byte = 0;   // ... and receiving at the same time (bytes in + out)
+  int flows = 1;                    // concurrent flows in those two measurements
+  std::vector<SizePoint> sweep;     // PLogP table, sorted by size (may be empty)
+
+  double T(double m) const;    // one message alone, ns
+  double g(double m) const;    // gap between back-to-back messages
+  double o_s(double m) const;  // sender's CPU
+  double o_r(double m) const;  // receiver's CPU
+};
+
+// Hold back and publish costs of one guard backend, and what a reader that touches a page
+// still held back pays until it may go on (fault round trip).
+struct GuardCost {
+  Line hold;      // in the call, per run of regions (fixed) and per byte
+  Line publish;   // after the data is in, per region (fixed) and per byte
+  double fault_ns = 0;
+};
+
+// The backends by the name the probe and the summary use (runtime/guard_backend.hh).
+inline constexpr std::string_view kGuardNames[] = {"userfaultfd_move", "userfaultfd_copy", "prot_none"};
+inline constexpr int kGuardBackends = 3;
+int guard_index(std::string_view name);  // -1 if unknown
+
+struct Machine {
+  std::string method;       // "calibrate" or "probe"
+  std::string created;      // ISO time, calibrate only
+  std::string host;         // where rank 0 ran
+  std::string mpi_library;  // first line of MPI_Get_library_version
+  int ranks = 0, nodes = 0, ranks_per_node = 0, cpus_per_node = 0;
+  std::size_t page = 4096;
+  Level level[kLevels];
+  GuardCost guard[kGuardBackends];
+  bool guard_measured[kGuardBackends] = {false, false, false};
+  Line memcpy_cost;
+  // The progress thread's poll: one MPI_Testsome over pending requests, and how long a sleep
+  // of TNBC_POLL_MIN_US really lasts (timer slack). O_r, the cost of noticing that a message or
+  // request arrived (seed 000's RMA broadcast: its Broadcaster's busy-wait), is test + sleep / 2.
+  double test_ns = 0, sleep_ns = 0;
+  double O_r_ns() const { return test_ns + sleep_ns / 2; }
+
+  const Level& at(LevelKind k) const { return level[static_cast<int>(k)]; }
+  Level& at(LevelKind k) { return level[static_cast<int>(k)]; }
+};
+
+// The machine file's text (format "tnbc-machine", version 1).
+std::string machine_json(const Machine& m);
+// Reads one: every required field with its type, the format and the version; an error names
+// the file, the field and its line.
+Result<Machine> parse_machine(std::string_view text, const std::string& name);
+Result<Machine> read_machine(const std::string& path);
+
+// What a run is, for checking that a machine file describes it.
+struct RunFacts {
+  std::string mpi_library;
+  int nodes = 1;
+  int max_ranks_per_node = 1;
+};
+// Empty when `m` fits the run; else one sentence saying why not (another MPI library, another
+// node count, a level the run uses that was not measured).
+std::string misfit(const Machine& m, const RunFacts& run);
+
+// A hash of everything the model reads from `m` (ranks compare it: equal inputs decide alike).
+std::uint64_t machine_hash(const Machine& m);
+
+}  // namespace tnbc::model

@@ -1,0 +1,136 @@
+#include "runtime/model/measure.hh"
+
+#include <sys/mman.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/futex.hh"
+#include "runtime/guard_backend.hh"
+
+namespace tnbc::model {
+
+namespace {
+double median(std::vector<double> v) {
+  if (v.empty()) return -1;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+void sleep_for(long long ns) {
+  if (ns <= 0) return;
+  const struct timespec ts{static_cast<time_t>(ns / 1000000000LL), static_cast<long>(ns % 1000000000LL)};
+  nanosleep(&ts, nullptr);
+}
+}  // namespace
+
+double median_ns(FunctionRef<bool()> once, FunctionRef<void()> before, int reps) {
+  before();
+  if (!once()) return -1;
+  std::vector<double> t;
+  for (int i = 0; i < std::max(1, reps); ++i) {
+    before();
+    const long long start = futex::now_ns();
+    if (!once()) return -1;
+    t.push_back(static_cast<double>(futex::now_ns() - start));
+  }
+  return median(std::move(t));
+}
+
+double median_ns(FunctionRef<bool()> once, int reps) {
+  return median_ns(once, [] {}, reps);
+}
+
+double thread_cpu_ns() {
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e9 + static_cast<double>(t.tv_nsec);
+}
+
+Scratch::Scratch(std::size_t bytes) : len(bytes) {
+  void* p = ::mmap(nullptr, 2 * len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return;
+  user = static_cast<char*>(p);
+  staging = user + len;
+  std::memset(user, 1, 2 * len);  // populated, like a buffer the program has used
+}
+
+Scratch::~Scratch() {
+  if (user) ::munmap(user, 2 * len);
+}
+
+Line memcpy_line(Scratch& s, const std::vector<std::size_t>& sizes, int reps) {
+  std::vector<double> x, y;
+  for (std::size_t b : sizes) {
+    if (b > s.len) continue;
+    x.push_back(static_cast<double>(b));
+    y.push_back(median_ns([&] {
+      std::memcpy(s.staging, s.user, b);
+      return true;
+    }, reps));
+  }
+  return fit(x, y);
+}
+
+bool guard_lines(GuardBackend& b, Scratch& s, const std::vector<std::size_t>& sizes, int reps, Line& hold, Line& publish) {
+  std::vector<double> x, h, p;
+  for (std::size_t bytes : sizes) {
+    if (bytes > s.len) continue;
+    std::vector<double> th, tp;
+    GuardBackend::CycleTimes t;
+    if (!b.cycle(s.user, s.staging, bytes, t)) return false;  // warm-up
+    for (int i = 0; i < std::max(1, reps); ++i) {
+      if (!b.cycle(s.user, s.staging, bytes, t)) return false;
+      th.push_back(t.hold_ns);
+      tp.push_back(t.publish_ns);
+    }
+    x.push_back(static_cast<double>(bytes));
+    h.push_back(median(th));
+    p.push_back(median(tp));
+  }
+  hold = fit(x, h);
+  publish = fit(x, p);
+  return !x.empty();
+}
+
+double polled_exchange(MPI_Comm comm, int to, int from, int tag, char* send, char* recv, std::size_t bytes,
+                       long long poll_ns, double& cpu_ns) {
+  const double c0 = thread_cpu_ns();
+  const long long t0 = futex::now_ns();
+  MPI_Request req[2];
+  PMPI_Irecv(recv, static_cast<int>(bytes), MPI_BYTE, from, tag, comm, &req[0]);
+  PMPI_Isend(send, static_cast<int>(bytes), MPI_BYTE, to, tag, comm, &req[1]);
+  for (int done = 0; !done;) {
+    PMPI_Testall(2, req, &done, MPI_STATUSES_IGNORE);
+    if (!done) sleep_for(poll_ns);
+  }
+  cpu_ns = thread_cpu_ns() - c0;
+  return static_cast<double>(futex::now_ns() - t0);
+}
+
+double testsome_ns(MPI_Comm comm, int tag, int pending) {
+  std::vector<MPI_Request> req(static_cast<std::size_t>(std::max(1, pending)));
+  std::vector<char> buf(req.size());
+  for (std::size_t i = 0; i < req.size(); ++i) PMPI_Irecv(&buf[i], 1, MPI_BYTE, MPI_ANY_SOURCE, tag, comm, &req[i]);
+  std::vector<int> idx(req.size());
+  const double t = median_ns([&] {
+    int count = 0;
+    PMPI_Testsome(static_cast<int>(req.size()), req.data(), &count, idx.data(), MPI_STATUSES_IGNORE);
+    return true;
+  }, 50);
+  for (MPI_Request& r : req) {
+    PMPI_Cancel(&r);
+    PMPI_Wait(&r, MPI_STATUS_IGNORE);
+  }
+  return t;
+}
+
+double sleep_ns(long long ns) {
+  return median_ns([&] {
+    sleep_for(ns);
+    return true;
+  }, 5);
+}
+
+}  // namespace tnbc::model

@@ -1,0 +1,59 @@
+// Measuring the cost model's parameters: the primitives the start-up probe
+// (runtime/model/probe.hh) and `tnbc calibrate` (runtime/model/calibrate.hh) share. Times are
+// medians of repetitions after a warm-up (first touches, first use of a connection), in ns.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "runtime/function_ref.hh"
+#include "runtime/model/machine.hh"
+
+namespace tnbc {
+class GuardBackend;
+}
+
+namespace tnbc::model {
+
+// The median of `reps` timed runs of `once` (false: it failed, -1), each after an untimed
+// `before`, following one warm-up run.
+double median_ns(FunctionRef<bool()> once, FunctionRef<void()> before, int reps);
+double median_ns(FunctionRef<bool()> once, int reps);
+
+// The CPU time of the calling thread, ns.
+double thread_cpu_ns();
+
+// Two adjacent private, populated mappings of `bytes` each: one stands for a program's
+// buffer, the other for tnbc's staging.
+struct Scratch {
+  char* user = nullptr;
+  char* staging = nullptr;
+  std::size_t len = 0;
+  explicit Scratch(std::size_t bytes);
+  ~Scratch();
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+};
+
+// memcpy of each size; the line through the medians.
+Line memcpy_line(Scratch& s, const std::vector<std::size_t>& sizes, int reps);
+
+// A guard backend's hold back and publish of each size (one region): the lines through the
+// medians. False when the backend fails on scratch memory.
+bool guard_lines(GuardBackend& b, Scratch& s, const std::vector<std::size_t>& sizes, int reps, Line& hold, Line& publish);
+
+// Exchanges `bytes` with `to` and `from` on `comm` (MPI_Isend + MPI_Irecv, tag `tag`), testing
+// the requests as tnbc's progress thread does: MPI_Testall, then a sleep of `poll_ns` when
+// nothing completed. Returns the wall time; `cpu_ns` the calling thread's CPU time.
+double polled_exchange(MPI_Comm comm, int to, int from, int tag, char* send, char* recv, std::size_t bytes,
+                       long long poll_ns, double& cpu_ns);
+
+// One MPI_Testsome over `pending` receives that cannot complete (posted on `comm` with `tag`,
+// then cancelled): the median, ns.
+double testsome_ns(MPI_Comm comm, int tag, int pending);
+// How long a sleep of `ns` really lasts here (timer slack included): the median.
+double sleep_ns(long long ns);
+
+}  // namespace tnbc::model

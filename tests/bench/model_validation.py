@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""The cost model against measurements (docs/benchmarks.md, "The cost model against measurements").
+
+usage: model_validation.py [--build-dir build] [--np 2] [--nodes 2] [--rate 1gbit | --net none]
+                           [--sizes 64k,256k,1m,4m,16m] [--iterations 9] [--machine FILE] [--out DIR]
+
+On the emulated link (npb-harness/netrun.py, K emulated nodes, ranks block-wise) or on shared
+memory (--net none: one node): `tnbc calibrate` measures the machine (unless --machine names
+one), tests/bench/blocking_times measures the MPI library's own MPI_Bcast and MPI_Alltoall at
+each size (sizes and kinds interleaved, median of the slowest rank's time), and `tnbc predict`
+gives the model's times for the same placement. Prints per case measured, predicted and the
+relative error, then the median and worst relative error; writes OUT/validation.json. A
+benchmark: run it under tnbc-quiet, never as a timed test.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+NETRUN = os.path.join(HERE, "..", "..", "npb-harness", "netrun.py")
+
+
+def launcher(a, prog):
+    cmd = ["mpirun", "-np", str(a.np), "--oversubscribe"]
+    if a.net == "shaped":
+        if a.nodes > 1:
+            cmd += ["--bind-to", "none"]  # emulated nodes share the CPUs (npb-harness/harness.py)
+        return [sys.executable, NETRUN, "--rate", a.rate, "--nodes", str(a.nodes), "--"] + cmd + prog
+    return cmd + prog
+
+
+def run(cmd):
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    print("running:", " ".join(cmd), flush=True)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    if p.returncode != 0:
+        sys.exit(f"model_validation: failed ({p.returncode}):\n{p.stdout[-3000:]}")
+    return p.stdout
+
+
+def median(v):
+    v = sorted(v)
+    m = len(v) // 2
+    return v[m] if len(v) % 2 else (v[m - 1] + v[m]) / 2
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build-dir", default="build")
+    ap.add_argument("--np", type=int, default=2)
+    ap.add_argument("--nodes", type=int, default=2)
+    ap.add_argument("--rate", default="1gbit")
+    ap.add_argument("--net", choices=["shaped", "none"], default="shaped")
+    ap.add_argument("--sizes", default="64k,256k,1m,4m,16m")
+    ap.add_argument("--iterations", type=int, default=9)
+    ap.add_argument("--machine")
+    ap.add_argument("--out", default="model-validation")
+    a = ap.parse_args()
+    if a.net == "none":
+        a.nodes = 1
+    os.makedirs(a.out, exist_ok=True)
+    tnbc = os.path.join(a.build_dir, "tools", "tnbc")
+    machine = a.machine or os.path.join(a.out, "machine.json")
+    if not a.machine:
+        run(launcher(a, [tnbc, "calibrate", "-o", machine, "--max-bytes", "4m", "--quiet"]))
+    measured_json = os.path.join(a.out, "blocking_times.json")
+    run(launcher(a, [os.path.join(a.build_dir, "tests", "bench", "blocking_times"), "--sizes", a.sizes,
+                     "--iterations", str(a.iterations), "--json", measured_json]))
+    per_node = (a.np + a.nodes - 1) // a.nodes
+    pred = json.loads(run([tnbc, "predict", machine, "--np", str(a.np), "--per-node", str(per_node),
+                           "--sizes", a.sizes, "--json"]))
+    measured = json.load(open(measured_json))
+    predicted = {(r["kind"], r["bytes"]): r["blocking_s"] for r in pred["results"]}
+    rows, errors = [], []
+    for r in measured["results"]:
+        p = predicted.get((r["kind"], r["bytes"]))
+        if p is None:
+            continue
+        err = (p - r["median_s"]) / r["median_s"]
+        errors.append(abs(err))
+        rows.append({"kind": r["kind"], "bytes": r["bytes"], "measured_s": r["median_s"], "predicted_s": p,
+                     "relative_error": err})
+    where = f"np={a.np}, {a.nodes} node(s), " + (f"emulated link {a.rate}" if a.net == "shaped" else "shared memory")
+    print(f"\nthe model against the MPI library's blocking calls ({where}; machine {machine}):")
+    print(f"  {'kind':9} {'bytes':>10} {'measured us':>12} {'predicted us':>13} {'error':>8}")
+    for r in rows:
+        print(f"  {r['kind']:9} {r['bytes']:>10} {r['measured_s'] * 1e6:12.1f} {r['predicted_s'] * 1e6:13.1f} "
+              f"{100 * r['relative_error']:+7.0f}%")
+    summary = {"median_abs_error": median(errors) if errors else None, "worst_abs_error": max(errors) if errors else None}
+    print(f"  median |error| {100 * summary['median_abs_error']:.0f}%, worst {100 * summary['worst_abs_error']:.0f}%")
+    with open(os.path.join(a.out, "validation.json"), "w") as f:
+        json.dump({"format": "tnbc-model-validation", "version": 1, "where": where, "machine": machine, "rows": rows,
+                   **summary}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+// The machine file (runtime/model/machine.hh, format "tnbc-machine"): what `tnbc calibrate`
+// writes reads back unchanged; a file of another version, another format, with a field missing
+// or of the wrong type, or not JSON is refused with one message naming the file and the field;
+// a file that reads but does not fit the run (another MPI library, node count, a level the run
+// needs and the file lacks) is refused by misfit() with the reason.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "machines.hh"
+#include "results.hh"
+#include "runtime/model/machine.hh"
+#include "temp_dir.hh"
+
+using namespace tnbc;
+using namespace tnbc::model;
+
+namespace {
+
+Machine sample() {
+  Machine m = test::machine(125);
+  m.host = "vm";
+  m.created = "2026-11-24T02:00:00Z";
+  m.level[1] = test::level(60, 117, 12, 280);
+  m.level[1].sweep = {{4096, 90e3, 12e3, 13e3, 40e3}, {65536, 600e3, 20e3, 30e3, 560e3}};
+  return m;
+}
+
+// `text` with the first occurrence of `from` replaced by `to` (the test's edit must apply).
+std::string edited(std::string text, const std::string& from, const std::string& to) {
+  const std::size_t at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
+std::string refusal(const std::string& text) {
+  const Result<Machine> r = parse_machine(text, "m.json");
+  REQUIRE_FALSE(r.ok());
+  return r.status().message();
+}
+
+}  // namespace
+
+TEST_CASE("machine file: what is written reads back with every value") {
+  const Machine m = sample();
+  const Machine back = must(parse_machine(machine_json(m), "m.json"));
+  CHECK(machine_json(back) == machine_json(m));
+  CHECK(machine_hash(back) == machine_hash(m));
+  CHECK(back.mpi_library == "Test MPI 1.0");
+  CHECK(back.at(LevelKind::InterNode).measured);
+  CHECK(back.at(LevelKind::InterNode).sweep.size() == 2);
+  CHECK(back.at(LevelKind::IntraNode).G_ns_per_byte == Approx(m.at(LevelKind::IntraNode).G_ns_per_byte));
+  CHECK(back.guard_measured[0]);
+  CHECK_FALSE(back.guard_measured[1]);  // null in the file: not measured
+  CHECK(back.guard[2].publish.ns_per_byte == Approx(m.guard[2].publish.ns_per_byte));
+  // Any change the model reads changes the hash the ranks compare.
+  Machine other = m;
+  other.level[0].L_ns += 1;
+  CHECK(machine_hash(other) != machine_hash(m));
+}
+
+TEST_CASE("machine file: another version, another format, not JSON: refused, naming the file") {
+  const std::string text = machine_json(sample());
+  const std::string v2 = refusal(edited(text, "\"version\": 1", "\"version\": 2"));
+  CHECK(v2.find("m.json") != std::string::npos);
+  CHECK(v2.find("version 2, this tnbc reads version 1") != std::string::npos);
+  CHECK(refusal(edited(text, "\"tnbc-machine\"", "\"tnbc-profile\"")).find("not a \"tnbc-machine\" file") !=
+        std::string::npos);
+  CHECK(refusal(text.substr(0, text.size() / 2)).find("not valid JSON") != std::string::npos);
+  CHECK(refusal("[1, 2]").find("m.json") != std::string::npos);
+}
+
+TEST_CASE("machine file: a missing or mistyped field is named") {
+  const std::string text = machine_json(sample());
+  CHECK(refusal(edited(text, "\"mpi_library\"", "\"mpi_lib\"")).find("mpi_library") != std::string::npos);
+  CHECK(refusal(edited(text, "\"G_ns_per_byte\"", "\"G\"")).find("levels.intra_node") != std::string::npos);
+  CHECK(refusal(edited(text, "\"fault_ns\"", "\"fault\"")).find("guard.userfaultfd_move") != std::string::npos);
+  CHECK(refusal(edited(text, "\"test_ns\"", "\"test\"")).find("progress") != std::string::npos);
+  CHECK(refusal(edited(text, "\"inter_node\"", "\"between\"")).find("levels.inter_node") != std::string::npos);
+  CHECK(refusal(edited(text, "\"page\": 4096", "\"page\": \"4096\"")).find("page") != std::string::npos);
+  // Sweep sizes must increase.
+  CHECK(refusal(edited(text, "\"bytes\": 65536", "\"bytes\": 1024")).find("sizes must increase") != std::string::npos);
+}
+
+TEST_CASE("machine file: read_machine says when the file is missing or empty") {
+  TempDir d;
+  const Result<Machine> missing = read_machine(d.str() + "/none.json");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.status().message().find("cannot be read") != std::string::npos);
+  const Result<Machine> empty = read_machine(d.write("empty.json", ""));
+  REQUIRE_FALSE(empty.ok());
+  CHECK(empty.status().message().find("empty") != std::string::npos);
+  CHECK(read_machine(d.write("ok.json", machine_json(sample()))).ok());
+}
+
+TEST_CASE("machine file: misfit names another MPI library, node count or a missing level") {
+  Machine m = sample();
+  m.nodes = 2;
+  RunFacts run{"Test MPI 1.0", 2, 1};
+  CHECK(misfit(m, run).empty());
+  run.mpi_library = "Open MPI v4.1.4";
+  CHECK(misfit(m, run).find("another MPI library") != std::string::npos);
+  run.mpi_library = m.mpi_library;
+  run.nodes = 1;
+  CHECK(misfit(m, run).find("measured on 2 nodes, this run has 1") != std::string::npos);
+  run.nodes = 2;
+  m.level[1].measured = false;
+  CHECK(misfit(m, run).find("no inter-node level") != std::string::npos);
+  m.nodes = 1;
+  m.level[0].measured = false;
+  CHECK(misfit(m, {"Test MPI 1.0", 1, 4}).find("no intra-node level") != std::string::npos);
+  CHECK(misfit(m, {"Test MPI 1.0", 1, 1}).empty());  // one rank per node needs no level
+}

@@ -1,0 +1,259 @@
+// The cost model's estimators and the decisions taken from them (runtime/model/estimate.hh,
+// trace/gain.hh, runtime/policy.hh) on fixed machine descriptions (machines.hh): the MPI
+// library's blocking collectives against LogGP by hand, a link shared by a node's ranks, what an
+// early return hides and costs for programs that compute first or read at once (Eq. 1, Eq. 3),
+// the per-site decision with its margin, the segment count, and that the policy's global
+// answers depend only on inputs every rank has alike.
+#include <catch2/catch.hpp>
+
+#include <memory>
+
+#include "machines.hh"
+#include "runtime/model/estimate.hh"
+#include "runtime/model/inputs.hh"
+#include "runtime/policy.hh"
+#include "trace/gain.hh"
+
+using namespace tnbc;
+using namespace tnbc::model;
+
+namespace {
+
+constexpr double kMs = 1e6;
+constexpr double kMiB = 1024.0 * 1024.0;
+constexpr std::size_t kPage = 4096;
+
+// Two nodes joined by a 1 Gbit/s link (125 MB/s, 50 us), one rank each: the primary
+// configuration of docs/benchmarks.md.
+Machine two_nodes() {
+  Machine m = test::machine(2000, 5, 2, 5, 100);  // inside a node: 2 GB/s
+  m.nodes = 2;
+  m.ranks = 2;
+  m.ranks_per_node = 1;
+  m.level[1] = test::level(50, 125, 10, 300);
+  m.level[1].node_bi_ns_per_byte = m.level[1].G_ns_per_byte / 2;  // full duplex: in and out at once
+  return m;
+}
+const Topology kTwoNodes = Topology::block(2, 1, 2, 1);  // one rank per node, 2 CPUs each
+
+Coll alltoall(double per_peer) {
+  Coll c;
+  c.kind = Kind::Alltoall;
+  c.bytes = per_peer;
+  c.page = kPage;
+  return c;
+}
+
+trace::Judge judge(const Machine& m, const Topology& world) {
+  auto in = std::make_shared<Inputs>();
+  in->machine = m;
+  in->world = world;
+  in->source = "file";
+  return trace::make_judge(Settings{}, in, Execution{});
+}
+
+// A site's trace values: Tcomm measured, T_CURC before the first touch, T_CRC reading.
+trace::SiteEstimate site(double bytes_received, double comm_ns, double curc_ns, double crc_ns) {
+  trace::SiteEstimate e;
+  e.estimating_ranks = 2;
+  e.bytes = bytes_received;
+  e.comm_ns = comm_ns;
+  e.curc_ns = curc_ns;
+  e.crc_ns = crc_ns;
+  e.overlap_ns = curc_ns + crc_ns;
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("model: a blocking Alltoall between two nodes is the link's time for the bytes") {
+  const Machine m = two_nodes();
+  const Level& l = m.at(LevelKind::InterNode);
+  const double t = mpi_blocking_ns(m, kTwoNodes, alltoall(kMiB));
+  // One MiB each way through a full-duplex 125 MB/s link: ~8.4 ms, plus the latency and the
+  // ends' CPU (o_s + o_r), within LogGP's bound.
+  CHECK(t >= kMiB * l.G_ns_per_byte);
+  CHECK(t <= kMiB * l.G_ns_per_byte + l.L_ns + l.o_s(kMiB) + l.o_r(kMiB) + 1 * kMs);
+  // Twice the bytes, about twice the time (the fixed terms are small here).
+  CHECK(mpi_blocking_ns(m, kTwoNodes, alltoall(2 * kMiB)) == Approx(2 * t).epsilon(0.1));
+  // A link whose two directions share one queue (node_bi = node_out): both MiB go through it.
+  Machine queue = m;
+  queue.level[1].node_bi_ns_per_byte = l.G_ns_per_byte;
+  CHECK(mpi_blocking_ns(queue, kTwoNodes, alltoall(kMiB)) >= 2 * kMiB * l.G_ns_per_byte);
+}
+
+TEST_CASE("model: ranks of a node sharing its link take longer per byte (LogGPH node bound)") {
+  Machine m = test::machine(125, 50, 2, 10, 300);
+  const Topology four = Topology::block(4, 4, 2, 1);
+  const Topology two = Topology::block(2, 2, 2, 1);
+  // Per peer the same bytes; four ranks send three times as much each through one link.
+  const double t4 = mpi_blocking_ns(m, four, alltoall(kMiB));
+  const double t2 = mpi_blocking_ns(m, two, alltoall(kMiB));
+  CHECK(t4 > 2.5 * t2);
+  // A node whose shared resource is twice as slow per byte as one pair: slower still.
+  m.level[0] = test::level(50, 125, 10, 300, 2);
+  CHECK(mpi_blocking_ns(m, four, alltoall(kMiB)) > 1.5 * t4);
+}
+
+TEST_CASE("model: a broadcast grows with the tree and the bytes") {
+  const Machine m = test::machine(125);
+  Coll c;
+  c.kind = Kind::Bcast;
+  c.bytes = 4 * kMiB;
+  c.page = kPage;
+  const double two = mpi_blocking_ns(m, Topology::block(2, 2, 4, 1), c);
+  const double four = mpi_blocking_ns(m, Topology::block(4, 4, 4, 1), c);
+  CHECK(two >= 4 * kMiB * m.at(LevelKind::IntraNode).G_ns_per_byte);
+  CHECK(four > two);
+  c.bytes = 8 * kMiB;
+  CHECK(mpi_blocking_ns(m, Topology::block(4, 4, 4, 1), c) > 1.8 * four);
+}
+
+TEST_CASE("model: Eq. 1 and Eq. 3 — computing first hides the transfer, reading at once hides nothing") {
+  const Machine m = two_nodes();
+  const Coll c = alltoall(kMiB);
+  const Execution x;
+  const double blocking = mpi_blocking_ns(m, kTwoNodes, c);
+  // Computes 3x the transfer before touching the data.
+  const Overlap compute = overlap(m, kTwoNodes, c, x, {3 * blocking, 0.1 * kMs});
+  CHECK(compute.ideal_ns == Approx(blocking));                           // Eq. 1: min(Tcomm, X)
+  CHECK(compute.hidden_ns == Approx(blocking - compute.in_call_ns));     // Eq. 3
+  CHECK(compute.in_call_ns > 0);
+  CHECK(compute.in_call_ns < 0.2 * blocking);
+  CHECK(compute.saved_ns > 0.5 * blocking);
+  CHECK(compute.cost_ns == Approx(compute.hidden_ns - compute.saved_ns));
+  // Reads at once (no computation before, a fast read): nothing to hide, tnbc only costs.
+  const Overlap at_once = overlap(m, kTwoNodes, c, x, {0, 0.05 * kMs});
+  CHECK(at_once.hidden_ns <= 0.05 * kMs);
+  CHECK(at_once.saved_ns <= 0);
+  CHECK(at_once.cost_ns >= 0);
+  // The trace's measured blocking time replaces the model's (the model's own stays for the report).
+  const Overlap measured = overlap(m, kTwoNodes, c, x, {3 * blocking, 0.1 * kMs}, 2 * blocking);
+  CHECK(measured.blocking_ns == Approx(2 * blocking));
+  CHECK(measured.model_blocking_ns == Approx(blocking));
+}
+
+TEST_CASE("model: without a spare CPU the progress thread's work comes out of the computation") {
+  const Machine m = test::machine(125, 50, 2, 10, 300);
+  const Coll c = alltoall(kMiB);
+  const Program p{60 * kMs, 1 * kMs};  // computes long enough for the progress thread's CPU to count
+  const Overlap spare = overlap(m, Topology::block(2, 2, 4, 2), c, {}, p);    // 2 CPUs per rank
+  const Overlap shared = overlap(m, Topology::block(2, 2, 2, 1), c, {}, p);   // 1 CPU per rank
+  CHECK(Topology::block(2, 2, 4, 2).spare_cpu() > Topology::block(2, 2, 2, 1).spare_cpu());
+  CHECK(shared.saved_ns < spare.saved_ns);
+}
+
+TEST_CASE("decision: compute-first sites return early, read-at-once sites do not, with the margin") {
+  const Machine m = two_nodes();
+  const trace::Judge j = judge(m, kTwoNodes);
+  const double blocking = mpi_blocking_ns(m, kTwoNodes, alltoall(kMiB));
+  // IS-like: 2 MiB received per call over 2 ranks (1 MiB per peer, own block included).
+  const trace::Decision compute = trace::decide(site(2 * kMiB, blocking, 3 * blocking, 0.5 * kMs), Kind::Alltoall, 2, j);
+  CHECK(compute.by_model);
+  CHECK(compute.basis == trace::Basis::OverlapPays);
+  CHECK_FALSE(compute.blocking());
+  REQUIRE(compute.saved_ns);
+  CHECK(*compute.saved_ns > compute.margin_ns);
+  CHECK(compute.margin_ns == Approx(j.margin_of_cost * std::max(0.0, compute.cost_ns) + j.margin_of_tcomm * blocking));
+  CHECK(j.margin_of_cost == Approx(0.15));  // the settings' defaults
+  CHECK(j.margin_of_tcomm == Approx(0.10));
+  const trace::Decision at_once = trace::decide(site(2 * kMiB, blocking, 0.02 * kMs, 0.05 * kMs), Kind::Alltoall, 2, j);
+  CHECK(at_once.basis == trace::Basis::NoOverlapToGain);
+  CHECK(at_once.blocking());
+  REQUIRE(at_once.saved_ns);
+  CHECK(*at_once.saved_ns <= at_once.margin_ns);
+  // A gain inside the margin does not return early: a site whose computation hides just a
+  // little more than tnbc costs completes in the call.
+  double lo = 0, hi = blocking;  // T_CURC where saved crosses the margin
+  for (int i = 0; i < 40; ++i) {
+    const double mid = (lo + hi) / 2;
+    (trace::decide(site(2 * kMiB, blocking, mid, 0), Kind::Alltoall, 2, j).blocking() ? lo : hi) = mid;
+  }
+  const trace::Decision edge = trace::decide(site(2 * kMiB, blocking, lo, 0), Kind::Alltoall, 2, j);
+  REQUIRE(edge.saved_ns);
+  CHECK(*edge.saved_ns > 0);  // it would gain something: the margin holds it back
+  CHECK(*edge.saved_ns <= edge.margin_ns);
+  // No estimate: returns early (nothing shows it cannot pay).
+  trace::SiteEstimate none = site(2 * kMiB, blocking, 0, 0);
+  none.overlap_ns.reset();
+  CHECK(trace::decide(none, Kind::Alltoall, 2, j).basis == trace::Basis::NoEstimate);
+}
+
+TEST_CASE("decision: the same site returns early on a slow link, not on a fast one") {
+  // 5 ms of computation before the first touch, 1 MiB per peer, measured at each machine's speed.
+  auto decided = [](const Machine& m) {
+    const double blocking = mpi_blocking_ns(m, kTwoNodes, alltoall(kMiB));
+    return trace::decide(site(2 * kMiB, blocking, 5 * kMs, 0.1 * kMs), Kind::Alltoall, 2, judge(m, kTwoNodes));
+  };
+  Machine fast = two_nodes();
+  fast.level[1] = test::level(2, 20000, 1, 50);  // 20 GB/s: the transfer takes ~50 us, less than tnbc's work
+  CHECK(decided(fast).blocking());
+  CHECK_FALSE(decided(two_nodes()).blocking());  // 1 Gbit/s: ~8 ms, 5 ms of it hidden
+  // The gain is bounded by the computation (Eq. 3): reading at once gains nothing even on a
+  // 100 Mbit/s link.
+  Machine slow = two_nodes();
+  slow.level[1] = test::level(50, 12.5, 10, 300);
+  const double blocking = mpi_blocking_ns(slow, kTwoNodes, alltoall(kMiB));
+  CHECK(trace::decide(site(2 * kMiB, blocking, 0.05 * kMs, 0.05 * kMs), Kind::Alltoall, 2, judge(slow, kTwoNodes)).blocking());
+}
+
+TEST_CASE("decision: TNBC_EARLY_RETURN_COST_US set replaces the model by the fixed rule") {
+  Settings s;
+  s.early_return_cost_us = 1000;
+  s.early_return_cost_us_per_mib = 0;
+  auto in = std::make_shared<Inputs>();
+  in->machine = two_nodes();
+  in->world = kTwoNodes;
+  const trace::Judge j = trace::make_judge(s, in, {});
+  // min(Tcomm 10 ms, X 1.5 ms) - 1 ms = 0.5 ms > 0: pays, whatever the model says.
+  const trace::Decision d = trace::decide(site(2 * kMiB, 10 * kMs, 1.5 * kMs, 0), Kind::Alltoall, 2, j);
+  CHECK_FALSE(d.by_model);
+  CHECK(d.basis == trace::Basis::OverlapPays);
+  CHECK(*d.saved_ns == Approx(0.5 * kMs));
+  // The description of a fixed-rule decision names no model figures.
+  CHECK(trace::describe(d).find("model") == std::string::npos);
+}
+
+TEST_CASE("decision: sites over part of the world are judged on that many ranks, placed like the world") {
+  const Topology world = Topology::block(4, 2, 2, 1);  // 2 nodes, 2 ranks each
+  const trace::Judge j = judge(two_nodes(), world);
+  CHECK(j.topology(4).node == world.node);
+  const Topology half = j.topology(2);
+  CHECK(half.n() == 2);
+  CHECK(half.max_per_node() == 2);
+}
+
+TEST_CASE("model: broadcast segments stay in 1..max and one is enough for a small message") {
+  const Machine m = test::machine(125);
+  const Topology four = Topology::block(4, 4, 4, 1);
+  CHECK(bcast_segments(m, four, 3.0 * kPage, {}, 8, kPage) == 1);
+  for (double bytes : {64.0 * 1024, 1.0 * kMiB, 16.0 * kMiB}) {
+    const int s = bcast_segments(m, four, bytes, {}, 8, kPage);
+    CHECK(s >= 1);
+    CHECK(s <= 8);
+  }
+  CHECK(bcast_segments(m, four, 16.0 * kMiB, {}, 1, kPage) == 1);
+  CHECK(bcast_segments(m, Topology::block(1, 1, 1, 1), 16.0 * kMiB, {}, 8, kPage) == 1);
+}
+
+TEST_CASE("policy: the model's global answers depend on the machine and the placement only") {
+  Settings s;
+  auto a = make_policy(s, kPage, nullptr);
+  auto b = make_policy(s, kPage, nullptr);
+  auto in = std::make_shared<Inputs>();
+  in->machine = test::machine(125);
+  in->world = Topology::block(4, 4, 2, 1);
+  a->start(in, 0, true);
+  b->start(in, 0, true);
+  const Topology& w = in->world;
+  for (Kind k : {Kind::Alltoall, Kind::Bcast, Kind::Allgather}) CHECK(a->threshold(k, w) == b->threshold(k, w));
+  CHECK(a->bcast_segments(4 << 20, w) == b->bcast_segments(4 << 20, w));
+  CHECK(a->pieces(Kind::Alltoall, w).scale_bytes == b->pieces(Kind::Alltoall, w).scale_bytes);
+  CHECK(a->threshold(Kind::Alltoall, w) == threshold_bytes(in->machine, w, Kind::Alltoall, execution(s, 0), kPage));
+  // TNBC_MIN_BYTES set overrides the model.
+  s.min_bytes = 1 << 20;
+  auto c = make_policy(s, kPage, nullptr);
+  c->start(in, 0, true);
+  CHECK(c->threshold(Kind::Alltoall, w) == std::size_t{1} << 20);
+  CHECK(c->route(Kind::Alltoall, false, w, (1 << 20) - 1) == Reason::BelowThreshold);
+}

@@ -1,0 +1,83 @@
+// tnbc-calibrate: the MPI program behind `tnbc calibrate` (tools/tnbc.cc execs it on every rank
+// the launcher starts). It measures this machine for the cost model (runtime/model/calibrate.hh)
+// and rank 0 writes the machine file (runtime/model/machine.hh; docs/formats.md).
+//
+//   mpirun -np 4 tnbc calibrate -o machine.json        # 4 ranks on this node
+//   srun -N 2 -n 4 --mpi=pmix tnbc calibrate -o m.json  # 2 nodes, 2 ranks each: both levels
+//
+// Linked with the library's runtime objects (the guard backends, the measuring primitives), not
+// with its MPI entry points: nothing here is intercepted.
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "runtime/model/calibrate.hh"
+#include "runtime/output_file.hh"
+
+namespace {
+
+const char* kUsage =
+    "usage: tnbc calibrate [-o FILE] [--max-bytes SIZE] [--seconds-per-size S] [--quiet]\n"
+    "  run under the launcher (mpirun -np 4 tnbc calibrate -o machine.json); at least 2 ranks, 2 on a node\n"
+    "  and 2 nodes to measure both levels. FILE (default machine.json) is written by rank 0; use it with\n"
+    "  TNBC_MACHINE=FILE (docs/architecture.md, \"The cost model\").\n";
+
+std::size_t parse_size(const char* s) {
+  char* end = nullptr;
+  double v = std::strtod(s, &end);
+  if (end && (*end == 'k' || *end == 'K')) v *= 1024;
+  if (end && (*end == 'm' || *end == 'M')) v *= 1024 * 1024;
+  return v > 0 ? static_cast<std::size_t>(v) : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  tnbc::model::CalibrateOptions o;
+  std::string out = "machine.json";
+  bool quiet = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if ((a == "-o" || a == "--output") && i + 1 < argc) out = argv[++i];
+    else if (a == "--max-bytes" && i + 1 < argc) o.max_bytes = parse_size(argv[++i]);
+    else if (a == "--seconds-per-size" && i + 1 < argc) o.seconds_per_size = std::atof(argv[++i]);
+    else if (a == "--quiet" || a == "-q") quiet = true;
+    else {
+      std::fprintf(stderr, "tnbc: calibrate: unknown option '%s'\n%s", a.c_str(), kUsage);
+      return 2;
+    }
+  }
+  if (o.max_bytes < 4096 || o.seconds_per_size <= 0) {
+    std::fprintf(stderr, "tnbc: calibrate: --max-bytes must be at least 4k and --seconds-per-size positive\n");
+    return 2;
+  }
+  if (const char* poll = std::getenv("TNBC_POLL_MIN_US")) o.poll_ns = std::atoll(poll) * 1000;
+  MPI_Init(&argc, &argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  auto m = tnbc::model::calibrate(MPI_COMM_WORLD, o, rank == 0 && !quiet ? stderr : nullptr);
+  int rc = 0;
+  if (rank == 0) {
+    if (!m.ok()) {
+      std::fprintf(stderr, "tnbc: calibrate: %s\n", m.status().message().c_str());
+      rc = 2;
+    } else {
+      const std::string text = tnbc::model::machine_json(m.value());
+      const std::size_t slash = out.rfind('/');
+      const std::string dir = slash == std::string::npos ? "." : out.substr(0, slash);
+      if (auto st = tnbc::write_output_file(dir.empty() ? "/" : dir, out.substr(slash + 1), text); !st.ok()) {
+        std::fprintf(stderr, "tnbc: calibrate: %s\n", st.message().c_str());
+        rc = 2;
+      } else {
+        std::fprintf(stderr, "tnbc: calibrate: machine file written to %s (use it with TNBC_MACHINE=%s)\n", out.c_str(),
+                     out.c_str());
+      }
+    }
+  }
+  MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return rc;
+}

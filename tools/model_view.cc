@@ -1,0 +1,130 @@
+#include "tools/model_view.hh"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "runtime/json.hh"
+#include "runtime/model/estimate.hh"
+#include "runtime/model/startup.hh"
+#include "runtime/policy.hh"
+#include "runtime/threshold.hh"
+#include "trace/gain.hh"
+
+namespace tnbc::tools {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream t;
+  if (in) t << in.rdbuf();
+  return t.str();
+}
+
+// The placement rank 0 recorded in its summary (`model.topology`), if any.
+bool summary_topology(const std::string& dir, model::Topology& t) {
+  const std::string text = read_text((fs::path(dir) / "tnbc-summary.0.json").string());
+  if (text.empty()) return false;
+  Result<json::Value> v = json::parse(text);
+  if (!v.ok()) return false;
+  const json::Value* m = v.value().find("model");
+  const json::Value* topo = m ? m->find("topology") : nullptr;
+  const json::Value* node = topo ? topo->find("node") : nullptr;
+  if (!node || node->type != json::Value::Type::Array) return false;
+  t.node.clear();
+  for (const json::Value& x : node->items) t.node.push_back(static_cast<int>(x.number));
+  if (const json::Value* c = topo->find("cpus_per_node")) t.cpus_per_node = std::max(1, static_cast<int>(c->number));
+  if (const json::Value* c = topo->find("cpus_per_rank")) t.cpus_per_rank = std::max(1, static_cast<int>(c->number));
+  return !t.node.empty();
+}
+
+}  // namespace
+
+Result<RunModel> run_model(const std::string& dir, const std::string& machine_file, int np) {
+  const std::string path = !machine_file.empty() ? machine_file : (fs::path(dir) / model::kMachineFileName).string();
+  Result<model::Machine> m = model::read_machine(path);
+  if (!m.ok()) return m.status();
+  RunModel r;
+  r.inputs = std::make_shared<model::Inputs>();
+  r.inputs->machine = std::move(m).value();
+  r.inputs->source = "file";
+  r.inputs->file = path;
+  r.origin = path + (machine_file.empty() ? " (the machine the trace run used: " + r.inputs->machine.method + ")" : "");
+  if (!summary_topology(dir, r.inputs->world) || r.inputs->world.n() != np) {
+    const model::Machine& mm = r.inputs->machine;
+    r.inputs->world = model::Topology::block(np, std::max(1, mm.ranks_per_node), mm.cpus_per_node, 1);
+    r.origin += "; placement assumed: " + std::to_string(std::max(1, mm.ranks_per_node)) + " ranks per node";
+  }
+  return r;
+}
+
+std::vector<std::string> site_verdicts(const trace::LoadedProfile& p, const Settings& s, const RunModel* m) {
+  std::vector<std::string> out;
+  int guard = -1;
+  if (m)
+    for (int b = 0; b < model::kGuardBackends && guard < 0; ++b)
+      if (m->inputs->machine.guard_measured[b]) guard = b;
+  const trace::Judge judge = trace::make_judge(s, m ? m->inputs : nullptr, execution(s, guard));
+  std::vector<trace::Decision> d;
+  for (const auto& site : p.sites) d.push_back(trace::decide(&site, true, judge));
+  for (std::size_t i = 0; i < p.sites.size(); ++i) {
+    const trace::ProfileSite& site = p.sites[i];
+    const std::optional<Kind> kind = kind_named(site.kind);
+    const SizeUnit unit = kind ? info(*kind).unit : SizeUnit::None;
+    const double bytes = trace::estimate_site(site).bytes;
+    const double compared = unit == SizeUnit::PerPeer ? bytes / std::max(1, site.comm_size) : bytes;
+    std::size_t min = s.min_bytes ? *s.min_bytes : 0;
+    if (!s.min_bytes && m && kind)
+      min = model::threshold_bytes(m->inputs->machine, judge.topology(site.comm_size), *kind, judge.exec,
+                                   m->inputs->machine.page);
+    if ((unit == SizeUnit::PerPeer || unit == SizeUnit::Whole) && min > 0 && compared < static_cast<double>(min)) {
+      out.push_back("plain MPI anyway: below TNBC_MIN_BYTES (" + bytes_text(min) + (s.min_bytes ? ", set)" : ", from the cost model)"));
+      continue;
+    }
+    if (!judge.fixed && !m) {
+      out.push_back("decided when the optimized run starts, by its cost model (no machine file here: keep the trace "
+                    "run's tnbc-machine.json in this directory, or give --machine FILE)");
+      continue;
+    }
+    std::string v = trace::describe(d[i]);
+    if (d[i].blocking()) {
+      // Plain MPI when every site of this kind and size is judged so (ReadOrderSource::plain).
+      bool all = true;
+      for (std::size_t k = 0; k < p.sites.size(); ++k) {
+        const bool same = p.sites[k].kind == site.kind && p.sites[k].comm_size == site.comm_size &&
+                          (!kind || !info(*kind).sizes_agree || trace::estimate_site(p.sites[k]).bytes == bytes);
+        all = all && (!same || d[k].blocking());
+      }
+      v += all ? "; plain MPI on every rank (every site of this kind and size is judged alike)"
+               : "; tnbc's schedule completed in the call (another site of this kind and size returns early)";
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+std::string verdict_footer(const Settings& s, const RunModel* m) {
+  char line[512];
+  if (s.early_return_cost_us) {
+    std::snprintf(line, sizeof line,
+                  "\noptimize: a site's calls do not return early when min(Tcomm, T_CURC + T_CRC) <= cost = %llu us + "
+                  "%lld us/MiB (TNBC_EARLY_RETURN_COST_US set; TNBC_PROFILE_BLOCKING=%s)\n",
+                  static_cast<unsigned long long>(*s.early_return_cost_us),
+                  static_cast<long long>(s.early_return_cost_us_per_mib),
+                  s.profile_blocking == ProfileBlocking::Auto ? "auto" : "off");
+    return line;
+  }
+  std::string o = "\noptimize: a site returns early when the cost model predicts a saving above its margin (" +
+                  std::to_string(s.early_return_margin_cost_pct) + "% of the predicted cost + " +
+                  std::to_string(s.early_return_margin_tcomm_pct) +
+                  "% of Tcomm: TNBC_EARLY_RETURN_MARGIN_*_PCT); TNBC_PROFILE_BLOCKING=" +
+                  (s.profile_blocking == ProfileBlocking::Auto ? "auto" : "off") + "\n";
+  if (m) o += "cost model: " + m->origin + "\n";
+  return o;
+}
+
+}  // namespace tnbc::tools

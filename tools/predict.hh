@@ -1,0 +1,15 @@
+// `tnbc predict MACHINE --np N [--per-node M] [--sizes LIST] [--json]`: the cost model's
+// predictions for a placement, without running anything — the MPI library's blocking MPI_Bcast
+// and MPI_Alltoall at each size, and tnbc's schedule returning early (time in the call, until
+// the last piece is published). tests/bench/model_validation.py compares them with what
+// tests/bench/blocking_times measures (docs/benchmarks.md, "The cost model against measurements").
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tnbc::tools {
+
+int cmd_predict(const std::vector<std::string>& args);
+
+}  // namespace tnbc::tools

@@ -1,0 +1,163 @@
+#include "tools/report_model.hh"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "runtime/config.hh"
+#include "runtime/json.hh"
+#include "runtime/model/machine.hh"
+
+namespace tnbc::tools {
+
+namespace {
+
+namespace fs = std::filesystem;
+using json::Value;
+
+double num(const Value& v, const char* key, double otherwise = -1) {
+  const Value* x = v.find(key);
+  return x && x->type == Value::Type::Number ? x->number : otherwise;
+}
+
+std::string text(const Value& v, const char* key) {
+  const Value* x = v.find(key);
+  return x && x->type == Value::Type::String ? x->string : std::string();
+}
+
+std::string ms(double ns) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2f ms", ns / 1e6);
+  return b;
+}
+
+std::string us(double ns) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f us", ns / 1e3);
+  return b;
+}
+
+struct Summary {
+  int rank = 0;
+  Value model;
+};
+
+std::vector<Summary> read_models(const std::string& dir) {
+  std::vector<Summary> out;
+  for (const fs::path& d : {fs::path(dir), fs::path(dir) / "tnbc"}) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(d, ec)) {
+      const std::string f = e.path().filename().string();
+      if (f.rfind("tnbc-summary.", 0) != 0 || f.size() < 19 || f.substr(f.size() - 5) != ".json") continue;
+      std::ifstream in(e.path(), std::ios::binary);
+      std::ostringstream t;
+      t << in.rdbuf();
+      Result<Value> v = json::parse(t.str());
+      if (!v.ok()) continue;
+      const Value* m = v.value().find("model");
+      if (!m || m->type != Value::Type::Object) continue;
+      out.push_back({static_cast<int>(num(v.value(), "rank", 0)), *m});
+    }
+    if (!out.empty()) break;
+  }
+  std::sort(out.begin(), out.end(), [](const Summary& a, const Summary& b) { return a.rank < b.rank; });
+  return out;
+}
+
+std::string ranks_text(const std::set<int>& ranks, int size) {
+  if (static_cast<int>(ranks.size()) >= size) return "on all ranks";
+  std::string s = ranks.size() == 1 ? "on rank " : "on ranks ";
+  for (int r : ranks) s += (r == *ranks.begin() ? "" : ",") + std::to_string(r);
+  return s;
+}
+
+}  // namespace
+
+std::string model_section(const std::string& dir) {
+  const std::vector<Summary> sums = read_models(dir);
+  if (sums.empty()) return {};
+  const Value& m0 = sums[0].model;
+  std::ostringstream o;
+  const std::string source = text(m0, "source");
+  o << "\ncost model (rank " << sums[0].rank << "'s view; every rank decides from the same machine): machine from "
+    << (source == "file" ? "the machine file " + text(m0, "file") : "the start-up probe") << "\n";
+  if (const Value* p = m0.find("file_problem"); p && p->type == Value::Type::String)
+    o << "  the machine file was not used: " << p->string << "\n";
+  if (const Value* mach = m0.find("machine"); mach && mach->type == Value::Type::Object) {
+    if (const Value* levels = mach->find("levels"))
+      for (const auto& [name, l] : levels->members) {
+        if (l.type != Value::Type::Object) continue;
+        const double G = num(l, "G_ns_per_byte", 0);
+        char b[256];
+        std::snprintf(b, sizeof b, "  %s: L %s, G %.3f ns/B (%.0f MB/s), o_s %s, o_r %s, node %.3f ns/B out, %.3f in+out\n",
+                      name.c_str(), us(num(l, "L_ns", 0)).c_str(), G, G > 0 ? 1e3 / G : 0.0, us(num(l, "o_s_ns", 0)).c_str(),
+                      us(num(l, "o_r_ns", 0)).c_str(), num(l, "node_out_ns_per_byte", 0), num(l, "node_bi_ns_per_byte", 0));
+        o << b;
+      }
+    if (const Value* g = mach->find("guard"); g && g->type == Value::Type::Object)
+      for (const auto& [name, b] : g->members) {
+        if (b.type != Value::Type::Object || name == "memcpy") continue;
+        const Value *hold = b.find("hold"), *pub = b.find("publish");
+        if (!hold || !pub) continue;
+        const double mib = 1024.0 * 1024.0;
+        char line[256];
+        std::snprintf(line, sizeof line, "  guard %s: hold %s + %s/MiB, publish %s + %s/MiB, fault %s\n", name.c_str(),
+                      us(num(*hold, "ns", 0)).c_str(), us(num(*hold, "ns_per_byte", 0) * mib).c_str(),
+                      us(num(*pub, "ns", 0)).c_str(), us(num(*pub, "ns_per_byte", 0) * mib).c_str(),
+                      us(num(b, "fault_ns", 0)).c_str());
+        o << line;
+      }
+  }
+  if (const Value* t = m0.find("thresholds"); t && t->type == Value::Type::Object) {
+    o << "  size thresholds (MPI_COMM_WORLD):";
+    for (const auto& [kind, v] : t->members)
+      o << " " << kind << " " << (v.type == Value::Type::Number ? format_bytes(v.number) : std::string("never"));
+    o << "\n";
+  }
+  // Per site and decision, over the ranks.
+  struct Entry {
+    Value first;
+    std::set<int> ranks;
+  };
+  std::map<std::tuple<std::string, std::string, std::string>, Entry> entries;
+  std::vector<std::tuple<std::string, std::string, std::string>> order;
+  for (const Summary& s : sums) {
+    const Value* sites = s.model.find("sites");
+    if (!sites || sites->type != Value::Type::Array) continue;
+    for (const Value& x : sites->items) {
+      auto key = std::make_tuple(text(x, "site"), text(x, "decision"), text(x, "basis"));
+      Entry& e = entries[key];
+      if (e.ranks.empty()) {
+        e.first = x;
+        order.push_back(key);
+      }
+      e.ranks.insert(s.rank);
+    }
+  }
+  if (!order.empty())
+    o << "  per site (the model's predicted blocking time, hidden time and cost of an early return; the decision):\n";
+  const int size = static_cast<int>(sums.size());
+  for (const auto& key : order) {
+    const Entry& e = entries[key];
+    const Value& x = e.first;
+    const std::string decision = text(x, "decision");
+    o << "    " << text(x, "kind") << " at " << text(x, "where") << ": "
+      << (decision == "plain" ? "PLAIN MPI" : decision == "in_call" ? "COMPLETED IN THE CALL" : "returned early") << " ("
+      << text(x, "basis") << ") " << ranks_text(e.ranks, size);
+    if (num(x, "hidden_ns") >= 0) {
+      o << "; blocking " << ms(num(x, "blocking_ns", 0));
+      // The model's own blocking time; none when TNBC_EARLY_RETURN_COST_US judged (the fixed rule).
+      if (num(x, "model_blocking_ns") > 0) o << " (model " << ms(num(x, "model_blocking_ns")) << ")";
+      o << ", hidden " << ms(num(x, "hidden_ns", 0)) << ", cost " << ms(num(x, "cost_ns", 0)) << ", saved "
+        << ms(num(x, "saved_ns", 0));
+    }
+    o << "\n";
+  }
+  return o.str();
+}
+
+}  // namespace tnbc::tools

@@ -46,6 +46,11 @@ const std::vector<Option> kOptions = {
     {"bcast_max_segments", OptionType::Integer, "5", "",
      "Most segments a broadcast is split into.",
      &Settings::bcast_max_segments, 1, 64, true},
+    {"bcast_backend", OptionType::Choice, "p2p", "p2p|rma-binomial|rma-linear|auto",
+     "How broadcasts travel: p2p messages along a binomial tree, MPI one-sided puts along a binomial tree or from "
+     "the root to every rank, or auto (the cheapest by seed 000's LogGP costs). RMA falls back to p2p, with a "
+     "message, where the MPI library's one-sided communication does not work.",
+     &Settings::bcast_backend, 0, 0, true},
     {"piece_bytes", OptionType::Bytes, "auto", "",
      "Most bytes per message of a sub-message's body, in whole pages: auto (about 4 pieces per sub-message, at least "
      "128 KiB; broadcast segments stay whole), 0 (no cut) or a byte count.",

@@ -35,6 +35,16 @@ class RulesPolicy final : public Policy {
 
   PieceSetting pieces(Kind) const override { return s_.piece_bytes; }
 
+  BcastBackend bcast_backend(std::size_t bytes, int comm_size) const override {
+    switch (s_.bcast_backend) {
+      case BcastBackend::P2p: return BcastBackend::P2p;
+      case BcastBackend::RmaBinomial:
+      case BcastBackend::RmaLinear: return rma_.usable ? s_.bcast_backend : BcastBackend::P2p;
+      case BcastBackend::Auto: return cheapest_bcast(rma_.costs, bytes, comm_size, rma_.usable);
+    }
+    return BcastBackend::P2p;
+  }
+
   bool early_return_pays(Kind, std::uint64_t received) const override { return received >= min_bytes_; }
 
   bool complete_in_call(const CallShape& call) override { return orders_ && orders_->run_blocking(call); }
@@ -55,6 +65,7 @@ class RulesPolicy final : public Policy {
     return {std::max<long long>(s_.poll_min_us * 1000, 1000), oversubscribed_, s_.timeout_s * 1000000000LL};
   }
   void set_cpu_share(const CpuShare& c) override { oversubscribed_ = c.node_ranks > c.node_cpus && c.node_cpus > 0; }
+  void set_rma(const RmaFacts& r) override { rma_ = r; }
 
  private:
   Settings s_;
@@ -63,6 +74,7 @@ class RulesPolicy final : public Policy {
   std::unique_ptr<ReadOrderSource> orders_;
   std::vector<GuardKind> guards_;
   bool oversubscribed_ = false;
+  RmaFacts rma_;
 };
 
 }  // namespace

@@ -3,7 +3,7 @@
 // mode optimize, the profile; a cost model answers the same questions later (docs/extending.md).
 //
 // Two kinds of questions, and the rule that keeps ranks matching:
-//   global      route, bcast_segments, pieces: they decide which messages exist. Every rank must
+//   global      route, bcast_segments, pieces, bcast_backend: they decide which messages exist. Every rank must
 //               answer alike, so they may use only inputs equal on every rank (the arguments
 //               every rank has alike, settings compared at MPI_Init, values agreed by reduction).
 //   rank-local  complete_in_call, read_order, early_return_pays, lazy_send_copy, guards,
@@ -16,6 +16,7 @@
 #include <span>
 #include <vector>
 
+#include "runtime/bcast_cost.hh"
 #include "runtime/config.hh"
 #include "runtime/cpu_share.hh"
 #include "runtime/read_order.hh"
@@ -41,6 +42,13 @@ struct Waiting {
   long long timeout_ns = 0;  // without progress: `timed_out`
 };
 
+// What the start-up probe found about the MPI library's one-sided communication (agreed over
+// MPI_COMM_WORLD, so equal on every rank): whether RMA works here and its costs.
+struct RmaFacts {
+  bool usable = false;
+  LogGP costs;  // the probe's figures (seed 000's parameters); zero: not measured
+};
+
 class Policy {
  public:
   virtual ~Policy() = default;
@@ -55,6 +63,9 @@ class Policy {
   virtual Reason route(Kind kind, bool intercommunicator, int comm_size, std::size_t unit) const = 0;
   virtual int bcast_segments(std::size_t bytes) const = 0;
   virtual PieceSetting pieces(Kind kind) const = 0;
+  // How a broadcast of `bytes` over `comm_size` ranks travels (never Auto): TNBC_BCAST_BACKEND,
+  // auto by the costs of runtime/bcast_cost.hh; p2p wherever RMA is not usable.
+  virtual BcastBackend bcast_backend(std::size_t bytes, int comm_size) const = 0;
   // ---- rank-local ----
   // Whether a call whose sizes differ between ranks (SizeUnit::None) receives enough here to
   // return early; else it completes in the call (below_threshold).
@@ -74,6 +85,8 @@ class Policy {
   virtual Waiting waiting() const = 0;
   // Start-up input: the CPUs of this rank's node (runtime/cpu_share.hh).
   virtual void set_cpu_share(const CpuShare& c) = 0;
+  // Start-up input: the RMA probe (runtime/rma_transport.hh), before the first collective.
+  virtual void set_rma(const RmaFacts& r) = 0;
 };
 
 // Today's rules. `page`: the page size (equal on all ranks, checked at MPI_Init); `orders`: the

@@ -30,13 +30,13 @@ double p2p_binomial_time(const LogGP& c, std::size_t m, int p) {
   return (c.o + bytes_time(c, m) + c.L + c.o) * ceil_log2(p);
 }
 
-BcastCosts bcast_costs(const LogGP& c, std::size_t m, int p) {
-  return {rma_binomial_time(c, m, p), rma_linear_time(c, m, p), p2p_binomial_time(c, m, p)};
+BcastCosts bcast_costs(const LogGP& rma, const LogGP& p2p, std::size_t m, int p) {
+  return {rma_binomial_time(rma, m, p), rma_linear_time(rma, m, p), p2p_binomial_time(p2p, m, p)};
 }
 
-BcastBackend cheapest_bcast(const LogGP& c, std::size_t m, int p, bool rma) {
-  const BcastCosts t = bcast_costs(c, m, p);
-  if (!rma) return BcastBackend::P2p;
+BcastBackend cheapest_bcast(const LogGP& rma, const LogGP& p2p, std::size_t m, int p, bool usable) {
+  if (!usable) return BcastBackend::P2p;
+  const BcastCosts t = bcast_costs(rma, p2p, m, p);
   BcastBackend best = BcastBackend::P2p;
   double best_t = t.p2p_binomial;
   if (t.rma_binomial < best_t) best = BcastBackend::RmaBinomial, best_t = t.rma_binomial;

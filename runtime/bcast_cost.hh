@@ -47,9 +47,11 @@ int ceil_log2(int p);
 double rma_binomial_time(const LogGP& c, std::size_t m, int p);
 double rma_linear_time(const LogGP& c, std::size_t m, int p);
 double p2p_binomial_time(const LogGP& c, std::size_t m, int p);
-BcastCosts bcast_costs(const LogGP& c, std::size_t m, int p);
-// The cheapest backend for `m` bytes over `p` ranks (p2p on ties); `rma`: whether the RMA
-// backends may be chosen at all.
-BcastBackend cheapest_bcast(const LogGP& c, std::size_t m, int p, bool rma);
+BcastCosts bcast_costs(const LogGP& rma, const LogGP& p2p, std::size_t m, int p);
+// The cheapest backend for `m` bytes over `p` ranks (p2p on ties): the RMA ones with `rma`'s
+// parameters, point-to-point with `p2p`'s (measured separately: one MPI library's messages and
+// its one-sided operations have different o, L and G); `usable`: whether RMA may be chosen at all.
+// With one parameter set for both, p2p binomial is never dearer (no flags, no noticing).
+BcastBackend cheapest_bcast(const LogGP& rma, const LogGP& p2p, std::size_t m, int p, bool usable);
 
 }  // namespace tnbc

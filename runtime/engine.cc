@@ -311,8 +311,9 @@ class EngineImpl final : public Engine {
       return;
     }
     const LogGP& c = facts.costs;
-    log(LogLevel::Info, "RMA probe (seed 000's LogGP): L %.2f us, o = g %.2f us, G %.3f ns/B, O_r %.2f us",
-        c.L * 1e6, c.o * 1e6, c.G * 1e9, c.O_r * 1e6);
+    log(LogLevel::Info, "RMA probe (seed 000's LogGP): L %.2f us, o = g %.2f us, G %.3f ns/B, O_r %.2f us; "
+        "messages: L+2o %.2f us, G %.3f ns/B", c.L * 1e6, c.o * 1e6, c.G * 1e9, c.O_r * 1e6, facts.p2p.L * 1e6,
+        facts.p2p.G * 1e9);
   }
 
   // An error tnbc found in the call before starting anything (type signatures that differ, no

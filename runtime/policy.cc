@@ -40,7 +40,7 @@ class RulesPolicy final : public Policy {
       case BcastBackend::P2p: return BcastBackend::P2p;
       case BcastBackend::RmaBinomial:
       case BcastBackend::RmaLinear: return rma_.usable ? s_.bcast_backend : BcastBackend::P2p;
-      case BcastBackend::Auto: return cheapest_bcast(rma_.costs, bytes, comm_size, rma_.usable);
+      case BcastBackend::Auto: return cheapest_bcast(rma_.costs, rma_.p2p, bytes, comm_size, rma_.usable);
     }
     return BcastBackend::P2p;
   }

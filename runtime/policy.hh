@@ -47,6 +47,7 @@ struct Waiting {
 struct RmaFacts {
   bool usable = false;
   LogGP costs;  // the probe's figures (seed 000's parameters); zero: not measured
+  LogGP p2p;    // the same for point-to-point messages (a stage = one message of m bytes)
 };
 
 class Policy {

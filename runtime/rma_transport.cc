@@ -412,7 +412,25 @@ RmaFacts rma_probe(MPI_Comm comm, std::size_t page, double poll_floor_s, long lo
   if (!ok) return facts;
   PMPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
   const int right = (rank + 1) % size;
-  double t_flag = 0, t_poll = 0, t_small = 0, t_large = 0;
+  double t_flag = 0, t_poll = 0, t_small = 0, t_large = 0, m_small = 0, m_large = 0;
+  {
+    // Point-to-point for comparison: a message of 1 and kPages pages to the right, from the left.
+    const int left = (rank + size - 1) % size;
+    std::vector<char> out(page * kPages), in(page * kPages);
+    auto message_time = [&](std::size_t bytes) {
+      std::vector<double> t;
+      for (int k = 0; k < 5; ++k) {
+        const long long s = futex::now_ns();
+        PMPI_Sendrecv(out.data(), static_cast<int>(bytes), MPI_BYTE, right, 0, in.data(), static_cast<int>(bytes),
+                      MPI_BYTE, left, 0, comm, MPI_STATUS_IGNORE);
+        t.push_back((futex::now_ns() - s) * 1e-9);
+      }
+      std::sort(t.begin(), t.end());
+      return t[t.size() / 2];
+    };
+    m_small = message_time(page);
+    m_large = message_time(page * kPages);
+  }
   if (PMPI_Win_lock_all(MPI_MODE_NOCHECK, win) != MPI_SUCCESS) {
     ok = 0;
     problem = "MPI_Win_lock_all failed";
@@ -471,14 +489,18 @@ RmaFacts rma_probe(MPI_Comm comm, std::size_t page, double poll_floor_s, long lo
   if (!all && ok) problem = "the check failed on another rank";
   if (!all) return facts;
   // The slowest rank's figures, so that every rank has the same.
-  double local[4] = {t_flag, t_poll, t_small, t_large}, worst[4] = {};
-  PMPI_Allreduce(local, worst, 4, MPI_DOUBLE, MPI_MAX, comm);
+  double local[6] = {t_flag, t_poll, t_small, t_large, m_small, m_large}, worst[6] = {};
+  PMPI_Allreduce(local, worst, 6, MPI_DOUBLE, MPI_MAX, comm);
   facts.usable = true;
   LogGP& c = facts.costs;
   c.G = std::max(0.0, (worst[3] - worst[2]) / static_cast<double>(page * (kPages - 1)));
   c.o = c.g = worst[1];  // one local atomic with its flush: the cost of issuing an operation
   c.L = std::max(0.0, worst[0] - 2 * c.o);
   c.O_r = worst[1] + poll_floor_s;
+  // A message stage costs t(m) = L + (m-1)G with o folded into L (2o + L measured together).
+  LogGP& m = facts.p2p;
+  m.G = std::max(0.0, (worst[5] - worst[4]) / static_cast<double>(page * (kPages - 1)));
+  m.L = std::max(0.0, worst[4] - m.G * static_cast<double>(page - 1));
   return facts;
 }
 

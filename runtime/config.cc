@@ -47,9 +47,8 @@ const std::vector<Option> kOptions = {
      "Most segments a broadcast is split into.",
      &Settings::bcast_max_segments, 1, 64, true},
     {"bcast_backend", OptionType::Choice, "p2p", "p2p|rma-binomial|rma-linear|auto",
-     "How broadcasts travel: p2p messages along a binomial tree, MPI one-sided puts along a binomial tree or from "
-     "the root to every rank, or auto (the cheapest by seed 000's LogGP costs). RMA falls back to p2p, with a "
-     "message, where the MPI library's one-sided communication does not work.",
+     "How broadcasts travel: p2p messages, MPI one-sided puts along a binomial tree or from the root to each rank, "
+     "or auto (the cheapest by seed 000's LogGP costs). Where RMA does not work, p2p with a message.",
      &Settings::bcast_backend, 0, 0, true},
     {"piece_bytes", OptionType::Bytes, "auto", "",
      "Most bytes per message of a sub-message's body, in whole pages: auto (about 4 pieces per sub-message, at least "

@@ -5,6 +5,7 @@
 #include "runtime/engine.hh"
 #include "runtime/futex.hh"
 #include "runtime/log.hh"
+#include "runtime/rma_transport.hh"
 
 namespace tnbc {
 
@@ -14,6 +15,7 @@ int delete_private(MPI_Comm, int, void* value, void*) {
   // Nothing of tnbc may still use the duplicate when the user's communicator goes away:
   // sends still waiting for the window would be posted on a freed communicator.
   if (Engine* e = Engine::current()) e->drain();
+  rma_release(*pc);
   if (pc->comm != MPI_COMM_NULL) PMPI_Comm_free(&pc->comm);
   delete pc;
   return MPI_SUCCESS;

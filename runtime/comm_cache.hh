@@ -13,11 +13,14 @@
 
 namespace tnbc {
 
+class RmaComm;
+
 struct PrivateComm {
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0, size = 0;
   int tag_ub = 32767;
   std::uint64_t next_sequence = 0;
+  RmaComm* rma = nullptr;  // the RMA broadcast's windows, once used (runtime/rma_transport.hh)
 };
 
 class CommCache {

@@ -54,6 +54,10 @@ const std::vector<Option> kOptions = {
     {"bcast_max_segments", OptionType::Integer, "5", "",
      "Most segments a broadcast is split into; the cost model chooses how many up to this.",
      &Settings::bcast_max_segments, 1, 64, true},
+    {"bcast_backend", OptionType::Choice, "p2p", "p2p|rma-binomial|rma-linear|auto",
+     "How broadcasts travel: p2p messages, MPI one-sided puts along a binomial tree or from the root to each rank, "
+     "or auto (the cheapest by seed 000's LogGP costs). Where RMA does not work, p2p with a message.",
+     &Settings::bcast_backend, 0, 0, true},
     {"piece_bytes", OptionType::Bytes, "auto", "",
      "Most bytes per message of a sub-message's body, in whole pages: auto (as many pieces as the cost model finds "
      "worth their fixed costs; broadcast segments stay whole), 0 (no cut) or a byte count.",

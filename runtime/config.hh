@@ -26,6 +26,9 @@ enum class UffdPublish { Auto, Copy };
 // Mode optimize: whether call sites where the profile shows nothing to gain run blocking
 // (trace/gain.hh).
 enum class ProfileBlocking { Auto, Off };
+// How a broadcast's data travels (runtime/coll/bcast.cc, runtime/coll/bcast_rma.cc): messages,
+// or one-sided puts into tnbc's windows along a binomial tree or from the root to every rank.
+enum class BcastBackend { P2p, RmaBinomial, RmaLinear, Auto };
 
 // TNBC_TIMEOUT's default, in seconds (the table's default text says the same; a unit test checks).
 inline constexpr std::int64_t kDefaultTimeoutS = 600;
@@ -50,6 +53,7 @@ struct Settings {
   std::int64_t timeout_s = kDefaultTimeoutS;
   std::int64_t abort_flush_us = 100000;
   ProfileBlocking profile_blocking = ProfileBlocking::Auto;
+  BcastBackend bcast_backend = BcastBackend::P2p;
   // Mode optimize's decision per site: nullopt = auto (the cost model); a value = the fixed rule
   // (this many us per call, plus the per-MiB cost; trace/gain.hh).
   std::optional<std::uint64_t> early_return_cost_us;
@@ -61,7 +65,7 @@ struct Settings {
 
 // Where a parsed value goes; the alternative must agree with the option's type.
 using Field = std::variant<Mode Settings::*, LogLevel Settings::*, GuardChoice Settings::*, SendCopy Settings::*,
-                           UffdPublish Settings::*, ProfileBlocking Settings::*,
+                           UffdPublish Settings::*, ProfileBlocking Settings::*, BcastBackend Settings::*,
                            std::string Settings::*,
                            std::optional<std::uint64_t> Settings::*, std::int64_t Settings::*>;
 

@@ -22,6 +22,7 @@
 #include "runtime/pool.hh"
 #include "runtime/progress.hh"
 #include "runtime/publish.hh"
+#include "runtime/rma_transport.hh"
 #include "runtime/send_copy.hh"
 #include "runtime/transport.hh"
 #include "runtime/uffd.hh"
@@ -90,6 +91,7 @@ class EngineImpl final : public Engine {
     const std::string problem = cpu_share_problem(cpus);
     stats_.set_node(cpus, problem);
     if (!problem.empty() && cpus.node_rank == 0) log(LogLevel::Info, "%s (docs/limitations.md)", problem.c_str());
+    if (s.bcast_backend != BcastBackend::P2p) check_rma(world);
   }
 
   int run(const CollCall& c, BlockingCall blocking) override {
@@ -134,15 +136,17 @@ class EngineImpl final : public Engine {
     f->comm = pc.comm;
     f->comm_size = pc.size;
     f->times.called = t_enter;
-    CallServices services(*this, *f, pc.comm, types);
+    CallServices services(*this, *f, pc, types);
     Prepared prep;
     if (Status st = coll.prepare(c, layout, in_call, ctx, services, prep); !st.ok()) return detected_error(c, site, st, t_enter);
+    if (c.kind == Kind::Bcast) stats_.record_bcast_backend(services.backend());
 
     std::unique_lock lock(call_mutex_);
     const long long t_setup = futex::now_ns();
     f->sequence = pc.next_sequence++;
     f->base_tag = base_tag(f->sequence, pc.tag_ub);
     f->schedule = std::move(prep.schedule);
+    if (f->schedule.count(StepKind::Await) > 0) f->rma = rma_begin(pc, c.root, static_cast<std::size_t>(layout.received));
     f->send_data = prep.send_data;
     f->recv_data = prep.recv_data;
     f->user_recv = prep.user_recv;
@@ -151,7 +155,8 @@ class EngineImpl final : public Engine {
     if (!prep.send_src.empty()) stage_sends(*f, prep.send_src, !in_call && policy_->lazy_send_copy(layout.sent), page_);
     const long long t_staged = futex::now_ns();
     Reason why = prep.local;
-    if (why == Reason::None && f->schedule.count(StepKind::Recv) + f->schedule.count(StepKind::Copy) > 0)
+    if (why == Reason::None &&
+        (f->schedule.count(StepKind::Recv) + f->schedule.count(StepKind::Copy) > 0 || f->schedule.landing_with_bytes() > 0))
       why = policy_->early_return_pays(c.kind, layout.received, topo) ? hold_back(*f, prep.guard, backends_, page_)
                                                                        : Reason::BelowThreshold;
     if (log_enabled(LogLevel::Debug))
@@ -175,6 +180,7 @@ class EngineImpl final : public Engine {
   void shutdown() override {
     complete_all();
     drain_or_end("in MPI_Finalize");
+    rma_release_all();
     stats_.set_thread_cpu(progress_->cpu_seconds(), uffd::listener_cpu_seconds());
     progress_->stop();
     g_current.store(nullptr);
@@ -186,7 +192,8 @@ class EngineImpl final : public Engine {
   // What the engine lends a collective while it prepares a call.
   class CallServices final : public Services {
    public:
-    CallServices(EngineImpl& e, InFlight& f, MPI_Comm comm, Types& types) : e_(e), f_(f), comm_(comm), types_(types) {}
+    CallServices(EngineImpl& e, InFlight& f, PrivateComm& pc, Types& types)
+        : e_(e), f_(f), pc_(pc), comm_(pc.comm), types_(types) {}
     TypeInfo type(MPI_Datatype t) override { return types_.type(t); }
     ByteRange span(const void* buf, long long count, MPI_Datatype t) override { return types_.span(buf, count, t); }
     void fence(const void* buf, long long count, MPI_Datatype t) override {
@@ -215,12 +222,29 @@ class EngineImpl final : public Engine {
       return {};
     }
     Policy& policy() override { return *e_.policy_; }
+    // The policy's choice; an RMA one needs the communicator's windows (made or grown here,
+    // collectively: every rank asks with the same size). Where they cannot be had, p2p, said once.
+    BcastBackend bcast_backend(std::size_t bytes, int comm_size) override {
+      backend_ = e_.policy_->bcast_backend(bytes, comm_size);
+      if (backend_ == BcastBackend::P2p) return backend_;
+      if (Status st = rma_ensure(pc_, bytes); !st.ok()) {
+        if (!e_.rma_fallback_said_.exchange(true))
+          log(LogLevel::Warn, "%s: broadcasts on this communicator use point-to-point messages instead of RMA "
+                              "(TNBC_BCAST_BACKEND)", st.message().c_str());
+        backend_ = BcastBackend::P2p;
+      }
+      return backend_;
+    }
+    // What bcast_backend() answered (a broadcast asks once per call).
+    BcastBackend backend() const { return backend_; }
 
    private:
     EngineImpl& e_;
     InFlight& f_;
+    PrivateComm& pc_;
     MPI_Comm comm_;
     Types& types_;
+    BcastBackend backend_ = BcastBackend::P2p;
   };
 
   // The part of an early return done in the call: the calling thread starts the receives of the
@@ -372,6 +396,28 @@ class EngineImpl final : public Engine {
     }
   }
 
+  // TNBC_BCAST_BACKEND=rma-*|auto: whether MPI's one-sided communication works here, and its
+  // costs for auto (runtime/rma_transport.hh, rma_probe). Said by rank 0 when it does not.
+  void check_rma(PrivateComm& world) {
+    std::string problem;
+    const RmaFacts facts = rma_probe(world.comm, page_, static_cast<double>(s_.poll_min_us) * 1e-6, timeout_ns_, problem);
+    policy_->set_rma(facts);
+    if (world.rank != 0) return;
+    const std::string setting = value_string(*std::find_if(options().begin(), options().end(), [](const Option& o) {
+      return o.name == "bcast_backend";
+    }), s_);
+    if (!facts.usable) {
+      log(s_.bcast_backend == BcastBackend::Auto ? LogLevel::Info : LogLevel::Warn,
+          "TNBC_BCAST_BACKEND=%s: MPI one-sided communication is not usable here (%s): broadcasts use point-to-point "
+          "messages", setting.c_str(), problem.c_str());
+      return;
+    }
+    const LogGP& c = facts.costs;
+    log(LogLevel::Info, "RMA probe (seed 000's LogGP): L %.2f us, o = g %.2f us, G %.3f ns/B, O_r %.2f us; "
+        "messages: L+2o %.2f us, G %.3f ns/B", c.L * 1e6, c.o * 1e6, c.G * 1e9, c.O_r * 1e6, facts.p2p.L * 1e6,
+        facts.p2p.G * 1e9);
+  }
+
   // An error tnbc found in the call before starting anything (type signatures that differ, no
   // memory for staging): through the communicator's error handler, as MPI's own errors go.
   // MPI_ERRORS_ARE_FATAL ends the job after tnbc's message; MPI_ERRORS_RETURN returns the code.
@@ -429,6 +475,7 @@ class EngineImpl final : public Engine {
   std::unique_ptr<Progress> progress_;
   std::unique_ptr<WindowGate> caller_gate_;
   std::mutex call_mutex_;
+  std::atomic<bool> rma_fallback_said_{false};
 };
 
 }  // namespace

@@ -27,10 +27,10 @@ void report_missing(const InFlight& f) {
       if (s.peer != peer) continue;
       seen_before = j < i;
       const bool done = f.done(j);
-      if (s.kind == StepKind::Recv) {
+      if (s.kind == StepKind::Recv || s.kind == StepKind::Await) {
         receives = true;
         received = received || done;
-      } else if (s.kind == StepKind::Send) {
+      } else if (delivers(s.kind)) {
         delivered = delivered || done;
       }
     }
@@ -44,7 +44,7 @@ void report_missing(const InFlight& f) {
   for (std::size_t i = 0; i < steps.size() && shown < 16; ++i) {
     const Step& s = steps[i];
     if (f.done(i)) continue;
-    if (s.kind == StepKind::Recv)
+    if (s.kind == StepKind::Recv || s.kind == StepKind::Await)
       std::snprintf(line, sizeof line, "  missing: %zu bytes at offset %zu from rank %d (sub-message %d)", s.length,
                     s.offset, s.peer, s.sub);
     else

@@ -19,6 +19,7 @@
 namespace tnbc {
 
 class GuardBackend;
+struct RmaCall;
 
 // A step's state. A step is started by exactly one executor (compare-and-swap Idle -> Started),
 // which also completes it; Done is final.
@@ -46,6 +47,7 @@ struct InFlight {
   int comm_size = 0;
   int base_tag = 0;
   Schedule schedule;
+  std::shared_ptr<const RmaCall> rma;  // an RMA broadcast's slot and windows (runtime/rma_transport.hh)
 
   // Send and receive staging come from separate pools: a receive staging whose pages were swapped
   // back to the program (runtime/uffd.hh) is left empty, and copying the next send data into such

@@ -5,6 +5,7 @@
 
 #include "runtime/futex.hh"
 #include "runtime/inflight.hh"
+#include "runtime/rma_transport.hh"
 #include "runtime/transport.hh"
 
 namespace tnbc {
@@ -105,6 +106,7 @@ std::unique_ptr<Transport> make_p2p_transport() { return std::make_unique<P2pTra
 std::vector<std::unique_ptr<Transport>> default_transports() {
   std::vector<std::unique_ptr<Transport>> t;
   t.push_back(make_p2p_transport());
+  t.push_back(make_rma_transport());
   return t;
 }
 

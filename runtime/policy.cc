@@ -81,6 +81,16 @@ class ModelPolicy final : public Policy {
     return model_ && !s_.min_bytes ? per_peer >= static_cast<double>(min) : received >= min;
   }
 
+  BcastBackend bcast_backend(std::size_t bytes, int comm_size) const override {
+    switch (s_.bcast_backend) {
+      case BcastBackend::P2p: return BcastBackend::P2p;
+      case BcastBackend::RmaBinomial:
+      case BcastBackend::RmaLinear: return rma_.usable ? s_.bcast_backend : BcastBackend::P2p;
+      case BcastBackend::Auto: return cheapest_bcast(rma_.costs, rma_.p2p, bytes, comm_size, rma_.usable);
+    }
+    return BcastBackend::P2p;
+  }
+
   bool complete_in_call(const CallShape& call) override { return orders_ && orders_->run_blocking(call); }
 
   std::vector<int> read_order(const CallShape& call) override {
@@ -104,6 +114,7 @@ class ModelPolicy final : public Policy {
     return {std::max<long long>(s_.poll_min_us * 1000, 1000), oversubscribed_, s_.timeout_s * 1000000000LL};
   }
   void set_cpu_share(const CpuShare& c) override { oversubscribed_ = c.node_ranks > c.node_cpus && c.node_cpus > 0; }
+  void set_rma(const RmaFacts& r) override { rma_ = r; }
 
   std::uint64_t fingerprint() const override { return orders_ ? orders_->fingerprint() : 0; }
 
@@ -148,6 +159,7 @@ class ModelPolicy final : public Policy {
   std::map<std::pair<std::uint64_t, std::size_t>, int> segments_;
   std::map<std::uint64_t, double> scales_;
   bool oversubscribed_ = false;
+  RmaFacts rma_;
 };
 
 }  // namespace

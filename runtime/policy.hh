@@ -5,7 +5,7 @@
 // "The cost model", lists each decision with its rule.
 //
 // Two kinds of questions, and the rule that keeps ranks matching:
-//   global      route, route_call, bcast_segments, pieces: they decide which messages exist (or
+//   global      route, route_call, bcast_segments, pieces, bcast_backend: they decide which messages exist (or
 //               whether tnbc runs the call at all). Every rank must answer alike, so they use
 //               only inputs equal on every rank: the arguments every rank has alike, settings
 //               compared at MPI_Init, the machine (one file every rank read alike, or the probe's
@@ -21,6 +21,7 @@
 #include <span>
 #include <vector>
 
+#include "runtime/bcast_cost.hh"
 #include "runtime/config.hh"
 #include "runtime/model/estimate.hh"
 #include "runtime/model/inputs.hh"
@@ -50,6 +51,14 @@ struct Waiting {
   long long timeout_ns = 0;  // without progress: `timed_out`
 };
 
+// What the start-up probe found about the MPI library's one-sided communication (agreed over
+// MPI_COMM_WORLD, so equal on every rank): whether RMA works here and its costs.
+struct RmaFacts {
+  bool usable = false;
+  LogGP costs;  // the probe's figures (seed 000's parameters); zero: not measured
+  LogGP p2p;    // the same for point-to-point messages (a stage = one message of m bytes)
+};
+
 class Policy {
  public:
   virtual ~Policy() = default;
@@ -65,6 +74,9 @@ class Policy {
   virtual Reason route_call(const CallShape& call) = 0;
   virtual int bcast_segments(std::size_t bytes, const model::Topology& comm) = 0;
   virtual PieceRule pieces(Kind kind, const model::Topology& comm) = 0;
+  // How a broadcast of `bytes` over `comm_size` ranks travels (never Auto): TNBC_BCAST_BACKEND,
+  // auto by the costs of runtime/bcast_cost.hh; p2p wherever RMA is not usable.
+  virtual BcastBackend bcast_backend(std::size_t bytes, int comm_size) const = 0;
   // ---- rank-local ----
   // Whether a call whose sizes differ between ranks (SizeUnit::None) receives enough here to
   // return early; else it completes in the call (below_threshold).
@@ -98,6 +110,8 @@ class Policy {
   virtual Waiting waiting() const = 0;
   // Start-up input: the CPUs of this rank's node (runtime/cpu_share.hh).
   virtual void set_cpu_share(const CpuShare& c) = 0;
+  // Start-up input: the RMA probe (runtime/rma_transport.hh), before the first collective.
+  virtual void set_rma(const RmaFacts& r) = 0;
 };
 
 // The policy. `page`: the page size (equal on all ranks, checked at MPI_Init); `orders`: the

@@ -53,6 +53,7 @@ const char* step_kind_name(StepKind k) {
     case StepKind::Put: return "put";
     case StepKind::Flag: return "flag";
     case StepKind::Handoff: return "hand-off";
+    case StepKind::Await: return "await";
   }
   return "?";
 }
@@ -74,4 +75,11 @@ std::size_t Schedule::count(StepKind k) const {
   return static_cast<std::size_t>(std::count_if(steps_.begin(), steps_.end(), [&](const Step& s) { return s.kind == k; }));
 }
 
+}  // namespace tnbc
+
+namespace tnbc {
+std::size_t Schedule::landing_with_bytes() const {
+  return static_cast<std::size_t>(
+      std::count_if(steps_.begin(), steps_.end(), [](const Step& s) { return lands(s.kind) && s.length > 0; }));
+}
 }  // namespace tnbc

@@ -9,13 +9,24 @@
 //
 //   schedule := step*                       steps are numbered in the order they were added
 //   step     := kind peer offset length [source] tag_offset priority sub edge after*
-//   kind     := Send | Recv | Copy          (Put | Flag | Handoff: reserved for transports to come)
+//   kind     := Send | Recv | Copy | Put | Flag | Await     (Handoff: reserved)
 //   after    := an earlier step's number    the step starts only once every `after` is done
 //
 //   Send     a message of `length` bytes to `peer`, read from the send area at `offset`
 //   Recv     a message from `peer`, written into the receive area at `offset`
 //   Copy     `length` bytes from the send area at `source` to the receive area at `offset`
 //            (no message; completes like a Recv: published, then done)
+//   Put      RMA (runtime/rma_transport.hh): `length` bytes into `peer`'s data window at
+//            `offset` in the broadcast's slot, read from the send area at `offset` (the root) or
+//            from this rank's own data window (a rank forwarding what it received)
+//   Flag     RMA: atomically raises `peer`'s request flag number `tag_offset` for this
+//            broadcast (flag 0 also carries the description: root, window id, size, sequence);
+//            tag_offset == kDoneCounter: adds one to `peer`'s done counter (the root's)
+//   Await    RMA: waits until this rank's flag `tag_offset` is raised for this broadcast, then
+//            takes `length` bytes at `offset` out of its data window into the receive area
+//            (lands like a Recv: published, then done); tag_offset == kSlotFree: waits until
+//            the broadcast slot's previous use is done on every rank (the root's done counter);
+//            kAllDone: until every rank counted this broadcast done (length 0)
 //   tag      the collective's base tag + `tag_offset` (< kTagsPerCollective)
 //   priority lower starts first: receives all at once, sends in this order through the send
 //            gate (TNBC_SEND_WINDOW; node-level arbitration plugs in there)
@@ -36,10 +47,16 @@
 
 namespace tnbc {
 
-enum class StepKind : std::uint8_t { Send, Recv, Copy, Put, Flag, Handoff };
+enum class StepKind : std::uint8_t { Send, Recv, Copy, Put, Flag, Handoff, Await };
 const char* step_kind_name(StepKind k);
 // Steps whose data lands in the receive area and is published into the program's buffer.
-inline bool lands(StepKind k) { return k == StepKind::Recv || k == StepKind::Copy; }
+inline bool lands(StepKind k) { return k == StepKind::Recv || k == StepKind::Copy || k == StepKind::Await; }
+// Steps that hand bytes to another rank (what a timeout report calls "not delivered").
+inline bool delivers(StepKind k) { return k == StepKind::Send || k == StepKind::Put || k == StepKind::Flag; }
+// The counters a Flag or Await step names instead of a request flag (tag_offset, RMA only).
+inline constexpr int kDoneCounter = -1;  // Flag: count this rank done at the root
+inline constexpr int kAllDone = -1;      // Await at the root: every rank counted done
+inline constexpr int kSlotFree = -2;     // Await at the root: the slot's previous broadcast is done
 
 struct Step {
   StepKind kind = StepKind::Recv;
@@ -68,6 +85,8 @@ class Schedule {
     return std::span<const int>(deps_).subspan(first_dep_[i], first_dep_[i + 1] - first_dep_[i]);
   }
   std::size_t count(StepKind k) const;
+  // Landing steps that carry bytes (what a guard holds back).
+  std::size_t landing_with_bytes() const;
 
  private:
   std::vector<Step> steps_;

@@ -15,6 +15,7 @@
 #include <vector>
 #include <string>
 
+#include "runtime/config.hh"
 #include "runtime/cpu_share.hh"
 #include "runtime/placement.hh"
 #include "runtime/threshold.hh"
@@ -111,6 +112,10 @@ class Stats {
   // UserfaultfdMoved counts the userfaultfd ones whose pages were swapped, not copied (a subset).
   enum class GuardUsed { Userfaultfd, ProtNone, UserfaultfdMoved };
   void record_guard(GuardUsed g) { guards_[static_cast<std::size_t>(g)].fetch_add(1, std::memory_order_relaxed); }
+  // How a broadcast that took tnbc's schedule travelled (TNBC_BCAST_BACKEND; never Auto).
+  void record_bcast_backend(BcastBackend b) {
+    bcast_backends_[static_cast<std::size_t>(b)].fetch_add(1, std::memory_order_relaxed);
+  }
   // Mode optimize: the profile (TNBC_PROFILE) and its status ("loaded", "rejected", "none"),
   // and per call whether its read order came from the profile (runtime/read_order.hh).
   enum class ProfileUse { Ordered, UnknownSite, OtherSizes };
@@ -190,6 +195,7 @@ class Stats {
   Shard& shard();
 
   std::array<std::atomic<std::uint64_t>, 3> guards_{};  // rare (early returns only): shared
+  std::array<std::atomic<std::uint64_t>, 3> bcast_backends_{};  // p2p, rma_binomial, rma_linear
   std::array<std::atomic<std::uint64_t>, 3> profile_uses_{};
   std::string profile_file_, profile_status_;  // set once at start-up
   double progress_cpu_s_ = -1, listener_cpu_s_ = -1;  // set once at shutdown

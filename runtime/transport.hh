@@ -52,7 +52,7 @@ class Transport {
 };
 
 std::unique_ptr<Transport> make_p2p_transport();
-// One of each transport tnbc has (point-to-point now), for a new executor.
+// One of each transport tnbc has (point-to-point, RMA: rma_transport.hh), for a new executor.
 std::vector<std::unique_ptr<Transport>> default_transports();
 
 // "MPI_ERR_TRUNCATE: message truncated" for an MPI error code.

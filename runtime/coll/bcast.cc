@@ -22,7 +22,8 @@
 //
 // Staging: the root sends from a copy of its buffer (packed if the type is not dense); the
 // others receive into a receive area laid out like the buffer, and forward from it (so the
-// userfaultfd guard copies rather than moves pages at inner ranks). Completing in the call
+// userfaultfd guard copies rather than moves pages at inner ranks). TNBC_BCAST_BACKEND=rma-*:
+// the same chunks over MPI one-sided puts (bcast_rma.cc). Completing in the call
 // (no overlap to gain) with a dense type, the buffer itself is sent from and received into.
 #include <algorithm>
 #include <numeric>
@@ -177,8 +178,14 @@ class Bcast final : public Collective {
     const auto chunks = bcast_chunks(bytes, ctx.page, s.policy().bcast_segments(bytes, *ctx.topology));
     std::vector<int> read;
     if (chunks.size() > 2) read = s.policy().read_order(l.shape);
-    out.schedule = build_bcast(ctx.rank, ctx.size, c.root, chunks, bcast_chunk_order(chunks.size(), read), ctx.page,
-                               s.policy().pieces(Kind::Bcast, *ctx.topology).setting);
+    const std::vector<int> order = bcast_chunk_order(chunks.size(), read);
+    const BcastBackend backend = s.bcast_backend(bytes, ctx.size);
+    const bool rma = backend == BcastBackend::RmaBinomial || backend == BcastBackend::RmaLinear;
+    if (rma)
+      out.schedule = build_bcast_rma(ctx.rank, ctx.size, c.root, chunks, order,
+                                     backend == BcastBackend::RmaLinear ? RmaAlgorithm::Linear : RmaAlgorithm::Binomial);
+    else
+      out.schedule = build_bcast(ctx.rank, ctx.size, c.root, chunks, order, ctx.page, s.policy().pieces(Kind::Bcast, *ctx.topology).setting);
     const bool direct = in_call && t.dense;  // nothing is guarded and the call waits for every step
     if (ctx.rank == c.root) {
       if (direct) {
@@ -191,7 +198,9 @@ class Bcast final : public Collective {
       out.local = in_call ? Reason::NoOverlapToGain : Reason::None;
       return {};
     }
-    out.recv_data = out.send_data = direct ? static_cast<char*>(buffer) : s.recv_area(bytes, buffer);
+    out.recv_data = direct ? static_cast<char*>(buffer) : s.recv_area(bytes, buffer);
+    // p2p forwards from the receive area; RMA from the rank's data window (rma_transport.hh).
+    out.send_data = rma ? nullptr : out.recv_data;
     if (!out.recv_data && bytes) return Status::error("out of memory for " + std::to_string(bytes) + " bytes of staging", MPI_ERR_NO_MEM);
     out.user_recv = t.dense ? static_cast<char*>(buffer) : nullptr;
     const auto base = reinterpret_cast<std::uintptr_t>(buffer);

@@ -34,4 +34,10 @@ Schedule build_bcast(int rank, int size, int root, const std::vector<Chunk>& chu
 int bcast_parent(int rank, int size, int root);
 std::vector<int> bcast_children(int rank, int size, int root);
 
+// ---- broadcast over MPI one-sided communication (runtime/coll/bcast_rma.cc) ----
+enum class RmaAlgorithm { Binomial, Linear };
+// The same chunks in the same order as build_bcast, carried by Put / Flag / Await steps.
+Schedule build_bcast_rma(int rank, int size, int root, const std::vector<Chunk>& chunks,
+                         const std::vector<int>& chunk_order, RmaAlgorithm algorithm);
+
 }  // namespace tnbc

@@ -90,6 +90,10 @@ class Services : public Types {
   // `count` elements of `t` at `src` as `bytes` dense bytes at `dst` (memcpy when dense).
   virtual Status pack(const void* src, long long count, MPI_Datatype t, char* dst, std::size_t bytes) = 0;
   virtual Policy& policy() = 0;
+  // How this broadcast travels: the policy's global choice, or p2p where the RMA windows it
+  // needs could not be had on every rank (the engine decides that alike on all ranks; it may
+  // create or grow the communicator's windows here, a collective operation).
+  virtual BcastBackend bcast_backend(std::size_t bytes, int comm_size) { return policy().bcast_backend(bytes, comm_size); }
 };
 
 // Bytes of the receive area to copy into the program's buffer with its datatype, after the last

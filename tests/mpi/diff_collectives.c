@@ -6,7 +6,10 @@
  * (gaps of Alltoallv and Allgatherv included) with the reference. The first mismatch aborts with the case,
  * rank, offset, expected and actual byte.
  *
- * usage: diff_collectives [quick|full] [seed]
+ * usage: diff_collectives [quick|full|bcast] [seed]
+ *   bcast: only broadcasts, 0 B to 32 MiB from every root, and bursts of broadcasts on two
+ *          communicators left untouched until the last one returned (TNBC_BCAST_BACKEND=rma-*:
+ *          several in flight, slots reused).
  */
 #define _GNU_SOURCE
 #include <alloca.h>
@@ -434,6 +437,64 @@ static void case_bcast(MPI_Comm comm, long count, int type, int root, int mem, s
   free(src);
 }
 
+/* `n` broadcasts from rotating roots, alternating between two communicators, none touched before
+ * the last one returned; then every buffer is compared (newest first). */
+static void bcast_burst(MPI_Comm c0, MPI_Comm c1, int n, size_t bytes) {
+  unsigned char** b = malloc(sizeof(unsigned char*) * (size_t)n);
+  unsigned char** ref = malloc(sizeof(unsigned char*) * (size_t)n);
+  for (int i = 0; i < n; i++) {
+    MPI_Comm c = i % 2 ? c1 : c0;
+    int me, size;
+    MPI_Comm_rank(c, &me);
+    MPI_Comm_size(c, &size);
+    const int root = (i * 3 + 1) % size;
+    const size_t len = bytes + (size_t)i * 4099;
+    b[i] = malloc(len), ref[i] = malloc(len);
+    fill(ref[i], len, (unsigned)(i * 31 + 7));
+    if (me != root) memset(ref[i], 0x5a, len);
+    memcpy(b[i], ref[i], len);
+    PMPI_Bcast(ref[i], (int)len, MPI_BYTE, root, c);
+  }
+  for (int i = 0; i < n; i++) {
+    MPI_Comm c = i % 2 ? c1 : c0;
+    int size;
+    MPI_Comm_size(c, &size);
+    MPI_Bcast(b[i], (int)(bytes + (size_t)i * 4099), MPI_BYTE, (i * 3 + 1) % size, c);
+  }
+  for (int i = n - 1; i >= 0; i--) {
+    char what[120];
+    snprintf(what, sizeof what, "bcast burst %d of %d (%zu bytes)", i, n, bytes + (size_t)i * 4099);
+    compare(what, b[i], ref[i], bytes + (size_t)i * 4099);
+    cases++;
+    free(b[i]), free(ref[i]);
+  }
+  free(b), free(ref);
+}
+
+static void bcast_only(void) {
+  const long bsizes[] = {0, 1, 4095, 3 * 4096 + 1, 65537, (1 << 20) + 7, 4 << 20, 32 << 20};
+  const size_t offsets[] = {0, 1, 3, 8, 4095, 4113};
+  int k = 0;
+  for (int si = 0; si < 8; si++)
+    for (int root = 0; root < np; root++, k++) {
+      const int t = bsizes[si] > (4 << 20) ? T_BYTE : (int)(k % T_KINDS);
+      const long count = bsizes[si] / (long)type_extent[t] + (bsizes[si] > 0 && t != T_BYTE);
+      case_bcast(MPI_COMM_WORLD, count, t, root, k % MEM_KINDS, offsets[k % 6], k % ACC_KINDS);
+    }
+  /* `most`: every rank but the last, in reverse order (the last one alone: one rank, no windows).
+   * Not two disjoint halves: Open MPI 4.1's osc sm names a window's backing file by the
+   * communicator's context id, which disjoint split communicators share, so windows created on
+   * both at once may collide (tnbc then falls back to p2p, docs/limitations.md). */
+  MPI_Comm dup, half;
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+  MPI_Comm_split(MPI_COMM_WORLD, rank == np - 1, np - rank, &half);
+  bcast_burst(MPI_COMM_WORLD, dup, 7, 20000);
+  bcast_burst(dup, half, 6, 300000);
+  bcast_burst(MPI_COMM_WORLD, MPI_COMM_WORLD, 5, 2 << 20);
+  MPI_Comm_free(&half);
+  MPI_Comm_free(&dup);
+}
+
 static void on_mpi_error(MPI_Comm* comm, int* code, ...) {
   (void)comm;
   char text[MPI_MAX_ERROR_STRING];
@@ -451,8 +512,13 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &np);
   const int full = argc > 1 && strcmp(argv[1], "full") == 0;
+  const int bcast = argc > 1 && strcmp(argv[1], "bcast") == 0;
   rng_state = (argc > 2 ? strtoull(argv[2], NULL, 0) : 12345) * 2 + 1;
   make_types();
+  if (bcast) {
+    bcast_only();
+    goto done;
+  }
   const size_t offsets[] = {0, 1, 3, 8, 4095, 4113};
   const long sizes[] = {0, 1, 100, 4096, 3 * 4096 + 5, 65536, (1 << 20) + 3};
   const int nsizes = full ? 7 : 7;
@@ -545,6 +611,7 @@ int main(int argc, char** argv) {
     free(a), free(b), free(c), free(ra), free(rb), free(rc);
   }
 
+done:;
   long all_cases = 0, all_bytes = 0;
   MPI_Reduce(&cases, &all_cases, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
   MPI_Reduce(&checked_bytes, &all_bytes, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);

@@ -6,7 +6,7 @@ usage: run_mpi_test.py [--mpi openmpi|mpich] [--mpirun PATH] [--preload-first LI
                        [--expect-exit K|failure] [--expect-output TEXT ...] [--expect-once TEXT ...]
                        [--skip-if-output TEXT ...] [--allow-errors]
                        [--expect-summary kind=alltoall,min_calls=3,lang=fortran,min_early=1 ...]
-                       [--expect-guard G] [--expect-no-guard G] [--expect-threshold BASIS]
+                       [--expect-bcast-backend B] [--expect-guard G] [--expect-no-guard G] [--expect-threshold BASIS]
                        [--tool TNBC --expect-report TEXT ...] [--expect-mpi-touches N]
                        [--timeout SECONDS] -- PROGRAM [ARGS]
 
@@ -15,6 +15,8 @@ usage: run_mpi_test.py [--mpi openmpi|mpich] [--mpirun PATH] [--preload-first LI
 `min_fortran` (calls through the Fortran bindings), `min_early` / `max_early` (calls that returned
 early),
 `lang` (a call site in that language exists), `reason=NAME` (at least one call had that reason).
+--expect-bcast-backend NAME: every broadcast that took tnbc's schedule travelled by that backend
+(summed `bcast_backends` of the summaries: p2p, rma_binomial, rma_linear), and at least one did.
 --expect-guard NAME: at least one early return was held back by that guard backend (summed
 `guards` of the summaries: userfaultfd, prot_none, or userfaultfd_moved for pages swapped with
 UFFDIO_MOVE); for userfaultfd the test is skipped (exit 77) when tnbc said the kernel does not
@@ -146,7 +148,7 @@ def check_threshold(summaries, basis, output):
     print(f"node: {summaries[0]['node']}")
 
 
-def check_summaries(outdir, np, constraints, output, guard=None, no_guard=None, threshold=None):
+def check_summaries(outdir, np, constraints, output, guard=None, no_guard=None, threshold=None, bcast_backend=None):
     files = sorted(glob.glob(os.path.join(outdir, "tnbc-summary.*.json")))
     if len(files) != np:
         fail(f"expected {np} summaries in {outdir}, found {len(files)}", output)
@@ -175,6 +177,11 @@ def check_summaries(outdir, np, constraints, output, guard=None, no_guard=None, 
         if used == 0:
             fail(f"no early return was guarded by {guard} (guards: {[s['guards'] for s in summaries]})", output)
         print(f"guard {guard}: {used} early returns")
+    if bcast_backend:
+        used = {b: sum(s["bcast_backends"][b] for s in summaries) for b in summaries[0]["bcast_backends"]}
+        if used[bcast_backend] == 0 or sum(used.values()) != used[bcast_backend]:
+            fail(f"broadcasts by backend {used}: expected all by {bcast_backend}", output)
+        print(f"bcast backend {bcast_backend}: {used[bcast_backend]} broadcasts")
     if no_guard:
         used = sum(s["guards"][no_guard] for s in summaries)
         if used:
@@ -277,6 +284,8 @@ def main():
     ap.add_argument("--skip-if-output", action="append", default=[])
     ap.add_argument("--allow-errors", action="store_true")
     ap.add_argument("--expect-summary", action="append", default=[])
+    ap.add_argument("--expect-bcast-backend", choices=["p2p", "rma_binomial", "rma_linear"],
+                    help="at least one broadcast took that backend and none another (summaries' bcast_backends)")
     ap.add_argument("--expect-guard", choices=["userfaultfd", "prot_none", "userfaultfd_moved"])
     ap.add_argument("--expect-no-guard", choices=["userfaultfd", "prot_none", "userfaultfd_moved"])
     ap.add_argument("--expect-threshold", choices=["measured", "set", "single_rank"])
@@ -317,8 +326,10 @@ def main():
     errors = re.findall(r"^tnbc\[\d+\]: error: .*$", output, re.M)
     if errors and not a.allow_errors:
         fail(f"tnbc reported {len(errors)} error(s), first: {errors[0]}", output)
-    if (a.expect_summary or a.expect_guard or a.expect_no_guard or a.expect_threshold) and not a.no_lib:
-        check_summaries(outdir, a.np, a.expect_summary, output, a.expect_guard, a.expect_no_guard, a.expect_threshold)
+    if (a.expect_summary or a.expect_guard or a.expect_no_guard or a.expect_threshold or a.expect_bcast_backend) \
+            and not a.no_lib:
+        check_summaries(outdir, a.np, a.expect_summary, output, a.expect_guard, a.expect_no_guard, a.expect_threshold,
+                        a.expect_bcast_backend)
     if a.expect_mpi_touches:
         check_mpi_touches(outdir, a.np, a.expect_mpi_touches, output)
     if a.expect_report:

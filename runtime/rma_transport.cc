@@ -1,0 +1,507 @@
+#include "runtime/rma_transport.hh"
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "runtime/comm_cache.hh"
+#include "runtime/futex.hh"
+#include "runtime/inflight.hh"
+
+namespace tnbc {
+
+namespace {
+
+// Control window layout, in int64 words.
+constexpr int kDescrWords = 4;  // root, window id, size, sequence + 1
+constexpr MPI_Aint flag_disp(int slot, int flag) { return static_cast<MPI_Aint>(slot) * kRmaFlagsPerSlot + flag; }
+constexpr MPI_Aint descr_disp(int slot) {
+  return static_cast<MPI_Aint>(kRmaSlots) * kRmaFlagsPerSlot + static_cast<MPI_Aint>(slot) * kDescrWords;
+}
+constexpr MPI_Aint done_disp(int slot) {
+  return static_cast<MPI_Aint>(kRmaSlots) * (kRmaFlagsPerSlot + kDescrWords) + slot;
+}
+constexpr MPI_Aint kCtrlWords = static_cast<MPI_Aint>(kRmaSlots) * (kRmaFlagsPerSlot + kDescrWords + 1);
+
+std::size_t slot_size_for(std::size_t bytes) {
+  std::size_t s = kRmaMinSlotBytes;
+  while (s < bytes) s *= 2;
+  return s;
+}
+
+Status mpi_failed(const std::string& what, int rc) {
+  return Status::error(what + " failed: " + mpi_error_text(rc), rc);
+}
+
+// MPI_ERRORS_RETURN on a communicator for as long as it lives (window creation reports its
+// errors through the communicator's handler; tnbc's private ones are fatal otherwise).
+class ReturnErrors {
+ public:
+  explicit ReturnErrors(MPI_Comm c) : comm_(c) {
+    PMPI_Comm_get_errhandler(comm_, &saved_);
+    PMPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  }
+  ~ReturnErrors() {
+    PMPI_Comm_set_errhandler(comm_, saved_);
+    PMPI_Errhandler_free(&saved_);
+  }
+  ReturnErrors(const ReturnErrors&) = delete;
+  ReturnErrors& operator=(const ReturnErrors&) = delete;
+
+ private:
+  MPI_Comm comm_;
+  MPI_Errhandler saved_ = MPI_ERRHANDLER_NULL;
+};
+
+}  // namespace
+
+class RmaComm {
+ public:
+  struct DataWin {
+    MPI_Win win = MPI_WIN_NULL;
+    char* base = nullptr;
+    std::size_t slot_bytes = 0;
+  };
+  PrivateComm* owner = nullptr;
+  MPI_Win ctrl = MPI_WIN_NULL;
+  std::int64_t* ctrl_base = nullptr;
+  std::vector<DataWin> data;  // by window id; the last one is current
+  std::string broken;         // why RMA cannot be used on this communicator (same on every rank)
+  std::uint64_t next_sequence = 0;
+  struct Use {
+    int root = -1;
+    std::int64_t target = 0;
+  };
+  Use last_use[kRmaSlots];
+  std::vector<std::int64_t> uses;  // per (root, slot): broadcasts so far
+
+  Status ensure(std::size_t bytes) {
+    if (!broken.empty()) return Status::error(broken);
+    const bool need_ctrl = ctrl == MPI_WIN_NULL;
+    const bool grow = data.empty() || bytes > data.back().slot_bytes;
+    if (!need_ctrl && !grow) return {};
+    MPI_Comm comm = owner->comm;
+    int ok = 1;
+    std::string why;
+    MPI_Win new_ctrl = MPI_WIN_NULL, new_data = MPI_WIN_NULL;
+    void* ctrl_mem = nullptr;
+    void* data_mem = nullptr;
+    const std::size_t slot_bytes = grow ? slot_size_for(bytes) : 0;
+    {
+      ReturnErrors returning(comm);
+      if (need_ctrl) {
+        const int rc = PMPI_Win_allocate(kCtrlWords * static_cast<MPI_Aint>(sizeof(std::int64_t)), sizeof(std::int64_t),
+                                         MPI_INFO_NULL, comm, &ctrl_mem, &new_ctrl);
+        if (rc != MPI_SUCCESS) ok = 0, why = "MPI_Win_allocate of the control window failed: " + mpi_error_text(rc);
+        else std::memset(ctrl_mem, 0, static_cast<std::size_t>(kCtrlWords) * sizeof(std::int64_t));
+      }
+      if (grow && ok) {
+        const int rc = PMPI_Win_allocate(static_cast<MPI_Aint>(slot_bytes * kRmaSlots), 1, MPI_INFO_NULL, comm, &data_mem,
+                                         &new_data);
+        if (rc != MPI_SUCCESS)
+          ok = 0, why = "MPI_Win_allocate of " + std::to_string(slot_bytes * kRmaSlots) + " bytes failed: " + mpi_error_text(rc);
+      }
+      int all = 0;
+      // Also what keeps any rank from writing into a window before its owner has zeroed it.
+      PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
+      if (!all && ok) why = "MPI_Win_allocate failed on another rank";
+      ok = all;
+    }
+    if (!ok) {
+      broken = "RMA windows for broadcasts on this communicator: " + why;
+      return Status::error(broken);
+    }
+    for (MPI_Win w : {new_ctrl, new_data}) {
+      if (w == MPI_WIN_NULL) continue;
+      PMPI_Win_set_errhandler(w, MPI_ERRORS_RETURN);
+      if (const int rc = PMPI_Win_lock_all(MPI_MODE_NOCHECK, w); rc != MPI_SUCCESS) {
+        broken = "MPI_Win_lock_all failed: " + mpi_error_text(rc);
+        return Status::error(broken);
+      }
+    }
+    if (need_ctrl) ctrl = new_ctrl, ctrl_base = static_cast<std::int64_t*>(ctrl_mem);
+    if (grow) data.push_back({new_data, static_cast<char*>(data_mem), slot_bytes});
+    return {};
+  }
+
+  std::shared_ptr<const RmaCall> begin(int root, std::size_t bytes) {
+    auto c = std::make_shared<RmaCall>();
+    c->sequence = next_sequence++;
+    c->slot = static_cast<int>(c->sequence % kRmaSlots);
+    c->root = root;
+    c->rank = owner->rank;
+    c->size = owner->size;
+    c->bytes = bytes;
+    c->wid = static_cast<int>(data.size()) - 1;
+    c->data = data.back().win;
+    c->data_base = data.back().base;
+    c->slot_bytes = data.back().slot_bytes;
+    c->ctrl = ctrl;
+    c->ctrl_base = ctrl_base;
+    uses.resize(static_cast<std::size_t>(owner->size) * kRmaSlots);
+    Use& last = last_use[c->slot];
+    c->prev_root = last.root;
+    c->prev_target = last.target;
+    const std::int64_t n = ++uses[static_cast<std::size_t>(root) * kRmaSlots + static_cast<std::size_t>(c->slot)];
+    c->target = n * (owner->size - 1);
+    last = {root, c->target};
+    return c;
+  }
+
+  void free_windows() {
+    for (DataWin& d : data) {
+      PMPI_Win_unlock_all(d.win);
+      PMPI_Win_free(&d.win);
+    }
+    data.clear();
+    if (ctrl != MPI_WIN_NULL) {
+      PMPI_Win_unlock_all(ctrl);
+      PMPI_Win_free(&ctrl);
+    }
+  }
+};
+
+namespace {
+std::mutex g_rma_mutex;
+std::vector<RmaComm*> g_rma_comms;  // creation order (= the order of the collective creations)
+}  // namespace
+
+Status rma_ensure(PrivateComm& pc, std::size_t bytes) {
+  if (!pc.rma) {
+    pc.rma = new RmaComm();
+    pc.rma->owner = &pc;
+    std::lock_guard lock(g_rma_mutex);
+    g_rma_comms.push_back(pc.rma);
+  }
+  return pc.rma->ensure(bytes);
+}
+
+std::shared_ptr<const RmaCall> rma_begin(PrivateComm& pc, int root, std::size_t bytes) {
+  return pc.rma->begin(root, bytes);
+}
+
+void rma_release(PrivateComm& pc) {
+  if (!pc.rma) return;
+  {
+    std::lock_guard lock(g_rma_mutex);
+    std::erase(g_rma_comms, pc.rma);
+  }
+  pc.rma->free_windows();
+  delete pc.rma;
+  pc.rma = nullptr;
+}
+
+void rma_release_all() {
+  std::vector<RmaComm*> all;
+  {
+    std::lock_guard lock(g_rma_mutex);
+    all.swap(g_rma_comms);
+  }
+  for (RmaComm* r : all) {
+    r->free_windows();
+    r->owner->rma = nullptr;
+    delete r;
+  }
+}
+
+// ---------------------------------------------------------------- the transport
+namespace {
+
+Status step_error(const InFlight& f, int i, const std::string& what, int rc) {
+  const Step& s = f.schedule[static_cast<std::size_t>(i)];
+  return Status::error(what + " (" + step_kind_name(s.kind) + " of " + std::to_string(s.length) + " bytes, rank " +
+                           std::to_string(s.peer) + ", " + kind_name(f.kind) + " #" + std::to_string(f.sequence) +
+                           ") failed: " + mpi_error_text(rc),
+                       rc);
+}
+
+Result<std::int64_t> read_word(const RmaCall& r, int target, MPI_Aint disp) {
+  std::int64_t v = 0;
+  if (int rc = PMPI_Fetch_and_op(nullptr, &v, MPI_INT64_T, target, disp, MPI_NO_OP, r.ctrl); rc != MPI_SUCCESS)
+    return mpi_failed("MPI_Fetch_and_op", rc);
+  if (int rc = PMPI_Win_flush(target, r.ctrl); rc != MPI_SUCCESS) return mpi_failed("MPI_Win_flush", rc);
+  return v;
+}
+
+class RmaTransport final : public Transport {
+ public:
+  bool carries(StepKind k) const override { return k == StepKind::Put || k == StepKind::Flag || k == StepKind::Await; }
+
+  Status start(InFlight& f, int i) override {
+    const Step& s = f.schedule[static_cast<std::size_t>(i)];
+    if (!f.rma) return Status::error(std::string("internal error: an RMA step in ") + kind_name(f.kind) + " without windows");
+    const RmaCall& r = *f.rma;
+    switch (s.kind) {
+      case StepKind::Put: {
+        if (s.length == 0) {
+          ready_.push_back({&f, i, MPI_REQUEST_NULL, false});
+          return {};
+        }
+        if (s.length > static_cast<std::size_t>(INT_MAX))
+          return step_error(f, i, "MPI_Rput of more than INT_MAX bytes", MPI_ERR_COUNT);
+        const std::size_t at = static_cast<std::size_t>(r.slot) * r.slot_bytes + s.offset;
+        const char* src = r.rank == r.root ? f.send_data + s.offset : r.data_base + at;
+        MPI_Request req = MPI_REQUEST_NULL;
+        const int n = static_cast<int>(s.length);
+        if (int rc = PMPI_Rput(src, n, MPI_BYTE, s.peer, static_cast<MPI_Aint>(at), n, MPI_BYTE, r.data, &req);
+            rc != MPI_SUCCESS)
+          return step_error(f, i, "MPI_Rput", rc);
+        puts_.push_back({&f, i, req, false});
+        return {};
+      }
+      case StepKind::Flag: {
+        if (Status st = raise(f, i, r, s); !st.ok()) return st;
+        ready_.push_back({&f, i, MPI_REQUEST_NULL, false});
+        return {};
+      }
+      case StepKind::Await: waits_.push_back({&f, i, MPI_REQUEST_NULL, false}); return {};
+      default: return Status::error("internal error: the RMA transport got a " + std::string(step_kind_name(s.kind)) + " step");
+    }
+  }
+
+  Status poll(Completions& done) override {
+    if (ready_.empty() && puts_.empty() && waits_.empty()) return {};
+    const long long now = futex::now_ns();
+    for (const Started& s : ready_) done.completed(*s.f, s.step, false, now);
+    ready_.clear();
+    Status first;
+    std::erase_if(puts_, [&](Started& p) {
+      if (!first.ok()) return false;
+      int complete = 0;
+      if (int rc = PMPI_Test(&p.request, &complete, MPI_STATUS_IGNORE); rc != MPI_SUCCESS) {
+        first = step_error(*p.f, p.step, "MPI_Test of an MPI_Rput", rc);
+        return false;
+      }
+      if (!complete) return false;
+      const Step& s = p.f->schedule[static_cast<std::size_t>(p.step)];
+      if (int rc = PMPI_Win_flush(s.peer, p.f->rma->data); rc != MPI_SUCCESS) {
+        first = step_error(*p.f, p.step, "MPI_Win_flush", rc);
+        return false;
+      }
+      done.completed(*p.f, p.step, false, futex::now_ns());
+      return true;
+    });
+    if (!first.ok()) return first;
+    std::erase_if(waits_, [&](Started& w) {
+      if (!first.ok()) return false;
+      Result<bool> in = arrived(*w.f, w.step);
+      if (!in.ok()) {
+        first = in.status();
+        return false;
+      }
+      if (!in.value()) return false;
+      done.completed(*w.f, w.step, false, futex::now_ns());
+      return true;
+    });
+    return first;
+  }
+
+  std::size_t busy() const override { return ready_.size() + puts_.size() + waits_.size(); }
+
+  std::vector<Started> release() override {
+    std::vector<Started> out;
+    for (auto* v : {&ready_, &puts_, &waits_}) {
+      out.insert(out.end(), v->begin(), v->end());
+      v->clear();
+    }
+    return out;
+  }
+
+  void adopt(const Started& s) override {
+    const StepKind k = s.f->schedule[static_cast<std::size_t>(s.step)].kind;
+    if (k == StepKind::Put && s.request != MPI_REQUEST_NULL) puts_.push_back(s);
+    else if (k == StepKind::Await) waits_.push_back(s);
+    else ready_.push_back(s);
+  }
+
+ private:
+  // Flag: the description with chunk 0, then the flag, each flushed (the flag is seen after
+  // the data, which its Put flushed, and after the description).
+  static Status raise(InFlight& f, int i, const RmaCall& r, const Step& s) {
+    if (s.tag_offset == kDoneCounter) {
+      const std::int64_t one = 1;
+      if (int rc = PMPI_Accumulate(&one, 1, MPI_INT64_T, s.peer, done_disp(r.slot), 1, MPI_INT64_T, MPI_SUM, r.ctrl);
+          rc != MPI_SUCCESS)
+        return step_error(f, i, "MPI_Accumulate on the root's done counter", rc);
+      if (int rc = PMPI_Win_flush(s.peer, r.ctrl); rc != MPI_SUCCESS) return step_error(f, i, "MPI_Win_flush", rc);
+      return {};
+    }
+    const std::int64_t raised = static_cast<std::int64_t>(r.sequence) + 1;
+    if (s.tag_offset == 0) {
+      const std::int64_t d[kDescrWords] = {r.root, r.wid, static_cast<std::int64_t>(r.bytes), raised};
+      if (int rc = PMPI_Put(d, kDescrWords, MPI_INT64_T, s.peer, descr_disp(r.slot), kDescrWords, MPI_INT64_T, r.ctrl);
+          rc != MPI_SUCCESS)
+        return step_error(f, i, "MPI_Put of the description", rc);
+      if (int rc = PMPI_Win_flush(s.peer, r.ctrl); rc != MPI_SUCCESS) return step_error(f, i, "MPI_Win_flush", rc);
+    }
+    if (int rc = PMPI_Accumulate(&raised, 1, MPI_INT64_T, s.peer, flag_disp(r.slot, s.tag_offset), 1, MPI_INT64_T,
+                                 MPI_REPLACE, r.ctrl);
+        rc != MPI_SUCCESS)
+      return step_error(f, i, "MPI_Accumulate on a request flag", rc);
+    if (int rc = PMPI_Win_flush(s.peer, r.ctrl); rc != MPI_SUCCESS) return step_error(f, i, "MPI_Win_flush", rc);
+    return {};
+  }
+
+  // Await: whether its flag or counter is up; a chunk is then copied into the receive area.
+  static Result<bool> arrived(InFlight& f, int i) {
+    const Step& s = f.schedule[static_cast<std::size_t>(i)];
+    const RmaCall& r = *f.rma;
+    if (s.tag_offset == kSlotFree) {
+      if (r.prev_root < 0) return true;
+      Result<std::int64_t> v = read_word(r, r.prev_root, done_disp(r.slot));
+      if (!v.ok()) return Status(v.status()).with_context("reading the done counter of rank " + std::to_string(r.prev_root));
+      return v.value() >= r.prev_target;
+    }
+    if (s.tag_offset == kAllDone) {
+      Result<std::int64_t> v = read_word(r, r.rank, done_disp(r.slot));
+      if (!v.ok()) return Status(v.status()).with_context("reading this rank's done counter");
+      return v.value() >= r.target;
+    }
+    const std::int64_t raised = static_cast<std::int64_t>(r.sequence) + 1;
+    Result<std::int64_t> v = read_word(r, r.rank, flag_disp(r.slot, s.tag_offset));
+    if (!v.ok()) return Status(v.status()).with_context("reading a request flag");
+    if (v.value() != raised) return false;
+    PMPI_Win_sync(r.ctrl);
+    PMPI_Win_sync(r.data);
+    if (s.tag_offset == 0) {
+      const std::int64_t* d = r.ctrl_base + descr_disp(r.slot);
+      if (d[0] != r.root || d[1] != r.wid || d[2] != static_cast<std::int64_t>(r.bytes) || d[3] != raised)
+        return Status::error("RMA broadcast #" + std::to_string(r.sequence) + ": rank " + std::to_string(s.peer) +
+                             " put a broadcast of " + std::to_string(d[2]) + " bytes from root " + std::to_string(d[0]) +
+                             " (window " + std::to_string(d[1]) + "), but this rank called MPI_Bcast with " +
+                             std::to_string(r.bytes) + " bytes from root " + std::to_string(r.root) +
+                             ": the ranks called MPI_Bcast differently");
+    }
+    if (s.length > 0)
+      std::memcpy(f.recv_data + s.offset, r.data_base + static_cast<std::size_t>(r.slot) * r.slot_bytes + s.offset, s.length);
+    return true;
+  }
+
+  std::vector<Started> ready_;  // done when started (flags, empty puts): reported at the next poll
+  std::vector<Started> puts_;   // MPI_Rput requests not yet locally complete
+  std::vector<Started> waits_;  // Await steps
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> make_rma_transport() { return std::make_unique<RmaTransport>(); }
+
+// ---------------------------------------------------------------- the start-up probe
+RmaFacts rma_probe(MPI_Comm comm, std::size_t page, double poll_floor_s, long long timeout_ns, std::string& problem) {
+  RmaFacts facts;
+  int rank = 0, size = 1;
+  PMPI_Comm_rank(comm, &rank);
+  PMPI_Comm_size(comm, &size);
+  constexpr int kPages = 64;
+  const MPI_Aint flag_bytes = 64;
+  int ok = 1;
+  MPI_Win win = MPI_WIN_NULL;
+  void* mem = nullptr;
+  {
+    ReturnErrors returning(comm);
+    const int rc = PMPI_Win_allocate(flag_bytes + static_cast<MPI_Aint>(page * kPages), 1, MPI_INFO_NULL, comm, &mem, &win);
+    if (rc != MPI_SUCCESS) ok = 0, problem = "MPI_Win_allocate failed: " + mpi_error_text(rc);
+    else std::memset(mem, 0, static_cast<std::size_t>(flag_bytes));
+    int all = 0;
+    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
+    if (!all && ok) problem = "MPI_Win_allocate failed on another rank";
+    ok = all;
+  }
+  if (!ok) return facts;
+  PMPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+  const int right = (rank + 1) % size;
+  double t_flag = 0, t_poll = 0, t_small = 0, t_large = 0, m_small = 0, m_large = 0;
+  {
+    // Point-to-point for comparison: a message of 1 and kPages pages to the right, from the left.
+    const int left = (rank + size - 1) % size;
+    std::vector<char> out(page * kPages), in(page * kPages);
+    auto message_time = [&](std::size_t bytes) {
+      std::vector<double> t;
+      for (int k = 0; k < 5; ++k) {
+        const long long s = futex::now_ns();
+        PMPI_Sendrecv(out.data(), static_cast<int>(bytes), MPI_BYTE, right, 0, in.data(), static_cast<int>(bytes),
+                      MPI_BYTE, left, 0, comm, MPI_STATUS_IGNORE);
+        t.push_back((futex::now_ns() - s) * 1e-9);
+      }
+      std::sort(t.begin(), t.end());
+      return t[t.size() / 2];
+    };
+    m_small = message_time(page);
+    m_large = message_time(page * kPages);
+  }
+  if (PMPI_Win_lock_all(MPI_MODE_NOCHECK, win) != MPI_SUCCESS) {
+    ok = 0;
+    problem = "MPI_Win_lock_all failed";
+  } else {
+    // Passive-target progress: the left neighbour's flag must show up while this rank only polls.
+    const std::int64_t one = 1;
+    long long t0 = futex::now_ns();
+    if (PMPI_Accumulate(&one, 1, MPI_INT64_T, right, 0, 1, MPI_INT64_T, MPI_REPLACE, win) != MPI_SUCCESS ||
+        PMPI_Win_flush(right, win) != MPI_SUCCESS) {
+      ok = 0;
+      problem = "MPI_Accumulate with MPI_Win_flush failed";
+    }
+    t_flag = (futex::now_ns() - t0) * 1e-9;
+    const long long deadline = futex::now_ns() + std::min<long long>(timeout_ns, 5'000'000'000LL);
+    std::int64_t seen = 0;
+    long polls = 0;
+    t0 = futex::now_ns();
+    while (ok && seen == 0) {
+      if (PMPI_Fetch_and_op(nullptr, &seen, MPI_INT64_T, rank, 0, MPI_NO_OP, win) != MPI_SUCCESS ||
+          PMPI_Win_flush(rank, win) != MPI_SUCCESS) {
+        ok = 0;
+        problem = "MPI_Fetch_and_op failed";
+      }
+      ++polls;
+      if (seen == 0 && futex::now_ns() > deadline) {
+        ok = 0;
+        problem = "a flag raised by another rank with MPI_Accumulate and MPI_Win_flush was not seen within 5 s (no "
+                  "passive-target progress)";
+      }
+    }
+    t_poll = (futex::now_ns() - t0) * 1e-9 / static_cast<double>(std::max(1L, polls));
+    // Puts of 1 and kPages pages to the right (medians of 5): the link's latency and per-byte gap.
+    auto put_time = [&](std::size_t bytes) {
+      std::vector<double> t;
+      for (int k = 0; k < 5 && ok; ++k) {
+        const long long s = futex::now_ns();
+        if (PMPI_Put(static_cast<char*>(mem) + flag_bytes, static_cast<int>(bytes), MPI_BYTE, right, flag_bytes,
+                     static_cast<int>(bytes), MPI_BYTE, win) != MPI_SUCCESS ||
+            PMPI_Win_flush(right, win) != MPI_SUCCESS) {
+          ok = 0;
+          problem = "MPI_Put with MPI_Win_flush failed";
+        }
+        t.push_back((futex::now_ns() - s) * 1e-9);
+      }
+      if (t.empty()) return 0.0;
+      std::sort(t.begin(), t.end());
+      return t[t.size() / 2];
+    };
+    t_small = put_time(page);
+    t_large = put_time(page * kPages);
+    PMPI_Win_unlock_all(win);
+  }
+  PMPI_Win_free(&win);
+  int all = 0;
+  PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
+  if (!all && ok) problem = "the check failed on another rank";
+  if (!all) return facts;
+  // The slowest rank's figures, so that every rank has the same.
+  double local[6] = {t_flag, t_poll, t_small, t_large, m_small, m_large}, worst[6] = {};
+  PMPI_Allreduce(local, worst, 6, MPI_DOUBLE, MPI_MAX, comm);
+  facts.usable = true;
+  LogGP& c = facts.costs;
+  c.G = std::max(0.0, (worst[3] - worst[2]) / static_cast<double>(page * (kPages - 1)));
+  c.o = c.g = worst[1];  // one local atomic with its flush: the cost of issuing an operation
+  c.L = std::max(0.0, worst[0] - 2 * c.o);
+  c.O_r = worst[1] + poll_floor_s;
+  // A message stage costs t(m) = L + (m-1)G with o folded into L (2o + L measured together).
+  LogGP& m = facts.p2p;
+  m.G = std::max(0.0, (worst[5] - worst[4]) / static_cast<double>(page * (kPages - 1)));
+  m.L = std::max(0.0, worst[4] - m.G * static_cast<double>(page - 1));
+  return facts;
+}
+
+}  // namespace tnbc

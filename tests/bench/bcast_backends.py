@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""RMA binomial vs RMA linear vs p2p binomial vs PMPI_Bcast (issue 21; docs/benchmarks.md, "RMA broadcast").
+
+TNBC_BCAST_BACKEND is one setting per run (every rank must agree), so the backends are
+interleaved run by run: for each repetition, one run per backend, in rotated order. Each run is
+tests/bench/incall.c --kind bcast in mode nbc: per size, blocks of `--calls` MPI_Bcast (tnbc,
+returning early, every byte read right after the call, so the time is the broadcast's until its
+data is in) interleaved with blocks of PMPI_Bcast (the library's own, same buffers), a barrier
+before each block, root 0. The figure per backend and size is the median over runs of the run's
+ratio MPI_/PMPI_ (each run's own median over blocks), so a slow run slows both sides alike; the
+absolute times are printed for reference only.
+
+usage: bcast_backends.py --build-dir BUILD [--np 4] [--sizes 64k,1M,8M] [--runs 6] [--reps 5]
+                         [--calls 6] [--nodes K --rate 1gbit] [--out DIR] [--json FILE]
+Measure under `tnbc-quiet` for figures to report.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NETRUN = os.path.join(REPO, "npb-harness", "netrun.py")
+BACKENDS = ["p2p", "rma-binomial", "rma-linear"]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build-dir", required=True)
+    ap.add_argument("--np", type=int, default=4)
+    ap.add_argument("--sizes", default="64k,1M,8M")
+    ap.add_argument("--runs", type=int, default=6)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--calls", type=int, default=6)
+    ap.add_argument("--nodes", type=int, default=0, help="emulated nodes (netrun.py); 0: shared memory")
+    ap.add_argument("--rate", default="1gbit")
+    ap.add_argument("--out")
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    build = os.path.abspath(a.build_dir)
+    out = a.out or tempfile.mkdtemp(prefix="bcast-backends-")
+    os.makedirs(out, exist_ok=True)
+    env = dict(os.environ)
+    if os.geteuid() == 0:
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    prog = os.path.join(build, "tests", "bench", "incall")
+    ratios = {b: {} for b in BACKENDS}   # backend -> bytes -> [ratio per run]
+    times = {b: {} for b in BACKENDS}    # backend -> bytes -> [MPI_ us per run]
+    pmpi = {}                            # bytes -> [PMPI_ us per run]
+    for run in range(a.runs):
+        order = BACKENDS[run % 3:] + BACKENDS[:run % 3]
+        for b in order:
+            js = os.path.join(out, f"{b}-{run}.json")
+            cmd = ["mpirun", "--oversubscribe", "-np", str(a.np), "-x", "LD_PRELOAD=" + os.path.join(build, "libtnbc.so"),
+                   "-x", "TNBC_MODE=nbc", "-x", "TNBC_MIN_BYTES=12k", "-x", "TNBC_BCAST_BACKEND=" + b,
+                   "-x", "TNBC_OUTPUT_DIR=" + os.path.join(out, f"{b}-{run}"),
+                   prog, "--kind", "bcast", "--sizes", a.sizes, "--reps", str(a.reps), "--calls", str(a.calls),
+                   "--json", js]
+            if a.nodes:
+                cmd = [sys.executable, NETRUN, "--nodes", str(a.nodes), "--rate", a.rate, "--"] + cmd
+            r = subprocess.run(cmd, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            if r.returncode != 0:
+                print(r.stdout)
+                sys.exit(f"bcast_backends: run {run} of {b} failed (exit {r.returncode})")
+            # The summaries must show the backend asked for (no silent fallback).
+            used = {}
+            for f in os.listdir(os.path.join(out, f"{b}-{run}")):
+                if f.startswith("tnbc-summary"):
+                    s = json.load(open(os.path.join(out, f"{b}-{run}", f)))
+                    for k, n in s["bcast_backends"].items():
+                        used[k] = used.get(k, 0) + n
+            if used.get(b.replace("-", "_"), 0) == 0 or sum(used.values()) != used[b.replace("-", "_")]:
+                sys.exit(f"bcast_backends: run {run} of {b}: broadcasts by backend {used}")
+            for res in json.load(open(js))["results"]:
+                n = res["bytes"]
+                ratios[b].setdefault(n, []).append(res["ratio_median"])
+                times[b].setdefault(n, []).append(res["mpi_us_per_call"])
+                pmpi.setdefault(n, []).append(res["pmpi_us_per_call"])
+    where = f"{a.nodes} emulated nodes at {a.rate}" if a.nodes else "shared memory"
+    print(f"bcast_backends: np {a.np}, {where}, {a.runs} runs per backend (interleaved), root 0;")
+    print("  median over runs of MPI_Bcast/PMPI_Bcast (tnbc until every byte is read / the library's own)")
+    print(f"  {'size':>10} {'PMPI_ us':>10} " + " ".join(f"{b:>14}" for b in BACKENDS) + "   (min-max over runs)")
+    table = []
+    for n in sorted(pmpi):
+        row = {"bytes": n, "pmpi_us": statistics.median(pmpi[n])}
+        cells = []
+        for b in BACKENDS:
+            rs = ratios[b][n]
+            row[b] = {"ratio_median": statistics.median(rs), "ratio_min": min(rs), "ratio_max": max(rs),
+                      "us_median": statistics.median(times[b][n]), "ratios": rs}
+            cells.append(f"{statistics.median(rs):6.2f} ({min(rs):.2f}-{max(rs):.2f})")
+        print(f"  {n:>10} {row['pmpi_us']:>10.0f} " + " ".join(f"{c:>14}" for c in cells))
+        table.append(row)
+    if a.json:
+        json.dump({"np": a.np, "nodes": a.nodes, "rate": a.rate if a.nodes else None, "runs": a.runs,
+                   "results": table}, open(a.json, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -7,6 +7,10 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "runtime/node_arbiter.hh"
 
 namespace tnbc {
 
@@ -15,6 +19,7 @@ struct PrivateComm {
   int rank = 0, size = 0;
   int tag_ub = 32767;
   std::uint64_t next_sequence = 0;
+  std::shared_ptr<NodeLink> node;  // node-level priorities' board (nullptr: none)
 };
 
 class CommCache {
@@ -26,9 +31,13 @@ class CommCache {
   // has not joined after `timeout_ns`, tnbc says so (naming `what`, the collective) and ends
   // the job with MPI_Abort instead of waiting forever inside MPI.
   PrivateComm& get(MPI_Comm user, long long timeout_ns, const char* what);
+  // Called (collectively) on each new duplicate to make its node link (runtime/node_segment.hh);
+  // unset: no node links.
+  void set_node_links(std::function<std::shared_ptr<NodeLink>(MPI_Comm)> make) { node_links_ = std::move(make); }
 
  private:
   int keyval_ = MPI_KEYVAL_INVALID;
+  std::function<std::shared_ptr<NodeLink>(MPI_Comm)> node_links_;
 };
 
 }  // namespace tnbc

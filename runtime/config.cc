@@ -75,6 +75,13 @@ const std::vector<Option> kOptions = {
     {"early_return_cost_us_per_mib", OptionType::Integer, "500", "",
      "Mode optimize: the cost of returning early per MiB received, in microseconds.",
      &Settings::early_return_cost_us_per_mib, 0, 0},
+    {"node_priorities", OptionType::Choice, "auto", "auto|on|off",
+     "Whether the ranks of a node start their sends to other nodes most urgent first, node-wide (shared memory); "
+     "auto: in mode optimize with a profile, on nodes with more than one rank.",
+     &Settings::node_priorities, 0, 0, true},
+    {"node_hold_us", OptionType::Microseconds, "20000", "",
+     "Node priorities: longest a send waits for a more urgent rank of its node that does not move.",
+     &Settings::node_hold_us, 1, 0},
 };
 
 std::vector<std::string_view> split_choices(std::string_view s) {

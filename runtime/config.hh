@@ -25,6 +25,8 @@ enum class UffdPublish { Auto, Copy };
 // Mode optimize: whether call sites where the profile shows nothing to gain run blocking
 // (trace/gain.hh).
 enum class ProfileBlocking { Auto, Off };
+// Node-level priorities (runtime/node_gate.hh): auto = in mode optimize with a profile.
+enum class NodePriorities { Auto, On, Off };
 
 // TNBC_TIMEOUT's default, in seconds (the table's default text says the same; a unit test checks).
 inline constexpr std::int64_t kDefaultTimeoutS = 600;
@@ -49,11 +51,13 @@ struct Settings {
   ProfileBlocking profile_blocking = ProfileBlocking::Auto;
   std::int64_t early_return_cost_us = 500;
   std::int64_t early_return_cost_us_per_mib = 500;
+  NodePriorities node_priorities = NodePriorities::Auto;
+  std::int64_t node_hold_us = 20000;
 };
 
 // Where a parsed value goes; the alternative must agree with the option's type.
 using Field = std::variant<Mode Settings::*, LogLevel Settings::*, GuardChoice Settings::*, SendCopy Settings::*,
-                           UffdPublish Settings::*, ProfileBlocking Settings::*,
+                           UffdPublish Settings::*, ProfileBlocking Settings::*, NodePriorities Settings::*,
                            std::string Settings::*,
                            std::optional<std::uint64_t> Settings::*, std::int64_t Settings::*>;
 

@@ -12,6 +12,7 @@
 
 #include "runtime/coll/collective.hh"
 #include "runtime/guard.hh"
+#include "runtime/node_arbiter.hh"
 #include "runtime/pool.hh"
 #include "runtime/schedule.hh"
 #include "runtime/vocabulary.hh"
@@ -36,6 +37,7 @@ struct CallTimes {
 
 struct InFlight {
   Kind kind = Kind::Alltoall;
+  CallSite site;                  // the call's, for its record in the summary
   std::uint64_t sequence = 0;     // per communicator, for messages
   MPI_Comm comm{};                // tnbc's private duplicate
   int comm_size = 0;
@@ -84,6 +86,7 @@ struct InFlight {
   // ranks need before they can return are not queued behind bulk data on the link.
   std::atomic<bool> bodies_released{true};
   CallTimes times;
+  NodeCall node;  // node-level priorities (runtime/node_gate.hh): the board, held-back counts
   std::uint64_t polls_at_submit = 0;  // for the debug log
   long long submitted_ns = 0;
 

@@ -55,6 +55,16 @@ class RulesPolicy final : public Policy {
     return {std::max<long long>(s_.poll_min_us * 1000, 1000), oversubscribed_, s_.timeout_s * 1000000000LL};
   }
   void set_cpu_share(const CpuShare& c) override { oversubscribed_ = c.node_ranks > c.node_cpus && c.node_cpus > 0; }
+  // auto: mode optimize (the profile is what gives the sends an order worth keeping node-wide:
+  // with the default order, every rank's bodies are equally urgent).
+  bool node_links() const override {
+    return s_.node_priorities == NodePriorities::On ||
+           (s_.node_priorities == NodePriorities::Auto && s_.mode == Mode::Optimize);
+  }
+  bool node_priorities(Kind) const override {
+    return s_.node_priorities == NodePriorities::On || (s_.node_priorities == NodePriorities::Auto && orders_);
+  }
+  long long node_hold_ns() const override { return s_.node_hold_us * 1000; }
 
  private:
   Settings s_;

@@ -15,8 +15,8 @@
 
 namespace tnbc {
 
-Progress::Progress(const Settings& s, int window)
-    : poll_min_ns_(s.poll_min_us * 1000), poll_max_ns_(s.poll_max_us * 1000), gate_(window) {
+Progress::Progress(const Settings& s, SendGate& gate)
+    : poll_min_ns_(s.poll_min_us * 1000), poll_max_ns_(s.poll_max_us * 1000), gate_(gate) {
   thread_ = std::thread([this] { run(); });
 }
 

@@ -20,8 +20,8 @@ namespace tnbc {
 
 class Progress {
  public:
-  // `window`: sends of one collective in flight at once (the policy's, for this driver).
-  Progress(const Settings& s, int window);
+  // `gate`: what admits each ready send (the engine's: the window, node-level priorities).
+  Progress(const Settings& s, SendGate& gate);
   ~Progress();
   void submit(std::shared_ptr<InFlight> f);
   // Takes over steps a calling thread started (their collective is submitted already).
@@ -45,7 +45,7 @@ class Progress {
   void retire(InFlight& f);
 
   const long long poll_min_ns_, poll_max_ns_;
-  WindowGate gate_;
+  SendGate& gate_;
   std::mutex mutex_;
   std::vector<std::shared_ptr<InFlight>> incoming_;
   std::vector<Started> adopted_;

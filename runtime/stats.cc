@@ -46,6 +46,15 @@ void add_counts(Counters& sum, const Counters& c) {
   sum.passthrough += c.passthrough;
   for (std::size_t r = 0; r < c.reasons.size(); ++r) sum.reasons[r] += c.reasons[r];
 }
+
+void add_node(NodeCounters& sum, const NodeCounters& c) {
+  sum.calls += c.calls;
+  sum.holds += c.holds;
+  sum.hold_timeouts += c.hold_timeouts;
+  sum.first_read_calls += c.first_read_calls;
+  sum.first_read_ns_sum += c.first_read_ns_sum;
+  sum.first_read_ns_max = std::max(sum.first_read_ns_max, c.first_read_ns_max);
+}
 }  // namespace
 
 void Stats::record(Kind kind, CallSite site, std::uint64_t bytes, Outcome outcome, Reason reason) {
@@ -55,15 +64,31 @@ void Stats::record(Kind kind, CallSite site, std::uint64_t bytes, Outcome outcom
   if (site.lang == Lang::Fortran) ++k.fortran_calls;
   k.bytes += bytes;
   count_outcome(k, outcome, reason);
+  SiteCounters& sc = this->site(sh, kind, site);
+  ++sc.calls;
+  sc.bytes += bytes;
+  count_outcome(sc, outcome, reason);
+}
+
+SiteCounters& Stats::site(Shard& sh, Kind kind, CallSite site) {
   const SiteKey key{static_cast<int>(kind), static_cast<int>(site.lang), site.return_address};
   if (!(sh.last && sh.last_key == key)) {
     sh.last = &sh.sites[key];  // node-based map: the address stays valid
     sh.last_key = key;
   }
-  SiteCounters& sc = *sh.last;
-  ++sc.calls;
-  sc.bytes += bytes;
-  count_outcome(sc, outcome, reason);
+  return *sh.last;
+}
+
+void Stats::record_node(Kind kind, CallSite where, const NodeRecord& r) {
+  NodeCounters& n = site(shard(), kind, where).node;
+  ++n.calls;
+  n.holds += r.holds;
+  n.hold_timeouts += r.hold_timeouts;
+  if (r.first_read_ns >= 0) {
+    ++n.first_read_calls;
+    n.first_read_ns_sum += r.first_read_ns;
+    n.first_read_ns_max = std::max(n.first_read_ns_max, r.first_read_ns);
+  }
 }
 
 std::size_t Stats::record_profile_decision(const ProfileDecision& d) {
@@ -149,6 +174,7 @@ std::string Stats::summary_json(int rank, int size, const std::string& mode) con
   for (const Shard* sh : shards_)
     for (const auto& [key, c] : sh->sites) {
       add_counts(sites_[key], c);
+      add_node(sites_[key].node, c.node);
     }
   std::ostringstream j;
   j << "{\"format\": \"tnbc-summary\", \"version\": 1, \"rank\": " << rank << ", \"size\": " << size
@@ -239,7 +265,14 @@ std::string Stats::summary_json(int rank, int size, const std::string& mode) con
       << ", \"completed_in_call\": " << s.completed_in_call << ", \"passthrough\": " << s.passthrough
       << ", \"reasons\": {";
     reasons_json(j, s.reasons);
-    j << "}}";
+    j << "}";
+    if (s.node.calls)  // node-level priorities ran at this site
+      j << ", \"node_priorities\": {\"calls\": " << s.node.calls << ", \"holds\": " << s.node.holds
+        << ", \"hold_timeouts\": " << s.node.hold_timeouts << ", \"first_read_calls\": " << s.node.first_read_calls
+        << ", \"first_read_ms_mean\": "
+        << (s.node.first_read_calls ? static_cast<double>(s.node.first_read_ns_sum) / 1e6 / static_cast<double>(s.node.first_read_calls) : 0.0)
+        << ", \"first_read_ms_max\": " << static_cast<double>(s.node.first_read_ns_max) / 1e6 << "}";
+    j << "}";
     first = false;
   }
   j << "]}\n";

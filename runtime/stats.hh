@@ -28,10 +28,20 @@ struct KindCounters {
   std::array<std::uint64_t, static_cast<std::size_t>(Reason::Count_)> reasons{};
 };
 
+// Node-level priorities (runtime/node_gate.hh), per call site: calls arbitrated, sends held back
+// at least once, sends started past a rank that did not move (hold timed out), and the time
+// from the call until its first-read sub-message was complete here (calls where it was known).
+struct NodeCounters {
+  std::uint64_t calls = 0, holds = 0, hold_timeouts = 0;
+  std::uint64_t first_read_calls = 0;
+  long long first_read_ns_sum = 0, first_read_ns_max = 0;
+};
+
 struct SiteCounters {
   std::uint64_t calls = 0, bytes = 0;
   std::uint64_t early_return = 0, completed_in_call = 0, passthrough = 0;
   std::array<std::uint64_t, static_cast<std::size_t>(Reason::Count_)> reasons{};
+  NodeCounters node;
 };
 
 // Mode optimize: what the profile decided for a call site (trace/gain.hh), for the summary.
@@ -50,6 +60,12 @@ class Stats {
   // shards are summed when read.
   void record(Kind kind, CallSite site, std::uint64_t bytes, Outcome outcome, Reason reason);
   KindCounters kind(Kind k) const;
+  // One arbitrated call's node-level counters (runtime/node_gate.hh); first_read_ns -1: unknown.
+  struct NodeRecord {
+    std::uint32_t holds = 0, hold_timeouts = 0;
+    long long first_read_ns = -1;
+  };
+  void record_node(Kind kind, CallSite site, const NodeRecord& r);
   // Which guard held an early-returned receive buffer back (runtime/uffd.hh, runtime/guard.hh);
   // UserfaultfdMoved counts the userfaultfd ones whose pages were swapped, not copied (a subset).
   enum class GuardUsed { Userfaultfd, ProtNone, UserfaultfdMoved };
@@ -112,6 +128,7 @@ class Stats {
     SiteCounters* last = nullptr;
   };
   Shard& shard();
+  SiteCounters& site(Shard& sh, Kind kind, CallSite site);
 
   std::array<std::atomic<std::uint64_t>, 3> guards_{};  // rare (early returns only): shared
   std::array<std::atomic<std::uint64_t>, 3> profile_uses_{};

@@ -30,13 +30,18 @@ SendGate::Verdict NodeGate::admit(const InFlight& f, const Step& s, int in_fligh
   const auto i = static_cast<std::size_t>(&s - f.schedule.steps().data());
   auto& held = f.node.held[i];
   auto& counts = const_cast<NodeCall&>(f.node);
-  switch (f.node.link->arbiter->admit(node_key(f.sequence, s.priority), futex::now_ns())) {
-    case NodeArbiter::Verdict::Start: return Verdict::Start;
+  NodeArbiter& a = *f.node.link->arbiter;
+  const long long now = futex::now_ns();
+  switch (a.admit(node_key(f.sequence, s.priority), now)) {
+    case NodeArbiter::Verdict::Start:
+      a.moving(now);
+      return Verdict::Start;
     case NodeArbiter::Verdict::Hold:
       if (held.exchange(1, std::memory_order_relaxed) == 0) counts.holds.fetch_add(1, std::memory_order_relaxed);
       return Verdict::Later;
     case NodeArbiter::Verdict::TimedOut:
       if (held.exchange(2, std::memory_order_relaxed) != 2) counts.hold_timeouts.fetch_add(1, std::memory_order_relaxed);
+      a.moving(now);
       return Verdict::Start;
   }
   return Verdict::Start;

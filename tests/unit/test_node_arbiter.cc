@@ -91,6 +91,10 @@ TEST_CASE("node arbiter: a rank whose key did not change for the hold limit is i
   CHECK(r[1]->admit(node_key(0, 50), t + 21 * kMs) == V::TimedOut);
   r[0]->remove(node_key(0, 0), t + 22 * kMs);  // least changes to key 1
   CHECK(r[1]->admit(node_key(0, 50), t + 23 * kMs) == V::Hold);
+  // Same key, but it keeps starting sends (one long piece after another): not stale.
+  r[0]->moving(t + 30 * kMs);
+  CHECK(r[1]->admit(node_key(0, 50), t + 39 * kMs) == V::Hold);
+  CHECK(r[1]->admit(node_key(0, 50), t + 41 * kMs) == V::TimedOut);
 }
 
 TEST_CASE("node arbiter: whatever keys the ranks derive, exactly one holds the node's least pair") {

@@ -82,6 +82,10 @@ const std::vector<Option> kOptions = {
     {"node_hold_us", OptionType::Microseconds, "20000", "",
      "Node priorities: longest a send waits for a more urgent rank of its node that does not move.",
      &Settings::node_hold_us, 1, 0},
+    {"node_local_sends", OptionType::Choice, "shm", "shm|link",
+     "Node priorities: sends to ranks of the same node go through shared memory (shm: not arbitrated) or through "
+     "the node's link (link: e.g. an MPI restricted to TCP, arbitrated like the others).",
+     &Settings::node_local_sends},
 };
 
 std::vector<std::string_view> split_choices(std::string_view s) {

@@ -52,7 +52,9 @@ class EngineImpl final : public Engine {
       end_job();
     });
     if (policy_->node_links())
-      comms_.set_node_links([hold = policy_->node_hold_ns()](MPI_Comm comm) { return open_node_link(comm, hold); });
+      comms_.set_node_links([hold = policy_->node_hold_ns(), link = policy_->node_local_on_link()](MPI_Comm comm) {
+        return open_node_link(comm, hold, link);
+      });
     // Every rank is in MPI_Init now: duplicate MPI_COMM_WORLD here rather than in its first
     // collective (a rank that never reaches that collective would hang the duplication inside
     // MPI, where no timeout can report it).

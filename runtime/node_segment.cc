@@ -29,7 +29,7 @@ void say_once(const std::string& what) {
 
 }  // namespace
 
-std::shared_ptr<NodeLink> open_node_link(MPI_Comm comm, long long hold_ns) {
+std::shared_ptr<NodeLink> open_node_link(MPI_Comm comm, long long hold_ns, bool local_on_link) {
   MPI_Comm node = MPI_COMM_NULL;
   int me = 0;
   PMPI_Comm_rank(comm, &me);
@@ -85,7 +85,7 @@ std::shared_ptr<NodeLink> open_node_link(MPI_Comm comm, long long hold_ns) {
     for (int i = 0; i < ranks; ++i) in_node[static_cast<std::size_t>(i)] = i;
     PMPI_Group_translate_ranks(g_node, ranks, in_node.data(), g_comm, in_comm.data());
     for (int r : in_comm)
-      if (r >= 0 && r < size) same[static_cast<std::size_t>(r)] = true;
+      if (r >= 0 && r < size && !local_on_link) same[static_cast<std::size_t>(r)] = true;
     PMPI_Group_free(&g_comm);
     PMPI_Group_free(&g_node);
   }

@@ -20,6 +20,7 @@
 namespace tnbc {
 
 // nullptr: one rank of `comm` on this node, or no board (said once at TNBC_LOG=warn).
-std::shared_ptr<NodeLink> open_node_link(MPI_Comm comm, long long hold_ns);
+// `local_on_link`: sends to ranks of this node use the link too (arbitrated like the others).
+std::shared_ptr<NodeLink> open_node_link(MPI_Comm comm, long long hold_ns, bool local_on_link);
 
 }  // namespace tnbc

@@ -65,6 +65,7 @@ class RulesPolicy final : public Policy {
     return s_.node_priorities == NodePriorities::On || (s_.node_priorities == NodePriorities::Auto && orders_);
   }
   long long node_hold_ns() const override { return s_.node_hold_us * 1000; }
+  bool node_local_on_link() const override { return s_.node_local_sends == NodeLocalSends::Link; }
 
  private:
   Settings s_;

@@ -83,6 +83,8 @@ class Policy {
   virtual bool node_priorities(Kind kind) const = 0;
   // How long a send waits for a rank of its node that does not move, then starts (counted).
   virtual long long node_hold_ns() const = 0;
+  // Whether sends to ranks of the same node use the node's link (then they are arbitrated too).
+  virtual bool node_local_on_link() const = 0;
 };
 
 // Today's rules. `page`: the page size (equal on all ranks, checked at MPI_Init); `orders`: the

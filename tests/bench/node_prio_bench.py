@@ -12,8 +12,12 @@ the median over the rounds and the ratio on/off. On one node (K=1) the ranks rea
 through the shaped loopback (Open MPI over TCP), so TNBC_NODE_LOCAL_SENDS=link: their sends to
 each other are what shares the link. Run it under tnbc-quiet.
 
-usage: node_prio_bench.py --build-dir BUILD [--np 4] [--nodes 1,2] [--bytes 1M,4M] [--orders seq,swap]
-                          [--reps 6] [--iterations 8] [--rate 1gbit] [--out DIR]
+--program table1 runs the Table 1 micro-benchmark instead (tests/bench/table1_alltoall, scenarios
+(b)-(e)) in the same way and reports tnbc's achieved/ideal and total time per scenario, on vs off.
+
+usage: node_prio_bench.py --build-dir BUILD [--program first_read|table1] [--np 4] [--nodes 1,2]
+                          [--bytes 1M,4M] [--orders seq,swap] [--reps 6] [--iterations 8]
+                          [--rate 1gbit] [--out DIR]
 """
 import argparse
 import glob
@@ -31,7 +35,7 @@ NETRUN = os.path.join(REPO, "npb-harness", "netrun.py")
 
 def run(a, nodes, env_extra, args, outdir):
     lib = os.path.abspath(os.path.join(a.build_dir, "libtnbc.so"))
-    prog = os.path.join(a.build_dir, "tests", "bench", "first_read")
+    prog = os.path.join(a.build_dir, "tests", "bench", "first_read" if a.program == "first_read" else "table1_alltoall")
     exports = {"LD_PRELOAD": lib, "TNBC_OUTPUT_DIR": outdir, **env_extra}
     cmd = [sys.executable, NETRUN, "--rate", a.rate]
     if nodes > 1:
@@ -65,6 +69,7 @@ def node_counters(outdir):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build-dir", required=True)
+    ap.add_argument("--program", choices=["first_read", "table1"], default="first_read")
     ap.add_argument("--np", type=int, default=4)
     ap.add_argument("--nodes", default="1,2")
     ap.add_argument("--bytes", default="1M,4M")
@@ -83,6 +88,8 @@ def main():
             for order in a.orders.split(","):
                 tag = f"k{nodes}-{size}-{order}"
                 args = ["--bytes", size, "--order", order, "--iterations", str(a.iterations)]
+                if a.program == "table1":
+                    args += ["--scenarios", "bcde"]
                 base = {"TNBC_NODE_LOCAL_SENDS": "link"} if nodes == 1 else {}
                 trace_dir = os.path.join(out, tag, "trace")
                 run(a, nodes, {**base, "TNBC_MODE": "trace"}, args, trace_dir)
@@ -105,6 +112,27 @@ def main():
                         counters[setting].append(node_counters(d))
                 row = {"nodes": nodes, "np": a.np, "bytes": size, "order": order, "rate": a.rate, "reps": a.reps,
                        "iterations": a.iterations}
+                if a.program == "table1":
+                    for setting in ("on", "off"):
+                        for run_json in per[setting]:
+                            for sc in run_json["scenarios"]:
+                                t = {v["name"]: v for v in sc["variants"]}["tnbc"]
+                                r = row.setdefault(sc["id"], {"on": {"ach": [], "total_ms": []},
+                                                              "off": {"ach": [], "total_ms": []}})
+                                r[setting]["ach"].append(t["achieved_over_ideal"])
+                                r[setting]["total_ms"].append(t["total_s"] * 1e3)
+                    for sc in "bcde":
+                        r = row.get(sc)
+                        if not r:
+                            continue
+                        for setting in ("on", "off"):
+                            r[setting]["ach_median"] = statistics.median(r[setting]["ach"])
+                            r[setting]["total_median_ms"] = statistics.median(r[setting]["total_ms"])
+                        print(f"{tag} ({sc}): ach/ideal on {r['on']['ach_median']:.2f} off {r['off']['ach_median']:.2f}; "
+                              f"total on {r['on']['total_median_ms']:.1f} ms off {r['off']['total_median_ms']:.1f} ms "
+                              f"({r['on']['total_median_ms'] / r['off']['total_median_ms']:.2f})", flush=True)
+                    results.append(row)
+                    continue
                 for setting in ("on", "off"):
                     row[f"first_{setting}_ms"] = statistics.median(r["first_ms"] for r in per[setting])
                     row[f"all_{setting}_ms"] = statistics.median(r["all_ms"] for r in per[setting])

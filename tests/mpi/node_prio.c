@@ -1,7 +1,8 @@
 /* Node-level priorities under real MPI (tests/mpi/node_priorities.py runs it on emulated nodes,
  * npb-harness/netrun.py --nodes K): MPI_Alltoall and MPI_Alltoallv whose blocks each rank reads
  * in its own order (orders differ between ranks and between iterations), compared byte for
- * byte with PMPI_Alltoall / PMPI_Alltoallv on the same inputs.
+ * byte with PMPI_Alltoall / PMPI_Alltoallv on the same inputs; and an MPI_Bcast from a root that
+ * moves, read second half first.
  *
  * usage: node_prio ITERS PAGES_PER_PEER [SLOW_RANK SLOW_MS [STOP_RANK]]
  *   SLOW_RANK computes SLOW_MS (no MPI call) before its reads in iteration 1 and before its call
@@ -109,6 +110,21 @@ int main(int argc, char** argv) {
     free(vs);
     free(vr);
     free(vref);
+    /* Bcast from a root that moves: its segments are forwarded by ranks of both nodes. */
+    const int root = it % n;
+    char* b = malloc(per * n);
+    char* bref = malloc(per * n);
+    for (size_t i = 0; i < per * n; ++i) b[i] = me == root ? (char)pattern(root, 0, it + 13, i) : 0;
+    memcpy(bref, b, per * n);
+    PMPI_Bcast(bref, (int)(per * n), MPI_BYTE, root, MPI_COMM_WORLD);
+    MPI_Bcast(b, (int)(per * n), MPI_BYTE, root, MPI_COMM_WORLD);
+    ++checks;
+    if (memcmp(b + per * n / 2, bref + per * n / 2, per * n - per * n / 2) != 0 || memcmp(b, bref, per * n / 2) != 0) {
+      ++failed;
+      fprintf(stderr, "node_prio: rank %d iteration %d: bcast from %d differs\n", me, it, root);
+    }
+    free(b);
+    free(bref);
   }
   long all[2] = {checks, failed}, sum[2];
   PMPI_Reduce(all, sum, 2, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);

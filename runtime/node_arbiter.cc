@@ -37,6 +37,7 @@ void NodeArbiter::remove(std::uint64_t key, long long now_ns) {
   if (it == outstanding_.end()) return;
   if (--it->second == 0) outstanding_.erase(it);
   publish(now_ns);
+  moving(now_ns);  // a send completed: the rank moves, even while its least key stays (a long piece)
 }
 
 NodeArbiter::Verdict NodeArbiter::admit(std::uint64_t key, long long now_ns) const {

@@ -19,7 +19,7 @@
 // rank, so exactly one rank holds the node's smallest pair and no two ranks wait for each other
 // (ranks that read in different orders still arbitrate consistently; none can deadlock).
 //
-// Bounded hold: a slot whose key has not changed and whose rank started no send for `hold_ns`
+// Bounded hold: a slot whose key has not changed and whose rank started or completed no send for `hold_ns`
 // belongs to a rank that does not move (dead, stalled, in its call waiting for another rank, or
 // one piece that takes that long) and is ignored; the send starts and is counted as a hold that
 // timed out.
@@ -57,7 +57,8 @@ class NodeArbiter {
   // A send with `key` is outstanding (from the start of its call until it completes).
   void add(std::uint64_t key, long long now_ns);
   void remove(std::uint64_t key, long long now_ns);
-  // One of its sends starts: the rank moves (its slot is not stale, whatever its key).
+  // One of its sends starts (or completes: remove): the rank moves (its slot is not stale,
+  // whatever its key).
   void moving(long long now_ns) { board_[me_].since_ns.store(now_ns, std::memory_order_release); }
 
   enum class Verdict {

@@ -95,6 +95,10 @@ TEST_CASE("node arbiter: a rank whose key did not change for the hold limit is i
   r[0]->moving(t + 30 * kMs);
   CHECK(r[1]->admit(node_key(0, 50), t + 39 * kMs) == V::Hold);
   CHECK(r[1]->admit(node_key(0, 50), t + 41 * kMs) == V::TimedOut);
+  // A send of it completes (not its least key): it moves.
+  r[0]->add(node_key(0, 2), t + 42 * kMs);
+  r[0]->remove(node_key(0, 2), t + 45 * kMs);
+  CHECK(r[1]->admit(node_key(0, 50), t + 50 * kMs) == V::Hold);
 }
 
 TEST_CASE("node arbiter: whatever keys the ranks derive, exactly one holds the node's least pair") {

@@ -40,7 +40,7 @@ void NodeArbiter::remove(std::uint64_t key, long long now_ns) {
   moving(now_ns);  // a send completed: the rank moves, even while its least key stays (a long piece)
 }
 
-NodeArbiter::Verdict NodeArbiter::admit(std::uint64_t key, long long now_ns) const {
+NodeArbiter::Verdict NodeArbiter::admit(std::uint64_t key, long long now_ns) {
   bool stale_only = false;
   for (int r = 0; r < ranks_; ++r) {
     if (r == me_) continue;
@@ -51,6 +51,7 @@ NodeArbiter::Verdict NodeArbiter::admit(std::uint64_t key, long long now_ns) con
       stale_only = true;
       continue;
     }
+    moving(now_ns);
     return Verdict::Hold;
   }
   return stale_only ? Verdict::TimedOut : Verdict::Start;

@@ -19,10 +19,11 @@
 // rank, so exactly one rank holds the node's smallest pair and no two ranks wait for each other
 // (ranks that read in different orders still arbitrate consistently; none can deadlock).
 //
-// Bounded hold: a slot whose key has not changed and whose rank started or completed no send for `hold_ns`
-// belongs to a rank that does not move (dead, stalled, in its call waiting for another rank, or
-// one piece that takes that long) and is ignored; the send starts and is counted as a hold that
-// timed out.
+// Bounded hold: a slot whose key has not changed and whose rank started, completed or was held
+// back on no send for `hold_ns` belongs to a rank that does not move (dead, stalled, in its call
+// waiting for another rank, or one piece that takes that long) and is ignored; the send starts
+// and is counted as a hold that timed out. A rank that is held back is alive: it waits for the
+// rank ahead of it, which alone is judged, so the ranks behind a dead one keep their order.
 #pragma once
 
 #include <atomic>
@@ -66,7 +67,9 @@ class NodeArbiter {
     Hold,      // another rank has a more urgent send outstanding
     TimedOut,  // only ranks that did not move for hold_ns have: start anyway
   };
-  Verdict admit(std::uint64_t key, long long now_ns) const;
+  // A held rank is alive and waiting for another: it marks itself as moving, so that the rank
+  // behind it does not take it for stale (only the rank that holds the node up is judged).
+  Verdict admit(std::uint64_t key, long long now_ns);
 
   int ranks() const { return ranks_; }
   int me() const { return me_; }

@@ -42,6 +42,11 @@ def run(a, exports, args, timeout):
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     exports = dict({"TNBC_MIN_BYTES": str(3 * os.sysconf("SC_PAGE_SIZE")), "LD_PRELOAD": os.path.abspath(a.lib)},
                    **exports)
+    for kv in a.env:  # as run_mpi_test.run_mpirun: the sanitized build's options, its runtime first
+        k, v = kv.split("=", 1)
+        exports[k] = v
+    if a.preload_first:
+        exports["LD_PRELOAD"] = ":".join(a.preload_first + [exports["LD_PRELOAD"]])
     cmd = [sys.executable, NETRUN, "--rate", "4gbit", "--nodes", str(a.nodes), "--skip-code", "--"]
     cmd += launch_command(a.mpi, a.mpirun, a.np, exports) + [a.prog] + args
     print("running:", " ".join(cmd), flush=True)

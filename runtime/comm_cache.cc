@@ -70,6 +70,7 @@ PrivateComm& CommCache::get(MPI_Comm user, long long timeout_ns, const char* wha
   int has_ub = 0;
   PMPI_Comm_get_attr(pc->comm, MPI_TAG_UB, &ub, &has_ub);
   if (has_ub && ub) pc->tag_ub = *ub;
+  if (node_links_) pc->node = node_links_(pc->comm);
   PMPI_Comm_set_attr(user, keyval_, pc);
   return *pc;
 }

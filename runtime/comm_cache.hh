@@ -7,6 +7,10 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "runtime/node_arbiter.hh"
 
 #include "runtime/model/probe.hh"
 #include "runtime/model/topology.hh"
@@ -21,6 +25,7 @@ struct PrivateComm {
   int tag_ub = 32767;
   std::uint64_t next_sequence = 0;
   RmaComm* rma = nullptr;  // the RMA broadcast's windows, once used (runtime/rma_transport.hh)
+  std::shared_ptr<NodeLink> node;  // node-level priorities' board (nullptr: none)
 };
 
 class CommCache {
@@ -36,9 +41,14 @@ class CommCache {
   // placement on first use, without communication, and cached on `user` like its duplicate.
   const model::Topology& topology(MPI_Comm user, const model::Topology& world);
 
+  // Called (collectively) on each new duplicate to make its node link (runtime/node_segment.hh);
+  // unset: no node links.
+  void set_node_links(std::function<std::shared_ptr<NodeLink>(MPI_Comm)> make) { node_links_ = std::move(make); }
+
  private:
   int keyval_ = MPI_KEYVAL_INVALID;
   int topology_keyval_ = MPI_KEYVAL_INVALID;
+  std::function<std::shared_ptr<NodeLink>(MPI_Comm)> node_links_;
 };
 
 }  // namespace tnbc

@@ -97,6 +97,17 @@ const std::vector<Option> kOptions = {
      "Mode optimize, cost model: the share of the blocking time, in percent, by which the model may misjudge tnbc's "
      "own schedule; part of the margin a predicted saving must exceed.",
      &Settings::early_return_margin_tcomm_pct, 0, 1000},
+    {"node_priorities", OptionType::Choice, "auto", "auto|on|off",
+     "Whether the ranks of a node start their sends to other nodes most urgent first, node-wide (shared memory); "
+     "auto: in mode optimize with a profile, on nodes with more than one rank.",
+     &Settings::node_priorities, 0, 0, true},
+    {"node_hold_us", OptionType::Microseconds, "20000", "",
+     "Node priorities: longest a send waits for a more urgent rank of its node that does not move.",
+     &Settings::node_hold_us, 1, 0},
+    {"node_local_sends", OptionType::Choice, "shm", "shm|link",
+     "Node priorities: sends to ranks of the same node go through shared memory (shm: not arbitrated) or through "
+     "the node's link (link: e.g. an MPI restricted to TCP, arbitrated like the others).",
+     &Settings::node_local_sends},
 };
 
 std::vector<std::string_view> split_choices(std::string_view s) {

@@ -29,6 +29,11 @@ enum class ProfileBlocking { Auto, Off };
 // How a broadcast's data travels (runtime/coll/bcast.cc, runtime/coll/bcast_rma.cc): messages,
 // or one-sided puts into tnbc's windows along a binomial tree or from the root to every rank.
 enum class BcastBackend { P2p, RmaBinomial, RmaLinear, Auto };
+// Node-level priorities (runtime/node_gate.hh): auto = in mode optimize with a profile.
+enum class NodePriorities { Auto, On, Off };
+// How the ranks of one node reach each other: shared memory (not the node's link: not
+// arbitrated) or through the node's link (an MPI restricted to TCP over a NIC: arbitrated).
+enum class NodeLocalSends { Shm, Link };
 
 // TNBC_TIMEOUT's default, in seconds (the table's default text says the same; a unit test checks).
 inline constexpr std::int64_t kDefaultTimeoutS = 600;
@@ -61,11 +66,15 @@ struct Settings {
   // Mode optimize with the cost model: the margin a predicted saving must exceed (trace/gain.hh).
   std::int64_t early_return_margin_cost_pct = 15;
   std::int64_t early_return_margin_tcomm_pct = 10;
+  NodePriorities node_priorities = NodePriorities::Auto;
+  std::int64_t node_hold_us = 20000;
+  NodeLocalSends node_local_sends = NodeLocalSends::Shm;
 };
 
 // Where a parsed value goes; the alternative must agree with the option's type.
 using Field = std::variant<Mode Settings::*, LogLevel Settings::*, GuardChoice Settings::*, SendCopy Settings::*,
                            UffdPublish Settings::*, ProfileBlocking Settings::*, BcastBackend Settings::*,
+                           NodePriorities Settings::*, NodeLocalSends Settings::*,
                            std::string Settings::*,
                            std::optional<std::uint64_t> Settings::*, std::int64_t Settings::*>;
 

@@ -19,6 +19,8 @@
 #include "runtime/log.hh"
 #include "runtime/model/startup.hh"
 #include "runtime/observe.hh"
+#include "runtime/node_gate.hh"
+#include "runtime/node_segment.hh"
 #include "runtime/pool.hh"
 #include "runtime/progress.hh"
 #include "runtime/publish.hh"
@@ -72,6 +74,10 @@ class EngineImpl final : public Engine {
       if (owner) report_missing(*static_cast<const InFlight*>(owner));
       end_job();
     });
+    if (policy_->node_links())
+      comms_.set_node_links([hold = policy_->node_hold_ns(), link = policy_->node_local_on_link()](MPI_Comm comm) {
+        return open_node_link(comm, hold, link);
+      });
     // Every rank is in MPI_Init now: duplicate MPI_COMM_WORLD here rather than in its first
     // collective (a rank that never reaches that collective would hang the duplication inside
     // MPI, where no timeout can report it).
@@ -82,10 +88,13 @@ class EngineImpl final : public Engine {
       if (k == GuardKind::ProtNone && publication_available()) backends_.push_back(protect_.get());
     }
     start_model(world.comm);
+    progress_window_ = std::make_unique<WindowGate>(policy_->send_window(Driver::ProgressThread));
+    progress_gate_ = std::make_unique<NodeGate>(*progress_window_, &stats_);
     // Each finished early return goes into the summary from the progress thread.
-    progress_ = std::make_unique<Progress>(s, policy_->send_window(Driver::ProgressThread),
+    progress_ = std::make_unique<Progress>(s, *progress_gate_,
                                            [this](InFlight& f) { stats_.complete(f.kind, f.site, completion_of(f)); });
-    caller_gate_ = std::make_unique<WindowGate>(policy_->send_window(Driver::CallingThread));
+    caller_window_ = std::make_unique<WindowGate>(policy_->send_window(Driver::CallingThread));
+    caller_gate_ = std::make_unique<NodeGate>(*caller_window_, &stats_);
     const CpuShare cpus = measure_cpu_share(world.comm);
     policy_->set_cpu_share(cpus);
     const std::string problem = cpu_share_problem(cpus);
@@ -152,6 +161,7 @@ class EngineImpl final : public Engine {
     f->user_recv = prep.user_recv;
     f->unpack = std::move(prep.unpack);
     f->ready_to_run();
+    if (pc.node && policy_->node_priorities(c.kind)) node_register(*f, pc.node);
     if (!prep.send_src.empty()) stage_sends(*f, prep.send_src, !in_call && policy_->lazy_send_copy(layout.sent), page_);
     const long long t_staged = futex::now_ns();
     Reason why = prep.local;
@@ -472,8 +482,11 @@ class EngineImpl final : public Engine {
   Pool pool_;       // send staging (kept populated)
   Pool recv_pool_;  // receive staging (emptied by page swapping; InFlight::recv_pool)
   CommCache comms_;
+  // Each driver's send gate: its window, inside node-level priorities (which admit at once
+  // what they do not arbitrate). The gates outlive the progress thread (declared before it).
+  std::unique_ptr<WindowGate> progress_window_, caller_window_;
+  std::unique_ptr<NodeGate> progress_gate_, caller_gate_;
   std::unique_ptr<Progress> progress_;
-  std::unique_ptr<WindowGate> caller_gate_;
   std::mutex call_mutex_;
   std::atomic<bool> rma_fallback_said_{false};
 };

@@ -127,6 +127,8 @@ void Executor::completed(InFlight& f, int i, bool counts, long long now_ns) {
   } else {
     step_done(f, i, now_ns);
   }
+  if (s.kind == StepKind::Send) gate_.sent(f, i, now_ns);
+  if (f.steps_left.load(std::memory_order_acquire) == 0) gate_.finished(f);
   if (!counts || s.kind != StepKind::Send) return;
   for (Entry& e : entries_)
     if (e.f.get() == &f) {

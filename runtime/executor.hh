@@ -41,12 +41,19 @@ enum class Scope : std::uint8_t {
 // The one point that decides whether a ready send may start now, asked in priority order. The
 // default (WindowGate) keeps at most TNBC_SEND_WINDOW sends of a collective in flight and holds
 // bodies back while the calling thread is still in the call; node-level arbitration between the
-// ranks of a node plugs in here.
+// ranks of a node (NodeGate, runtime/node_gate.hh) wraps it and is told when sends complete and
+// when a collective's last step is done.
 class SendGate {
  public:
   enum class Verdict { Start, Later, Stop };  // Later: not this one now; Stop: no more sends of this collective now
   virtual ~SendGate() = default;
   virtual Verdict admit(const InFlight& f, const Step& s, int in_flight) = 0;
+  // Send step `step` of `f` completed (by whichever executor drove it).
+  virtual void sent(InFlight& f, int step, long long now_ns) {
+    (void)f, (void)step, (void)now_ns;
+  }
+  // Every step of `f` is done (told once or, when two executors finish together, twice).
+  virtual void finished(InFlight& f) { (void)f; }
 };
 
 class WindowGate final : public SendGate {

@@ -12,6 +12,7 @@
 
 #include "runtime/coll/collective.hh"
 #include "runtime/guard.hh"
+#include "runtime/node_arbiter.hh"
 #include "runtime/pool.hh"
 #include "runtime/schedule.hh"
 #include "runtime/vocabulary.hh"
@@ -91,6 +92,7 @@ struct InFlight {
   // ranks need before they can return are not queued behind bulk data on the link.
   std::atomic<bool> bodies_released{true};
   CallTimes times;
+  NodeCall node;  // node-level priorities (runtime/node_gate.hh): the board, held-back counts
   std::uint64_t polls_at_submit = 0;  // for the debug log
   long long submitted_ns = 0;
 

@@ -144,6 +144,18 @@ class ModelPolicy final : public Policy {
     return it->second;
   }
 
+  // auto: mode optimize (the profile is what gives the sends an order worth keeping node-wide:
+  // with the default order, every rank's bodies are equally urgent).
+  bool node_links() const override {
+    return s_.node_priorities == NodePriorities::On ||
+           (s_.node_priorities == NodePriorities::Auto && s_.mode == Mode::Optimize);
+  }
+  bool node_priorities(Kind) const override {
+    return s_.node_priorities == NodePriorities::On || (s_.node_priorities == NodePriorities::Auto && orders_);
+  }
+  long long node_hold_ns() const override { return s_.node_hold_us * 1000; }
+  bool node_local_on_link() const override { return s_.node_local_sends == NodeLocalSends::Link; }
+
  private:
   model::Execution exec() const { return execution(s_, guard_); }
 

@@ -112,6 +112,17 @@ class Policy {
   virtual void set_cpu_share(const CpuShare& c) = 0;
   // Start-up input: the RMA probe (runtime/rma_transport.hh), before the first collective.
   virtual void set_rma(const RmaFacts& r) = 0;
+  // ---- node-level priorities (runtime/node_gate.hh) ----
+  // Global (collective): whether each communicator gets a node board when tnbc duplicates it.
+  // From settings compared at MPI_Init only.
+  virtual bool node_links() const = 0;
+  // Rank-local: whether this call's sends to other nodes wait for the node's more urgent ones
+  // (only asked where the communicator has a board: more than one of its ranks on this node).
+  virtual bool node_priorities(Kind kind) const = 0;
+  // How long a send waits for a rank of its node that does not move, then starts (counted).
+  virtual long long node_hold_ns() const = 0;
+  // Whether sends to ranks of the same node use the node's link (then they are arbitrated too).
+  virtual bool node_local_on_link() const = 0;
 };
 
 // The policy. `page`: the page size (equal on all ranks, checked at MPI_Init); `orders`: the

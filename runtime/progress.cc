@@ -15,9 +15,9 @@
 
 namespace tnbc {
 
-Progress::Progress(const Settings& s, int window, std::function<void(InFlight&)> finished)
+Progress::Progress(const Settings& s, SendGate& gate, std::function<void(InFlight&)> finished)
     : poll_min_ns_(s.poll_min_us * 1000), poll_max_ns_(s.poll_max_us * 1000), finished_(std::move(finished)),
-      gate_(window) {
+      gate_(gate) {
   thread_ = std::thread([this] { run(); });
 }
 

@@ -21,10 +21,10 @@ namespace tnbc {
 
 class Progress {
  public:
-  // `window`: sends of one collective in flight at once (the policy's, for this driver).
+  // `gate`: what admits each ready send (the engine's: the window, node-level priorities).
   // `finished`: called on the progress thread for each collective once it has finished (every
   // step done, every region open, every wait for it added up): its record for the summary.
-  Progress(const Settings& s, int window, std::function<void(InFlight&)> finished);
+  Progress(const Settings& s, SendGate& gate, std::function<void(InFlight&)> finished);
   ~Progress();
   void submit(std::shared_ptr<InFlight> f);
   // Takes over steps a calling thread started (their collective is submitted already).
@@ -59,7 +59,7 @@ class Progress {
   std::atomic<std::size_t> parked_count_{0};
   std::atomic<long long> drain_since_{0};  // a drain() is waiting since (0: none)
   long long last_drain_retire_ = 0;        // progress thread only
-  WindowGate gate_;
+  SendGate& gate_;
   std::mutex mutex_;
   std::vector<std::shared_ptr<InFlight>> incoming_;
   std::vector<Started> adopted_;

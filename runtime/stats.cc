@@ -65,6 +65,15 @@ void add_times(SiteCounters& sum, const SiteCounters& c) {
   sum.observe_waits += c.observe_waits;
   sum.timelines.insert(sum.timelines.end(), c.timelines.begin(), c.timelines.end());
 }
+
+void add_node(NodeCounters& sum, const NodeCounters& c) {
+  sum.calls += c.calls;
+  sum.holds += c.holds;
+  sum.hold_timeouts += c.hold_timeouts;
+  sum.first_read_calls += c.first_read_calls;
+  sum.first_read_ns_sum += c.first_read_ns_sum;
+  sum.first_read_ns_max = std::max(sum.first_read_ns_max, c.first_read_ns_max);
+}
 }  // namespace
 
 SiteCounters& Stats::site(Kind kind, CallSite site) {
@@ -129,6 +138,7 @@ std::vector<std::pair<Stats::SiteKey, SiteCounters>> Stats::merged_sites() const
       }
       add_counts(it->second, c);
       add_times(it->second, c);
+      add_node(it->second.node, c.node);
     }
   std::vector<std::pair<SiteKey, SiteCounters>> sorted(sum.begin(), sum.end());
   // Sorted by kind and address so that summaries of different ranks line up.
@@ -148,6 +158,18 @@ Stats::Totals Stats::totals() const {
     t.hidden_ns += c.hidden_ns;
   }
   return t;
+}
+
+void Stats::record_node(Kind kind, CallSite where, const NodeRecord& r) {
+  NodeCounters& n = site(kind, where).node;
+  ++n.calls;
+  n.holds += r.holds;
+  n.hold_timeouts += r.hold_timeouts;
+  if (r.first_read_ns >= 0) {
+    ++n.first_read_calls;
+    n.first_read_ns_sum += r.first_read_ns;
+    n.first_read_ns_max = std::max(n.first_read_ns_max, r.first_read_ns);
+  }
 }
 
 std::size_t Stats::record_profile_decision(const ProfileDecision& d) {
@@ -280,7 +302,14 @@ void site_json(std::ostringstream& j, const SiteCounters& s, const CodeLocation&
     list_json(j, t.first_access_ns);
     j << "}";
   }
-  j << "]}";
+  j << "]";
+  if (s.node.calls)  // node-level priorities ran at this site
+    j << ", \"node_priorities\": {\"calls\": " << s.node.calls << ", \"holds\": " << s.node.holds
+      << ", \"hold_timeouts\": " << s.node.hold_timeouts << ", \"first_read_calls\": " << s.node.first_read_calls
+      << ", \"first_read_ms_mean\": "
+      << (s.node.first_read_calls ? static_cast<double>(s.node.first_read_ns_sum) / 1e6 / static_cast<double>(s.node.first_read_calls) : 0.0)
+      << ", \"first_read_ms_max\": " << static_cast<double>(s.node.first_read_ns_max) / 1e6 << "}";
+  j << "}";
 }
 }  // namespace
 

@@ -34,6 +34,15 @@ struct KindCounters {
   std::array<std::uint64_t, static_cast<std::size_t>(Reason::Count_)> reasons{};
 };
 
+// Node-level priorities (runtime/node_gate.hh), per call site: calls arbitrated, sends held back
+// at least once, sends started past a rank that did not move (hold timed out), and the time
+// from the call until its first-read sub-message was complete here (calls where it was known).
+struct NodeCounters {
+  std::uint64_t calls = 0, holds = 0, hold_timeouts = 0;
+  std::uint64_t first_read_calls = 0;
+  long long first_read_ns_sum = 0, first_read_ns_max = 0;
+};
+
 // One call, as its site counts it (docs/reports.md defines every figure). Times are
 // futex::now_ns (monotonic ns).
 struct CallEntry {
@@ -82,6 +91,7 @@ struct SiteCounters {
   long long observe_ns = 0;
   std::uint64_t observe_waits = 0;
   std::vector<Timeline> timelines;
+  NodeCounters node;  // node-level priorities, where they ran
 };
 
 // Mode optimize: what the profile decided for a call site (trace/gain.hh), for the summary.
@@ -108,6 +118,12 @@ class Stats {
   // A timeline recorded another way (the trace pass: blocking calls, first touches traced).
   void add_timeline(Kind kind, CallSite where, Timeline t) { site(kind, where).timelines.push_back(std::move(t)); }
   KindCounters kind(Kind k) const;
+  // One arbitrated call's node-level counters (runtime/node_gate.hh); first_read_ns -1: unknown.
+  struct NodeRecord {
+    std::uint32_t holds = 0, hold_timeouts = 0;
+    long long first_read_ns = -1;
+  };
+  void record_node(Kind kind, CallSite site, const NodeRecord& r);
   // Which guard held an early-returned receive buffer back (runtime/uffd.hh, runtime/guard.hh);
   // UserfaultfdMoved counts the userfaultfd ones whose pages were swapped, not copied (a subset).
   enum class GuardUsed { Userfaultfd, ProtNone, UserfaultfdMoved };

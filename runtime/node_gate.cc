@@ -1,0 +1,80 @@
+#include "runtime/node_gate.hh"
+
+#include <algorithm>
+
+#include "runtime/futex.hh"
+#include "runtime/stats.hh"
+
+namespace tnbc {
+
+bool node_arbitrated(const InFlight& f, const Step& s) {
+  const NodeLink* link = f.node.link.get();
+  return link && s.kind == StepKind::Send && !s.edge && s.peer >= 0 &&
+         static_cast<std::size_t>(s.peer) < link->same_node.size() && !link->same_node[static_cast<std::size_t>(s.peer)];
+}
+
+void node_register(InFlight& f, std::shared_ptr<NodeLink> link) {
+  f.node.link = std::move(link);
+  const std::size_t n = f.schedule.size();
+  f.node.held = std::make_unique<std::atomic<std::uint8_t>[]>(n);
+  const long long now = futex::now_ns();
+  for (std::size_t i = 0; i < n; ++i) {
+    const Step& s = f.schedule[i];
+    if (node_arbitrated(f, s)) f.node.link->arbiter->add(node_key(f.sequence, s.priority), now);
+  }
+}
+
+SendGate::Verdict NodeGate::admit(const InFlight& f, const Step& s, int in_flight) {
+  const Verdict v = inner_.admit(f, s, in_flight);
+  if (v != Verdict::Start || !node_arbitrated(f, s)) return v;
+  const auto i = static_cast<std::size_t>(&s - f.schedule.steps().data());
+  auto& held = f.node.held[i];
+  auto& counts = const_cast<NodeCall&>(f.node);
+  NodeArbiter& a = *f.node.link->arbiter;
+  const long long now = futex::now_ns();
+  switch (a.admit(node_key(f.sequence, s.priority), now)) {
+    case NodeArbiter::Verdict::Start:
+      a.moving(now);
+      return Verdict::Start;
+    case NodeArbiter::Verdict::Hold:
+      if (held.exchange(1, std::memory_order_relaxed) == 0) counts.holds.fetch_add(1, std::memory_order_relaxed);
+      return Verdict::Later;
+    case NodeArbiter::Verdict::TimedOut:
+      if (held.exchange(2, std::memory_order_relaxed) != 2) counts.hold_timeouts.fetch_add(1, std::memory_order_relaxed);
+      a.moving(now);
+      return Verdict::Start;
+  }
+  return Verdict::Start;
+}
+
+void NodeGate::sent(InFlight& f, int step, long long now_ns) {
+  const Step& s = f.schedule[static_cast<std::size_t>(step)];
+  if (node_arbitrated(f, s)) f.node.link->arbiter->remove(node_key(f.sequence, s.priority), now_ns);
+}
+
+void NodeGate::finished(InFlight& f) {
+  if (!f.node.link || f.node.recorded.exchange(true)) return;
+  if (stats_)
+    stats_->record_node(f.kind, f.site, {f.node.holds.load(), f.node.hold_timeouts.load(), first_read_ns(f)});
+}
+
+long long first_read_ns(const InFlight& f) {
+  int sub = -1;
+  std::int64_t best = 0;
+  for (const Step& s : f.schedule)
+    if (lands(s.kind) && !s.edge && (sub < 0 || s.priority < best)) {
+      sub = s.sub;
+      best = s.priority;
+    }
+  if (sub < 0) return -1;
+  long long last = -1;
+  for (std::size_t i = 0; i < f.schedule.size(); ++i) {
+    const Step& s = f.schedule[i];
+    if (!lands(s.kind) || s.sub != sub) continue;
+    if (!f.done(i)) return -1;
+    last = std::max(last, f.done_ns[i]);
+  }
+  return last < 0 ? -1 : std::max(0LL, last - f.times.called);
+}
+
+}  // namespace tnbc

@@ -247,6 +247,10 @@ Timeline timeline_of(const std::vector<const Value*>& lists) {
   Timeline t;
   std::vector<double> tinit, duration;
   std::vector<std::vector<double>> bytes, arrival, access;
+  // Per sub-message, its position in each observed call's own order of first touches (0 =
+  // touched first in that call): ranks' clocks and computations differ, positions do not.
+  std::vector<double> position_sum;
+  std::vector<int> positions;
   for (const Value* list : lists) {
     if (!list || list->type != Value::Type::Array) continue;
     for (const Value& call : list->items) {
@@ -265,10 +269,24 @@ Timeline timeline_of(const std::vector<const Value*>& lists) {
         arrival.resize(n);
         access.resize(n);
       }
+      if (position_sum.size() < n) {
+        position_sum.resize(n);
+        positions.resize(n);
+      }
+      std::vector<std::size_t> touched;
       for (std::size_t k = 0; k < n; ++k) {
         bytes[k].push_back(b->items[k].number);
         if (a->items[k].number >= 0) arrival[k].push_back(a->items[k].number);
-        if (f->items[k].number >= 0) access[k].push_back(f->items[k].number);
+        if (f->items[k].number >= 0) {
+          access[k].push_back(f->items[k].number);
+          touched.push_back(k);
+        }
+      }
+      std::stable_sort(touched.begin(), touched.end(),
+                       [&](std::size_t x, std::size_t y) { return f->items[x].number < f->items[y].number; });
+      for (std::size_t i = 0; i < touched.size(); ++i) {
+        position_sum[touched[i]] += static_cast<double>(i);
+        ++positions[touched[i]];
       }
     }
   }
@@ -282,7 +300,10 @@ Timeline timeline_of(const std::vector<const Value*>& lists) {
     t.subs.push_back(s);
     if (s.access_ns.n > 0) t.read_order.push_back(static_cast<int>(k));
   }
+  // By mean position in the calls' own orders; equal positions by mean first-touch time.
+  auto mean_position = [&](int k) { return position_sum[static_cast<std::size_t>(k)] / positions[static_cast<std::size_t>(k)]; };
   std::stable_sort(t.read_order.begin(), t.read_order.end(), [&](int a, int b) {
+    if (mean_position(a) != mean_position(b)) return mean_position(a) < mean_position(b);
     return t.subs[static_cast<std::size_t>(a)].access_ns.mean < t.subs[static_cast<std::size_t>(b)].access_ns.mean;
   });
   return t;

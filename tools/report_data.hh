@@ -67,7 +67,7 @@ struct Timeline {
   int calls = 0;  // observed calls (over all ranks)
   Spread tinit_ns, duration_ns;
   std::vector<SubTiming> subs;
-  std::vector<int> read_order;  // sub-messages by mean first touch (those seen touched)
+  std::vector<int> read_order;  // sub-messages by mean position in the calls' orders of first touches
   bool operator==(const Timeline&) const = default;
 };
 

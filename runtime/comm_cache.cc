@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include "runtime/engine.hh"
+#include "runtime/fatal.hh"
 #include "runtime/futex.hh"
 #include "runtime/log.hh"
 #include "runtime/rma_transport.hh"
@@ -59,7 +60,7 @@ PrivateComm& CommCache::get(MPI_Comm user, long long timeout_ns, const char* wha
                            "of %d ranks (this is rank %d of it): tnbc's private duplicate of that communicator "
                            "(MPI_Comm_idup) did not complete, so some rank of it never called this collective",
           timeout_ns / 1000000000LL, what, n, me);
-      PMPI_Abort(MPI_COMM_WORLD, 1);
+      end_job();  // pauses first: the launcher forwards the report before the abort
     }
     sched_yield();
   }

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "runtime/engine.hh"
+#include "runtime/fatal.hh"
 #include "runtime/futex.hh"
 #include "runtime/log.hh"
 #include "runtime/output_file.hh"
@@ -103,6 +104,7 @@ void Runtime::begin() {
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   PMPI_Comm_size(MPI_COMM_WORLD, &size_);
   set_log_rank(rank_);
+  set_abort_flush_us(settings_.abort_flush_us);  // a timeout at start-up ends the job like any other
   MPI_Comm parent = MPI_COMM_NULL;
   PMPI_Comm_get_parent(&parent);
   stats_.set_run({draw_run_id(rank_), parent != MPI_COMM_NULL, 0, absolute("/proc/self/exe")});
@@ -138,7 +140,7 @@ void Runtime::check_uniform_settings() {
       log(LogLevel::Error, "timeout (TNBC_TIMEOUT=%llds) in MPI_Init: some rank did not take part in tnbc's "
                            "start-up (is tnbc not preloaded there, or TNBC_MODE=off?)",
           static_cast<long long>(settings_.timeout_s));
-      PMPI_Abort(MPI_COMM_WORLD, 1);
+      end_job();  // pauses first: the launcher forwards the report before the abort
     }
     sched_yield();
   }

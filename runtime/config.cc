@@ -108,6 +108,11 @@ const std::vector<Option> kOptions = {
      "Node priorities: sends to ranks of the same node go through shared memory (shm: not arbitrated) or through "
      "the node's link (link: e.g. an MPI restricted to TCP, arbitrated like the others).",
      &Settings::node_local_sends},
+    {"progress_cpus", OptionType::Choice, "auto", "auto|rank|node|allowed",
+     "CPUs tnbc's progress thread may run on: the rank's binding (rank), the union of its node's ranks' bindings "
+     "(node) or every CPU the process may use (allowed: its cpuset); auto: node where wider than the rank's "
+     "binding, else allowed. The program's own threads keep their binding.",
+     &Settings::progress_cpus},
 };
 
 std::vector<std::string_view> split_choices(std::string_view s) {

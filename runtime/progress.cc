@@ -23,14 +23,14 @@ Progress::Progress(const Settings& s, SendGate& gate, std::function<void(InFligh
 
 Progress::~Progress() { stop(); }
 
-void Progress::submit(std::shared_ptr<InFlight> f) {
+void Progress::submit(std::shared_ptr<InFlight> f, bool wake) {
   in_flight_.fetch_add(1);
   {
     std::lock_guard lock(mutex_);
     in_flight_list_.push_back(f);
     incoming_.push_back(std::move(f));
   }
-  urgency().poke();
+  if (wake) urgency().poke();
 }
 
 void Progress::adopt(std::vector<Started> steps) {
@@ -66,6 +66,15 @@ void Progress::stop() {
   stop_.store(true);
   urgency().poke();
   thread_.join();
+}
+
+cpu_set_t Progress::place(const cpu_set_t& cpus) {
+  cpu_set_t now;
+  CPU_ZERO(&now);
+  if (!thread_.joinable()) return now;
+  pthread_setaffinity_np(thread_.native_handle(), sizeof cpus, &cpus);  // refused: the set stays
+  pthread_getaffinity_np(thread_.native_handle(), sizeof now, &now);
+  return now;
 }
 
 double Progress::cpu_seconds() {

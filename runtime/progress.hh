@@ -6,6 +6,8 @@
 // returned from that call long ago.
 #pragma once
 
+#include <sched.h>
+
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -26,7 +28,9 @@ class Progress {
   // step done, every region open, every wait for it added up): its record for the summary.
   Progress(const Settings& s, SendGate& gate, std::function<void(InFlight&)> finished);
   ~Progress();
-  void submit(std::shared_ptr<InFlight> f);
+  // `wake`: wake the thread now; false when the caller wakes it later (an early return pokes
+  // once it leaves the call: until then the thread would only take the calling thread's CPU).
+  void submit(std::shared_ptr<InFlight> f, bool wake = true);
   // Takes over steps a calling thread started (their collective is submitted already).
   void adopt(std::vector<Started> steps);
   // Waits until every submitted collective has finished (sends included); false if some are
@@ -38,6 +42,10 @@ class Progress {
   // Sampled calls whose steps are all done but whose regions wait for their first touch
   // (runtime/observe.hh): the engine samples no more while too many wait.
   std::size_t parked() const { return parked_count_.load(std::memory_order_relaxed); }
+  // Lets the thread run on `cpus` (the policy's choice, TNBC_PROGRESS_CPUS); the kernel keeps it
+  // inside the process's cpuset. Returns the CPUs it may use now (its old set if refused). The
+  // program's threads keep their own binding.
+  cpu_set_t place(const cpu_set_t& cpus);
   // Ends the thread once nothing is in flight (drain first).
   void stop();
   // CPU seconds the thread has used so far (-1 once stopped or when unknown).

@@ -99,6 +99,7 @@ class EngineImpl final : public Engine {
     CpuShare cpus = measure_cpu_share(world.comm);
     policy_->set_cpu_share(cpus);
     place_progress_thread(cpus);
+    progress_->set_yield(policy_->waiting().yield);
     const std::string problem = cpu_share_problem(cpus);
     stats_.set_node(cpus, problem);
     if (!problem.empty() && cpus.node_rank == 0) log(LogLevel::Info, "%s (docs/limitations.md)", problem.c_str());

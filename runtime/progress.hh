@@ -1,7 +1,8 @@
 // The progress thread: drives the collectives that returned early with its executor
 // (runtime/executor.hh). It sleeps when nothing is in flight; while traffic is pending it polls
-// with an adaptive sleep (TNBC_POLL_MIN_US doubling to TNBC_POLL_MAX_US while nothing completes)
-// and is woken at once (futex) when a thread starts waiting for data. An error in a step (MPI
+// with an adaptive sleep (TNBC_POLL_MIN_US doubling to TNBC_POLL_MAX_US while nothing completes),
+// is woken at once (futex) when a thread starts waiting for data and polls back to back while one
+// waits. An error in a step (MPI
 // failed one of tnbc's messages, publication failed) ends the job with a report: the program
 // returned from that call long ago.
 #pragma once
@@ -46,6 +47,10 @@ class Progress {
   // inside the process's cpuset. Returns the CPUs it may use now (its old set if refused). The
   // program's threads keep their own binding.
   cpu_set_t place(const cpu_set_t& cpus);
+  // While a thread waits for data the progress thread polls back to back, as a blocking MPI call
+  // would (the waiter's CPU is idle); `yield`: give the CPU up between polls (a node with more
+  // ranks than CPUs, Policy::waiting()).
+  void set_yield(bool yield) { yield_.store(yield, std::memory_order_relaxed); }
   // Ends the thread once nothing is in flight (drain first).
   void stop();
   // CPU seconds the thread has used so far (-1 once stopped or when unknown).
@@ -73,6 +78,7 @@ class Progress {
   std::vector<Started> adopted_;
   std::vector<std::shared_ptr<InFlight>> in_flight_list_;  // submitted, not yet retired (mutex_)
   std::atomic<bool> stop_{false};
+  std::atomic<bool> yield_{false};
   std::atomic<std::size_t> in_flight_{0};
   std::atomic<std::uint32_t> finished_word_{0};
   std::uint64_t polls_ = 0;  // loop iterations (for the debug log)

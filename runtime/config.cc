@@ -109,9 +109,9 @@ const std::vector<Option> kOptions = {
      "the node's link (link: e.g. an MPI restricted to TCP, arbitrated like the others).",
      &Settings::node_local_sends},
     {"progress_cpus", OptionType::Choice, "auto", "auto|rank|node|allowed",
-     "CPUs tnbc's progress thread may run on: the rank's binding (rank), the union of its node's ranks' bindings "
-     "(node) or every CPU the process may use (allowed: its cpuset); auto: node where wider than the rank's "
-     "binding, else allowed. The program's own threads keep their binding.",
+     "CPUs the progress thread may use: the rank's binding (rank), the union of its node's ranks' (node) or all "
+     "the process may use (allowed); auto: node where wider than the rank's, else allowed. Program threads keep "
+     "theirs.",
      &Settings::progress_cpus},
 };
 

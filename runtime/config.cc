@@ -108,6 +108,11 @@ const std::vector<Option> kOptions = {
      "Node priorities: sends to ranks of the same node go through shared memory (shm: not arbitrated) or through "
      "the node's link (link: e.g. an MPI restricted to TCP, arbitrated like the others).",
      &Settings::node_local_sends},
+    {"progress_cpus", OptionType::Choice, "auto", "auto|rank|node|allowed",
+     "CPUs the progress thread may use: the rank's binding (rank), the union of its node's ranks' (node) or all "
+     "the process may use (allowed); auto: node where wider than the rank's, else allowed. Program threads keep "
+     "theirs.",
+     &Settings::progress_cpus},
 };
 
 std::vector<std::string_view> split_choices(std::string_view s) {

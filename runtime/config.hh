@@ -34,6 +34,10 @@ enum class NodePriorities { Auto, On, Off };
 // How the ranks of one node reach each other: shared memory (not the node's link: not
 // arbitrated) or through the node's link (an MPI restricted to TCP over a NIC: arbitrated).
 enum class NodeLocalSends { Shm, Link };
+// Which CPUs the progress thread may run on (runtime/progress.hh, Progress::place): the rank's own
+// binding, the union of the node's ranks' bindings, or every CPU the process is allowed (its
+// cpuset); auto: the node's union where it is wider than the rank's binding, else every allowed CPU.
+enum class ProgressCpus { Auto, Rank, Node, Allowed };
 
 // TNBC_TIMEOUT's default, in seconds (the table's default text says the same; a unit test checks).
 inline constexpr std::int64_t kDefaultTimeoutS = 600;
@@ -69,12 +73,13 @@ struct Settings {
   NodePriorities node_priorities = NodePriorities::Auto;
   std::int64_t node_hold_us = 20000;
   NodeLocalSends node_local_sends = NodeLocalSends::Shm;
+  ProgressCpus progress_cpus = ProgressCpus::Auto;
 };
 
 // Where a parsed value goes; the alternative must agree with the option's type.
 using Field = std::variant<Mode Settings::*, LogLevel Settings::*, GuardChoice Settings::*, SendCopy Settings::*,
                            UffdPublish Settings::*, ProfileBlocking Settings::*, BcastBackend Settings::*,
-                           NodePriorities Settings::*, NodeLocalSends Settings::*,
+                           NodePriorities Settings::*, NodeLocalSends Settings::*, ProgressCpus Settings::*,
                            std::string Settings::*,
                            std::optional<std::uint64_t> Settings::*, std::int64_t Settings::*>;
 

@@ -13,6 +13,8 @@ CpuShare measure_cpu_share(MPI_Comm world) {
   cpu_set_t mine;
   CPU_ZERO(&mine);
   if (sched_getaffinity(0, sizeof mine, &mine) == 0) c.own_cpus = CPU_COUNT(&mine);
+  c.own_set = mine;
+  c.node_set = mine;
   std::array<unsigned char, sizeof(cpu_set_t)> bytes{}, all{};
   std::memcpy(bytes.data(), &mine, sizeof mine);
   MPI_Comm node = MPI_COMM_NULL;
@@ -24,6 +26,7 @@ CpuShare measure_cpu_share(MPI_Comm world) {
   cpu_set_t un;
   std::memcpy(&un, all.data(), sizeof un);
   c.node_cpus = CPU_COUNT(&un);
+  c.node_set = un;
   return c;
 }
 
@@ -32,7 +35,7 @@ std::string cpu_share_problem(const CpuShare& c) {
     return std::to_string(c.node_ranks) + " ranks share " + std::to_string(c.node_cpus) +
            " CPUs on this node: the progress threads take the CPU time the communication needs from the "
            "computation, so little of it can be hidden";
-  if (c.own_cpus == 1)
+  if (c.own_cpus == 1 && c.progress_cpus <= 1)
     return "each rank is bound to a single CPU (e.g. mpirun --bind-to core): its progress thread shares it with "
            "the computation, so little of the communication can be hidden (mpirun --bind-to none, srun "
            "--cpu-bind=none, or bind each rank to two CPUs: srun --cpus-per-task=2)";

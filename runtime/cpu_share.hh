@@ -7,6 +7,7 @@
 #pragma once
 
 #include <mpi.h>
+#include <sched.h>
 
 #include <string>
 
@@ -17,6 +18,9 @@ struct CpuShare {
   int node_rank = 0;   // this rank among them
   int node_cpus = 0;   // CPUs in the union of their affinity masks
   int own_cpus = 0;    // CPUs in this rank's affinity mask
+  cpu_set_t own_set{};   // this rank's affinity mask
+  cpu_set_t node_set{};  // the union of the node's ranks' masks (own_set where unknown)
+  int progress_cpus = 0; // CPUs tnbc's progress thread may run on (0: not placed yet)
 };
 
 // Collective over `world` (every rank calls it): splits it by node and ORs the affinity masks.

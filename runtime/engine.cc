@@ -21,6 +21,7 @@
 #include "runtime/observe.hh"
 #include "runtime/node_gate.hh"
 #include "runtime/node_segment.hh"
+#include "runtime/placement.hh"
 #include "runtime/pool.hh"
 #include "runtime/progress.hh"
 #include "runtime/publish.hh"
@@ -95,12 +96,34 @@ class EngineImpl final : public Engine {
                                            [this](InFlight& f) { stats_.complete(f.kind, f.site, completion_of(f)); });
     caller_window_ = std::make_unique<WindowGate>(policy_->send_window(Driver::CallingThread));
     caller_gate_ = std::make_unique<NodeGate>(*caller_window_, &stats_);
-    const CpuShare cpus = measure_cpu_share(world.comm);
+    CpuShare cpus = measure_cpu_share(world.comm);
     policy_->set_cpu_share(cpus);
+    place_progress_thread(cpus);
+    progress_->set_yield(policy_->waiting().yield);
     const std::string problem = cpu_share_problem(cpus);
     stats_.set_node(cpus, problem);
     if (!problem.empty() && cpus.node_rank == 0) log(LogLevel::Info, "%s (docs/limitations.md)", problem.c_str());
     if (s.bcast_backend != BcastBackend::P2p) check_rma(world);
+  }
+
+  // Moves the progress thread where the policy says (TNBC_PROGRESS_CPUS): a rank bound to one CPU
+  // would share it between its computation and its messages, while its node has CPUs to spare.
+  // Only tnbc's thread moves; the program's threads (and those it creates) keep their binding.
+  void place_progress_thread(CpuShare& cpus) {
+    cpu_set_t want = cpus.own_set;
+    switch (policy_->progress_cpus(cpus)) {
+      case ProgressCpus::Rank: break;
+      case ProgressCpus::Node: want = cpus.node_set; break;
+      case ProgressCpus::Allowed:
+      case ProgressCpus::Auto:
+        for (int k = 0; k < CPU_SETSIZE; ++k) CPU_SET(k, &want);  // the kernel keeps the cpuset's
+        break;
+    }
+    const cpu_set_t got = progress_->place(want);
+    cpus.progress_cpus = CPU_COUNT(&got);
+    if (cpus.node_rank == 0)
+      log(LogLevel::Info, "the progress thread runs on CPUs %s (the rank's binding: %s; TNBC_PROGRESS_CPUS)",
+          cpu_list(got).c_str(), cpu_list(cpus.own_set).c_str());
   }
 
   int run(const CollCall& c, BlockingCall blocking) override {
@@ -289,7 +312,13 @@ class EngineImpl final : public Engine {
     f.bodies_released.store(false);
     bool moved = false;
     if (Status st = mine.poll(moved); !st.ok()) fail_in_call(f, st);
-    progress_->submit(fp);
+    // Point-to-point: not woken yet. Nothing the call waits for is the progress thread's (the
+    // in-call receives are this thread's, peers' edge sends their calling threads'), and woken now
+    // it would take this thread's CPU while it is in the call (a rank bound to one CPU). The poke
+    // below, once the call is done, wakes it (a thread already polling takes the call at its next
+    // round). An RMA broadcast's in-call landing may wait for this rank's own Flag steps: woken.
+    const bool rma = f.schedule.count(StepKind::Put) + f.schedule.count(StepKind::Flag) + f.schedule.count(StepKind::Await) > 0;
+    progress_->submit(fp, /*wake=*/rma);
     const long long t_submit = futex::now_ns();
     bool timed_out = false;
     if (Status st = drive(mine, caller_part_done, policy_->waiting(), timed_out); !st.ok()) fail_in_call(f, st);

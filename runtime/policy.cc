@@ -114,6 +114,10 @@ class ModelPolicy final : public Policy {
     return {std::max<long long>(s_.poll_min_us * 1000, 1000), oversubscribed_, s_.timeout_s * 1000000000LL};
   }
   void set_cpu_share(const CpuShare& c) override { oversubscribed_ = c.node_ranks > c.node_cpus && c.node_cpus > 0; }
+  ProgressCpus progress_cpus(const CpuShare& c) const override {
+    if (s_.progress_cpus != ProgressCpus::Auto) return s_.progress_cpus;
+    return c.node_cpus > c.own_cpus ? ProgressCpus::Node : ProgressCpus::Allowed;
+  }
   void set_rma(const RmaFacts& r) override { rma_ = r; }
 
   std::uint64_t fingerprint() const override { return orders_ ? orders_->fingerprint() : 0; }

@@ -110,6 +110,9 @@ class Policy {
   virtual Waiting waiting() const = 0;
   // Start-up input: the CPUs of this rank's node (runtime/cpu_share.hh).
   virtual void set_cpu_share(const CpuShare& c) = 0;
+  // Rank-local: where the progress thread runs (TNBC_PROGRESS_CPUS; never Auto). A rank bound to
+  // one CPU would otherwise share it between its computation and its communication.
+  virtual ProgressCpus progress_cpus(const CpuShare& c) const = 0;
   // Start-up input: the RMA probe (runtime/rma_transport.hh), before the first collective.
   virtual void set_rma(const RmaFacts& r) = 0;
   // ---- node-level priorities (runtime/node_gate.hh) ----

@@ -1,10 +1,13 @@
 // The progress thread: drives the collectives that returned early with its executor
 // (runtime/executor.hh). It sleeps when nothing is in flight; while traffic is pending it polls
-// with an adaptive sleep (TNBC_POLL_MIN_US doubling to TNBC_POLL_MAX_US while nothing completes)
-// and is woken at once (futex) when a thread starts waiting for data. An error in a step (MPI
+// with an adaptive sleep (TNBC_POLL_MIN_US doubling to TNBC_POLL_MAX_US while nothing completes),
+// is woken at once (futex) when a thread starts waiting for data and polls back to back while one
+// waits. An error in a step (MPI
 // failed one of tnbc's messages, publication failed) ends the job with a report: the program
 // returned from that call long ago.
 #pragma once
+
+#include <sched.h>
 
 #include <atomic>
 #include <functional>
@@ -26,7 +29,9 @@ class Progress {
   // step done, every region open, every wait for it added up): its record for the summary.
   Progress(const Settings& s, SendGate& gate, std::function<void(InFlight&)> finished);
   ~Progress();
-  void submit(std::shared_ptr<InFlight> f);
+  // `wake`: wake the thread now; false when the caller wakes it later (an early return pokes
+  // once it leaves the call: until then the thread would only take the calling thread's CPU).
+  void submit(std::shared_ptr<InFlight> f, bool wake = true);
   // Takes over steps a calling thread started (their collective is submitted already).
   void adopt(std::vector<Started> steps);
   // Waits until every submitted collective has finished (sends included); false if some are
@@ -38,6 +43,14 @@ class Progress {
   // Sampled calls whose steps are all done but whose regions wait for their first touch
   // (runtime/observe.hh): the engine samples no more while too many wait.
   std::size_t parked() const { return parked_count_.load(std::memory_order_relaxed); }
+  // Lets the thread run on `cpus` (the policy's choice, TNBC_PROGRESS_CPUS); the kernel keeps it
+  // inside the process's cpuset. Returns the CPUs it may use now (its old set if refused). The
+  // program's threads keep their own binding.
+  cpu_set_t place(const cpu_set_t& cpus);
+  // While a thread waits for data the progress thread polls back to back, as a blocking MPI call
+  // would (the waiter's CPU is idle); `yield`: give the CPU up between polls (a node with more
+  // ranks than CPUs, Policy::waiting()).
+  void set_yield(bool yield) { yield_.store(yield, std::memory_order_relaxed); }
   // Ends the thread once nothing is in flight (drain first).
   void stop();
   // CPU seconds the thread has used so far (-1 once stopped or when unknown).
@@ -65,6 +78,7 @@ class Progress {
   std::vector<Started> adopted_;
   std::vector<std::shared_ptr<InFlight>> in_flight_list_;  // submitted, not yet retired (mutex_)
   std::atomic<bool> stop_{false};
+  std::atomic<bool> yield_{false};
   std::atomic<std::size_t> in_flight_{0};
   std::atomic<std::uint32_t> finished_word_{0};
   std::uint64_t polls_ = 0;  // loop iterations (for the debug log)

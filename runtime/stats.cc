@@ -362,7 +362,8 @@ std::string Stats::summary_json(int rank, int size, const std::string& mode) con
   }
   if (have_node_)
     j << "\"node\": {\"ranks\": " << node_.node_ranks << ", \"cpus\": " << node_.node_cpus
-      << ", \"own_cpus\": " << node_.own_cpus << ", \"cpu_contention\": "
+      << ", \"own_cpus\": " << node_.own_cpus << ", \"progress_cpus\": " << node_.progress_cpus
+      << ", \"cpu_contention\": "
       << (node_problem_.empty() ? std::string("null") : "\"" + json_escape(node_problem_) + "\"") << "},\n ";
   if (!profile_status_.empty())
     j << "\"profile\": {\"file\": \"" << json_escape(profile_file_) << "\", \"status\": \"" << profile_status_

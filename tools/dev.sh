@@ -7,6 +7,7 @@
 #                       BUILD-asan (ASan+UBSan) and BUILD-mpich (MPICH instead of Open MPI).
 #                       DEV_TEST_ASAN=0 / DEV_TEST_MPICH=0 leave one out.
 #   tools/dev.sh test MESON_TEST_OPTIONS...   only the main build, with these options
+#   tools/dev.sh bench-tools   optional: installs what the benchmarks' breakdowns use (perf)
 # Missing Debian packages are installed first (as root, or through sudo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,6 +49,13 @@ keep_openmpi_default() {
 # sites' file:line from debug information (elfutils).
 install_missing g++ gfortran pkg-config python3 meson ninja-build make openmpi-bin libopenmpi-dev \
                 libucx-dev libunwind-dev libdw-dev catch2 iproute2
+
+# Optional, for benchmarking only (nothing in the build, the demo or the tests needs them):
+# linux-perf: `perf record -a` for the CPU breakdown of docs/benchmarks.md ("Core efficiency").
+if [[ ${1:-} == bench-tools ]]; then
+  install_missing linux-perf
+  exit 0
+fi
 
 # Open MPI refuses to run as root unless told so (containers and CI run as root).
 if [[ $(id -u) -eq 0 ]]; then
@@ -138,7 +146,7 @@ PY
     exit $status
     ;;
   *)
-    echo "usage: tools/dev.sh demo [harness options] | test [meson test options]" >&2
+    echo "usage: tools/dev.sh demo [harness options] | test [meson test options] | bench-tools" >&2
     exit 2
     ;;
 esac

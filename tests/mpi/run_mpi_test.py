@@ -148,9 +148,12 @@ def check_threshold(summaries, basis, output):
         n = s.get("node")
         if not n or n["ranks"] != len(summaries) or not 1 <= n["cpus"] <= os.cpu_count() or not 1 <= n["own_cpus"] <= n["cpus"]:
             fail(f"node block wrong for {len(summaries)} ranks on {os.cpu_count()} CPUs: {n}", output)
-        contention = n["ranks"] > n["cpus"] or n["own_cpus"] == 1
+        # TNBC_PROGRESS_CPUS (default auto) never narrows the progress thread below the rank's CPUs.
+        if not n["own_cpus"] <= n.get("progress_cpus", 0) <= os.cpu_count():
+            fail(f"progress_cpus outside own_cpus..{os.cpu_count()}: {n}", output)
+        contention = n["ranks"] > n["cpus"] or (n["own_cpus"] == 1 and n["progress_cpus"] == 1)
         if (n["cpu_contention"] is not None) != contention:
-            fail(f"cpu_contention does not match ranks/cpus/own_cpus: {n}", output)
+            fail(f"cpu_contention does not match ranks/cpus/own_cpus/progress_cpus: {n}", output)
     print(f"node: {summaries[0]['node']}")
 
 

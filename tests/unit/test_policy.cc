@@ -81,3 +81,20 @@ TEST_CASE("policy: guard backends and send windows from the settings") {
   REQUIRE(q->guards().size() == 2);
   CHECK(q->guards()[0] == GuardKind::Userfaultfd);
 }
+
+TEST_CASE("policy: where the progress thread runs (TNBC_PROGRESS_CPUS)") {
+  CpuShare bound;  // one rank per node, bound to one CPU (mpirun --bind-to core at np <= 2)
+  bound.node_ranks = 1;
+  bound.own_cpus = bound.node_cpus = 1;
+  CpuShare packed = bound;  // four ranks bound to one CPU each on a node of four CPUs
+  packed.node_ranks = 4;
+  packed.node_cpus = 4;
+  Settings s;
+  auto p = make_policy(s, kPage, nullptr);
+  CHECK(p->progress_cpus(bound) == ProgressCpus::Allowed);  // the node's union is no wider: the cpuset
+  CHECK(p->progress_cpus(packed) == ProgressCpus::Node);    // never outside what the job's ranks were given
+  s.progress_cpus = ProgressCpus::Rank;
+  auto q = make_policy(s, kPage, nullptr);
+  CHECK(q->progress_cpus(bound) == ProgressCpus::Rank);
+  CHECK(q->progress_cpus(packed) == ProgressCpus::Rank);
+}

@@ -27,6 +27,10 @@ std::uint64_t key_of(const model::Topology& t) {
   return h;
 }
 
+// Node-level verdicts kept per (topology, kind, bytes, senders): enough for a program's sizes,
+// bounded for one whose Alltoallv sizes never repeat.
+constexpr std::size_t kNodeCacheEntries = 1024;
+
 class ModelPolicy final : public Policy {
  public:
   ModelPolicy(const Settings& s, std::size_t page, std::unique_ptr<ReadOrderSource> orders)
@@ -65,6 +69,7 @@ class ModelPolicy final : public Policy {
   }
 
   PieceRule pieces(Kind kind, const model::Topology& comm) override {
+    if (s_.piece_bytes || !model_ || kind == Kind::Bcast) return PieceRule(s_.piece_bytes);  // no lock
     std::lock_guard lock(mutex_);
     return pieces_locked(kind, comm);
   }
@@ -177,6 +182,7 @@ class ModelPolicy final : public Policy {
     if (call.kind != Kind::Bcast) bytes /= static_cast<double>(std::max<std::size_t>(1, call.recv_bytes.size()));
     const auto per = static_cast<std::uint64_t>(bytes);
     std::lock_guard lock(mutex_);
+    if (node_.size() >= kNodeCacheEntries) node_.clear();  // Alltoallv: sizes may differ every call
     auto [it, fresh] = node_.try_emplace({key_of(comm), static_cast<int>(call.kind), per, senders});
     if (fresh) {
       model::Coll coll;

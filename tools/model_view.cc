@@ -127,7 +127,8 @@ std::vector<std::string> site_verdicts(const trace::LoadedProfile& p, const Sett
                     "run's tnbc-machine.json in this directory, or give --machine FILE)");
       continue;
     }
-    std::string v = trace::describe(d[i]) + node_verdict(site, s, m, judge);
+    std::string v = trace::describe(d[i]);
+    const std::string node = node_verdict(site, s, m, judge);  // where tnbc's schedule runs
     if (d[i].blocking()) {
       // Plain MPI when every site of this kind and size is judged so (ReadOrderSource::plain).
       bool all = true;
@@ -137,7 +138,9 @@ std::vector<std::string> site_verdicts(const trace::LoadedProfile& p, const Sett
         all = all && (!same || d[k].blocking());
       }
       v += all ? "; plain MPI on every rank (every site of this kind and size is judged alike)"
-               : "; tnbc's schedule completed in the call (another site of this kind and size returns early)";
+               : "; tnbc's schedule completed in the call (another site of this kind and size returns early)" + node;
+    } else {
+      v += node;
     }
     out.push_back(v);
   }

@@ -67,8 +67,9 @@ Section node_section(const World& w) {
     rows.push_back(std::move(row));
   }
   const std::string none =
-      "did not run at any call site: no communicator had two of its ranks on one node with node-level priorities "
-      "enabled (TNBC_NODE_PRIORITIES=on, or auto in mode optimize)\n";
+      "did not run at any call site: no call took tnbc's schedule on a communicator with two of its ranks on one "
+      "node and node-level priorities enabled (calls run as plain MPI, one rank per node, TNBC_NODE_PRIORITIES=off, "
+      "or auto outside mode optimize)\n";
   Section s{"node_priorities", "node-level priorities", "", "", ""};
   if (rows.empty()) {
     s.text = "  " + none;

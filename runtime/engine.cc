@@ -184,7 +184,11 @@ class EngineImpl final : public Engine {
     f->user_recv = prep.user_recv;
     f->unpack = std::move(prep.unpack);
     f->ready_to_run();
-    if (pc.node && policy_->node_priorities(c.kind)) node_register(*f, pc.node);
+    if (pc.node) {
+      const NodeChoice node = policy_->node_priorities(layout.shape, topo, node_link_senders(*pc.node));
+      if (node.on) node_register(*f, pc.node, node);
+      else stats_.record_node(c.kind, c.site, {false, node});
+    }
     if (!prep.send_src.empty()) stage_sends(*f, prep.send_src, !in_call && policy_->lazy_send_copy(layout.sent), page_);
     const long long t_staged = futex::now_ns();
     Reason why = prep.local;

@@ -33,6 +33,8 @@
 #include <mutex>
 #include <vector>
 
+#include "runtime/node_choice.hh"
+
 namespace tnbc {
 
 inline constexpr std::uint64_t kNoKey = UINT64_MAX;
@@ -95,10 +97,13 @@ struct NodeLink {
 };
 
 // Per call (InFlight::node): set by node_register (runtime/node_gate.hh) when it is arbitrated.
+// The counters are `mutable`: the gate counts while it judges a send (SendGate::admit sees the
+// call as const: it may not change the schedule), and they are atomics of their own.
 struct NodeCall {
   std::shared_ptr<NodeLink> link;                     // nullptr: not arbitrated
+  NodeChoice choice;                                  // why it is (Policy::node_priorities)
   std::unique_ptr<std::atomic<std::uint8_t>[]> held;  // per step: 1 held back once, 2 started past a stale rank
-  std::atomic<std::uint32_t> holds{0}, hold_timeouts{0};
+  mutable std::atomic<std::uint32_t> holds{0}, hold_timeouts{0};
   std::atomic<bool> recorded{false};
 };
 

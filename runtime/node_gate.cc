@@ -13,8 +13,15 @@ bool node_arbitrated(const InFlight& f, const Step& s) {
          static_cast<std::size_t>(s.peer) < link->same_node.size() && !link->same_node[static_cast<std::size_t>(s.peer)];
 }
 
-void node_register(InFlight& f, std::shared_ptr<NodeLink> link) {
+int node_link_senders(const NodeLink& link) {
+  for (bool same : link.same_node)
+    if (!same) return link.arbiter->ranks();
+  return 0;
+}
+
+void node_register(InFlight& f, std::shared_ptr<NodeLink> link, const NodeChoice& why) {
   f.node.link = std::move(link);
+  f.node.choice = why;
   const std::size_t n = f.schedule.size();
   f.node.held = std::make_unique<std::atomic<std::uint8_t>[]>(n);
   const long long now = futex::now_ns();
@@ -29,7 +36,7 @@ SendGate::Verdict NodeGate::admit(const InFlight& f, const Step& s, int in_fligh
   if (v != Verdict::Start || !node_arbitrated(f, s)) return v;
   const auto i = static_cast<std::size_t>(&s - f.schedule.steps().data());
   auto& held = f.node.held[i];
-  auto& counts = const_cast<NodeCall&>(f.node);
+  const NodeCall& counts = f.node;
   NodeArbiter& a = *f.node.link->arbiter;
   const long long now = futex::now_ns();
   switch (a.admit(node_key(f.sequence, s.priority), now)) {
@@ -55,7 +62,7 @@ void NodeGate::sent(InFlight& f, int step, long long now_ns) {
 void NodeGate::finished(InFlight& f) {
   if (!f.node.link || f.node.recorded.exchange(true)) return;
   if (stats_)
-    stats_->record_node(f.kind, f.site, {f.node.holds.load(), f.node.hold_timeouts.load(), first_read_ns(f)});
+    stats_->record_node(f.kind, f.site, {true, f.node.choice, f.node.holds.load(), f.node.hold_timeouts.load(), first_read_ns(f)});
 }
 
 long long first_read_ns(const InFlight& f) {

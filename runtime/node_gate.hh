@@ -26,9 +26,12 @@ class Stats;
 
 // Whether step `s` of `f` goes through the node's arbitration.
 bool node_arbitrated(const InFlight& f, const Step& s);
+// How many ranks of this node send over its link in a call on `link`'s communicator: the
+// node's ranks of it when some rank of it is reached over the link, else 0.
+int node_link_senders(const NodeLink& link);
 // Puts every arbitrated send of `f` on the board (call it once the schedule is final, before
-// any executor runs it).
-void node_register(InFlight& f, std::shared_ptr<NodeLink> link);
+// any executor runs it); `why`: the policy's answer, for the summary.
+void node_register(InFlight& f, std::shared_ptr<NodeLink> link, const NodeChoice& why);
 
 class NodeGate final : public SendGate {
  public:

@@ -27,6 +27,10 @@ std::uint64_t key_of(const model::Topology& t) {
   return h;
 }
 
+// Node-level verdicts kept per (topology, kind, bytes, senders): enough for a program's sizes,
+// bounded for one whose Alltoallv sizes never repeat.
+constexpr std::size_t kNodeCacheEntries = 1024;
+
 class ModelPolicy final : public Policy {
  public:
   ModelPolicy(const Settings& s, std::size_t page, std::unique_ptr<ReadOrderSource> orders)
@@ -65,8 +69,12 @@ class ModelPolicy final : public Policy {
   }
 
   PieceRule pieces(Kind kind, const model::Topology& comm) override {
-    if (s_.piece_bytes || !model_ || kind == Kind::Bcast) return PieceRule(s_.piece_bytes);
+    if (s_.piece_bytes || !model_ || kind == Kind::Bcast) return PieceRule(s_.piece_bytes);  // no lock
     std::lock_guard lock(mutex_);
+    return pieces_locked(kind, comm);
+  }
+  PieceRule pieces_locked(Kind kind, const model::Topology& comm) {  // under mutex_
+    if (s_.piece_bytes || !model_ || kind == Kind::Bcast) return PieceRule(s_.piece_bytes);
     auto [it, fresh] = scales_.try_emplace(key_of(comm), 0.0);
     if (fresh) it->second = model::piece_scale(model_->machine, comm, exec(), page_);
     return PieceRule(std::nullopt, it->second);
@@ -131,6 +139,7 @@ class ModelPolicy final : public Policy {
       thresholds_.clear();
       segments_.clear();
       scales_.clear();
+      node_.clear();
     }
     if (orders_) orders_->start(model_, exec(), agreed);
   }
@@ -154,8 +163,41 @@ class ModelPolicy final : public Policy {
     return s_.node_priorities == NodePriorities::On ||
            (s_.node_priorities == NodePriorities::Auto && s_.mode == Mode::Optimize);
   }
-  bool node_priorities(Kind) const override {
-    return s_.node_priorities == NodePriorities::On || (s_.node_priorities == NodePriorities::Auto && orders_);
+  // auto: mode optimize with a profile, several of the node's ranks on its link, and the model's
+  // first read earlier by more than the margin (runtime/node_choice.hh; without a model: on).
+  NodeChoice node_priorities(const CallShape& call, const model::Topology& comm, int senders) override {
+    NodeChoice c;
+    if (s_.node_priorities != NodePriorities::Auto) {
+      c.on = s_.node_priorities == NodePriorities::On;
+      return c;
+    }
+    if (!orders_) {
+      c.basis = NodeBasis::NoProfile;
+      return c;
+    }
+    if (senders < 2 || !model_) {
+      c.on = senders >= 2;
+      c.basis = senders < 2 ? NodeBasis::OneSender : NodeBasis::NoModel;
+      return c;
+    }
+    // Per topology, kind and bytes per sub-message (the mean: Alltoallv's differ between peers).
+    double bytes = 0;
+    for (std::uint64_t b : call.recv_bytes) bytes += static_cast<double>(b);
+    if (call.kind != Kind::Bcast) bytes /= static_cast<double>(std::max<std::size_t>(1, call.recv_bytes.size()));
+    const auto per = static_cast<std::uint64_t>(bytes);
+    std::lock_guard lock(mutex_);
+    if (node_.size() >= kNodeCacheEntries) node_.clear();  // Alltoallv: sizes may differ every call
+    auto [it, fresh] = node_.try_emplace({key_of(comm), static_cast<int>(call.kind), per, senders});
+    if (fresh) {
+      model::Coll coll;
+      coll.kind = call.kind;
+      coll.bytes = bytes;
+      coll.page = page_;
+      if (call.kind != Kind::Bcast) coll.pieces = pieces_locked(call.kind, comm);
+      it->second = node_choice(model_->machine, comm, coll, exec(), senders,
+                               static_cast<double>(s_.early_return_margin_tcomm_pct) / 100.0);
+    }
+    return it->second;
   }
   long long node_hold_ns() const override { return s_.node_hold_us * 1000; }
   bool node_local_on_link() const override { return s_.node_local_sends == NodeLocalSends::Link; }
@@ -174,6 +216,7 @@ class ModelPolicy final : public Policy {
   std::map<std::pair<std::uint64_t, int>, std::size_t> thresholds_;
   std::map<std::pair<std::uint64_t, std::size_t>, int> segments_;
   std::map<std::uint64_t, double> scales_;
+  std::map<std::tuple<std::uint64_t, int, std::uint64_t, int>, NodeChoice> node_;
   bool oversubscribed_ = false;
   RmaFacts rma_;
 };

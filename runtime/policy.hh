@@ -28,6 +28,7 @@
 #include "runtime/model/machine.hh"
 #include "runtime/model/topology.hh"
 #include "runtime/cpu_share.hh"
+#include "runtime/node_choice.hh"
 #include "runtime/read_order.hh"
 #include "runtime/schedule.hh"
 #include "runtime/vocabulary.hh"
@@ -119,9 +120,11 @@ class Policy {
   // Global (collective): whether each communicator gets a node board when tnbc duplicates it.
   // From settings compared at MPI_Init only.
   virtual bool node_links() const = 0;
-  // Rank-local: whether this call's sends to other nodes wait for the node's more urgent ones
-  // (only asked where the communicator has a board: more than one of its ranks on this node).
-  virtual bool node_priorities(Kind kind) const = 0;
+  // Rank-local: whether this call's sends to other nodes wait for the node's more urgent ones,
+  // and why (runtime/node_choice.hh: auto asks the model). Only asked where the communicator has
+  // a board (more than one of its ranks on this node); `senders`: how many ranks of this
+  // node send over its link in this call (0 or the node's ranks of the communicator).
+  virtual NodeChoice node_priorities(const CallShape& call, const model::Topology& comm, int senders) = 0;
   // How long a send waits for a rank of its node that does not move, then starts (counted).
   virtual long long node_hold_ns() const = 0;
   // Whether sends to ranks of the same node use the node's link (then they are arbitrated too).

@@ -67,7 +67,12 @@ void add_times(SiteCounters& sum, const SiteCounters& c) {
 }
 
 void add_node(NodeCounters& sum, const NodeCounters& c) {
+  if (c.decided) {
+    sum.choice = c.choice;
+    sum.decided = true;
+  }
   sum.calls += c.calls;
+  sum.off_calls += c.off_calls;
   sum.holds += c.holds;
   sum.hold_timeouts += c.hold_timeouts;
   sum.first_read_calls += c.first_read_calls;
@@ -166,6 +171,12 @@ Stats::Totals Stats::totals() const {
 
 void Stats::record_node(Kind kind, CallSite where, const NodeRecord& r) {
   NodeCounters& n = site(kind, where).node;
+  n.choice = r.choice;
+  n.decided = true;
+  if (!r.arbitrated) {
+    ++n.off_calls;
+    return;
+  }
   ++n.calls;
   n.holds += r.holds;
   n.hold_timeouts += r.hold_timeouts;
@@ -307,8 +318,14 @@ void site_json(std::ostringstream& j, const SiteCounters& s, const CodeLocation&
     j << "}";
   }
   j << "]";
-  if (s.node.calls)  // node-level priorities ran at this site
-    j << ", \"node_priorities\": {\"calls\": " << s.node.calls << ", \"holds\": " << s.node.holds
+  if (s.node.decided)  // the communicator had a node board (docs/formats.md)
+    j << ", \"node_priorities\": {\"calls\": " << s.node.calls << ", \"off_calls\": " << s.node.off_calls
+      << ", \"basis\": \"" << node_basis_name(s.node.choice.basis) << "\", \"model_first_read_ms\": "
+      << (s.node.choice.first_on_ns < 0 ? std::string("null")
+                                        : "{\"on\": " + std::to_string(s.node.choice.first_on_ns / 1e6) +
+                                              ", \"off\": " + std::to_string(s.node.choice.first_off_ns / 1e6) +
+                                              ", \"margin\": " + std::to_string(s.node.choice.margin_ns / 1e6) + "}")
+      << ", \"holds\": " << s.node.holds
       << ", \"hold_timeouts\": " << s.node.hold_timeouts << ", \"first_read_calls\": " << s.node.first_read_calls
       << ", \"first_read_ms_mean\": "
       << (s.node.first_read_calls ? static_cast<double>(s.node.first_read_ns_sum) / 1e6 / static_cast<double>(s.node.first_read_calls) : 0.0)

@@ -17,6 +17,7 @@
 
 #include "runtime/config.hh"
 #include "runtime/cpu_share.hh"
+#include "runtime/node_choice.hh"
 #include "runtime/placement.hh"
 #include "runtime/threshold.hh"
 #include "runtime/vocabulary.hh"
@@ -34,13 +35,17 @@ struct KindCounters {
   std::array<std::uint64_t, static_cast<std::size_t>(Reason::Count_)> reasons{};
 };
 
-// Node-level priorities (runtime/node_gate.hh), per call site: calls arbitrated, sends held back
-// at least once, sends started past a rank that did not move (hold timed out), and the time
-// from the call until its first-read sub-message was complete here (calls where it was known).
+// Node-level priorities (runtime/node_gate.hh), per call site: calls arbitrated, calls on a
+// communicator with a node board that were not (the policy said no), sends held back at least
+// once, sends started past a rank that did not move (hold timed out), the time from the call
+// until its first-read sub-message was complete here (calls where it was known), and the
+// policy's last answer at the site (runtime/node_choice.hh: why, the model's estimates).
 struct NodeCounters {
-  std::uint64_t calls = 0, holds = 0, hold_timeouts = 0;
+  std::uint64_t calls = 0, off_calls = 0, holds = 0, hold_timeouts = 0;
   std::uint64_t first_read_calls = 0;
   long long first_read_ns_sum = 0, first_read_ns_max = 0;
+  NodeChoice choice;
+  bool decided = false;
 };
 
 // One call, as its site counts it (docs/reports.md defines every figure). Times are
@@ -120,6 +125,8 @@ class Stats {
   KindCounters kind(Kind k) const;
   // One arbitrated call's node-level counters (runtime/node_gate.hh); first_read_ns -1: unknown.
   struct NodeRecord {
+    bool arbitrated = false;  // false: the policy said no (counted in off_calls)
+    NodeChoice choice;
     std::uint32_t holds = 0, hold_timeouts = 0;
     long long first_read_ns = -1;
   };

@@ -1,6 +1,7 @@
 #include "tools/model_view.hh"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -62,6 +63,42 @@ Result<RunModel> run_model(const std::string& dir, const std::string& machine_fi
   return r;
 }
 
+namespace {
+
+// Node-level priorities at a site (runtime/node_choice.hh), as the optimized run's policy will
+// judge them on the busiest node of the placement: "" where they do not apply.
+std::string node_verdict(const trace::ProfileSite& site, const Settings& s, const RunModel* m, const trace::Judge& judge) {
+  const std::optional<Kind> kind = kind_named(site.kind);
+  if (!kind || s.node_priorities == NodePriorities::Off || !m) return "";
+  const model::Topology t = judge.topology(site.comm_size);
+  int node = 0;
+  for (int j = 0; j < t.nodes(); ++j)
+    if (t.ranks_on(j) > t.ranks_on(node)) node = j;
+  const int senders = link_senders(t, node, s.node_local_sends == NodeLocalSends::Link);
+  if (s.node_priorities == NodePriorities::On) return senders > 0 ? "; node-level priorities on (set)" : "";
+  const model::Machine& mach = m->inputs->machine;
+  model::Coll c;
+  c.kind = *kind;
+  c.page = mach.page;
+  const double bytes = trace::estimate_site(site).bytes;
+  c.bytes = *kind == Kind::Bcast ? bytes : bytes / std::max(1, site.comm_size);
+  if (*kind != Kind::Bcast)
+    c.pieces = s.piece_bytes ? PieceRule(s.piece_bytes) : PieceRule(std::nullopt, model::piece_scale(mach, t, judge.exec, mach.page));
+  const NodeChoice n = node_choice(mach, t, c, judge.exec, senders, judge.margin_of_tcomm);
+  if (n.basis == NodeBasis::OneSender) return "";  // one rank per node: nothing to arbitrate
+  char b[160];
+  std::snprintf(b, sizeof b, "; node-level priorities %s (%s", n.on ? "on" : "off", node_basis_name(n.basis));
+  std::string o = b;
+  if (n.first_on_ns >= 0) {
+    std::snprintf(b, sizeof b, ": first read %.2f ms with, %.2f ms without, margin %.2f ms", n.first_on_ns / 1e6,
+                  n.first_off_ns / 1e6, n.margin_ns / 1e6);
+    o += b;
+  }
+  return o + ")";
+}
+
+}  // namespace
+
 std::vector<std::string> site_verdicts(const trace::LoadedProfile& p, const Settings& s, const RunModel* m) {
   std::vector<std::string> out;
   int guard = -1;
@@ -91,6 +128,7 @@ std::vector<std::string> site_verdicts(const trace::LoadedProfile& p, const Sett
       continue;
     }
     std::string v = trace::describe(d[i]);
+    const std::string node = node_verdict(site, s, m, judge);  // where tnbc's schedule runs
     if (d[i].blocking()) {
       // Plain MPI when every site of this kind and size is judged so (ReadOrderSource::plain).
       bool all = true;
@@ -100,7 +138,9 @@ std::vector<std::string> site_verdicts(const trace::LoadedProfile& p, const Sett
         all = all && (!same || d[k].blocking());
       }
       v += all ? "; plain MPI on every rank (every site of this kind and size is judged alike)"
-               : "; tnbc's schedule completed in the call (another site of this kind and size returns early)";
+               : "; tnbc's schedule completed in the call (another site of this kind and size returns early)" + node;
+    } else {
+      v += node;
     }
     out.push_back(v);
   }

@@ -15,6 +15,7 @@
 #include "tools/report_render.hh"
 #include "tools/report_sections.hh"
 #include "tools/report_model.hh"
+#include "tools/report_node.hh"
 
 namespace tnbc::tools {
 
@@ -65,6 +66,7 @@ namespace report {
 std::vector<Section> extra_sections(const World& world, const std::map<int, const json::Value*>& summaries) {
   std::vector<Section> sections;
   static_cast<void>(summaries);
+  sections.push_back(node_section(world));
   sections.push_back(text_section("model", "cost model", model_section(world.dir)));
   return sections;
 }

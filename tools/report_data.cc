@@ -239,6 +239,21 @@ RankFigures rank_figures(const Value& site, int rank) {
     r.observe_ns = number(*o, "ns");
     r.observe_waits = number(*o, "waits");
   }
+  if (const Value* n = site.find("node_priorities"); n && n->type == Value::Type::Object) {
+    NodeFigures& f = r.node.emplace();
+    f.calls = number(*n, "calls");
+    f.off_calls = number(*n, "off_calls");
+    f.holds = number(*n, "holds");
+    f.hold_timeouts = number(*n, "hold_timeouts");
+    f.first_read_calls = number(*n, "first_read_calls");
+    f.first_read_ns_sum = number(*n, "first_read_ms_mean") * 1e6 * f.first_read_calls;
+    f.first_read_ns_max = number(*n, "first_read_ms_max") * 1e6;
+    f.basis = text(*n, "basis");  // "" in summaries before the model decided (arbitrated calls only)
+    if (const Value* m = n->find("model_first_read_ms"); m && m->type == Value::Type::Object) {
+      f.model_on_ns = number(*m, "on") * 1e6;
+      f.model_off_ns = number(*m, "off") * 1e6;
+    }
+  }
   return r;
 }
 
@@ -621,6 +636,22 @@ void add_figures(RankFigures& t, const RankFigures& r) {
   for (const auto& [k, n] : r.waits) t.waits[k] += n;
   t.observe_ns += r.observe_ns;
   t.observe_waits += r.observe_waits;
+  if (r.node) {
+    if (!t.node) t.node.emplace();
+    add_node_figures(*t.node, *r.node);
+  }
+}
+
+void add_node_figures(NodeFigures& t, const NodeFigures& r) {
+  t.calls += r.calls;
+  t.off_calls += r.off_calls;
+  t.holds += r.holds;
+  t.hold_timeouts += r.hold_timeouts;
+  t.first_read_calls += r.first_read_calls;
+  t.first_read_ns_sum += r.first_read_ns_sum;
+  t.first_read_ns_max = std::max(t.first_read_ns_max, r.first_read_ns_max);
+  if (!r.basis.empty()) t.basis = r.basis;
+  if (r.model_on_ns) t.model_on_ns = r.model_on_ns, t.model_off_ns = r.model_off_ns;
 }
 
 RankFigures Site::total() const {

@@ -39,6 +39,17 @@ Spread spread_of(const std::vector<double>& values);
 // "0-3,5": ranks as ranges (sorted).
 std::string ranks_text(std::vector<int> ranks);
 
+// Node-level priorities at one call site on one rank (the summary's `node_priorities` block:
+// only where its communicator had a node board, i.e. several of its ranks on this rank's node).
+struct NodeFigures {
+  double calls = 0, off_calls = 0;       // calls arbitrated, calls the policy left unarbitrated
+  double holds = 0, hold_timeouts = 0;   // sends held back at least once; started past a stalled rank
+  double first_read_calls = 0, first_read_ns_sum = 0, first_read_ns_max = 0;  // call -> first-read sub-message in
+  std::string basis;                     // the policy's last answer (runtime/node_choice.hh)
+  std::optional<double> model_on_ns, model_off_ns;  // the model's first read with and without (auto)
+  bool operator==(const NodeFigures&) const = default;
+};
+
 // One rank's calls at one call site: sums over its calls, times in ns.
 struct RankFigures {
   int rank = 0;
@@ -49,11 +60,13 @@ struct RankFigures {
   std::map<std::string, double> blocked_by_ns, waits;  // per wait source (fault, userfault, fence, drain)
   double observe_ns = 0, observe_waits = 0;            // what observing first accesses cost
   std::optional<double> ideal_ns;                      // Eq. 1 over its calls
+  std::optional<NodeFigures> node;                     // node-level priorities, where a board existed
   bool operator==(const RankFigures&) const = default;
 };
 
 // Adds r's sums into t (everything but the rank and the ideal).
 void add_figures(RankFigures& t, const RankFigures& r);
+void add_node_figures(NodeFigures& t, const NodeFigures& r);
 
 // One sub-message over the observed calls of every rank (ns after the call).
 struct SubTiming {

@@ -289,6 +289,9 @@ std::string render_html(const std::vector<Run>& runs) {
        "// How many timelines the browser laid out (read back by tests/report/browser_test.py).\n"
        "const shown = [...document.querySelectorAll('svg.timeline')].filter(s => s.getBoundingClientRect().width > 0);\n"
        "document.getElementById('rendered').dataset.timelines = shown.length;\n"
+       "// And how many rows of the node-level priorities table (tools/report_node.cc).\n"
+       "document.getElementById('rendered').dataset.nodeRows = [...document.querySelectorAll('table.node-priorities "
+       "tr.node-site')].filter(r => r.getBoundingClientRect().height > 0).length;\n"
        "</script>\n</body></html>\n";
   return o;
 }

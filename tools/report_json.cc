@@ -107,6 +107,14 @@ std::string totals_json(const RankFigures& t, double wall, double ideal_duration
          ", \"hidden_run_share\": " + share(t.hidden_ns, wall) + ", \"tinit_run_share\": " + share(t.tinit_ns, wall) + "}";
 }
 
+std::string node_json(const NodeFigures& n) {
+  return "{\"calls\": " + num(n.calls) + ", \"off_calls\": " + num(n.off_calls) + ", \"holds\": " + num(n.holds) +
+         ", \"hold_timeouts\": " + num(n.hold_timeouts) + ", \"first_read_calls\": " + num(n.first_read_calls) +
+         ", \"first_read_ns_sum\": " + num(n.first_read_ns_sum) + ", \"first_read_ns_max\": " + num(n.first_read_ns_max) +
+         ", \"basis\": " + quote(n.basis) + ", \"model_first_read_on_ns\": " + opt(n.model_on_ns) +
+         ", \"model_first_read_off_ns\": " + opt(n.model_off_ns) + "}";
+}
+
 std::string rank_json(const RankFigures& r) {
   return "{\"rank\": " + std::to_string(r.rank) + ", \"calls\": " + num(r.calls) + ", \"bytes\": " + num(r.bytes) +
          ", \"bytes_sent\": " + num(r.bytes_sent) + ", \"early\": " + num(r.early) + ", \"in_call\": " + num(r.in_call) +
@@ -114,7 +122,7 @@ std::string rank_json(const RankFigures& r) {
          ", \"duration_ns\": " + num(r.duration_ns) + ", \"blocked_ns\": " + num(r.blocked_ns) + ", \"hidden_ns\": " +
          num(r.hidden_ns) + ", \"blocked_by_ns\": " + map_json(r.blocked_by_ns) + ", \"waits\": " + map_json(r.waits) +
          ", \"observe_ns\": " + num(r.observe_ns) + ", \"observe_waits\": " + num(r.observe_waits) +
-         ", \"ideal_ns\": " + opt(r.ideal_ns) + "}";
+         ", \"ideal_ns\": " + opt(r.ideal_ns) + ", \"node_priorities\": " + (r.node ? node_json(*r.node) : "null") + "}";
 }
 
 std::string site_json(const Site& s, double wall) {
@@ -277,6 +285,19 @@ World read_world(const Value& v) {
       f.observe_ns = number(r, "observe_ns");
       f.observe_waits = number(r, "observe_waits");
       f.ideal_ns = maybe(r, "ideal_ns");
+      if (const Value* n = r.find("node_priorities"); n && n->type == Value::Type::Object) {
+        NodeFigures& x = f.node.emplace();
+        x.calls = number(*n, "calls");
+        x.off_calls = number(*n, "off_calls");
+        x.holds = number(*n, "holds");
+        x.hold_timeouts = number(*n, "hold_timeouts");
+        x.first_read_calls = number(*n, "first_read_calls");
+        x.first_read_ns_sum = number(*n, "first_read_ns_sum");
+        x.first_read_ns_max = number(*n, "first_read_ns_max");
+        x.basis = str(*n, "basis");
+        x.model_on_ns = maybe(*n, "model_first_read_on_ns");
+        x.model_off_ns = maybe(*n, "model_first_read_off_ns");
+      }
       site.ranks.push_back(f);
     }
     const Value& t = field(s, "timeline", Value::Type::Object);
@@ -298,6 +319,9 @@ World read_world(const Value& v) {
 }
 
 }  // namespace
+
+std::string json_string(const std::string& s) { return quote(s); }
+std::string json_number(double v) { return num(v); }
 
 std::string render_json(const std::vector<Run>& runs) {
   std::string o = "{\"format\": \"" + std::string(kReportFormat) + "\", \"version\": " + std::to_string(kReportVersion) +

@@ -25,5 +25,8 @@ std::string percent(std::optional<double> share);
 std::string milliseconds(double ns);
 // Text for HTML (element content and attribute values).
 std::string html_escape(const std::string& s);
+// JSON text of a string and of a number (null when not finite), as the report JSON writes them.
+std::string json_string(const std::string& s);
+std::string json_number(double v);
 
 }  // namespace tnbc::tools::report

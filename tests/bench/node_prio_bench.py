@@ -128,7 +128,9 @@ def main():
                         for setting in ("on", "off"):
                             r[setting]["ach_median"] = statistics.median(r[setting]["ach"])
                             r[setting]["total_median_ms"] = statistics.median(r[setting]["total_ms"])
-                        print(f"{tag} ({sc}): ach/ideal on {r['on']['ach_median']:.2f} off {r['off']['ach_median']:.2f}; "
+                        print(f"{tag} ({sc}): ach/ideal on {r['on']['ach_median']:.2f} [{min(r['on']['ach']):.2f}-"
+                              f"{max(r['on']['ach']):.2f}] off {r['off']['ach_median']:.2f} [{min(r['off']['ach']):.2f}-"
+                              f"{max(r['off']['ach']):.2f}]; "
                               f"total on {r['on']['total_median_ms']:.1f} ms off {r['off']['total_median_ms']:.1f} ms "
                               f"({r['on']['total_median_ms'] / r['off']['total_median_ms']:.2f})", flush=True)
                     results.append(row)
@@ -143,8 +145,9 @@ def main():
                 row["first_ratio"] = row["first_on_ms"] / row["first_off_ms"]
                 row["all_ratio"] = row["all_on_ms"] / row["all_off_ms"]
                 results.append(row)
-                print(f"{tag}: first-read on {row['first_on_ms']:.1f} ms / off {row['first_off_ms']:.1f} ms = "
-                      f"{row['first_ratio']:.2f}; all on {row['all_on_ms']:.1f} / off {row['all_off_ms']:.1f} = "
+                spread = {k: f"[{min(row[f'first_{k}_runs']):.1f}-{max(row[f'first_{k}_runs']):.1f}]" for k in ("on", "off")}
+                print(f"{tag}: first-read on {row['first_on_ms']:.1f} {spread['on']} ms / off {row['first_off_ms']:.1f} "
+                      f"{spread['off']} ms = {row['first_ratio']:.2f}; all on {row['all_on_ms']:.1f} / off {row['all_off_ms']:.1f} = "
                       f"{row['all_ratio']:.2f}; holds on {row['holds_on']}, timeouts on {row['hold_timeouts_on']}, "
                       f"arbitrated calls on {row['arbitrated_calls_on']} off {row['arbitrated_calls_off']}", flush=True)
     with open(os.path.join(out, "node_prio_bench.json"), "w") as f:

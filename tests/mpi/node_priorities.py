@@ -2,19 +2,25 @@
 """Node-level priorities (runtime/node_gate.hh) on emulated nodes, in mode optimize.
 
 usage: node_priorities.py --lib LIBTNBC --tool TNBC --prog NODE_PRIO --np N --nodes K
-                          [--case plain|slow|stop] [launcher options]
+                          [--case plain|slow|stop|auto] [--report] [launcher options]
 
 Runs node_prio (tests/mpi/node_prio.c: Alltoall and Alltoallv read in orders that differ between
 ranks and iterations, checked byte for byte against PMPI_*) under npb-harness/netrun.py --nodes K
 (ranks block-wise, M = ceil(N / K) per node, one shaped link per node): a trace pass, `tnbc merge`,
-then the optimize pass with that profile (TNBC_NODE_PRIORITIES=auto: on, where a node has more
-than one rank). Checks:
+then the optimize pass with that profile (TNBC_NODE_PRIORITIES=on; case auto: auto). Checks:
   plain  every byte equal; on every rank of a node with several ranks the summary's sites have
          `node_priorities` (arbitration ran) and, summed over the job, some send was held back;
          a rank alone on its node has none (no board: nothing to arbitrate); no tnbc warning
   slow   the same while one rank computes for a long time before its reads and before a call
   stop   a rank stops (SIGSTOP, board slot frozen) right after an early return: the others
          report what is missing and the job ends (MPI_Abort) within TNBC_TIMEOUT, no hang
+  auto   every byte equal; the cost model decided per site (runtime/node_choice.hh): every
+         crowded rank's sites record the basis (gains / no_gain, with the model's first-read
+         estimates), and arbitration ran exactly where the basis says so
+--report then checks `tnbc report` on the optimize run (tools/report_node.cc): the text, JSON and
+         HTML (headless Chromium: the table's rows laid out) show per site whether arbitration
+         ran and on which ranks, the holds, hold time-outs and first-read figures of the summaries;
+         the report JSON read back prints the same text
 Skipped (77) where netrun cannot make namespaces, or under MPICH (netrun --nodes drives Open MPI).
 """
 import argparse
@@ -79,7 +85,8 @@ def main():
     ap.add_argument("--prog", required=True)
     ap.add_argument("--np", type=int, required=True)
     ap.add_argument("--nodes", type=int, required=True)
-    ap.add_argument("--case", choices=["plain", "slow", "stop"], default="plain")
+    ap.add_argument("--case", choices=["plain", "slow", "stop", "auto"], default="plain")
+    ap.add_argument("--report", action="store_true")
     a = ap.parse_args()
     if a.mpi != "openmpi":
         print("SKIP: netrun.py --nodes drives Open MPI's mpirun only")
@@ -107,7 +114,7 @@ def main():
 
     opt_dir = os.path.join(work, "optimize")
     exports = {"TNBC_MODE": "optimize", "TNBC_PROFILE": profile, "TNBC_OUTPUT_DIR": opt_dir,
-               "TNBC_PROFILE_BLOCKING": "off"}
+               "TNBC_PROFILE_BLOCKING": "off", "TNBC_NODE_PRIORITIES": "auto" if a.case == "auto" else "on"}
     if a.case == "stop":
         exports["TNBC_TIMEOUT"] = str(TIMEOUT_S)
         code, out, took = run(a, exports, [ITERS, PAGES] + extra, 120)
@@ -141,11 +148,130 @@ def main():
             fail(f"rank {r} shares its node: its summary should show node_priorities at its sites", out)
         if r not in crowded and node:
             fail(f"rank {r} is alone on its node: nothing to arbitrate, yet node_priorities ran", out)
+        for x in s["sites"]:
+            n = x.get("node_priorities")
+            if n and a.case == "auto":
+                check_auto(r, x["kind"], n, out)
+            elif n and (n["basis"] != "setting" or n["off_calls"] != 0 or n["calls"] == 0):
+                fail(f"rank {r}: TNBC_NODE_PRIORITIES=on, yet the site says {n}", out)
         holds += sum(n["holds"] for n in node)
-    if crowded and holds == 0:
+    if crowded and holds == 0 and a.case != "auto":
         fail("no send was ever held back on any node (the arbitration did nothing)", out)
+    if a.report:
+        check_report(a, work, opt_dir, sums)
     print(f"PASS ({holds} sends held back, job-wide)")
     shutil.rmtree(work, ignore_errors=True)
+
+
+def check_auto(rank, kind, n, out):
+    """The model's decision at one site of a crowded rank: judged by the model, and obeyed (Bcast:
+    the model has no estimate of the link's order, so not arbitrated)."""
+    if kind == "bcast":
+        if n["basis"] != "not_modelled" or n["calls"] != 0:
+            fail(f"rank {rank}: bcast under auto should be not_modelled and unarbitrated: {n}", out)
+        return
+    if n["basis"] not in ("gains", "no_gain"):
+        fail(f"rank {rank}: auto on 2 nodes with a profile and a model should be the model's call, not {n['basis']}", out)
+    est = n.get("model_first_read_ms")
+    if not est or not (est["on"] > 0 and est["off"] > 0):
+        fail(f"rank {rank}: the model's first-read estimates are missing: {n}", out)
+    gains = est["off"] - est["on"] > est["margin"]
+    if gains != (n["basis"] == "gains"):
+        fail(f"rank {rank}: basis {n['basis']} does not follow the estimates {est}", out)
+    if (n["calls"] > 0) != gains or (n["off_calls"] > 0) == gains:
+        fail(f"rank {rank}: arbitration ran on {n['calls']} calls, not on {n['off_calls']}, against basis {n['basis']}",
+             out)
+
+
+def check_report(a, work, run_dir, sums):
+    """`tnbc report` of the optimize run shows what the summaries say, in text, JSON and HTML."""
+    page, js = os.path.join(work, "report.html"), os.path.join(work, "report.json")
+    r = subprocess.run([a.tool, "report", run_dir, "--json", js, "--html", page], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0:
+        fail("tnbc report failed", r.stdout)
+    text = r.stdout
+    print(text[text.find("node-level priorities:"):][:2500])
+    with open(js) as f:
+        world = json.load(f)["runs"][0]["worlds"][0]
+    section = [x for x in world["sections"] if x["key"] == "node_priorities"]
+    if len(section) != 1 or "node-level priorities:" not in text:
+        fail("the report has no node-level priorities section", text)
+    rows = section[0]["data"]["sites"]
+    # The summaries' figures per (kind, module offset) summed over ranks; the report merges the
+    # sites of one source line, so compare per kind.
+    want = {}
+    for r_, s in sums.items():
+        for x in s["sites"]:
+            n = x.get("node_priorities")
+            if not n:
+                continue
+            k = want.setdefault(x["kind"], {"calls": 0, "off_calls": 0, "holds": 0, "hold_timeouts": 0, "ran": set(),
+                                            "means": []})
+            for f in ("calls", "off_calls", "holds", "hold_timeouts"):
+                k[f] += n[f]
+            if n["calls"]:
+                k["ran"].add(r_)
+            if n["first_read_calls"]:
+                k["means"].append(n["first_read_ms_mean"])
+    got = {}
+    for row in rows:
+        k = got.setdefault(row["kind"], {"calls": 0, "off_calls": 0, "holds": 0, "hold_timeouts": 0, "ran": set(),
+                                         "means": []})
+        for f in ("calls", "off_calls", "holds", "hold_timeouts"):
+            k[f] += row[f]
+        k["ran"] |= ranks_of(row["ranks_ran"])
+        if row["first_read_ns"]["n"]:
+            k["means"].append(row["first_read_ns"]["mean"] / 1e6)
+        if row["ran"] != (row["calls"] > 0):
+            fail(f"report row {row}: 'ran' does not follow its calls", text)
+        where = f"{row['kind']} at {row['where']}"
+        line = ("ran on ranks " + row["ranks_ran"]) if row["ran"] else "did not run"
+        block = text[text.find("node-level priorities:"):]
+        if where not in block or not any(l.strip().startswith(f"{row['site']} ") and line in l for l in block.splitlines()):
+            fail(f"the text does not show site {row['site']} ({where}) as '{line}'", text)
+    for kind, w in want.items():
+        g = got.get(kind)
+        if not g:
+            fail(f"the report shows no node-level figures for {kind}, the summaries do: {w}", text)
+        for f in ("calls", "off_calls", "holds", "hold_timeouts"):
+            if g[f] != w[f]:
+                fail(f"{kind}: the report says {f} {g[f]}, the summaries {w[f]}", text)
+        if g["ran"] != w["ran"]:
+            fail(f"{kind}: arbitration ran on ranks {sorted(g['ran'])} per the report, {sorted(w['ran'])} per the summaries")
+        if w["means"] and not (min(w["means"]) - 1e-3 <= min(g["means"]) and max(g["means"]) <= max(w["means"]) + 1e-3):
+            fail(f"{kind}: first-read means {g['means']} outside the summaries' {w['means']}", text)
+    # The report JSON read back prints the same text.
+    back = subprocess.run([a.tool, "report", js], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if back.returncode != 0 or back.stdout[back.stdout.find("node-level priorities:"):] != text[text.find("node-level priorities:"):]:
+        fail("the report JSON read back does not print the same node-level section", back.stdout)
+    # The page in a real browser: every row of the table laid out.
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        fail("chromium is not installed (tools/dev.sh test installs it)")
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync", "--user-data-dir=" + os.path.join(work, "chromium")]
+    d = subprocess.run([chromium, *flags, "--dump-dom", "file://" + page], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, timeout=180)
+    dom = d.stdout
+    if d.returncode != 0 or "</html>" not in dom:
+        fail(f"chromium --dump-dom failed ({d.returncode})", d.stderr[-2000:])
+    if f'data-node-rows="{len(rows)}"' not in dom or dom.count('<tr class="node-site"') != len(rows):
+        said = dom[dom.find('id="rendered"'):][:160]
+        fail(f"{len(rows)} sites with node-level figures; the rendered page says {said}")
+    ran = sum(1 for row in rows if row["ran"])
+    marked = dom.count('data-ran="yes"')
+    if marked != ran:
+        fail(f"{ran} sites where arbitration ran; the page marks {marked}")
+    print(f"report: OK ({len(rows)} sites with node-level figures, {ran} arbitrated; text, JSON and the page agree)")
+
+
+def ranks_of(text):
+    out = set()
+    for part in filter(None, text.split(",")):
+        lo, _, hi = part.partition("-")
+        out |= set(range(int(lo), int(hi or lo) + 1))
+    return out
 
 
 if __name__ == "__main__":

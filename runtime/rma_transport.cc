@@ -77,11 +77,17 @@ class RmaComm {
   Use last_use[kRmaSlots];
   std::vector<std::int64_t> uses;  // per (root, slot): broadcasts so far
 
-  Status ensure(std::size_t bytes) {
+  Status ensure(std::size_t bytes, FunctionRef<void()> drain) {
     if (!broken.empty()) return Status::error(broken);
     const bool need_ctrl = ctrl == MPI_WIN_NULL;
     const bool grow = data.empty() || bytes > data.back().slot_bytes;
     if (!need_ctrl && !grow) return {};
+    if (grow && !data.empty() && data.back().win != MPI_WIN_NULL) {
+      // Every broadcast that used it has finished on this rank (its puts flushed, its awaits
+      // copied out), and MPI_Win_free returns on no rank before every rank has come here.
+      drain();
+      free_data(data.back());
+    }
     MPI_Comm comm = owner->comm;
     int ok = 1;
     std::string why;
@@ -150,11 +156,15 @@ class RmaComm {
     return c;
   }
 
+  static void free_data(DataWin& d) {
+    if (d.win == MPI_WIN_NULL) return;
+    PMPI_Win_unlock_all(d.win);
+    PMPI_Win_free(&d.win);
+    d.base = nullptr;
+  }
+
   void free_windows() {
-    for (DataWin& d : data) {
-      PMPI_Win_unlock_all(d.win);
-      PMPI_Win_free(&d.win);
-    }
+    for (DataWin& d : data) free_data(d);
     data.clear();
     if (ctrl != MPI_WIN_NULL) {
       PMPI_Win_unlock_all(ctrl);
@@ -168,14 +178,14 @@ std::mutex g_rma_mutex;
 std::vector<RmaComm*> g_rma_comms;  // creation order (= the order of the collective creations)
 }  // namespace
 
-Status rma_ensure(PrivateComm& pc, std::size_t bytes) {
+Status rma_ensure(PrivateComm& pc, std::size_t bytes, FunctionRef<void()> drain) {
   if (!pc.rma) {
     pc.rma = new RmaComm();
     pc.rma->owner = &pc;
     std::lock_guard lock(g_rma_mutex);
     g_rma_comms.push_back(pc.rma);
   }
-  return pc.rma->ensure(bytes);
+  return pc.rma->ensure(bytes, drain);
 }
 
 std::shared_ptr<const RmaCall> rma_begin(PrivateComm& pc, int root, std::size_t bytes) {

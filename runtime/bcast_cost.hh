@@ -77,11 +77,11 @@ struct BcastParams {
 };
 BcastParams bcast_params(const LogGP& rma_probe, const LogGP& p2p_probe, const model::Machine* m, model::LevelKind level);
 
+// The largest size the start-up log line's ranges go to.
+inline constexpr std::size_t kBcastPlanMaxBytes = std::size_t{256} << 20;
 // What auto chooses over sizes: from `from` bytes on, `backend` (until the next range), sizes
 // tried in powers of two up to `max_bytes`, each change then located to the byte; the first
 // range starts at 0.
-// The largest size the start-up log line's ranges go to.
-inline constexpr std::size_t kBcastPlanMaxBytes = std::size_t{256} << 20;
 struct BcastRange {
   std::size_t from = 0;
   BcastBackend backend = BcastBackend::P2p;

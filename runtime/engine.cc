@@ -413,6 +413,9 @@ class EngineImpl final : public Engine {
     std::string problem;
     const RmaFacts facts = rma_probe(world.comm, page_, static_cast<double>(s_.poll_min_us) * 1e-6, timeout_ns_, problem);
     policy_->set_rma(facts);
+    // Where it failed, that rank says why (rank 0 may only know that it failed elsewhere).
+    if (!facts.usable && world.rank != 0 && problem.find("another rank") == std::string::npos)
+      log(LogLevel::Info, "RMA probe: %s", problem.c_str());
     if (world.rank != 0) return;
     const std::string setting = value_string(*std::find_if(options().begin(), options().end(), [](const Option& o) {
       return o.name == "bcast_backend";

@@ -227,6 +227,18 @@ Status step_error(const InFlight& f, int i, const std::string& what, int rc) {
                        rc);
 }
 
+// Lets the MPI library progress everything it has, not only this thread's one-sided state:
+// Open MPI's osc ucx gives each thread its own UCX worker, and where UCX emulates RMA in software
+// (its TCP transport) the puts of other ranks land on the window's default worker, which only
+// opal_progress() drives; a Fetch_and_op on the progress thread's own worker never does, so
+// without this a rank whose calling thread is outside MPI (returned early, reading) never
+// receives (measured: hangs over netrun.py --pml ucx). An MPI_Iprobe that matches nothing
+// calls opal_progress (ob1 and ucx alike) and receives nothing.
+void progress_library() {
+  int flag = 0;
+  PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_SELF, &flag, MPI_STATUS_IGNORE);
+}
+
 Result<std::int64_t> read_word(const RmaCall& r, int target, MPI_Aint disp) {
   std::int64_t v = 0;
   if (int rc = PMPI_Fetch_and_op(nullptr, &v, MPI_INT64_T, target, disp, MPI_NO_OP, r.ctrl); rc != MPI_SUCCESS)
@@ -273,6 +285,7 @@ class RmaTransport final : public Transport {
 
   Status poll(Completions& done) override {
     if (ready_.empty() && puts_.empty() && waits_.empty()) return {};
+    if (!puts_.empty() || !waits_.empty()) progress_library();
     const long long now = futex::now_ns();
     for (const Started& s : ready_) done.completed(*s.f, s.step, false, now);
     ready_.clear();
@@ -447,18 +460,18 @@ RmaFacts rma_probe(MPI_Comm comm, std::size_t page, double poll_floor_s, long lo
   } else {
     // Passive-target progress: the left neighbour's flag must show up while this rank only polls.
     const std::int64_t one = 1;
-    long long t0 = futex::now_ns();
     if (PMPI_Accumulate(&one, 1, MPI_INT64_T, right, 0, 1, MPI_INT64_T, MPI_REPLACE, win) != MPI_SUCCESS ||
         PMPI_Win_flush(right, win) != MPI_SUCCESS) {
       ok = 0;
       problem = "MPI_Accumulate with MPI_Win_flush failed";
     }
-    t_flag = (futex::now_ns() - t0) * 1e-9;
+    long long t0 = futex::now_ns();
     const long long deadline = futex::now_ns() + std::min<long long>(timeout_ns, 5'000'000'000LL);
     std::int64_t seen = 0;
     long polls = 0;
     t0 = futex::now_ns();
     while (ok && seen == 0) {
+      progress_library();  // as the transport's poll does
       if (PMPI_Fetch_and_op(nullptr, &seen, MPI_INT64_T, rank, 0, MPI_NO_OP, win) != MPI_SUCCESS ||
           PMPI_Win_flush(rank, win) != MPI_SUCCESS) {
         ok = 0;
@@ -472,6 +485,22 @@ RmaFacts rma_probe(MPI_Comm comm, std::size_t page, double poll_floor_s, long lo
       }
     }
     t_poll = (futex::now_ns() - t0) * 1e-9 / static_cast<double>(std::max(1L, polls));
+    // The flag's cost, timed after the check (the first operation to a peer may open its
+    // connection): median of 5.
+    std::vector<double> flags;
+    for (int k = 0; k < 5 && ok; ++k) {
+      t0 = futex::now_ns();
+      if (PMPI_Accumulate(&one, 1, MPI_INT64_T, right, 0, 1, MPI_INT64_T, MPI_REPLACE, win) != MPI_SUCCESS ||
+          PMPI_Win_flush(right, win) != MPI_SUCCESS) {
+        ok = 0;
+        problem = "MPI_Accumulate with MPI_Win_flush failed";
+      }
+      flags.push_back((futex::now_ns() - t0) * 1e-9);
+    }
+    if (!flags.empty()) {
+      std::sort(flags.begin(), flags.end());
+      t_flag = flags[flags.size() / 2];
+    }
     // Puts of 1 and kPages pages to the right (medians of 5): the link's latency and per-byte gap.
     auto put_time = [&](std::size_t bytes) {
       std::vector<double> t;

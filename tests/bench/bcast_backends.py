@@ -46,7 +46,8 @@ def main():
     ap.add_argument("--nodes", type=int, default=0, help="emulated nodes (netrun.py); 0: shared memory")
     ap.add_argument("--rate", default="1gbit")
     ap.add_argument("--pml", choices=("ob1", "ucx"), default="ob1", help="netrun.py --pml (ucx: usable RMA over the link)")
-    ap.add_argument("--machine", help="TNBC_MACHINE for auto's plan (tnbc calibrate's file)")
+    ap.add_argument("--machine", help="TNBC_MACHINE for auto's plan (tnbc calibrate's file; `calibrate`: "
+                    "run tnbc calibrate first, in this placement)")
     ap.add_argument("--out")
     ap.add_argument("--json")
     a = ap.parse_args()
@@ -94,6 +95,13 @@ def main():
                 ratios[b].setdefault(n, []).append(res["ratio_median"])
                 times[b].setdefault(n, []).append(res["mpi_us_per_call"])
                 pmpi.setdefault(n, []).append(res["pmpi_us_per_call"])
+    if a.machine == "calibrate":
+        a.machine = os.path.join(out, "machine.json")
+        r = launch(["mpirun", "--oversubscribe", "-np", str(a.np), os.path.join(build, "tools", "tnbc"), "calibrate",
+                    "-o", a.machine, "--max-bytes", "4m", "--quiet"])
+        if r.returncode != 0:
+            print(r.stdout)
+            sys.exit("bcast_backends: tnbc calibrate failed")
     # auto's plan: the model's choice over sizes (untimed run).
     plan_cmd = ["mpirun", "--oversubscribe", "-np", str(a.np), "-x", "LD_PRELOAD=" + os.path.join(build, "libtnbc.so"),
                 "-x", "TNBC_MODE=nbc", "-x", "TNBC_MIN_BYTES=12k", "-x", "TNBC_BCAST_BACKEND=auto", "-x", "TNBC_LOG=info",

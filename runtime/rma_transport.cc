@@ -465,11 +465,10 @@ RmaFacts rma_probe(MPI_Comm comm, std::size_t page, double poll_floor_s, long lo
       ok = 0;
       problem = "MPI_Accumulate with MPI_Win_flush failed";
     }
-    long long t0 = futex::now_ns();
     const long long deadline = futex::now_ns() + std::min<long long>(timeout_ns, 5'000'000'000LL);
     std::int64_t seen = 0;
     long polls = 0;
-    t0 = futex::now_ns();
+    long long t0 = futex::now_ns();
     while (ok && seen == 0) {
       progress_library();  // as the transport's poll does
       if (PMPI_Fetch_and_op(nullptr, &seen, MPI_INT64_T, rank, 0, MPI_NO_OP, win) != MPI_SUCCESS ||

@@ -362,7 +362,8 @@ void broadcast(int n, int root, std::size_t bytes, BcastBackend backend, bool in
     c.root = root;
     services.push_back(std::make_unique<RmaServices>(backend));
     RmaServices& s = *services.back();
-    const CallContext ctx{r, n, kPage, &s, &s.policy()};
+    const model::Topology topo = model::Topology::block(n, n, n, 1);  // CallContext: never null
+    const CallContext ctx{r, n, kPage, &s, &s.policy(), &topo};
     const Collective& coll = collective(Kind::Bcast);
     const Layout l = coll.layout(c, ctx);
     Prepared p;

@@ -18,8 +18,14 @@ command's -np/-n, or --ranks-per-node M. Between nodes the ranks use TCP on 10.7
 a node shared memory (vader, --intra vader, default) or TCP over the node's unshaped loopback
 (--intra tcp). The root namespace's network is not touched.
 
+--pml ucx: Open MPI's UCX messaging and one-sided components (pml ucx, osc ucx) instead of ob1,
+over UCX's TCP transport on the same shaped links (UCX_TLS=tcp,posix,self: within a node POSIX
+shared memory, no cross-memory attach; UCX_NET_DEVICES the node's link). Open MPI 4.1 selects
+UCX only on InfiniBand-class devices unless opal_common_ucx_tls/devices say `any`; set here.
+This is the emulated link with usable MPI RMA (ob1's osc pt2pt refuses MPI_THREAD_MULTIPLE).
+
 usage: netrun.py [--rate 4gbit] [--nodes K [--ranks-per-node M] [--intra vader|tcp]]
-                 [--stats] [--skip-code] -- COMMAND [ARGS]
+                 [--pml ob1|ucx] [--stats] [--skip-code] -- COMMAND [ARGS]
 
 The namespaces (with their veths and the bridge) and every process still inside them are
 removed on exit, on Ctrl-C, SIGTERM and SIGHUP. Without the privileges to create namespaces
@@ -50,6 +56,12 @@ NP_OPTIONS = ("-np", "--np", "-n", "--n", "-c")
 
 def run(cmd, check=True):
     return subprocess.run(cmd, check=check, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def ucx_environment(device):
+    """Open MPI over UCX's TCP transport on `device` (netrun.py --pml ucx)."""
+    return {"OMPI_MCA_pml": "ucx", "OMPI_MCA_osc": "ucx", "OMPI_MCA_opal_common_ucx_tls": "any",
+            "OMPI_MCA_opal_common_ucx_devices": "any", "UCX_TLS": "tcp,posix,self", "UCX_NET_DEVICES": device}
 
 
 def node_host(i):
@@ -209,6 +221,8 @@ def main():
                     help="slots per node M (default: ceil(np / K) with np from the command)")
     ap.add_argument("--intra", choices=("vader", "tcp"), default="vader",
                     help="transport between ranks of one node with --nodes (default vader)")
+    ap.add_argument("--pml", choices=("ob1", "ucx"), default="ob1",
+                    help="Open MPI's messaging: ob1 with btl tcp (default) or UCX over TCP (usable RMA)")
     ap.add_argument("--stats", action="store_true", help="print the qdisc statistics at the end")
     ap.add_argument("--skip-code", action="store_true", help="exit 77 when namespaces are not allowed")
     ap.add_argument("command", nargs=argparse.REMAINDER)
@@ -249,7 +263,9 @@ def main():
         try:
             net.build()
             env.update(net.environment())
-            print(f"netrun: {net.describe()}; namespaces {' '.join(net.namespaces)}", file=sys.stderr, flush=True)
+            if a.pml == "ucx":
+                env.update(ucx_environment("lo" if a.nodes == 1 else "eth0"))
+            print(f"netrun: {net.describe()}, pml {a.pml}; namespaces {' '.join(net.namespaces)}", file=sys.stderr, flush=True)
             child = subprocess.Popen(["ip", "netns", "exec", net.head] + cmd, env=env, start_new_session=True)
             code = child.wait()
         except KeyboardInterrupt:

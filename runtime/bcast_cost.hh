@@ -16,18 +16,30 @@
 //   notices its flag once:
 //       t = (P-1) * (o + (m-1)G + q) + q + L + O_r + o + L
 //
-//   point-to-point binomial (for comparison, no flags, no busy-wait):
-//       t = (o + (m-1)G + L + o) * ceil(log2 P)
+//   point-to-point binomial (for comparison, no flags): the seed's blocking MPI_Bcast needs no
+//   noticing; tnbc's, after an early return, forwards when its progress thread notices a
+//   message arrived, as the Broadcaster notices a flag, so its stages pay O_r too (the `p2p`
+//   parameters' O_r; zero gives the seed's form):
+//       t = (o + (m-1)G + L + o + O_r) * ceil(log2 P)
 //
 // The seed measured binomial overtaking linear above a size that shrinks as P grows (from
 // 25 MB at P=24 to 7 MB at P=48 on InfiniBand; 32 KB at P=40, 16 KB at P=96 on Gigabit
 // Ethernet): in these formulas, where (P-1-ceil(log2 P)) * (m-1)G outgrows the extra
 // (2q + O_r) per stage.
+//
+// Where the parameters come from (bcast_params): the RMA ones (L, o = g, G of puts, flags and
+// atomics) from the start-up RMA probe, the only place one-sided operations are measured; the
+// message ones and O_r from the cost model's machine (`tnbc calibrate`'s file with TNBC_MACHINE,
+// else the model's start-up probe) at the level the broadcast crosses. All of it is equal on
+// every rank (one file read alike, probes agreed by reduction), so every rank selects alike.
 #pragma once
 
 #include <cstddef>
+#include <string>
+#include <vector>
 
 #include "runtime/config.hh"
+#include "runtime/model/machine.hh"
 
 namespace tnbc {
 
@@ -51,7 +63,31 @@ BcastCosts bcast_costs(const LogGP& rma, const LogGP& p2p, std::size_t m, int p)
 // The cheapest backend for `m` bytes over `p` ranks (p2p on ties): the RMA ones with `rma`'s
 // parameters, point-to-point with `p2p`'s (measured separately: one MPI library's messages and
 // its one-sided operations have different o, L and G); `usable`: whether RMA may be chosen at all.
-// With one parameter set for both, p2p binomial is never dearer (no flags, no noticing).
+// With one parameter set for both, p2p binomial is never dearer (no flags).
 BcastBackend cheapest_bcast(const LogGP& rma, const LogGP& p2p, std::size_t m, int p, bool usable);
+
+// The parameters auto decides with. `rma_probe` / `p2p_probe`: the RMA probe's figures (its
+// O_r: one flag poll plus the progress thread's shortest sleep). With a machine whose `level`
+// was measured, messages take its LogGP (o the mean of o_s and o_r) and both backends' O_r
+// is the probe's flag poll plus half the machine's measured sleep (a request arrives on
+// average half a sleep before the poll that sees it); without, the probe's figures as they are.
+struct BcastParams {
+  LogGP rma, p2p;
+  bool machine = false;  // the message parameters and O_r came from the machine
+};
+BcastParams bcast_params(const LogGP& rma_probe, const LogGP& p2p_probe, const model::Machine* m, model::LevelKind level);
+
+// The largest size the start-up log line's ranges go to.
+inline constexpr std::size_t kBcastPlanMaxBytes = std::size_t{256} << 20;
+// What auto chooses over sizes: from `from` bytes on, `backend` (until the next range), sizes
+// tried in powers of two up to `max_bytes`, each change then located to the byte; the first
+// range starts at 0.
+struct BcastRange {
+  std::size_t from = 0;
+  BcastBackend backend = BcastBackend::P2p;
+};
+std::vector<BcastRange> bcast_ranges(const BcastParams& c, int p, bool usable, std::size_t max_bytes);
+// "p2p below 64 KiB, rma-binomial from 64 KiB" (for the log line and the benchmark).
+std::string ranges_text(const std::vector<BcastRange>& r);
 
 }  // namespace tnbc

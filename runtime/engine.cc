@@ -209,9 +209,10 @@ class EngineImpl final : public Engine {
 
   void complete_all() override { fence_all("a fence"); }
 
-  void drain() override {
+  void drain() override { drain_for("before a communicator is freed (MPI_Comm_free)"); }
+  void drain_for(const char* when) {
     complete_all();  // regions held back for observation open here; the drain then waits for sends
-    drain_or_end("before a communicator is freed (MPI_Comm_free)");
+    drain_or_end(when);
   }
 
   void shutdown() override {
@@ -261,10 +262,10 @@ class EngineImpl final : public Engine {
     Policy& policy() override { return *e_.policy_; }
     // The policy's choice; an RMA one needs the communicator's windows (made or grown here,
     // collectively: every rank asks with the same size). Where they cannot be had, p2p, said once.
-    BcastBackend bcast_backend(std::size_t bytes, int comm_size) override {
-      backend_ = e_.policy_->bcast_backend(bytes, comm_size);
+    BcastBackend bcast_backend(std::size_t bytes, const model::Topology& comm) override {
+      backend_ = e_.policy_->bcast_backend(bytes, comm);
       if (backend_ == BcastBackend::P2p) return backend_;
-      if (Status st = rma_ensure(pc_, bytes); !st.ok()) {
+      if (Status st = rma_ensure(pc_, bytes, [this] { e_.drain_for("before an RMA broadcast window grows"); }); !st.ok()) {
         if (!e_.rma_fallback_said_.exchange(true))
           log(LogLevel::Warn, "%s: broadcasts on this communicator use point-to-point messages instead of RMA "
                               "(TNBC_BCAST_BACKEND)", st.message().c_str());
@@ -445,6 +446,9 @@ class EngineImpl final : public Engine {
     std::string problem;
     const RmaFacts facts = rma_probe(world.comm, page_, static_cast<double>(s_.poll_min_us) * 1e-6, timeout_ns_, problem);
     policy_->set_rma(facts);
+    // Where it failed, that rank says why (rank 0 may only know that it failed elsewhere).
+    if (!facts.usable && world.rank != 0 && problem.find("another rank") == std::string::npos)
+      log(LogLevel::Info, "RMA probe: %s", problem.c_str());
     if (world.rank != 0) return;
     const std::string setting = value_string(*std::find_if(options().begin(), options().end(), [](const Option& o) {
       return o.name == "bcast_backend";
@@ -459,6 +463,10 @@ class EngineImpl final : public Engine {
     log(LogLevel::Info, "RMA probe (seed 000's LogGP): L %.2f us, o = g %.2f us, G %.3f ns/B, O_r %.2f us; "
         "messages: L+2o %.2f us, G %.3f ns/B", c.L * 1e6, c.o * 1e6, c.G * 1e9, c.O_r * 1e6, facts.p2p.L * 1e6,
         facts.p2p.G * 1e9);
+    if (s_.bcast_backend == BcastBackend::Auto && model_)
+      log(LogLevel::Info, "TNBC_BCAST_BACKEND=auto on MPI_COMM_WORLD (%d ranks; messages and O_r: machine from the "
+          "%s): %s", model_->world.n(), model_->source.c_str(),
+          ranges_text(policy_->bcast_plan(model_->world, kBcastPlanMaxBytes)).c_str());
   }
 
   // An error tnbc found in the call before starting anything (type signatures that differ, no

@@ -89,14 +89,25 @@ class ModelPolicy final : public Policy {
     return model_ && !s_.min_bytes ? per_peer >= static_cast<double>(min) : received >= min;
   }
 
-  BcastBackend bcast_backend(std::size_t bytes, int comm_size) const override {
+  BcastBackend bcast_backend(std::size_t bytes, const model::Topology& comm) const override {
     switch (s_.bcast_backend) {
       case BcastBackend::P2p: return BcastBackend::P2p;
       case BcastBackend::RmaBinomial:
       case BcastBackend::RmaLinear: return rma_.usable ? s_.bcast_backend : BcastBackend::P2p;
-      case BcastBackend::Auto: return cheapest_bcast(rma_.costs, rma_.p2p, bytes, comm_size, rma_.usable);
+      case BcastBackend::Auto: {
+        const BcastParams c = bcast_inputs(comm);
+        return cheapest_bcast(c.rma, c.p2p, bytes, comm.n(), rma_.usable);
+      }
     }
     return BcastBackend::P2p;
+  }
+  std::vector<BcastRange> bcast_plan(const model::Topology& comm, std::size_t max_bytes) const override {
+    return bcast_ranges(bcast_inputs(comm), comm.n(), rma_.usable, max_bytes);
+  }
+  // The machine (file or the model's probe, equal on every rank) at the level `comm` crosses.
+  BcastParams bcast_inputs(const model::Topology& comm) const {
+    const auto level = comm.nodes() > 1 ? model::LevelKind::InterNode : model::LevelKind::IntraNode;
+    return bcast_params(rma_.costs, rma_.p2p, model_ ? &model_->machine : nullptr, level);
   }
 
   bool complete_in_call(const CallShape& call) override { return orders_ && orders_->run_blocking(call); }

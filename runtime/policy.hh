@@ -75,9 +75,12 @@ class Policy {
   virtual Reason route_call(const CallShape& call) = 0;
   virtual int bcast_segments(std::size_t bytes, const model::Topology& comm) = 0;
   virtual PieceRule pieces(Kind kind, const model::Topology& comm) = 0;
-  // How a broadcast of `bytes` over `comm_size` ranks travels (never Auto): TNBC_BCAST_BACKEND,
-  // auto by the costs of runtime/bcast_cost.hh; p2p wherever RMA is not usable.
-  virtual BcastBackend bcast_backend(std::size_t bytes, int comm_size) const = 0;
+  // How a broadcast of `bytes` over `comm`'s ranks travels (never Auto): TNBC_BCAST_BACKEND,
+  // auto by the costs of runtime/bcast_cost.hh (bcast_params: the RMA probe's and the machine's
+  // figures at the level `comm` crosses); p2p wherever RMA is not usable.
+  virtual BcastBackend bcast_backend(std::size_t bytes, const model::Topology& comm) const = 0;
+  // What auto would choose on `comm` over sizes up to `max_bytes` (for the start-up log line).
+  virtual std::vector<BcastRange> bcast_plan(const model::Topology& comm, std::size_t max_bytes) const = 0;
   // ---- rank-local ----
   // Whether a call whose sizes differ between ranks (SizeUnit::None) receives enough here to
   // return early; else it completes in the call (below_threshold).

@@ -77,11 +77,17 @@ class RmaComm {
   Use last_use[kRmaSlots];
   std::vector<std::int64_t> uses;  // per (root, slot): broadcasts so far
 
-  Status ensure(std::size_t bytes) {
+  Status ensure(std::size_t bytes, FunctionRef<void()> drain) {
     if (!broken.empty()) return Status::error(broken);
     const bool need_ctrl = ctrl == MPI_WIN_NULL;
     const bool grow = data.empty() || bytes > data.back().slot_bytes;
     if (!need_ctrl && !grow) return {};
+    if (grow && !data.empty() && data.back().win != MPI_WIN_NULL) {
+      // Every broadcast that used it has finished on this rank (its puts flushed, its awaits
+      // copied out), and MPI_Win_free returns on no rank before every rank has come here.
+      drain();
+      free_data(data.back());
+    }
     MPI_Comm comm = owner->comm;
     int ok = 1;
     std::string why;
@@ -150,11 +156,15 @@ class RmaComm {
     return c;
   }
 
+  static void free_data(DataWin& d) {
+    if (d.win == MPI_WIN_NULL) return;
+    PMPI_Win_unlock_all(d.win);
+    PMPI_Win_free(&d.win);
+    d.base = nullptr;
+  }
+
   void free_windows() {
-    for (DataWin& d : data) {
-      PMPI_Win_unlock_all(d.win);
-      PMPI_Win_free(&d.win);
-    }
+    for (DataWin& d : data) free_data(d);
     data.clear();
     if (ctrl != MPI_WIN_NULL) {
       PMPI_Win_unlock_all(ctrl);
@@ -168,14 +178,14 @@ std::mutex g_rma_mutex;
 std::vector<RmaComm*> g_rma_comms;  // creation order (= the order of the collective creations)
 }  // namespace
 
-Status rma_ensure(PrivateComm& pc, std::size_t bytes) {
+Status rma_ensure(PrivateComm& pc, std::size_t bytes, FunctionRef<void()> drain) {
   if (!pc.rma) {
     pc.rma = new RmaComm();
     pc.rma->owner = &pc;
     std::lock_guard lock(g_rma_mutex);
     g_rma_comms.push_back(pc.rma);
   }
-  return pc.rma->ensure(bytes);
+  return pc.rma->ensure(bytes, drain);
 }
 
 std::shared_ptr<const RmaCall> rma_begin(PrivateComm& pc, int root, std::size_t bytes) {
@@ -215,6 +225,18 @@ Status step_error(const InFlight& f, int i, const std::string& what, int rc) {
                            std::to_string(s.peer) + ", " + kind_name(f.kind) + " #" + std::to_string(f.sequence) +
                            ") failed: " + mpi_error_text(rc),
                        rc);
+}
+
+// Lets the MPI library progress everything it has, not only this thread's one-sided state:
+// Open MPI's osc ucx gives each thread its own UCX worker, and where UCX emulates RMA in software
+// (its TCP transport) the puts of other ranks land on the window's default worker, which only
+// opal_progress() drives; a Fetch_and_op on the progress thread's own worker never does, so
+// without this a rank whose calling thread is outside MPI (returned early, reading) never
+// receives (measured: hangs over netrun.py --pml ucx). An MPI_Iprobe that matches nothing
+// calls opal_progress (ob1 and ucx alike) and receives nothing.
+void progress_library() {
+  int flag = 0;
+  PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_SELF, &flag, MPI_STATUS_IGNORE);
 }
 
 Result<std::int64_t> read_word(const RmaCall& r, int target, MPI_Aint disp) {
@@ -263,6 +285,7 @@ class RmaTransport final : public Transport {
 
   Status poll(Completions& done) override {
     if (ready_.empty() && puts_.empty() && waits_.empty()) return {};
+    if (!puts_.empty() || !waits_.empty()) progress_library();
     const long long now = futex::now_ns();
     for (const Started& s : ready_) done.completed(*s.f, s.step, false, now);
     ready_.clear();
@@ -437,18 +460,17 @@ RmaFacts rma_probe(MPI_Comm comm, std::size_t page, double poll_floor_s, long lo
   } else {
     // Passive-target progress: the left neighbour's flag must show up while this rank only polls.
     const std::int64_t one = 1;
-    long long t0 = futex::now_ns();
     if (PMPI_Accumulate(&one, 1, MPI_INT64_T, right, 0, 1, MPI_INT64_T, MPI_REPLACE, win) != MPI_SUCCESS ||
         PMPI_Win_flush(right, win) != MPI_SUCCESS) {
       ok = 0;
       problem = "MPI_Accumulate with MPI_Win_flush failed";
     }
-    t_flag = (futex::now_ns() - t0) * 1e-9;
     const long long deadline = futex::now_ns() + std::min<long long>(timeout_ns, 5'000'000'000LL);
     std::int64_t seen = 0;
     long polls = 0;
-    t0 = futex::now_ns();
+    long long t0 = futex::now_ns();
     while (ok && seen == 0) {
+      progress_library();  // as the transport's poll does
       if (PMPI_Fetch_and_op(nullptr, &seen, MPI_INT64_T, rank, 0, MPI_NO_OP, win) != MPI_SUCCESS ||
           PMPI_Win_flush(rank, win) != MPI_SUCCESS) {
         ok = 0;
@@ -462,6 +484,22 @@ RmaFacts rma_probe(MPI_Comm comm, std::size_t page, double poll_floor_s, long lo
       }
     }
     t_poll = (futex::now_ns() - t0) * 1e-9 / static_cast<double>(std::max(1L, polls));
+    // The flag's cost, timed after the check (the first operation to a peer may open its
+    // connection): median of 5.
+    std::vector<double> flags;
+    for (int k = 0; k < 5 && ok; ++k) {
+      t0 = futex::now_ns();
+      if (PMPI_Accumulate(&one, 1, MPI_INT64_T, right, 0, 1, MPI_INT64_T, MPI_REPLACE, win) != MPI_SUCCESS ||
+          PMPI_Win_flush(right, win) != MPI_SUCCESS) {
+        ok = 0;
+        problem = "MPI_Accumulate with MPI_Win_flush failed";
+      }
+      flags.push_back((futex::now_ns() - t0) * 1e-9);
+    }
+    if (!flags.empty()) {
+      std::sort(flags.begin(), flags.end());
+      t_flag = flags[flags.size() / 2];
+    }
     // Puts of 1 and kPages pages to the right (medians of 5): the link's latency and per-byte gap.
     auto put_time = [&](std::size_t bytes) {
       std::vector<double> t;

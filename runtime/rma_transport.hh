@@ -7,8 +7,13 @@
 //
 //   data    MPI_Win_allocate'd, tnbc-owned staging: kRmaSlots slots of slot_bytes each. A
 //           broadcast of more bytes than a slot creates a larger window (a new window id);
-//           every rank decides that alike, from the broadcast's size. Older windows stay until
-//           the communicator is freed (broadcasts in flight may still use them).
+//           every rank decides that alike, from the broadcast's size. The superseded window is
+//           freed first, before the larger one is allocated (peak memory: one window, not the
+//           sum of all sizes so far): every rank, in that same broadcast call, first waits
+//           until its collectives in flight have finished (as MPI_Comm_free does: the progress
+//           threads finish them without the calling threads), so no operation of any rank
+//           still uses it, then frees it (collective). Growth doubles the slot, so this drain
+//           happens at most log2(largest / kRmaMinSlotBytes) times per communicator.
 //   control int64 words, per slot: kRmaFlagsPerSlot request flags (one per chunk), the
 //           description (root, window id, size, sequence + 1), the done counter.
 //
@@ -36,6 +41,7 @@
 #include <memory>
 #include <string>
 
+#include "runtime/function_ref.hh"
 #include "runtime/policy.hh"
 #include "runtime/status.hh"
 #include "runtime/transport.hh"
@@ -69,7 +75,9 @@ struct RmaCall {
 // Makes (or grows) `pc`'s windows for a broadcast of `bytes`: collective over the communicator,
 // called by every rank with the same `bytes`. An error (MPI_Win_allocate failed on some rank)
 // is the same on every rank, and stays: the communicator's broadcasts use p2p from then on.
-Status rma_ensure(PrivateComm& pc, std::size_t bytes);
+// Growing, it calls `drain` (wait until every collective in flight on this rank has finished)
+// before freeing the superseded data window.
+Status rma_ensure(PrivateComm& pc, std::size_t bytes, FunctionRef<void()> drain);
 // The next RMA broadcast on `pc` (after rma_ensure; in the order every rank calls).
 std::shared_ptr<const RmaCall> rma_begin(PrivateComm& pc, int root, std::size_t bytes);
 // Frees `pc`'s windows (collective; nothing may be in flight: after the engine's drain).

@@ -179,7 +179,7 @@ class Bcast final : public Collective {
     std::vector<int> read;
     if (chunks.size() > 2) read = s.policy().read_order(l.shape);
     const std::vector<int> order = bcast_chunk_order(chunks.size(), read);
-    const BcastBackend backend = s.bcast_backend(bytes, ctx.size);
+    const BcastBackend backend = s.bcast_backend(bytes, *ctx.topology);
     const bool rma = backend == BcastBackend::RmaBinomial || backend == BcastBackend::RmaLinear;
     if (rma)
       out.schedule = build_bcast_rma(ctx.rank, ctx.size, c.root, chunks, order,

@@ -93,7 +93,7 @@ class Services : public Types {
   // How this broadcast travels: the policy's global choice, or p2p where the RMA windows it
   // needs could not be had on every rank (the engine decides that alike on all ranks; it may
   // create or grow the communicator's windows here, a collective operation).
-  virtual BcastBackend bcast_backend(std::size_t bytes, int comm_size) { return policy().bcast_backend(bytes, comm_size); }
+  virtual BcastBackend bcast_backend(std::size_t bytes, const model::Topology& comm) { return policy().bcast_backend(bytes, comm); }
 };
 
 // Bytes of the receive area to copy into the program's buffer with its datatype, after the last

@@ -10,13 +10,21 @@ before each block, root 0. The figure per backend and size is the median over ru
 ratio MPI_/PMPI_ (each run's own median over blocks), so a slow run slows both sides alike; the
 absolute times are printed for reference only.
 
+How well auto predicts: one more run (untimed) with TNBC_BCAST_BACKEND=auto and TNBC_LOG=info
+prints the model's choice over sizes for MPI_COMM_WORLD (rank 0's start-up line: the RMA probe's
+one-sided figures, the messages and O_r from the machine, `tnbc calibrate`'s file with --machine,
+else the model's start-up probe); per size it is set against the backend with the lowest
+measured median.
+
 usage: bcast_backends.py --build-dir BUILD [--np 4] [--sizes 64k,1M,8M] [--runs 6] [--reps 5]
-                         [--calls 6] [--nodes K --rate 1gbit] [--out DIR] [--json FILE]
+                         [--calls 6] [--nodes K --rate 1gbit [--pml ucx]] [--machine FILE]
+                         [--out DIR] [--json FILE]
 Measure under `tnbc-quiet` for figures to report.
 """
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -37,6 +45,9 @@ def main():
     ap.add_argument("--calls", type=int, default=6)
     ap.add_argument("--nodes", type=int, default=0, help="emulated nodes (netrun.py); 0: shared memory")
     ap.add_argument("--rate", default="1gbit")
+    ap.add_argument("--pml", choices=("ob1", "ucx"), default="ob1", help="netrun.py --pml (ucx: usable RMA over the link)")
+    ap.add_argument("--machine", help="TNBC_MACHINE for auto's plan (tnbc calibrate's file; `calibrate`: "
+                    "run tnbc calibrate first, in this placement)")
     ap.add_argument("--out")
     ap.add_argument("--json")
     a = ap.parse_args()
@@ -47,6 +58,13 @@ def main():
     if os.geteuid() == 0:
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     prog = os.path.join(build, "tests", "bench", "incall")
+
+    def launch(cmd):
+        if a.nodes:
+            cmd = [sys.executable, NETRUN, "--nodes", str(a.nodes), "--rate", a.rate, "--pml", a.pml, "--"] + cmd
+        elif a.pml == "ucx":
+            cmd = cmd[:1] + ["--mca", "pml", "ucx", "--mca", "osc", "ucx"] + cmd[1:]
+        return subprocess.run(cmd, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     ratios = {b: {} for b in BACKENDS}   # backend -> bytes -> [ratio per run]
     times = {b: {} for b in BACKENDS}    # backend -> bytes -> [MPI_ us per run]
     pmpi = {}                            # bytes -> [PMPI_ us per run]
@@ -59,9 +77,7 @@ def main():
                    "-x", "TNBC_OUTPUT_DIR=" + os.path.join(out, f"{b}-{run}"),
                    prog, "--kind", "bcast", "--sizes", a.sizes, "--reps", str(a.reps), "--calls", str(a.calls),
                    "--json", js]
-            if a.nodes:
-                cmd = [sys.executable, NETRUN, "--nodes", str(a.nodes), "--rate", a.rate, "--"] + cmd
-            r = subprocess.run(cmd, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            r = launch(cmd)
             if r.returncode != 0:
                 print(r.stdout)
                 sys.exit(f"bcast_backends: run {run} of {b} failed (exit {r.returncode})")
@@ -79,10 +95,38 @@ def main():
                 ratios[b].setdefault(n, []).append(res["ratio_median"])
                 times[b].setdefault(n, []).append(res["mpi_us_per_call"])
                 pmpi.setdefault(n, []).append(res["pmpi_us_per_call"])
-    where = f"{a.nodes} emulated nodes at {a.rate}" if a.nodes else "shared memory"
+    if a.machine == "calibrate":
+        a.machine = os.path.join(out, "machine.json")
+        r = launch(["mpirun", "--oversubscribe", "-np", str(a.np), os.path.join(build, "tools", "tnbc"), "calibrate",
+                    "-o", a.machine, "--max-bytes", "4m", "--quiet"])
+        if r.returncode != 0:
+            print(r.stdout)
+            sys.exit("bcast_backends: tnbc calibrate failed")
+    # auto's plan: the model's choice over sizes (untimed run).
+    plan_cmd = ["mpirun", "--oversubscribe", "-np", str(a.np), "-x", "LD_PRELOAD=" + os.path.join(build, "libtnbc.so"),
+                "-x", "TNBC_MODE=nbc", "-x", "TNBC_MIN_BYTES=12k", "-x", "TNBC_BCAST_BACKEND=auto", "-x", "TNBC_LOG=info",
+                "-x", "TNBC_OUTPUT_DIR=" + os.path.join(out, "auto")]
+    if a.machine:
+        plan_cmd += ["-x", "TNBC_MACHINE=" + os.path.abspath(a.machine)]
+    plan_cmd += [prog, "--kind", "bcast", "--sizes", a.sizes, "--reps", "1", "--calls", "1"]
+    r = launch(plan_cmd)
+    plan = re.search(r"TNBC_BCAST_BACKEND=auto on MPI_COMM_WORLD \(([^)]*)\): (.*)", r.stdout)
+    probe = re.search(r"RMA probe .*", r.stdout)
+    ranges = []  # (from bytes, backend)
+    if plan:
+        for part in plan.group(2).split(", "):
+            m = re.match(r"(\S+)(?: from ([\d.]+) (B|KiB|MiB|GiB))?", part)
+            unit = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}.get(m.group(3), 1)
+            ranges.append((float(m.group(2)) * unit if m.group(2) else 0, m.group(1)))
+
+    def predicted(n):
+        return [b for f, b in ranges if f <= n][-1] if ranges else "?"
+
+    where = f"{a.nodes} emulated nodes at {a.rate}, pml {a.pml}" if a.nodes else "shared memory"
     print(f"bcast_backends: np {a.np}, {where}, {a.runs} runs per backend (interleaved), root 0;")
     print("  median over runs of MPI_Bcast/PMPI_Bcast (tnbc until every byte is read / the library's own)")
-    print(f"  {'size':>10} {'PMPI_ us':>10} " + " ".join(f"{b:>14}" for b in BACKENDS) + "   (min-max over runs)")
+    print(f"  {'size':>10} {'PMPI_ us':>10} " + " ".join(f"{b:>14}" for b in BACKENDS) +
+          f" {'fastest':>13} {'auto chose':>13}   (min-max over runs)")
     table = []
     for n in sorted(pmpi):
         row = {"bytes": n, "pmpi_us": statistics.median(pmpi[n])}
@@ -92,11 +136,17 @@ def main():
             row[b] = {"ratio_median": statistics.median(rs), "ratio_min": min(rs), "ratio_max": max(rs),
                       "us_median": statistics.median(times[b][n]), "ratios": rs}
             cells.append(f"{statistics.median(rs):6.2f} ({min(rs):.2f}-{max(rs):.2f})")
-        print(f"  {n:>10} {row['pmpi_us']:>10.0f} " + " ".join(f"{c:>14}" for c in cells))
+        row["fastest"] = min(BACKENDS, key=lambda b: row[b]["ratio_median"])
+        row["auto"] = predicted(n)
+        print(f"  {n:>10} {row['pmpi_us']:>10.0f} " + " ".join(f"{c:>14}" for c in cells) +
+              f" {row['fastest']:>13} {row['auto']:>13}")
         table.append(row)
+    print(f"  auto's plan ({plan.group(1) if plan else 'not printed'}): {plan.group(2) if plan else r.stdout[-2000:]}")
+    if probe:
+        print(f"  {probe.group(0)}")
     if a.json:
-        json.dump({"np": a.np, "nodes": a.nodes, "rate": a.rate if a.nodes else None, "runs": a.runs,
-                   "results": table}, open(a.json, "w"), indent=1)
+        json.dump({"np": a.np, "nodes": a.nodes, "rate": a.rate if a.nodes else None, "runs": a.runs, "pml": a.pml,
+                   "auto_plan": plan.group(2) if plan else None, "results": table}, open(a.json, "w"), indent=1)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "loopback.hh"
+#include "machines.hh"
 #include "runtime/bcast_cost.hh"
 #include "runtime/coll/builders.hh"
 #include "runtime/coll/collective.hh"
@@ -161,6 +162,94 @@ TEST_CASE("bcast cost: binomial overtakes linear as size and ranks grow; auto pi
   CHECK(cheapest_bcast(c, far, 64, 3, true) == BcastBackend::RmaLinear);
 }
 
+TEST_CASE("bcast cost: p2p stages pay O_r (tnbc's progress thread forwards), zero gives the seed's form") {
+  LogGP c;
+  c.L = 2e-6, c.o = 1e-6, c.G = 1e-9;
+  const double seed = p2p_binomial_time(c, 1001, 8);
+  CHECK(seed * 1e6 == Approx((1 + 1 + 2 + 1) * 3));
+  c.O_r = 5e-6;
+  CHECK(p2p_binomial_time(c, 1001, 8) == Approx(seed + 3 * 5e-6));
+}
+
+TEST_CASE("bcast cost: auto's parameters come from the machine at the level crossed, else the probe") {
+  LogGP rma, p2p;
+  rma.L = 3e-6, rma.o = rma.g = 1e-6, rma.G = 0.5e-9, rma.O_r = 60e-6;
+  p2p.L = 4e-6, p2p.G = 0.4e-9;
+  // No machine: the probe's figures as they are.
+  BcastParams c = bcast_params(rma, p2p, nullptr, model::LevelKind::IntraNode);
+  CHECK(!c.machine);
+  CHECK(c.rma.O_r == rma.O_r);
+  CHECK(c.p2p.L == p2p.L);
+  // A machine (calibrate's file or the model's probe): messages from its level, O_r from its sleep.
+  model::Machine m = test::machine(125, 50, 2, 10, 300);
+  c = bcast_params(rma, p2p, &m, model::LevelKind::IntraNode);
+  CHECK(c.machine);
+  CHECK(c.p2p.L == Approx(50e-6));
+  CHECK(c.p2p.o == Approx(10e-6));
+  CHECK(c.p2p.G == Approx(1e-9 * 1e3 / 125));
+  CHECK(c.rma.O_r == Approx(rma.o + 50e-6));  // the probe's flag poll + half the measured 100 us sleep
+  CHECK(c.p2p.O_r == c.rma.O_r);
+  CHECK(c.rma.L == rma.L);  // one-sided costs: only the RMA probe measures them
+  CHECK(c.rma.G == rma.G);
+  // A level the machine did not measure (a one-node calibration, a run across nodes): the probe's.
+  CHECK(!bcast_params(rma, p2p, &m, model::LevelKind::InterNode).machine);
+}
+
+TEST_CASE("bcast cost: auto's ranges over sizes name each change once, in order") {
+  LogGP rma;
+  rma.L = 50e-6, rma.o = rma.g = 5e-6, rma.G = 1e-8, rma.O_r = 200e-6;
+  LogGP p2p = rma;
+  p2p.G = 4e-8;  // messages dearer per byte than puts
+  p2p.L = 1e-3;  // and slower to start
+  const BcastParams c{rma, p2p, false};
+  const auto r = bcast_ranges(c, 32, true, std::size_t{64} << 20);
+  REQUIRE(r.size() >= 2);
+  CHECK(r.front().from == 0);
+  for (std::size_t i = 1; i < r.size(); ++i) {
+    CHECK(r[i].from > r[i - 1].from);
+    CHECK(r[i].backend != r[i - 1].backend);
+    CHECK(cheapest_bcast(rma, p2p, r[i].from, 32, true) == r[i].backend);
+    CHECK(cheapest_bcast(rma, p2p, r[i].from - 1, 32, true) != r[i].backend);
+  }
+  CHECK(r.front().backend == BcastBackend::RmaLinear);
+  CHECK(r.back().backend == BcastBackend::RmaBinomial);
+  CHECK(ranges_text(r).find("rma-linear below ") == 0);
+  // RMA unusable: one range, p2p.
+  const auto none = bcast_ranges(c, 32, false, std::size_t{64} << 20);
+  REQUIRE(none.size() == 1);
+  CHECK(ranges_text(none) == "p2p");
+}
+
+TEST_CASE("bcast cost: the policy's auto asks the machine at the level the communicator crosses") {
+  Settings s;
+  s.bcast_backend = BcastBackend::Auto;
+  auto a = make_policy(s, kPage, nullptr);
+  auto b = make_policy(s, kPage, nullptr);
+  RmaFacts f;
+  f.usable = true;
+  f.costs.L = 3e-6, f.costs.o = f.costs.g = 1e-6, f.costs.G = 0.1e-9, f.costs.O_r = 60e-6;
+  f.p2p.L = 3e-6, f.p2p.G = 0.1e-9;
+  auto in = std::make_shared<model::Inputs>();
+  in->machine = test::machine(125);  // messages at 125 MB/s inside the node: puts are cheaper per byte
+  in->world = model::Topology::block(4, 4, 2, 1);
+  for (auto* p : {a.get(), b.get()}) {
+    p->set_rma(f);
+    p->start(in, 0, true);
+  }
+  const auto& w = in->world;
+  // Equal inputs, equal answers (every rank selects alike).
+  for (std::size_t m : {std::size_t{1} << 10, std::size_t{1} << 16, std::size_t{1} << 20, std::size_t{8} << 20})
+    CHECK(a->bcast_backend(m, w) == b->bcast_backend(m, w));
+  const BcastParams c = bcast_params(f.costs, f.p2p, &in->machine, model::LevelKind::IntraNode);
+  CHECK(a->bcast_backend(8 << 20, w) == cheapest_bcast(c.rma, c.p2p, 8 << 20, 4, true));
+  CHECK(a->bcast_backend(8 << 20, w) != BcastBackend::P2p);
+  CHECK(ranges_text(a->bcast_plan(w, kBcastPlanMaxBytes)) == ranges_text(bcast_ranges(c, 4, true, kBcastPlanMaxBytes)));
+  // Not usable: p2p.
+  f.usable = false;
+  a->set_rma(f);
+  CHECK(a->bcast_backend(8 << 20, w) == BcastBackend::P2p);
+}
+
 // ---------------------------------------------------------------- whole broadcasts
 namespace {
 
@@ -273,7 +362,8 @@ void broadcast(int n, int root, std::size_t bytes, BcastBackend backend, bool in
     c.root = root;
     services.push_back(std::make_unique<RmaServices>(backend));
     RmaServices& s = *services.back();
-    const CallContext ctx{r, n, kPage, &s, &s.policy()};
+    const model::Topology topo = model::Topology::block(n, n, n, 1);  // CallContext: never null
+    const CallContext ctx{r, n, kPage, &s, &s.policy(), &topo};
     const Collective& coll = collective(Kind::Bcast);
     const Layout l = coll.layout(c, ctx);
     Prepared p;

@@ -10,6 +10,7 @@ is not in the profile, so it is taken as measured. Kept apart from harness.py (w
 import json
 import os
 import subprocess
+import tempfile
 
 VARIANTS = {"nbc": "nbc", "optimize": "optimize", "optimize-order": "optimize"}
 CURVES = ("nbc", "optimize", "optimize+node")
@@ -154,3 +155,92 @@ def write_svg(path, title, points):
     parts.append("</svg>")
     with open(path, "w") as f:
         f.write("\n".join(parts))
+
+
+def _median(xs):
+    xs = sorted(x for x in xs if x is not None)
+    if not xs:
+        return None
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
+
+
+def validate(argv=None):
+    """Predicted against measured for a finished harness run directory (its summary.json and trace
+    profiles): `python3 npb-harness/predict.py OUT [--machine FILE] [--tnbc PATH] [--platform FILE]`.
+    Every trace profile of a (benchmark, class, np) is predicted; the median prediction is used."""
+    import argparse
+    ap = argparse.ArgumentParser(description=validate.__doc__)
+    ap.add_argument("out")
+    ap.add_argument("--tnbc", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "tools",
+                                                   "tnbc"))
+    ap.add_argument("--machine", default=None, help="default: the trace run's tnbc/tnbc-machine.json, else any run's")
+    ap.add_argument("--platform", default=None)
+    ap.add_argument("--ranks-per-node", type=int, default=0)
+    a = ap.parse_args(argv)
+    with open(os.path.join(a.out, "summary.json")) as f:
+        runs = json.load(f)["runs"]
+    groups = {}
+    for r in runs:
+        groups.setdefault((r["benchmark"], r["class"], r["np"]), []).append(r)
+    results = {}
+    for key, group in sorted(groups.items()):
+        bench, cls, np = key
+        nodes = max([r.get("nodes") or 1 for r in group])
+        per_node = a.ranks_per_node or -(-np // nodes)
+        preds = []
+        for r in group:
+            if r["pass"] != "trace" or not r.get("profile") or not os.path.exists(r["profile"]):
+                continue
+            machine = a.machine
+            if not machine:
+                cands = [os.path.join(os.path.dirname(x["output"]), "tnbc", "tnbc-machine.json") for x in group]
+                cands = [c for c in cands if os.path.exists(c)]
+                machine = cands[0] if cands else None
+            if not machine:
+                print(f"{bench}.{cls} np={np}: no machine file (give --machine)")
+                break
+            with tempfile.TemporaryDirectory() as d:
+                cmd = [a.tnbc, "predict", "--profile", r["profile"], "--machine", machine, "--np", str(np),
+                       "--ranks-per-node", str(per_node), "--any-version", "--json", os.path.join(d, "p.json")]
+                if a.platform:
+                    cmd += ["--platform", a.platform]
+                p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                if p.returncode != 0:
+                    print(f"{bench}.{cls} np={np}: {p.stderr.strip()}")
+                    continue
+                with open(os.path.join(d, "p.json")) as f:
+                    preds.append(json.load(f))
+        if preds:
+            results[key] = {"np": preds}
+    print(f"{'benchmark':10} {'class':5} {'np':>3} {'nodes':>5} {'pass':10} {'measured s':>10} {'spread':>7} "
+          f"{'predicted s':>11} {'error':>7}")
+    errors = []
+    for key, e in sorted(results.items()):
+        bench, cls, np = key
+        group = groups[key]
+        base = _median([r["time"] for r in group if r["pass"] == "baseline"])
+        for p in ["baseline"] + sorted({r["pass"] for r in group} & set(VARIANTS)):
+            times = [r["time"] for r in group if r["pass"] == p and r["time"] is not None]
+            meas = _median(times)
+            if p == "baseline":
+                # the baseline predicted: measured baseline minus its collectives' measured share plus the simulated
+                comm = _median([r["comm_timers"].get("comm") for r in group if r["pass"] == "baseline"])
+                pred = None if comm is None else base - comm + _median([x["program"]["blocking_s"] for x in e["np"]])
+            else:
+                pred = _median([predicted_time(base, x, p) for x in e["np"]])
+            err = (pred - meas) / meas if pred is not None and meas else None
+            if err is not None and p != "baseline":
+                errors.append(abs(err))
+            spread = f"{100 * (max(times) - min(times)) / meas:.0f}%" if times and meas else "-"
+            print(f"{bench:10} {cls:5} {np:>3} {max(r.get('nodes') or 1 for r in group):>5} {p:10} "
+                  f"{meas if meas is not None else float('nan'):10.3f} {spread:>7} "
+                  f"{pred if pred is not None else float('nan'):11.3f} {'-' if err is None else f'{100 * err:+.1f}%':>7}")
+    if errors:
+        errors.sort()
+        print(f"relative error of the tnbc passes: median {100 * _median(errors):.1f}%, worst {100 * errors[-1]:.1f}% "
+              f"over {len(errors)} (benchmark, np, pass) medians")
+
+
+if __name__ == "__main__":
+    validate()

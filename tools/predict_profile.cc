@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "runtime/config.hh"
+#include "runtime/json.hh"
 #include "runtime/policy.hh"
 #include "trace/gain.hh"
 
@@ -77,7 +78,8 @@ std::string hex(std::uint64_t v) {
 
 }  // namespace
 
-Result<std::vector<SimSite>> sites_at(const trace::LoadedProfile& p, int np, Scaling s, std::vector<std::string>& notes) {
+Result<std::vector<SimSite>> sites_at(const trace::LoadedProfile& p, int np, Scaling s, std::vector<std::string>& notes,
+                                      double data_scale) {
   if (s == Scaling::Strong && np < p.np)
     return Status::error("--np " + std::to_string(np) + " is below the profile's " + std::to_string(p.np) +
                          " processes: under strong scaling each rank would hold more data than in the traced run "
@@ -106,10 +108,10 @@ Result<std::vector<SimSite>> sites_at(const trace::LoadedProfile& p, int np, Sca
     for (const auto& r : ps.ranks) calls = std::max(calls, static_cast<double>(r.calls.value_or(0)));
     site.calls = std::max(1.0, calls);
     const double n0 = p.np, n = np;
-    const double curc_scale = s == Scaling::Strong ? n0 / n : 1.0;
-    double received0 = e.bytes, received = e.bytes;
+    const double curc_scale = (s == Scaling::Strong ? n0 / n : 1.0) * data_scale;
+    double received0 = e.bytes, received = e.bytes * data_scale;
     if (exchange_kind(*kind)) {
-      const double per_peer0 = e.bytes / n0;
+      const double per_peer0 = e.bytes * data_scale / n0;
       double per_peer = per_peer0;
       if (s == Scaling::Weak) per_peer = per_peer0 * n0 / n;
       if (s == Scaling::Strong) per_peer = per_peer0 * (n0 / n) * (n0 / n);
@@ -117,7 +119,7 @@ Result<std::vector<SimSite>> sites_at(const trace::LoadedProfile& p, int np, Sca
       received = site.bytes * n;
       site.order = stretch(ps.consensus, p.np, np);
     } else {
-      site.bytes = e.bytes;
+      site.bytes = e.bytes * data_scale;
       site.order = ps.consensus;  // chunks: the same cut at any N when the segments agree
     }
     site.curc_ns = e.curc_ns.value_or(0) * curc_scale;
@@ -195,6 +197,8 @@ double share(double saved, double tcomm) { return tcomm > 0 ? saved / tcomm : 0;
 int cmd_predict_profile(const std::vector<std::string>& args) {
   std::string profile_path, machine_path, platform_path, json_path, program;
   int np = 0, per_node = 0;
+  double data_scale = 1;
+  bool any_version = false;
   Scaling scaling = Scaling::Strong;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -211,6 +215,14 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
     else if (a == "--platform") platform_path = value();
     else if (a == "--json") json_path = value();
     else if (a == "--program") program = value();
+    else if (a == "--any-version") any_version = true;
+    else if (a == "--data-scale") {
+      const std::string v = value();
+      char* end = nullptr;
+      data_scale = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end || !(data_scale > 0) || !std::isfinite(data_scale))
+        return fail("--data-scale wants a positive number (the traced data times it), not '" + v + "'");
+    }
     else if (a == "--np") {
       const std::string v = value();
       if (!count(v, np)) return fail("--np wants a number of processes from 1 to 1048576, not '" + v + "'");
@@ -227,10 +239,11 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
   }
   if (profile_path.empty() || machine_path.empty() || np < 1)
     return fail("usage: tnbc predict --profile APP.profile --machine MACHINE.json --np N [--ranks-per-node M] "
-                "[--platform FILE] [--scaling strong|weak|fixed] [--program EXE] [--json FILE]");
+                "[--platform FILE] [--scaling strong|weak|fixed] [--data-scale X] [--program EXE] [--any-version] [--json FILE]");
   Result<trace::LoadedProfile> prof = trace::read_profile(profile_path);
   if (!prof.ok()) return fail(prof.status().message());
-  if (std::string why = program_misfit(prof.value(), profile_path, program); !why.empty()) return fail(why);
+  if (std::string why = program_misfit(prof.value(), profile_path, program); !why.empty() && !any_version)
+    return fail(why + " (--any-version: predict anyway)");
   Result<model::Machine> mach = model::read_machine(machine_path);
   if (!mach.ok()) return fail(mach.status().message());
   if (std::string why = mpi_misfit(mach.value(), built_mpi()); !why.empty()) return fail(machine_path + ": " + why);
@@ -245,7 +258,7 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
   if (per_node < 1) per_node = std::min(np, platform.xml.empty() ? platform.cores : 1);
   if (std::string why = platform_misfit(platform, np, per_node); !why.empty()) return fail(why);
   std::vector<std::string> notes;
-  Result<std::vector<SimSite>> sites = sites_at(prof.value(), np, scaling, notes);
+  Result<std::vector<SimSite>> sites = sites_at(prof.value(), np, scaling, notes, data_scale);
   if (!sites.ok()) return fail(sites.status().message());
 
   SimConfig cfg;
@@ -259,6 +272,18 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
   for (int gi = 0; gi < model::kGuardBackends && guard < 0; ++gi)
     if (cfg.machine.guard_measured[gi]) guard = gi;
   cfg.x = execution(settings, guard);
+  // The global route (Policy::route): blocks below the cost model's size threshold run as MPI's.
+  const model::Topology topo = model::Topology::block(np, per_node, std::max(platform.cores, per_node), 1);
+  for (SimSite& s : sites.value()) {
+    if (s.kind == Kind::Alltoallv) continue;  // sizes differ between ranks: every call takes tnbc's schedule
+    const std::size_t threshold = model::threshold_bytes(cfg.machine, topo, s.kind, cfg.x, cfg.machine.page);
+    if (s.bytes < static_cast<double>(threshold)) {
+      s.mpi = true;
+      notes.push_back("site " + s.name + ": " + std::to_string(static_cast<long long>(s.bytes)) +
+                      " bytes is below tnbc's size threshold here (" + std::to_string(threshold) +
+                      "): every variant runs the MPI library's call");
+    }
+  }
   const auto t0 = std::chrono::steady_clock::now();
   Result<std::vector<SimResult>> res = simulate(cfg, sites.value());
   if (!res.ok()) return fail(res.status().message());
@@ -269,6 +294,7 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
   const auto& R = res.value();
   std::printf("tnbc predict: %s (traced at np %d, %s) at N = %d, %d per node\n", profile_path.c_str(),
               prof.value().np, prof.value().executable.c_str(), np, per_node);
+  if (data_scale != 1) std::printf("  data: the traced problem's x %g (blocks, T_CURC, T_CRC)\n", data_scale);
   std::printf("  scaling: %s\n  platform: %s\n  machine: %s (%s), send window %d, guard %s\n",
               scaling_rule(scaling).c_str(), describe(platform).c_str(), machine_path.c_str(),
               mpi_family(cfg.machine.mpi_library).c_str(), cfg.x.window,
@@ -312,12 +338,14 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
   if (!json_path.empty()) {
     std::ofstream o(json_path);
     if (!o) return fail("cannot write " + json_path);
-    o << "{\"format\": \"tnbc-predict\", \"version\": 1, \"profile\": \"" << profile_path << "\", \"np\": " << np
+    using json::quote;
+    o.precision(12);
+    o << "{\"format\": \"tnbc-predict\", \"version\": 1, \"profile\": " << quote(profile_path) << ", \"np\": " << np
       << ", \"ranks_per_node\": " << per_node << ", \"scaling\": \"" << scaling_name(scaling)
-      << "\", \"platform\": \"" << describe(platform) << "\", \"sites\": [";
+      << "\", \"platform\": " << quote(describe(platform)) << ", \"sites\": [";
     for (std::size_t s = 0; s < S.size(); ++s) {
       const SimResult& r = R[s];
-      o << (s ? ",\n" : "\n") << " {\"site\": \"" << S[s].name << "\", \"kind\": \"" << kind_name(S[s].kind)
+      o << (s ? ",\n" : "\n") << " {\"site\": " << quote(S[s].name) << ", \"kind\": \"" << kind_name(S[s].kind)
         << "\", \"calls\": " << S[s].calls << ", \"bytes\": " << S[s].bytes << ", \"curc_s\": " << S[s].curc_ns / 1e9
         << ", \"crc_s\": " << S[s].crc_ns / 1e9 << ", \"blocking_s\": " << r.v[0].call_ns / 1e9
         << ", \"blocking_total_s\": " << r.v[0].total_ns / 1e9;
@@ -337,7 +365,7 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
         << ", \"hidden_share\": " << share(whole.total_ns[0] - whole.total_ns[v], whole.blocking_ns)
         << ", \"speedup\": " << (whole.total_ns[v] > 0 ? whole.total_ns[0] / whole.total_ns[v] : 0) << "}";
     o << "},\n \"notes\": [";
-    for (std::size_t i = 0; i < notes.size(); ++i) o << (i ? ", " : "") << "\"" << notes[i] << "\"";
+    for (std::size_t i = 0; i < notes.size(); ++i) o << (i ? ", " : "") << quote(notes[i]);
     o << "], \"messages\": " << (R.empty() ? 0 : R.front().messages) << ", \"wall_s\": " << wall_s << "}\n";
   }
   return 0;

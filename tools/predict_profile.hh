@@ -19,7 +19,10 @@ std::string scaling_rule(Scaling s);  // one sentence for the output
 
 // The profile's sites at N processes under `s` (sizes and times scaled), or the reason it cannot
 // be: N below the profile's np with strong scaling, a profile without any collective tnbc runs.
-Result<std::vector<SimSite>> sites_at(const trace::LoadedProfile& p, int np, Scaling s, std::vector<std::string>& notes);
+// `data_scale`: the traced problem's data times this (another class of the same benchmark: its
+// blocks and T_CURC grow with it) before the scaling to N.
+Result<std::vector<SimSite>> sites_at(const trace::LoadedProfile& p, int np, Scaling s, std::vector<std::string>& notes,
+                                      double data_scale = 1);
 
 // The MPI library a machine file was calibrated with against the one this tnbc is built with:
 // empty when they are the same library and version (major.minor), else one sentence.

@@ -28,7 +28,7 @@ const char* variant_name(Variant v) {
 
 namespace {
 
-constexpr int kEdgeWindow = 16;                      // the calling thread's edge sends simulated at once
+constexpr int kEdgeWindow = 4;   // the calling thread's edge sends simulated at once (the link serializes them)
 constexpr std::size_t kBlockingSegment = 128 * 1024;  // the blocking Bcast's pipeline segment
 constexpr long long kNoHoldTimeout = std::numeric_limits<long long>::max() / 4;
 
@@ -186,9 +186,12 @@ void drive(Rank& me, Scope scope, int window) {
         continue;
       }
     }
-    // Something in flight: its completion, or (a send held or waiting for a receive) a poll.
+    // Something in flight: wait for its completion. A schedule whose sends wait for receives
+    // (a broadcast's forwards) polls as the progress thread does (TNBC_POLL_MIN_US); a held send
+    // is looked at again when one of the rank's own sends completes (polling every rank's
+    // arbitration would cost the simulation more than it changes).
     const int ready_now = static_cast<int>(c.ready[b].size() + c.ready_arb[b].size());
-    const bool may_change = held || ready_now + static_cast<int>(flight.size()) < left;
+    const bool may_change = !c.dependents.empty() && ready_now + static_cast<int>(flight.size()) < left;
     const ssize_t k = may_change ? sg::Comm::wait_any_for(flight, poll_s) : sg::Comm::wait_any(flight);
     if (k < 0) continue;
     const int i = flight_step[static_cast<std::size_t>(k)];
@@ -205,6 +208,25 @@ void drive(Rank& me, Scope scope, int window) {
       wake_node(me.node);
     }
     --left;
+  }
+}
+
+// The MPI library's pairwise exchange, step by step (MPI_Sendrecv with rank + k and rank - k):
+// the schedule from blocking_exchange, run in its order without polling.
+void pairwise(Rank& me) {
+  RankCall& c = me.call;
+  for (std::size_t i = 0; i + 1 < c.sched.size(); i += 2) {
+    const Step& recv = c.sched[i];
+    const Step& send = c.sched[i + 1];
+    sg::CommPtr comm = sg::Comm::sendto_async(me.host, g->ranks[static_cast<std::size_t>(send.peer)].host,
+                                              std::max<std::size_t>(send.length, 1));
+    ++g->messages;
+    comm->wait();
+    deliver(send.peer, me.id, send.tag_offset, sg::Engine::get_clock());
+    std::unique_lock lock(*me.mu);
+    c.done[i + 1] = 1;
+    while (!c.done[i]) me.cv->wait(lock);
+    (void)recv;
   }
 }
 
@@ -281,11 +303,10 @@ Schedule blocking_exchange(int rank, int n, std::size_t bytes) {
     }
     return s;
   }
-  int prev_send = -1, prev_recv = -1;
+  int prev_send = -1, prev_recv = -1;  // steps alternate Recv, Send (pairwise() runs them in pairs)
   for (int d = 1; d < n; ++d) {
     const int from = (rank - d + n) % n, to = (rank + d) % n;
-    const int r = prev_send < 0 ? s.add(Step{StepKind::Recv, from, 0, bytes, 0, 0, d, from, false})
-                                : s.add(Step{StepKind::Recv, from, 0, bytes, 0, 0, d, from, false});
+    const int r = s.add(Step{StepKind::Recv, from, 0, bytes, 0, 0, d, from, false});
     const int sd = prev_send < 0 ? s.add(Step{StepKind::Send, to, 0, bytes, 0, 0, d, to, false})
                                  : s.add(Step{StepKind::Send, to, 0, bytes, 0, 0, d, to, false}, {prev_send, prev_recv});
     prev_send = sd;
@@ -354,7 +375,8 @@ void rank_main(int r, std::vector<SimSite> sites) {
                                                                        cfg.bcast_max_segments, m.page)
                                              : 1;
     for (int vi = 0; vi < kVariants; ++vi) {
-      const auto v = static_cast<Variant>(vi);
+      // Below the size threshold the policy routes the call to the MPI library (Policy::route).
+      const auto v = site.mpi ? Variant::Blocking : static_cast<Variant>(vi);
       Built b = build(cfg, site, r, v, pieces, segments);
       double total_bytes = 0;
       for (double x : b.sub_bytes) total_bytes += x;
@@ -366,7 +388,8 @@ void rank_main(int r, std::vector<SimSite> sites) {
       const double t0 = sg::Engine::get_clock();
       VariantTimes& out = g->times[si][static_cast<std::size_t>(vi)][static_cast<std::size_t>(r)];
       if (v == Variant::Blocking) {
-        drive(me, Scope::All, 0);
+        if (!is_bcast(site.kind) && cfg.np >= kPairwiseFrom) pairwise(me);
+        else drive(me, Scope::All, 0);
         wait_until(me, [&] { return me.call.recv_left == 0; });
         out.call_ns = (sg::Engine::get_clock() - t0) * 1e9;
         sg::this_actor::sleep_for((site.curc_ns + site.crc_ns) * 1e-9);
@@ -440,13 +463,17 @@ Status build_platform(sg::Engine& e, const SimConfig& c, std::vector<sg::Host*>&
   for (int i = 0; i < nodes; ++i) {
     const std::string n = std::to_string(i);
     sg::Host* h = zone->create_host("node-" + n, 1e9)->set_core_count(std::max(p.cores, c.per_node))->seal();
+    // A node's link is a constraint on what leaves the node only: in a full-duplex network that
+    // does not block, balanced exchanges load each node's two directions alike, and a broadcast
+    // tree sends each rank one stream. Flows then share constraints per node only, which keeps
+    // SimGrid's max-min solution local to the node at every completion (a constraint on the
+    // receiving side links every flow to every other: 1024 ranks would take hours).
     sg::Link* up = zone->create_link("up-" + n, p.link_Bps)->set_latency(p.link_lat_s)->seal();
-    sg::Link* down = zone->create_link("down-" + n, p.link_Bps)->set_latency(0)->seal();
     sg::Link* loop = zone->create_link("loop-" + n, p.loopback_Bps)->set_latency(p.loopback_lat_s)->seal();
-    std::vector<sg::LinkInRoute> out{sg::LinkInRoute(up)}, in{sg::LinkInRoute(down)};
+    std::vector<sg::LinkInRoute> out{sg::LinkInRoute(up)};
     if (backbone) out.emplace_back(backbone);
     zone->add_route(h->get_netpoint(), nullptr, nullptr, nullptr, out, false);
-    zone->add_route(nullptr, h->get_netpoint(), nullptr, nullptr, in, false);
+    zone->add_route(nullptr, h->get_netpoint(), nullptr, nullptr, {}, false);
     zone->add_route(h->get_netpoint(), h->get_netpoint(), nullptr, nullptr, {sg::LinkInRoute(loop)}, false);
     hosts.push_back(h);
   }
@@ -521,6 +548,8 @@ Result<std::vector<SimResult>> simulate(const SimConfig& c, const std::vector<Si
       VariantTimes& t = out[s].v[static_cast<int>(v)];
       if (t.total_ns >= out[s].v[0].total_ns) t = VariantTimes{out[s].v[0].call_ns, out[s].v[0].total_ns, true};
     }
+    if (sites[s].mpi)
+      for (int v = 1; v < kVariants; ++v) out[s].v[v] = VariantTimes{out[s].v[0].call_ns, out[s].v[0].total_ns, true};
   }
   g = nullptr;
   return out;

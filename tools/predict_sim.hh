@@ -49,6 +49,7 @@ struct SimSite {
   double curc_ns = 0;        // T_CURC per call
   double crc_ns = 0;         // T_CRC per call (all the sub-messages)
   std::vector<int> order;    // the profile's consensus read order at N (sub-message indices)
+  bool mpi = false;          // below tnbc's size threshold: every variant runs the MPI library's call
 };
 
 struct SimConfig {

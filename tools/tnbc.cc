@@ -52,7 +52,7 @@ const char* kUsage =
     "                 call or run as plain MPI and why, and on which ranks; in mode optimize which sites\n"
     "                 completed in the call because the profile shows no overlap to gain\n"
     "  predict --profile APP.profile --machine MACHINE.json --np N [--ranks-per-node M]\n"
-    "          [--platform FILE] [--scaling strong|weak|fixed] [--program EXE] [--json FILE]\n"
+    "          [--platform FILE] [--scaling strong|weak|fixed] [--data-scale X] [--program EXE] [--json FILE]\n"
     "                 SimGrid simulation of the program's collectives at N processes: per call site and\n"
     "                 for the program, the blocking time, tnbc's time in the call, the hidden share and\n"
     "                 the speedup for nbc, optimize, optimize with node priorities (docs/predict.md)\n"

@@ -31,7 +31,7 @@ usage: harness.py [--tnbc PATH] [--build-dir build] [--benchmarks is,ft] [--clas
                   [--np CPUS] [--net shaped|loopback|none] [--rate 1gbit] [--nodes NP] [--shared-node]
                   [--launcher mpirun|mpiexec|srun] [--hostfile FILE] [--ranks-per-node M]
                   [--launcher-args ARGS] [--passes baseline,nbc,trace,optimize] [--npb-src DIR]
-                  [--out DIR] [--repeat 1] [--timeout 600]
+                  [--out DIR] [--repeat 1] [--timeout 600] [--predict] [--what-if-np N,...]
 """
 import argparse
 import datetime
@@ -44,6 +44,9 @@ import shutil
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import predict  # noqa: E402  (--predict, --what-if-np: npb-harness/predict.py)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NETRUN = os.path.join(HERE, "netrun.py")
@@ -413,6 +416,7 @@ def main():
     ap.add_argument("--out", default=None)
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=600)
+    predict.add_arguments(ap)
     a = ap.parse_args()
 
     build = os.path.abspath(a.build_dir)
@@ -557,6 +561,7 @@ def main():
                                 f"is {out} on a file system every node sees, and did the ranks form one MPI job "
                                 f"(srun's --mpi)?")
     comparisons = overlap_reports(tnbc, out, runs, profiles)
+    predictions = predict.predict_runs(a, tnbc, out, runs, profiles, lambda np: -(-np // nodes_for(np)))
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump({"format": "tnbc-harness-summary", "version": 1, "runs": runs, "comparisons": comparisons}, f,
                   indent=1)
@@ -589,6 +594,7 @@ def main():
                 print(f"{bench:10} {cls:5} {np:>3} {net_for(np):8} {p:14} {t if t is not None else float('nan'):9.3f} "
                       f"{speed:>8} {c if c is not None else float('nan'):8.3f} {cut:>11} {hidden:>7} {ideal:>7}"
                       f"{'' if ok else '   VERIFICATION FAILED'}")
+    predict.print_tables(predictions, runs, median)
     # Mode optimize's site decisions (the last repetition of each pass): which sites returned
     # early and which completed in the call, on which ranks (ranks may decide differently).
     shown = set()

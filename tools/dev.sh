@@ -46,9 +46,10 @@ keep_openmpi_default() {
 # What the build and the demo need. libucx-dev: UCX's memory events (meson option ucx; without
 # them tnbc runs every collective blocking when the MPI library uses UCX). make: the harness
 # builds NPB from a source tree with it (--npb-src). libdw-dev: `tnbc report` names the call
-# sites' file:line from debug information (elfutils).
+# sites' file:line from debug information (elfutils). libsimgrid-dev: `tnbc predict --profile`
+# simulates the program at scale with SimGrid (S4U).
 install_missing g++ gfortran pkg-config python3 meson ninja-build make openmpi-bin libopenmpi-dev \
-                libucx-dev libunwind-dev libdw-dev catch2 iproute2
+                libucx-dev libunwind-dev libdw-dev catch2 iproute2 libsimgrid-dev
 
 # Optional, for benchmarking only (nothing in the build, the demo or the tests needs them):
 # linux-perf: `perf record -a` for the CPU breakdown of docs/benchmarks.md ("Core efficiency").

@@ -26,6 +26,9 @@
 #include "tools/report.hh"
 #include "tools/merge.hh"
 #include "tools/predict.hh"
+#ifdef TNBC_HAVE_SIMGRID
+#include "tools/predict_profile.hh"
+#endif
 
 extern char** environ;
 
@@ -48,6 +51,11 @@ const char* kUsage =
     "                 holding it in tnbc/): per kind and call site early returns, calls completed in the\n"
     "                 call or run as plain MPI and why, and on which ranks; in mode optimize which sites\n"
     "                 completed in the call because the profile shows no overlap to gain\n"
+    "  predict --profile APP.profile --machine MACHINE.json --np N [--ranks-per-node M]\n"
+    "          [--platform FILE] [--scaling strong|weak|fixed] [--data-scale X] [--program EXE] [--json FILE]\n"
+    "                 SimGrid simulation of the program's collectives at N processes: per call site and\n"
+    "                 for the program, the blocking time, tnbc's time in the call, the hidden share and\n"
+    "                 the speedup for nbc, optimize, optimize with node priorities (docs/predict.md)\n"
     "  predict MACHINE --np N [--per-node M] [--sizes LIST] [--json]\n"
     "                 the cost model's predicted times of the blocking MPI_Bcast and MPI_Alltoall and of\n"
     "                 tnbc's early return, per size, for N ranks placed M per node\n"
@@ -213,7 +221,14 @@ int main(int argc, char** argv) {
   if (cmd == "merge") return tnbc::tools::cmd_merge(args);
   if (cmd == "report") return tnbc::tools::cmd_report(args);
   if (cmd == "calibrate") return cmd_calibrate(args);
-  if (cmd == "predict") return tnbc::tools::cmd_predict(args);
+  if (cmd == "predict") {
+    if (std::find(args.begin(), args.end(), "--profile") == args.end()) return tnbc::tools::cmd_predict(args);
+#ifdef TNBC_HAVE_SIMGRID
+    return tnbc::tools::cmd_predict_profile(args);
+#else
+    return fail("predict --profile: this tnbc was built without SimGrid (install libsimgrid-dev: tools/dev.sh does)");
+#endif
+  }
   if (cmd == "library") {
     const std::string lib = find_library();
     if (lib.empty()) return fail("cannot find libtnbc.so");

@@ -1,0 +1,246 @@
+"""`--predict` and `--what-if-np N` of the harness (docs/predict.md): `tnbc predict --profile`
+on each benchmark's trace profile, with the trace run's machine (tnbc-machine.json), next to the
+measured passes, and a what-if table and picture (SVG) for other process counts.
+
+Predicted time of a pass = the measured baseline time - the predicted saving of the pass's
+collective sections (blocking call + CURC + CRC against tnbc's, x calls): the rest of the program
+is not in the profile, so it is taken as measured. Kept apart from harness.py (which only calls
+`add_arguments`, `predict_runs` and `print_tables`).
+"""
+import json
+import os
+import subprocess
+import tempfile
+
+VARIANTS = {"nbc": "nbc", "optimize": "optimize", "optimize-order": "optimize"}
+CURVES = ("nbc", "optimize", "optimize+node")
+
+
+def add_arguments(ap):
+    ap.add_argument("--predict", action="store_true",
+                    help="next to each measured pass, the time `tnbc predict` gives from the trace profile "
+                         "(docs/predict.md)")
+    ap.add_argument("--what-if-np", default=None, metavar="N[,N...]",
+                    help="also predict each benchmark at these process counts (strong scaling): a table and "
+                         "OUT/predict-BENCH.CLASS.svg")
+
+
+def _predict(tnbc, profile, machine, np, per_node, out_json, scaling="strong"):
+    cmd = [tnbc, "predict", "--profile", profile, "--machine", machine, "--np", str(np), "--scaling", scaling,
+           "--json", out_json]
+    if per_node:
+        cmd += ["--ranks-per-node", str(per_node)]
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    with open(out_json[:-len(".json")] + ".txt", "w") as f:
+        f.write(r.stdout)
+    if r.returncode != 0:
+        return None, r.stdout.strip().splitlines()[-1] if r.stdout.strip() else f"exit {r.returncode}"
+    with open(out_json) as f:
+        return json.load(f), None
+
+
+def predict_runs(a, tnbc, out, runs, profiles, per_node_for):
+    """Predictions per (benchmark, class, np) that has a trace profile: {key: {"np": json, "what_if": {N: json}}}."""
+    if not (a.predict or a.what_if_np):
+        return {}
+    what_if = [int(n) for n in (a.what_if_np or "").split(",") if n.strip()]
+    results = {}
+    for (bench, cls, np), profile in sorted(profiles.items()):
+        machine = os.path.join(os.path.dirname(profile), "tnbc", "tnbc-machine.json")
+        if not os.path.exists(machine):
+            results[(bench, cls, np)] = {"error": f"no machine file next to {profile}"}
+            continue
+        entry = {"what_if": {}}
+        per_node = per_node_for(np)
+        got, err = _predict(tnbc, profile, machine, np, per_node,
+                            os.path.join(out, f"predict-{bench}.{cls}.np{np}.json"))
+        entry["np"], entry["error"] = got, err
+        for n in what_if:
+            got, err = _predict(tnbc, profile, machine, n, per_node,
+                                os.path.join(out, f"predict-{bench}.{cls}.np{np}-at{n}.json"))
+            entry["what_if"][n] = got if got else {"error": err}
+        results[(bench, cls, np)] = entry
+        if entry["what_if"]:
+            write_svg(os.path.join(out, f"predict-{bench}.{cls}.svg"), f"{bench}.{cls} from np {np}",
+                      {n: j for n, j in entry["what_if"].items() if "program" in j})
+    return results
+
+
+def predicted_time(base_time, pred, pass_name):
+    """The measured baseline time minus the predicted saving of the pass (None if unknown)."""
+    v = VARIANTS.get(pass_name)
+    if base_time is None or not pred or not v:
+        return None
+    prog = pred["program"]
+    return base_time - (prog["blocking_total_s"] - prog[v]["total_s"])
+
+
+def print_tables(results, runs, median):
+    if not results:
+        return
+    print("\npredicted (tnbc predict from the trace profile; docs/predict.md) against measured, time per pass:")
+    print(f"{'benchmark':10} {'class':5} {'np':>3} {'pass':14} {'measured s':>10} {'predicted s':>11} {'error':>7}")
+    errors = []
+    for (bench, cls, np), e in sorted(results.items()):
+        if e.get("error") and not e.get("np"):
+            print(f"{bench:10} {cls:5} {np:>3} prediction failed: {e['error']}")
+            continue
+        group = [r for r in runs if (r["benchmark"], r["class"], r["np"]) == (bench, cls, np)]
+        base = median([r["time"] for r in group if r["pass"] == "baseline"])
+        for p in sorted({r["pass"] for r in group} & set(VARIANTS)):
+            meas = median([r["time"] for r in group if r["pass"] == p])
+            pred = predicted_time(base, e["np"], p)
+            err = (pred - meas) / meas if pred is not None and meas else None
+            if err is not None:
+                errors.append(abs(err))
+            print(f"{bench:10} {cls:5} {np:>3} {p:14} {meas if meas is not None else float('nan'):10.3f} "
+                  f"{pred if pred is not None else float('nan'):11.3f} "
+                  f"{'-' if err is None else f'{100 * err:+.0f}%':>7}")
+    if errors:
+        errors.sort()
+        mid = len(errors) // 2
+        med = errors[mid] if len(errors) % 2 else (errors[mid - 1] + errors[mid]) / 2
+        print(f"relative error: median {100 * med:.1f}%, worst {100 * errors[-1]:.1f}% over {len(errors)} passes")
+    for (bench, cls, np), e in sorted(results.items()):
+        if not e.get("what_if"):
+            continue
+        print(f"\nwhat if {bench}.{cls} (traced at np {np}) ran on N processes (strong scaling): hidden share / speedup")
+        print(f"{'N':>6} {'Tcomm s':>9} " + " ".join(f"{c:>22}" for c in CURVES))
+        for n, j in sorted(e["what_if"].items()):
+            if "program" not in j:
+                print(f"{n:>6} {j.get('error')}")
+                continue
+            p = j["program"]
+            cells = " ".join(f"{100 * p[c]['hidden_share']:>10.0f}% {p[c]['speedup']:>9.3f}x" for c in CURVES)
+            print(f"{n:>6} {p['blocking_s']:>9.3f} {cells}")
+
+
+def write_svg(path, title, points):
+    """Hidden share and speedup against N, one line per variant (plain SVG, no dependency)."""
+    if not points:
+        return
+    ns = sorted(points)
+    w, h, pad = 640, 300, 50
+    colors = {"nbc": "#1f77b4", "optimize": "#2ca02c", "optimize+node": "#d62728"}
+
+    def xs(n):
+        if len(ns) == 1:
+            return pad + (w - 2 * pad) / 2
+        import math
+        lo, hi = math.log2(ns[0]), math.log2(ns[-1])
+        return pad + (w - 2 * pad) * (math.log2(n) - lo) / (hi - lo)
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{2 * h}" font-family="sans-serif" '
+             f'font-size="11">', f'<text x="{pad}" y="18" font-size="13">{title}: predicted, against N</text>']
+    for panel, (key, label, top) in enumerate((("hidden_share", "hidden share of Tcomm", 1.0),
+                                               ("speedup", "speedup", None))):
+        y0 = panel * h + 30
+        vals = [points[n]["program"][c][key] for n in ns for c in CURVES]
+        hi = top if top is not None else max(1.05, max(vals) * 1.05)
+        lo = min(0.0, min(vals)) if key == "hidden_share" else min(0.95, min(vals) * 0.95)
+
+        def ys(v):
+            return y0 + (h - 2 * pad) * (1 - (v - lo) / (hi - lo if hi > lo else 1))
+        parts.append(f'<text x="{pad}" y="{y0 - 6}">{label}</text>')
+        parts.append(f'<line x1="{pad}" y1="{ys(lo)}" x2="{w - pad}" y2="{ys(lo)}" stroke="#888"/>')
+        parts.append(f'<line x1="{pad}" y1="{ys(lo)}" x2="{pad}" y2="{ys(hi)}" stroke="#888"/>')
+        for v in (lo, hi):
+            parts.append(f'<text x="4" y="{ys(v) + 4}">{v:.2f}</text>')
+        for n in ns:
+            parts.append(f'<text x="{xs(n) - 8}" y="{ys(lo) + 14}">{n}</text>')
+        for i, c in enumerate(CURVES):
+            pts = " ".join(f"{xs(n):.1f},{ys(points[n]['program'][c][key]):.1f}" for n in ns)
+            parts.append(f'<polyline fill="none" stroke="{colors[c]}" stroke-width="2" points="{pts}"/>')
+            parts.append(f'<text x="{w - pad - 100}" y="{y0 + 12 * i + 4}" fill="{colors[c]}">{c}</text>')
+    parts.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(parts))
+
+
+def _median(xs):
+    xs = sorted(x for x in xs if x is not None)
+    if not xs:
+        return None
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
+
+
+def validate(argv=None):
+    """Predicted against measured for a finished harness run directory (its summary.json and trace
+    profiles): `python3 npb-harness/predict.py OUT [--machine FILE] [--tnbc PATH] [--platform FILE]`.
+    Every trace profile of a (benchmark, class, np) is predicted; the median prediction is used."""
+    import argparse
+    ap = argparse.ArgumentParser(description=validate.__doc__)
+    ap.add_argument("out")
+    ap.add_argument("--tnbc", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "tools",
+                                                   "tnbc"))
+    ap.add_argument("--machine", default=None, help="default: the trace run's tnbc/tnbc-machine.json, else any run's")
+    ap.add_argument("--platform", default=None)
+    ap.add_argument("--ranks-per-node", type=int, default=0)
+    a = ap.parse_args(argv)
+    with open(os.path.join(a.out, "summary.json")) as f:
+        runs = json.load(f)["runs"]
+    groups = {}
+    for r in runs:
+        groups.setdefault((r["benchmark"], r["class"], r["np"]), []).append(r)
+    results = {}
+    for key, group in sorted(groups.items()):
+        bench, cls, np = key
+        nodes = max([r.get("nodes") or 1 for r in group])
+        per_node = a.ranks_per_node or -(-np // nodes)
+        preds = []
+        for r in group:
+            if r["pass"] != "trace" or not r.get("profile") or not os.path.exists(r["profile"]):
+                continue
+            machine = a.machine
+            if not machine:
+                cands = [os.path.join(os.path.dirname(x["output"]), "tnbc", "tnbc-machine.json") for x in group]
+                cands = [c for c in cands if os.path.exists(c)]
+                machine = cands[0] if cands else None
+            if not machine:
+                print(f"{bench}.{cls} np={np}: no machine file (give --machine)")
+                break
+            with tempfile.TemporaryDirectory() as d:
+                cmd = [a.tnbc, "predict", "--profile", r["profile"], "--machine", machine, "--np", str(np),
+                       "--ranks-per-node", str(per_node), "--any-version", "--json", os.path.join(d, "p.json")]
+                if a.platform:
+                    cmd += ["--platform", a.platform]
+                p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                if p.returncode != 0:
+                    print(f"{bench}.{cls} np={np}: {p.stderr.strip()}")
+                    continue
+                with open(os.path.join(d, "p.json")) as f:
+                    preds.append(json.load(f))
+        if preds:
+            results[key] = {"np": preds}
+    print(f"{'benchmark':10} {'class':5} {'np':>3} {'nodes':>5} {'pass':10} {'measured s':>10} {'spread':>7} "
+          f"{'predicted s':>11} {'error':>7}")
+    errors = []
+    for key, e in sorted(results.items()):
+        bench, cls, np = key
+        group = groups[key]
+        base = _median([r["time"] for r in group if r["pass"] == "baseline"])
+        for p in ["baseline"] + sorted({r["pass"] for r in group} & set(VARIANTS)):
+            times = [r["time"] for r in group if r["pass"] == p and r["time"] is not None]
+            meas = _median(times)
+            if p == "baseline":
+                # the baseline predicted: measured baseline minus its collectives' measured share plus the simulated
+                comm = _median([r["comm_timers"].get("comm") for r in group if r["pass"] == "baseline"])
+                pred = None if comm is None else base - comm + _median([x["program"]["blocking_s"] for x in e["np"]])
+            else:
+                pred = _median([predicted_time(base, x, p) for x in e["np"]])
+            err = (pred - meas) / meas if pred is not None and meas else None
+            if err is not None and p != "baseline":
+                errors.append(abs(err))
+            spread = f"{100 * (max(times) - min(times)) / meas:.0f}%" if times and meas else "-"
+            print(f"{bench:10} {cls:5} {np:>3} {max(r.get('nodes') or 1 for r in group):>5} {p:10} "
+                  f"{meas if meas is not None else float('nan'):10.3f} {spread:>7} "
+                  f"{pred if pred is not None else float('nan'):11.3f} {'-' if err is None else f'{100 * err:+.1f}%':>7}")
+    if errors:
+        errors.sort()
+        print(f"relative error of the tnbc passes: median {100 * _median(errors):.1f}%, worst {100 * errors[-1]:.1f}% "
+              f"over {len(errors)} (benchmark, np, pass) medians")
+
+
+if __name__ == "__main__":
+    validate()

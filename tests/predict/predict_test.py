@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""`tnbc predict --profile` (docs/predict.md) on synthetic profiles and machine files with known
+numbers: the SimGrid simulation against what the platform must give, and bad input.
+
+usage: predict_test.py --tool TNBC (physics | variants | bad-input)
+
+physics    a blocking Alltoall between two nodes of 1 Gb/s takes the bytes over the link (within
+           10%); a broadcast's blocking time grows with the tree; tnbc's time in the call is a
+           small part of the blocking time for 1 MiB blocks
+variants   a program that computes long enough after the call hides most of the transfer (nbc,
+           optimize: hidden share > 60%, speedup > 1); one that reads at once hides nothing and
+           optimize completes it in the call as MPI's ('plain'); the JSON has every figure; weak,
+           strong and fixed scaling give the sizes they say; 256 ranks run
+bad-input  one clear message each, exit status 2, never a traceback: a profile of another format
+           version, an executable rebuilt after its profile, a profile of another program
+           (--program), a machine file of another MPI library, N below the profile's np under
+           strong scaling, a platform with too few nodes, more ranks per node than cores, a bad
+           bandwidth unit, an unknown key, an XML platform with too few hosts
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+LEVEL = {"L_ns": 50000, "o_s_ns": 10000, "o_r_ns": 10000, "g_ns": 10000, "G_ns_per_byte": 8.0,
+         "O_s_ns_per_byte": 0.3, "O_r_ns_per_byte": 0.3, "node_out_ns_per_byte": 8.0,
+         "node_bi_ns_per_byte": 8.0, "flows": 1, "sweep": []}
+
+
+def machine(mpi=""):
+    intra = dict(LEVEL, L_ns=1000, G_ns_per_byte=0.2, node_out_ns_per_byte=0.2, node_bi_ns_per_byte=0.2)
+    return {"format": "tnbc-machine", "version": 1, "method": "calibrate", "created": "", "host": "",
+            "mpi_library": mpi, "ranks": 2, "nodes": 2, "ranks_per_node": 1, "cpus_per_node": 2, "page": 4096,
+            "levels": {"intra_node": intra, "inter_node": LEVEL},
+            "guard": {"memcpy": {"ns": 10, "ns_per_byte": 0.1}, "userfaultfd_move": None,
+                      "userfaultfd_copy": None, "prot_none": None},
+            "progress": {"test_ns": 1000, "sleep_ns": 20000, "O_r_ns": 11000}}
+
+
+def profile(np=2, per_peer=1 << 20, curc=50e6, rcrc=1e9, kind="alltoall", calls=10, exe="/nonexistent/app",
+            version=1, subs=None):
+    subs = subs or np
+    order = list(range(subs))
+    ranks = [{"rank": r, "calls": calls, "traced": calls, "order": order, "receives": not (kind == "bcast" and r == 0),
+              "keys": ["0x1"], "bytes_per_call": per_peer * (np if kind != "bcast" else 1), "duration_ns": 5e6,
+              "curc_ns": curc, "r_crc_bytes_per_s": rcrc, "gaps_ns": []} for r in range(np)]
+    return {"format": "tnbc-profile", "version": version, "np": np, "executable": exe, "sites": [
+        {"site": "0x18fdad14da2165e1", "kind": kind, "comm_size": np, "frames": [], "sub_messages": subs,
+         "consensus_order": order, "ranks": ranks}]}
+
+
+def fail(msg, out=""):
+    print(f"FAIL: {msg}")
+    if out:
+        print("---- output ----\n" + out)
+    sys.exit(1)
+
+
+class Env:
+    def __init__(self, tool, d):
+        self.tool, self.d, self.n = tool, d, 0
+
+    def file(self, name, content):
+        path = os.path.join(self.d, name)
+        with open(path, "w") as f:
+            f.write(content if isinstance(content, str) else json.dumps(content))
+        return path
+
+    def run(self, prof, mach, *args, status=0, platform=None):
+        self.n += 1
+        cmd = [self.tool, "predict", "--profile", self.file(f"p{self.n}.profile", prof) if isinstance(prof, dict) else prof,
+               "--machine", self.file(f"m{self.n}.json", mach), *args]
+        if platform:
+            cmd += ["--platform", self.file(f"pl{self.n}.txt", platform)]
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600)
+        out = r.stdout + r.stderr
+        if r.returncode != status:
+            fail(f"{' '.join(cmd)}: exit {r.returncode}, expected {status}", out)
+        if "Traceback" in out or "terminate called" in out:
+            fail("a crash instead of a message", out)
+        return out
+
+    def json(self, prof, mach, *args, platform=None):
+        path = os.path.join(self.d, f"out{self.n + 1}.json")
+        out = self.run(prof, mach, *args, "--json", path, platform=platform)
+        with open(path) as f:
+            return json.load(f), out
+
+
+TWO_NODES = "nodes 2\ncores 2\nlink_bw 1Gbps\nlink_lat 50us\nloopback_bw 5GBps\nloopback_lat 1us\n"
+
+
+def physics(e):
+    j, out = e.json(profile(np=2, per_peer=4 << 20), machine(), "--np", "2", "--ranks-per-node", "1", platform=TWO_NODES)
+    s = j["sites"][0]
+    expect = 4 * 2**20 / (1e9 / 8)
+    if abs(s["blocking_s"] - expect) / expect > 0.10:
+        fail(f"blocking Alltoall of 4 MiB over 1 Gb/s: {s['blocking_s']:.4f} s, expected {expect:.4f} s", out)
+    if not 0 < s["nbc"]["call_s"] < 0.2 * s["blocking_s"]:
+        fail(f"tnbc's time in the call {s['nbc']['call_s']} s is not a small part of {s['blocking_s']} s", out)
+    big = "nodes 8\ncores 1\nlink_bw 1Gbps\nlink_lat 50us\n"
+    times = []
+    for n in (2, 8):
+        j, out = e.json(profile(np=2, per_peer=1 << 20, kind="bcast", subs=3), machine(), "--np", str(n),
+                        "--ranks-per-node", "1", "--scaling", "fixed", platform=big)
+        times.append(j["sites"][0]["blocking_s"])
+    if not times[1] > 1.5 * times[0]:
+        fail(f"a broadcast to 8 nodes ({times[1]} s) is not slower than to 2 ({times[0]} s)", out)
+    print(f"physics ok: Alltoall {s['blocking_s']:.4f} s (link: {expect:.4f} s), Bcast 2 -> 8 nodes "
+          f"{times[0]:.4f} -> {times[1]:.4f} s")
+
+
+def variants(e):
+    j, out = e.json(profile(np=2, per_peer=4 << 20, curc=200e6), machine(), "--np", "2", "--ranks-per-node", "1",
+                    platform=TWO_NODES)
+    for v in ("nbc", "optimize", "optimize+node"):
+        f = j["sites"][0][v]
+        if not (f["hidden_share"] > 0.6 and f["speedup"] > 1.0):
+            fail(f"{v}: a program computing 200 ms after a 34 ms call hides {f['hidden_share']:.2f}, "
+                 f"speedup {f['speedup']:.3f}", out)
+    if not j["program"]["nbc"]["speedup"] > 1.0 or j["program"]["blocking_s"] <= 0:
+        fail("the program's figures do not follow the site's", out)
+    j, out = e.json(profile(np=2, per_peer=4 << 20, curc=0, rcrc=1e12), machine(), "--np", "2", "--ranks-per-node",
+                    "1", platform=TWO_NODES)
+    s = j["sites"][0]
+    if s["nbc"]["hidden_share"] > 0.05:
+        fail(f"a program that reads at once hides {s['nbc']['hidden_share']:.2f} with nbc", out)
+    if not s["optimize"]["plain"] or abs(s["optimize"]["speedup"] - 1) > 1e-9:
+        fail("optimize does not complete a site without gain in the call as MPI's", out)
+    # scaling: a profile at np 4 with 1 MiB blocks, predicted at 16 ranks
+    sizes = {}
+    for sc in ("strong", "weak", "fixed"):
+        j, out = e.json(profile(np=4, per_peer=1 << 20), machine(), "--np", "16", "--ranks-per-node", "2",
+                        "--scaling", sc, platform="nodes 8\ncores 2\nlink_bw 10Gbps\nlink_lat 2us\n")
+        sizes[sc] = j["sites"][0]["bytes"]
+        if sc not in out:
+            fail(f"the output does not state the scaling ({sc})", out)
+    want = {"strong": 2**20 / 16, "weak": 2**20 / 4, "fixed": 2**20}
+    if any(abs(sizes[k] - want[k]) > 1 for k in want):
+        fail(f"block sizes at 16 ranks {sizes}, expected {want}")
+    t0 = time.time()
+    j, out = e.json(profile(np=4, per_peer=1 << 20), machine(), "--np", "256", "--ranks-per-node", "8",
+                    "--scaling", "strong", platform="nodes 32\ncores 8\nlink_bw 40Gbps\nlink_lat 1.5us\n")
+    if j["np"] != 256 or j["sites"][0]["blocking_s"] <= 0:
+        fail("256 ranks", out)
+    print(f"variants ok: block sizes {sizes}; 256 ranks simulated in {time.time() - t0:.1f} s")
+
+
+def bad_input(e):
+    m = machine()
+    cases = [
+        ("another profile version", profile(version=2), m, [], None, "version"),
+        ("another MPI library", profile(), machine("Intel(R) MPI Library 2021.9 for Linux* OS"), [], None,
+         "calibrated with Intel(R) MPI Library 2021.9"),
+        ("N below np, strong", profile(np=4), m, ["--np", "2"], None, "below the profile's 4 processes"),
+        ("too few nodes", profile(), m, ["--ranks-per-node", "1", "--np", "4"], "nodes 2\nlink_bw 1Gbps\n", "has 2 nodes"),
+        ("more ranks than cores", profile(), m, ["--ranks-per-node", "4", "--np", "4"], "nodes 2\ncores 2\nlink_bw 1Gbps\n",
+         "cores"),
+        ("bad unit", profile(), m, ["--np", "2"], "nodes 2\nlink_bw 1Gbs\n", "unknown unit 'Gbs'"),
+        ("unknown key", profile(), m, ["--np", "2"], "nodes 2\nlink_bw 1Gbps\nlink_speed 3\n", "unknown key 'link_speed'"),
+        ("zero bandwidth", profile(), m, ["--np", "2"], "nodes 2\nlink_bw 0\n", "must be positive"),
+        ("XML with too few hosts", profile(), m, ["--np", "4", "--ranks-per-node", "1"],
+         '<?xml version="1.0"?>\n<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n<platform version="4.1">\n'
+         '<zone id="z" routing="Full"><host id="a" speed="1Gf"/><host id="b" speed="1Gf"/>\n'
+         '<link id="l" bandwidth="1GBps" latency="1us"/><route src="a" dst="b"><link_ctn id="l"/></route></zone>\n'
+         '</platform>\n', "has 2 hosts"),
+    ]
+    for what, prof, mach, args, plat, words in cases:
+        if "--np" not in args:
+            args = args + ["--np", "2"]
+        out = e.run(prof, mach, *args, status=2, platform=plat)
+        if words not in out or len(out.strip().splitlines()) != 1:
+            fail(f"{what}: expected one line saying '{words}'", out)
+    # an executable rebuilt after its profile, and a profile of another program
+    exe = e.file("app", "#!/bin/sh\n")
+    prof = e.file("app.profile", json.dumps(profile(exe=exe)))
+    out = e.run(prof, m, "--np", "2", "--program", "/bin/true", status=2)
+    if "not /bin/true" not in out:
+        fail("a profile of another program", out)
+    later = time.time() + 5
+    os.utime(exe, (later, later))
+    out = e.run(prof, m, "--np", "2", status=2)
+    if "rebuilt after" not in out:
+        fail("an executable rebuilt after its profile", out)
+    print(f"bad-input ok: {len(cases) + 2} cases")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tool", required=True)
+    ap.add_argument("what", choices=["physics", "variants", "bad-input"])
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="tnbc-predict-") as d:
+        e = Env(a.tool, d)
+        {"physics": physics, "variants": variants, "bad-input": bad_input}[a.what](e)
+
+
+if __name__ == "__main__":
+    main()

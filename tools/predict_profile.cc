@@ -1,0 +1,374 @@
+#include "tools/predict_profile.hh"
+
+#include <mpi.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+
+#include "runtime/config.hh"
+#include "runtime/json.hh"
+#include "runtime/policy.hh"
+#include "trace/gain.hh"
+
+namespace tnbc::tools {
+
+const char* scaling_name(Scaling s) {
+  switch (s) {
+    case Scaling::Strong: return "strong";
+    case Scaling::Weak: return "weak";
+    case Scaling::Fixed: return "fixed";
+  }
+  return "?";
+}
+
+std::string scaling_rule(Scaling s) {
+  switch (s) {
+    case Scaling::Strong:
+      return "strong scaling: the program's data is fixed; exchanges' blocks shrink as (np/N)^2, T_CURC as np/N, "
+             "T_CRC with the bytes received";
+    case Scaling::Weak:
+      return "weak scaling: each rank's data is fixed; exchanges' blocks shrink as np/N, T_CURC stays, T_CRC with the "
+             "bytes received";
+    case Scaling::Fixed:
+      return "fixed messages: every block keeps its size (a micro-benchmark); T_CURC stays, T_CRC grows with the bytes "
+             "received";
+  }
+  return "";
+}
+
+namespace {
+
+int fail(const std::string& msg) {
+  std::fprintf(stderr, "tnbc: predict: %s\n", msg.c_str());
+  return 2;
+}
+
+bool exchange_kind(Kind k) {
+  return k == Kind::Alltoall || k == Kind::Alltoallv || k == Kind::Allgather || k == Kind::Allgatherv;
+}
+
+// A read order of `n0` sub-messages stretched to `n`: sub-message s at n takes the place of s * n0 / n.
+std::vector<int> stretch(const std::vector<int>& order0, int n0, int n) {
+  if (order0.empty() || n0 < 1 || n < 1) return {};
+  std::vector<double> pos0(static_cast<std::size_t>(n0), static_cast<double>(n0));
+  for (std::size_t i = 0; i < order0.size(); ++i)
+    if (order0[i] >= 0 && order0[i] < n0) pos0[static_cast<std::size_t>(order0[i])] = static_cast<double>(i);
+  std::vector<int> order(static_cast<std::size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return pos0[static_cast<std::size_t>(static_cast<long long>(a) * n0 / n)] <
+           pos0[static_cast<std::size_t>(static_cast<long long>(b) * n0 / n)];
+  });
+  return order;
+}
+
+std::string hex(std::uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%016llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+}  // namespace
+
+Result<std::vector<SimSite>> sites_at(const trace::LoadedProfile& p, int np, Scaling s, std::vector<std::string>& notes,
+                                      double data_scale) {
+  if (s == Scaling::Strong && np < p.np)
+    return Status::error("--np " + std::to_string(np) + " is below the profile's " + std::to_string(p.np) +
+                         " processes: under strong scaling each rank would hold more data than in the traced run "
+                         "(give N >= " + std::to_string(p.np) + ", or --scaling weak or fixed)");
+  std::vector<SimSite> out;
+  for (const trace::ProfileSite& ps : p.sites) {
+    const std::optional<Kind> kind = kind_named(ps.kind);
+    if (!kind || !(exchange_kind(*kind) || *kind == Kind::Bcast)) {
+      notes.push_back("site " + hex(ps.site) + " (" + ps.kind + ") is not simulated: tnbc does not run that collective");
+      continue;
+    }
+    if (ps.comm_size != p.np) {
+      notes.push_back("site " + hex(ps.site) + " is on a communicator of " + std::to_string(ps.comm_size) + " of " +
+                      std::to_string(p.np) + " ranks: not simulated (only MPI_COMM_WORLD-sized collectives are)");
+      continue;
+    }
+    const trace::SiteEstimate e = trace::estimate_site(ps);
+    if (e.bytes <= 0) {
+      notes.push_back("site " + hex(ps.site) + " received no bytes in the trace: not simulated");
+      continue;
+    }
+    SimSite site;
+    site.name = ps.where.empty() || ps.where == "?" ? hex(ps.site) : ps.where;
+    site.kind = *kind;
+    double calls = 0;
+    for (const auto& r : ps.ranks) calls = std::max(calls, static_cast<double>(r.calls.value_or(0)));
+    site.calls = std::max(1.0, calls);
+    const double n0 = p.np, n = np;
+    const double curc_scale = (s == Scaling::Strong ? n0 / n : 1.0) * data_scale;
+    double received0 = e.bytes, received = e.bytes * data_scale;
+    if (exchange_kind(*kind)) {
+      const double per_peer0 = e.bytes * data_scale / n0;
+      double per_peer = per_peer0;
+      if (s == Scaling::Weak) per_peer = per_peer0 * n0 / n;
+      if (s == Scaling::Strong) per_peer = per_peer0 * (n0 / n) * (n0 / n);
+      site.bytes = std::max(1.0, std::round(per_peer));
+      received = site.bytes * n;
+      site.order = stretch(ps.consensus, p.np, np);
+    } else {
+      site.bytes = e.bytes * data_scale;
+      site.order = ps.consensus;  // chunks: the same cut at any N when the segments agree
+    }
+    site.curc_ns = e.curc_ns.value_or(0) * curc_scale;
+    site.crc_ns = e.crc_ns.value_or(0) * (received0 > 0 ? received / received0 : 1.0);
+    if (!e.curc_ns)
+      notes.push_back("site " + site.name + ": no rank touched the received data in the trace: T_CURC = T_CRC = 0 "
+                      "(nothing to overlap)");
+    out.push_back(site);
+  }
+  if (out.empty()) return Status::error(p.path + " has no call site of MPI_Alltoall(v), MPI_Allgather(v) or MPI_Bcast on "
+                                        "MPI_COMM_WORLD with received bytes: nothing to predict");
+  return out;
+}
+
+std::string mpi_family(const std::string& version) {
+  std::string v = version.substr(0, version.find('\n'));
+  auto major_minor = [&](std::size_t from) {
+    std::size_t i = v.find_first_of("0123456789", from);
+    if (i == std::string::npos) return std::string("?");
+    std::size_t j = v.find_first_not_of("0123456789", i);
+    if (j != std::string::npos && v[j] == '.') j = v.find_first_not_of("0123456789", j + 1);
+    return v.substr(i, j == std::string::npos ? std::string::npos : j - i);
+  };
+  if (v.rfind("Open MPI", 0) == 0) return "Open MPI " + major_minor(8);
+  if (v.rfind("MPICH", 0) == 0) return "MPICH " + major_minor(5);
+  return v.substr(0, 40);
+}
+
+std::string mpi_misfit(const model::Machine& m, const std::string& built_with) {
+  if (m.mpi_library.empty()) return "";
+  const std::string a = mpi_family(m.mpi_library), b = mpi_family(built_with);
+  if (a == b) return "";
+  return "the machine file was calibrated with " + a + ", this tnbc runs " + b +
+         ": its costs describe another MPI library (run `tnbc calibrate` with this build's MPI)";
+}
+
+std::string program_misfit(const trace::LoadedProfile& p, const std::string& profile_path, const std::string& program) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!program.empty()) {
+    const fs::path want = fs::weakly_canonical(program, ec);
+    if (ec || want.string() != p.executable)
+      return profile_path + " was traced from " + p.executable + ", not " + program + ": trace this program first";
+  }
+  struct stat exe{}, prof{};
+  if (stat(p.executable.c_str(), &exe) == 0 && stat(profile_path.c_str(), &prof) == 0 &&
+      (exe.st_mtim.tv_sec > prof.st_mtim.tv_sec ||
+       (exe.st_mtim.tv_sec == prof.st_mtim.tv_sec && exe.st_mtim.tv_nsec > prof.st_mtim.tv_nsec)))
+    return p.executable + " was rebuilt after " + profile_path +
+           " was written: the profile describes another version of the program (trace it again)";
+  return "";
+}
+
+namespace {
+
+std::string built_mpi() {
+#if defined(OMPI_MAJOR_VERSION)
+  return "Open MPI v" + std::to_string(OMPI_MAJOR_VERSION) + "." + std::to_string(OMPI_MINOR_VERSION) + "." +
+         std::to_string(OMPI_RELEASE_VERSION);
+#elif defined(MPICH_VERSION)
+  return std::string("MPICH Version: ") + MPICH_VERSION;
+#else
+  return "";
+#endif
+}
+
+struct Figures {
+  double blocking_ns = 0, call_ns[kVariants] = {}, total_ns[kVariants] = {};
+};
+
+double share(double saved, double tcomm) { return tcomm > 0 ? saved / tcomm : 0; }
+
+}  // namespace
+
+int cmd_predict_profile(const std::vector<std::string>& args) {
+  std::string profile_path, machine_path, platform_path, json_path, program;
+  int np = 0, per_node = 0;
+  double data_scale = 1;
+  bool any_version = false;
+  Scaling scaling = Scaling::Strong;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> std::string { return i + 1 < args.size() ? args[++i] : std::string(); };
+    auto count = [&](const std::string& v, int& out) {
+      char* end = nullptr;
+      const long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end || n < 1 || n > 1 << 20) return false;
+      out = static_cast<int>(n);
+      return true;
+    };
+    if (a == "--profile") profile_path = value();
+    else if (a == "--machine") machine_path = value();
+    else if (a == "--platform") platform_path = value();
+    else if (a == "--json") json_path = value();
+    else if (a == "--program") program = value();
+    else if (a == "--any-version") any_version = true;
+    else if (a == "--data-scale") {
+      const std::string v = value();
+      char* end = nullptr;
+      data_scale = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end || !(data_scale > 0) || !std::isfinite(data_scale))
+        return fail("--data-scale wants a positive number (the traced data times it), not '" + v + "'");
+    }
+    else if (a == "--np") {
+      const std::string v = value();
+      if (!count(v, np)) return fail("--np wants a number of processes from 1 to 1048576, not '" + v + "'");
+    } else if (a == "--ranks-per-node") {
+      const std::string v = value();
+      if (!count(v, per_node)) return fail("--ranks-per-node wants a number from 1, not '" + v + "'");
+    } else if (a == "--scaling") {
+      const std::string v = value();
+      if (v == "strong") scaling = Scaling::Strong;
+      else if (v == "weak") scaling = Scaling::Weak;
+      else if (v == "fixed") scaling = Scaling::Fixed;
+      else return fail("--scaling is strong, weak or fixed, not '" + v + "'");
+    } else return fail("unknown option '" + a + "'");
+  }
+  if (profile_path.empty() || machine_path.empty() || np < 1)
+    return fail("usage: tnbc predict --profile APP.profile --machine MACHINE.json --np N [--ranks-per-node M] "
+                "[--platform FILE] [--scaling strong|weak|fixed] [--data-scale X] [--program EXE] [--any-version] [--json FILE]");
+  Result<trace::LoadedProfile> prof = trace::read_profile(profile_path);
+  if (!prof.ok()) return fail(prof.status().message());
+  if (std::string why = program_misfit(prof.value(), profile_path, program); !why.empty() && !any_version)
+    return fail(why + " (--any-version: predict anyway)");
+  Result<model::Machine> mach = model::read_machine(machine_path);
+  if (!mach.ok()) return fail(mach.status().message());
+  if (std::string why = mpi_misfit(mach.value(), built_mpi()); !why.empty()) return fail(machine_path + ": " + why);
+  Platform platform;
+  if (platform_path.empty()) {
+    platform = from_machine(mach.value(), machine_path);
+  } else {
+    Result<Platform> p = read_platform(platform_path);
+    if (!p.ok()) return fail(p.status().message());
+    platform = p.value();
+  }
+  if (per_node < 1) per_node = std::min(np, platform.xml.empty() ? platform.cores : 1);
+  if (std::string why = platform_misfit(platform, np, per_node); !why.empty()) return fail(why);
+  std::vector<std::string> notes;
+  Result<std::vector<SimSite>> sites = sites_at(prof.value(), np, scaling, notes, data_scale);
+  if (!sites.ok()) return fail(sites.status().message());
+
+  SimConfig cfg;
+  cfg.platform = platform;
+  cfg.machine = mach.value();
+  cfg.np = np;
+  cfg.per_node = per_node;
+  const Settings settings{};
+  cfg.bcast_max_segments = static_cast<int>(settings.bcast_max_segments);
+  int guard = -1;
+  for (int gi = 0; gi < model::kGuardBackends && guard < 0; ++gi)
+    if (cfg.machine.guard_measured[gi]) guard = gi;
+  cfg.x = execution(settings, guard);
+  // The global route (Policy::route): blocks below the cost model's size threshold run as MPI's.
+  const model::Topology topo = model::Topology::block(np, per_node, std::max(platform.cores, per_node), 1);
+  for (SimSite& s : sites.value()) {
+    if (s.kind == Kind::Alltoallv) continue;  // sizes differ between ranks: every call takes tnbc's schedule
+    const std::size_t threshold = model::threshold_bytes(cfg.machine, topo, s.kind, cfg.x, cfg.machine.page);
+    if (s.bytes < static_cast<double>(threshold)) {
+      s.mpi = true;
+      notes.push_back("site " + s.name + ": " + std::to_string(static_cast<long long>(s.bytes)) +
+                      " bytes is below tnbc's size threshold here (" + std::to_string(threshold) +
+                      "): every variant runs the MPI library's call");
+    }
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  Result<std::vector<SimResult>> res = simulate(cfg, sites.value());
+  if (!res.ok()) return fail(res.status().message());
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  // ---- text ----
+  const auto& S = sites.value();
+  const auto& R = res.value();
+  std::printf("tnbc predict: %s (traced at np %d, %s) at N = %d, %d per node\n", profile_path.c_str(),
+              prof.value().np, prof.value().executable.c_str(), np, per_node);
+  if (data_scale != 1) std::printf("  data: the traced problem's x %g (blocks, T_CURC, T_CRC)\n", data_scale);
+  std::printf("  scaling: %s\n  platform: %s\n  machine: %s (%s), send window %d, guard %s\n",
+              scaling_rule(scaling).c_str(), describe(platform).c_str(), machine_path.c_str(),
+              mpi_family(cfg.machine.mpi_library).c_str(), cfg.x.window,
+              guard >= 0 ? std::string(model::kGuardNames[guard]).c_str() : "none measured");
+  std::printf("  per call (ms): Tcomm = the blocking call; call = time in tnbc's call (Tinit); hidden = "
+              "(blocking - tnbc) / Tcomm of call + CURC + CRC\n");
+  std::printf("  %-28s %-9s %6s %10s %9s %9s |", "site", "kind", "calls", "bytes", "Tcomm", "CURC+CRC");
+  for (int v = 1; v < kVariants; ++v) std::printf(" %-24s|", variant_name(static_cast<Variant>(v)));
+  std::printf("\n  %-28s %-9s %6s %10s %9s %9s |", "", "", "", "", "", "");
+  for (int v = 1; v < kVariants; ++v) std::printf(" %7s %7s %8s|", "call", "hidden", "speedup");
+  std::printf("\n");
+  Figures whole;
+  for (std::size_t s = 0; s < S.size(); ++s) {
+    const SimResult& r = R[s];
+    const double tcomm = r.v[0].call_ns;
+    std::string name = S[s].name.substr(0, 28);
+    std::printf("  %-28s %-9s %6.0f %10.0f %9.3f %9.3f |", name.c_str(), kind_name(S[s].kind), S[s].calls, S[s].bytes,
+                tcomm / 1e6, (S[s].curc_ns + S[s].crc_ns) / 1e6);
+    whole.blocking_ns += tcomm * S[s].calls;
+    whole.total_ns[0] += r.v[0].total_ns * S[s].calls;
+    for (int v = 1; v < kVariants; ++v) {
+      const double saved = r.v[0].total_ns - r.v[v].total_ns;
+      std::printf(" %7.3f %6.0f%% %7.3fx%s|", r.v[v].call_ns / 1e6, 100 * share(saved, tcomm),
+                  r.v[v].total_ns > 0 ? r.v[0].total_ns / r.v[v].total_ns : 0.0, r.v[v].plain ? "p" : " ");
+      whole.call_ns[v] += r.v[v].call_ns * S[s].calls;
+      whole.total_ns[v] += r.v[v].total_ns * S[s].calls;
+    }
+    std::printf("\n");
+  }
+  std::printf("  %-28s %-9s %6s %10s %9.3f %9s |", "whole program (x calls)", "", "", "", whole.blocking_ns / 1e6, "");
+  for (int v = 1; v < kVariants; ++v)
+    std::printf(" %7.3f %6.0f%% %7.3fx |", whole.call_ns[v] / 1e6,
+                100 * share(whole.total_ns[0] - whole.total_ns[v], whole.blocking_ns),
+                whole.total_ns[v] > 0 ? whole.total_ns[0] / whole.total_ns[v] : 0.0);
+  std::printf("\n  (p: optimize completes the site in the call as the MPI library's: its early return does not pay)\n"
+              "  whole program: the collective sections only (call + CURC + CRC per call, x calls); the rest of the "
+              "program is not in the profile\n");
+  for (const std::string& n : notes) std::printf("  note: %s\n", n.c_str());
+  std::printf("  simulated %lld messages in %.1f s\n", R.empty() ? 0LL : R.front().messages, wall_s);
+
+  if (!json_path.empty()) {
+    std::ofstream o(json_path);
+    if (!o) return fail("cannot write " + json_path);
+    using json::quote;
+    o.precision(12);
+    o << "{\"format\": \"tnbc-predict\", \"version\": 1, \"profile\": " << quote(profile_path) << ", \"np\": " << np
+      << ", \"ranks_per_node\": " << per_node << ", \"scaling\": \"" << scaling_name(scaling)
+      << "\", \"platform\": " << quote(describe(platform)) << ", \"sites\": [";
+    for (std::size_t s = 0; s < S.size(); ++s) {
+      const SimResult& r = R[s];
+      o << (s ? ",\n" : "\n") << " {\"site\": " << quote(S[s].name) << ", \"kind\": \"" << kind_name(S[s].kind)
+        << "\", \"calls\": " << S[s].calls << ", \"bytes\": " << S[s].bytes << ", \"curc_s\": " << S[s].curc_ns / 1e9
+        << ", \"crc_s\": " << S[s].crc_ns / 1e9 << ", \"blocking_s\": " << r.v[0].call_ns / 1e9
+        << ", \"blocking_total_s\": " << r.v[0].total_ns / 1e9;
+      for (int v = 1; v < kVariants; ++v)
+        o << ", \"" << variant_name(static_cast<Variant>(v)) << "\": {\"call_s\": " << r.v[v].call_ns / 1e9
+          << ", \"total_s\": " << r.v[v].total_ns / 1e9
+          << ", \"hidden_share\": " << share(r.v[0].total_ns - r.v[v].total_ns, r.v[0].call_ns)
+          << ", \"speedup\": " << (r.v[v].total_ns > 0 ? r.v[0].total_ns / r.v[v].total_ns : 0)
+          << ", \"plain\": " << (r.v[v].plain ? "true" : "false") << "}";
+      o << "}";
+    }
+    o << "],\n \"program\": {\"blocking_s\": " << whole.blocking_ns / 1e9
+      << ", \"blocking_total_s\": " << whole.total_ns[0] / 1e9;
+    for (int v = 1; v < kVariants; ++v)
+      o << ", \"" << variant_name(static_cast<Variant>(v)) << "\": {\"call_s\": " << whole.call_ns[v] / 1e9
+        << ", \"total_s\": " << whole.total_ns[v] / 1e9
+        << ", \"hidden_share\": " << share(whole.total_ns[0] - whole.total_ns[v], whole.blocking_ns)
+        << ", \"speedup\": " << (whole.total_ns[v] > 0 ? whole.total_ns[0] / whole.total_ns[v] : 0) << "}";
+    o << "},\n \"notes\": [";
+    for (std::size_t i = 0; i < notes.size(); ++i) o << (i ? ", " : "") << quote(notes[i]);
+    o << "], \"messages\": " << (R.empty() ? 0 : R.front().messages) << ", \"wall_s\": " << wall_s << "}\n";
+  }
+  return 0;
+}
+
+}  // namespace tnbc::tools

@@ -1,0 +1,39 @@
+// `tnbc predict --profile APP.profile --machine MACHINE.json --np N [...]`: what tnbc would hide
+// for this program at N processes, simulated with SimGrid (tools/predict_sim.hh) from the trace
+// pass's profile and a calibrated machine (docs/predict.md). Built only with SimGrid.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runtime/model/machine.hh"
+#include "runtime/status.hh"
+#include "tools/predict_sim.hh"
+#include "trace/profile.hh"
+
+namespace tnbc::tools {
+
+enum class Scaling { Strong, Weak, Fixed };
+const char* scaling_name(Scaling s);
+std::string scaling_rule(Scaling s);  // one sentence for the output
+
+// The profile's sites at N processes under `s` (sizes and times scaled), or the reason it cannot
+// be: N below the profile's np with strong scaling, a profile without any collective tnbc runs.
+// `data_scale`: the traced problem's data times this (another class of the same benchmark: its
+// blocks and T_CURC grow with it) before the scaling to N.
+Result<std::vector<SimSite>> sites_at(const trace::LoadedProfile& p, int np, Scaling s, std::vector<std::string>& notes,
+                                      double data_scale = 1);
+
+// The MPI library a machine file was calibrated with against the one this tnbc is built with:
+// empty when they are the same library and version (major.minor), else one sentence.
+std::string mpi_misfit(const model::Machine& m, const std::string& built_with);
+// "Open MPI 4.1", "MPICH 4.0" from a library's version string (the first line is enough).
+std::string mpi_family(const std::string& version);
+
+// The profile's executable was rebuilt after the profile was written, or is not `program`:
+// one sentence (empty: fine).
+std::string program_misfit(const trace::LoadedProfile& p, const std::string& profile_path, const std::string& program);
+
+int cmd_predict_profile(const std::vector<std::string>& args);
+
+}  // namespace tnbc::tools

@@ -1,0 +1,558 @@
+#include "tools/predict_sim.hh"
+
+#include <simgrid/s4u.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <set>
+
+#include "runtime/coll/builders.hh"
+#include "runtime/model/topology.hh"
+#include "runtime/node_arbiter.hh"
+
+namespace sg = simgrid::s4u;
+
+namespace tnbc::tools {
+
+const char* variant_name(Variant v) {
+  switch (v) {
+    case Variant::Blocking: return "blocking";
+    case Variant::Nbc: return "nbc";
+    case Variant::Optimize: return "optimize";
+    case Variant::OptimizeNode: return "optimize+node";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr int kEdgeWindow = 4;   // the calling thread's edge sends simulated at once (the link serializes them)
+constexpr std::size_t kBlockingSegment = 128 * 1024;  // the blocking Bcast's pipeline segment
+constexpr long long kNoHoldTimeout = std::numeric_limits<long long>::max() / 4;
+
+// Which steps a driver runs: all of them (blocking, in the call), the edges (tnbc's calling
+// thread), or the rest (tnbc's progress thread).
+enum class Scope { All, Edges, Body };
+
+struct World;
+
+// One rank's collective in one phase: the schedule, its steps' states, what has landed.
+struct RankCall {
+  Schedule sched;
+  std::vector<int> waiting;                   // dependencies not yet done, per step
+  std::vector<std::vector<int>> dependents;   // reverse edges (empty when no step has any)
+  std::vector<char> done;
+  std::vector<std::pair<std::uint64_t, int>> recv_index;  // (peer << 32 | tag) -> Recv step, sorted
+  std::vector<double> sub_left, sub_visible, sub_bytes;
+  // Send steps whose dependencies are done, not started, by priority: per scope (0 edges and
+  // blocking, 1 bodies), apart for the ones the node arbiter admits (arb).
+  using Ready = std::set<std::pair<std::int64_t, int>>;
+  Ready ready[2], ready_arb[2];
+  std::vector<char> bucket;                   // per step: (scope 0/1) | 2 if arbitrated
+  double publish_free = 0;
+  int edge_recv_left = 0, recv_left = 0, sends_left = 0;
+  bool publishes = false;                     // tnbc's early return: landing steps are published
+  bool node = false;                          // node-level priorities
+  std::uint64_t sequence = 0;
+};
+
+struct Rank {
+  int id = 0, node = 0;
+  sg::Host* host = nullptr;
+  sg::MutexPtr mu;
+  sg::ConditionVariablePtr cv;
+  RankCall call;
+  std::unique_ptr<NodeArbiter> arbiter;
+};
+
+struct World {
+  const SimConfig* cfg = nullptr;
+  std::vector<Rank> ranks;
+  std::vector<std::unique_ptr<NodeSlot[]>> boards;
+  std::vector<std::vector<int>> node_ranks;
+  model::Topology topo;
+  sg::BarrierPtr barrier;
+  long long messages = 0;
+  // per site, variant, rank
+  std::vector<std::vector<std::vector<VariantTimes>>> times;
+  std::vector<std::vector<double>> comm_done;  // per site, rank (nbc)
+  double notice_ns = 0;
+};
+
+World* g = nullptr;
+
+std::uint64_t recv_key(int peer, int tag) {
+  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(peer)) << 32) | static_cast<std::uint32_t>(tag);
+}
+
+bool arbitrated(const Rank& me, const Step& s) {
+  return me.call.node && me.arbiter && s.kind == StepKind::Send && !s.edge &&
+         g->ranks[static_cast<std::size_t>(s.peer)].node != me.node;
+}
+
+void wake_node(int node) {
+  for (int r : g->node_ranks[static_cast<std::size_t>(node)]) g->ranks[static_cast<std::size_t>(r)].cv->notify_all();
+}
+
+void make_ready(RankCall& c, int i) {
+  const int b = c.bucket[static_cast<std::size_t>(i)];
+  (b & 2 ? c.ready_arb : c.ready)[b & 1].emplace(c.sched[static_cast<std::size_t>(i)].priority, i);
+}
+
+// A step is done: release what waits for it.
+void step_done(Rank& me, int i) {
+  RankCall& c = me.call;
+  c.done[static_cast<std::size_t>(i)] = 1;
+  if (c.dependents.empty()) return;
+  for (int d : c.dependents[static_cast<std::size_t>(i)])
+    if (--c.waiting[static_cast<std::size_t>(d)] == 0 && c.sched[static_cast<std::size_t>(d)].kind == StepKind::Send)
+      make_ready(c, d);
+}
+
+// A message from `src` with `tag` lands at `dst` (called by the sender's driver when its transfer ends).
+void deliver(int dst, int src, int tag, double now_s) {
+  Rank& me = g->ranks[static_cast<std::size_t>(dst)];
+  std::unique_lock lock(*me.mu);
+  RankCall& c = me.call;
+  const std::uint64_t key = recv_key(src, tag);
+  auto it = std::lower_bound(c.recv_index.begin(), c.recv_index.end(), std::make_pair(key, -1));
+  if (it == c.recv_index.end() || it->first != key) return;  // cannot happen: the builders match messages
+  const int i = it->second;
+  const Step& s = c.sched[static_cast<std::size_t>(i)];
+  const double now_ns = now_s * 1e9;
+  double visible = now_ns;
+  if (c.publishes && !s.edge) {
+    // The progress thread notices the message, then publishes the pieces one after another.
+    const model::GuardCost& gc = g->cfg->machine.guard[std::max(0, g->cfg->x.guard)];
+    c.publish_free = std::max(c.publish_free, now_ns + g->notice_ns) + gc.publish.at(static_cast<double>(s.length));
+    visible = c.publish_free;
+  }
+  if (s.edge) --c.edge_recv_left;
+  --c.recv_left;
+  if (s.sub >= 0) {
+    auto sub = static_cast<std::size_t>(s.sub);
+    c.sub_left[sub] -= static_cast<double>(s.length);
+    c.sub_visible[sub] = std::max(c.sub_visible[sub], visible);
+  }
+  step_done(me, i);
+  me.cv->notify_all();
+}
+
+// Runs the sends in `scope` of this rank's call: in priority order, at most `window` in flight
+// (< 1: no limit), each inter-node send admitted by the node arbiter where it applies (a held
+// send holds the later ones too: their keys are larger). Returns when every send of the scope
+// is done.
+void drive(Rank& me, Scope scope, int window) {
+  RankCall& c = me.call;
+  const int b = scope == Scope::Body ? 1 : 0;
+  std::vector<sg::CommPtr> flight;
+  std::vector<int> flight_step;
+  int left = 0;
+  for (std::size_t i = 0; i < c.sched.size(); ++i)
+    if (c.sched[i].kind == StepKind::Send && (c.bucket[i] & 1) == b) ++left;
+  const double poll_s = g->cfg->x.poll_min_ns * 1e-9;
+  while (left > 0) {
+    bool held = false;
+    {
+      std::unique_lock lock(*me.mu);
+      auto& F = c.ready[b];
+      auto& A = c.ready_arb[b];
+      while (window < 1 || static_cast<int>(flight.size()) < window) {
+        const bool take_a = !held && !A.empty() && (F.empty() || *A.begin() < *F.begin());
+        if (!take_a && F.empty()) break;
+        auto& from = take_a ? A : F;
+        const int i = from.begin()->second;
+        const Step& s = c.sched[static_cast<std::size_t>(i)];
+        if (take_a) {
+          const long long now = static_cast<long long>(sg::Engine::get_clock() * 1e9);
+          if (me.arbiter->admit(node_key(c.sequence, s.priority), now) == NodeArbiter::Verdict::Hold) {
+            held = true;
+            continue;
+          }
+          me.arbiter->moving(now);
+        }
+        from.erase(from.begin());
+        sg::Host* to = g->ranks[static_cast<std::size_t>(s.peer)].host;
+        flight.push_back(sg::Comm::sendto_async(me.host, to, std::max<std::size_t>(s.length, 1)));
+        flight_step.push_back(i);
+        ++g->messages;
+      }
+      if (flight.empty()) {
+        // Nothing in flight: wait for a receive that releases a send, or for the node's board.
+        if (held) me.cv->wait_for(lock, poll_s);
+        else me.cv->wait(lock);
+        continue;
+      }
+    }
+    // Something in flight: wait for its completion. A schedule whose sends wait for receives
+    // (a broadcast's forwards) polls as the progress thread does (TNBC_POLL_MIN_US); a held send
+    // is looked at again when one of the rank's own sends completes (polling every rank's
+    // arbitration would cost the simulation more than it changes).
+    const int ready_now = static_cast<int>(c.ready[b].size() + c.ready_arb[b].size());
+    const bool may_change = !c.dependents.empty() && ready_now + static_cast<int>(flight.size()) < left;
+    const ssize_t k = may_change ? sg::Comm::wait_any_for(flight, poll_s) : sg::Comm::wait_any(flight);
+    if (k < 0) continue;
+    const int i = flight_step[static_cast<std::size_t>(k)];
+    flight.erase(flight.begin() + k);
+    flight_step.erase(flight_step.begin() + k);
+    const Step& s = c.sched[static_cast<std::size_t>(i)];
+    deliver(s.peer, me.id, s.tag_offset, sg::Engine::get_clock());
+    {
+      std::unique_lock lock(*me.mu);
+      step_done(me, i);
+    }
+    if (arbitrated(me, s)) {
+      me.arbiter->remove(node_key(c.sequence, s.priority), static_cast<long long>(sg::Engine::get_clock() * 1e9));
+      wake_node(me.node);
+    }
+    --left;
+  }
+}
+
+// The MPI library's pairwise exchange, step by step (MPI_Sendrecv with rank + k and rank - k):
+// the schedule from blocking_exchange, run in its order without polling.
+void pairwise(Rank& me) {
+  RankCall& c = me.call;
+  for (std::size_t i = 0; i + 1 < c.sched.size(); i += 2) {
+    const Step& recv = c.sched[i];
+    const Step& send = c.sched[i + 1];
+    sg::CommPtr comm = sg::Comm::sendto_async(me.host, g->ranks[static_cast<std::size_t>(send.peer)].host,
+                                              std::max<std::size_t>(send.length, 1));
+    ++g->messages;
+    comm->wait();
+    deliver(send.peer, me.id, send.tag_offset, sg::Engine::get_clock());
+    std::unique_lock lock(*me.mu);
+    c.done[i + 1] = 1;
+    while (!c.done[i]) me.cv->wait(lock);
+    (void)recv;
+  }
+}
+
+// Prepares this rank's call in a phase (before the barrier that lets messages flow).
+void setup(Rank& me, Schedule sched, const std::vector<double>& sub_bytes, bool publishes, bool node,
+           std::uint64_t sequence) {
+  RankCall& c = me.call;
+  c = RankCall{};
+  c.sched = std::move(sched);
+  const std::size_t n = c.sched.size();
+  c.waiting.assign(n, 0);
+  c.done.assign(n, 0);
+  c.bucket.assign(n, 0);
+  c.publishes = publishes;
+  c.node = node;
+  c.sequence = sequence;
+  c.sub_bytes = sub_bytes;
+  c.sub_left.assign(sub_bytes.size(), 0);
+  c.sub_visible.assign(sub_bytes.size(), 0);
+  bool deps = false;
+  for (std::size_t i = 0; i < n; ++i) deps = deps || !c.sched.after(i).empty();
+  if (deps) c.dependents.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Step& s = c.sched[i];
+    for (int d : c.sched.after(i)) {
+      c.dependents[static_cast<std::size_t>(d)].push_back(static_cast<int>(i));
+      ++c.waiting[i];
+    }
+    if (s.kind == StepKind::Recv) {
+      c.recv_index.emplace_back(recv_key(s.peer, s.tag_offset), static_cast<int>(i));
+      ++c.recv_left;
+      if (s.edge) ++c.edge_recv_left;
+      if (s.sub >= 0) c.sub_left[static_cast<std::size_t>(s.sub)] += static_cast<double>(s.length);
+    } else if (s.kind == StepKind::Send) {
+      ++c.sends_left;
+      c.bucket[i] = static_cast<char>((publishes && !s.edge ? 1 : 0) | (arbitrated(me, s) ? 2 : 0));
+      if (c.waiting[i] == 0) make_ready(c, static_cast<int>(i));
+    } else {
+      c.done[i] = 1;  // Copy: local, no time on the network
+    }
+  }
+  std::sort(c.recv_index.begin(), c.recv_index.end());
+  if (node && me.arbiter) {
+    const long long now = static_cast<long long>(sg::Engine::get_clock() * 1e9);
+    for (const Step& s : c.sched)
+      if (arbitrated(me, s)) me.arbiter->add(node_key(sequence, s.priority), now);
+  }
+}
+
+template <class Pred>
+void wait_until(Rank& me, Pred pred) {
+  std::unique_lock lock(*me.mu);
+  while (!pred()) me.cv->wait(lock);
+}
+
+// ---- the schedules ----
+
+std::vector<std::size_t> prefix(const std::vector<std::size_t>& b) {
+  std::vector<std::size_t> off(b.size(), 0);
+  for (std::size_t i = 1; i < b.size(); ++i) off[i] = off[i - 1] + b[i - 1];
+  return off;
+}
+
+bool is_bcast(Kind k) { return k == Kind::Bcast; }
+
+// The MPI library's exchange: all pairs at once (a schedule without dependencies), or pairwise
+// (step k: send to rank + k, receive from rank - k, after step k - 1 is done both ways).
+Schedule blocking_exchange(int rank, int n, std::size_t bytes) {
+  Schedule s;
+  if (n < kPairwiseFrom) {
+    for (int d = 1; d < n; ++d) {
+      s.add(Step{StepKind::Recv, (rank - d + n) % n, 0, bytes, 0, 0, d, (rank - d + n) % n, false});
+      s.add(Step{StepKind::Send, (rank + d) % n, 0, bytes, 0, 0, d, (rank + d) % n, false});
+    }
+    return s;
+  }
+  int prev_send = -1, prev_recv = -1;  // steps alternate Recv, Send (pairwise() runs them in pairs)
+  for (int d = 1; d < n; ++d) {
+    const int from = (rank - d + n) % n, to = (rank + d) % n;
+    const int r = s.add(Step{StepKind::Recv, from, 0, bytes, 0, 0, d, from, false});
+    const int sd = prev_send < 0 ? s.add(Step{StepKind::Send, to, 0, bytes, 0, 0, d, to, false})
+                                 : s.add(Step{StepKind::Send, to, 0, bytes, 0, 0, d, to, false}, {prev_send, prev_recv});
+    prev_send = sd;
+    prev_recv = r;
+  }
+  return s;
+}
+
+struct Built {
+  Schedule sched;
+  std::vector<double> sub_bytes;
+};
+
+Built build(const SimConfig& cfg, const SimSite& site, int rank, Variant v, const PieceRule& pieces, int segments) {
+  const int n = cfg.np;
+  const std::size_t page = cfg.machine.page;
+  Built b;
+  if (is_bcast(site.kind)) {
+    const auto bytes = static_cast<std::size_t>(site.bytes);
+    std::vector<Chunk> chunks;
+    if (v == Variant::Blocking) {
+      const int segs = static_cast<int>(std::max<std::size_t>(1, (bytes + kBlockingSegment - 1) / kBlockingSegment));
+      chunks = bcast_chunks(bytes, page, segs);
+      b.sched = build_bcast(rank, n, 0, chunks, bcast_chunk_order(chunks.size(), {}), page, PieceSetting{0});
+    } else {
+      chunks = bcast_chunks(bytes, page, segments);
+      std::vector<int> read;
+      if (v != Variant::Nbc && site.order.size() == chunks.size()) read = site.order;
+      b.sched = build_bcast(rank, n, 0, chunks, bcast_chunk_order(chunks.size(), read), page, pieces.setting);
+    }
+    for (const Chunk& c : chunks) b.sub_bytes.push_back(rank == 0 ? 0.0 : static_cast<double>(c.length));
+    return b;
+  }
+  const auto bytes = static_cast<std::size_t>(site.bytes);
+  b.sub_bytes.assign(static_cast<std::size_t>(n), static_cast<double>(bytes));
+  b.sub_bytes[static_cast<std::size_t>(rank)] = 0;  // its own block: copied in the call
+  if (v == Variant::Blocking) {
+    b.sched = blocking_exchange(rank, n, bytes);
+    return b;
+  }
+  std::vector<std::size_t> sizes(static_cast<std::size_t>(n), bytes);
+  sizes[static_cast<std::size_t>(rank)] = 0;
+  const auto off = prefix(sizes);
+  std::vector<int> order;
+  if (v != Variant::Nbc) order = site.order;
+  b.sched = build_exchange(rank, n, sizes, off, sizes, off, page, order, pieces);
+  return b;
+}
+
+// ---- one rank's program ----
+
+void rank_main(int r, std::vector<SimSite> sites) {
+  Rank& me = g->ranks[static_cast<std::size_t>(r)];
+  const SimConfig& cfg = *g->cfg;
+  const model::Machine& m = cfg.machine;
+  const int guard = std::max(0, cfg.x.guard);
+  std::uint64_t sequence = 0;
+  for (std::size_t si = 0; si < sites.size(); ++si) {
+    const SimSite& site = sites[si];
+    model::Coll coll;
+    coll.kind = site.kind;
+    coll.bytes = site.bytes;
+    coll.page = m.page;
+    const PieceRule pieces(std::nullopt, model::piece_scale(m, g->topo, cfg.x, m.page));
+    const int segments = is_bcast(site.kind) ? model::bcast_segments(m, g->topo, site.bytes, cfg.x,
+                                                                       cfg.bcast_max_segments, m.page)
+                                             : 1;
+    for (int vi = 0; vi < kVariants; ++vi) {
+      // Below the size threshold the policy routes the call to the MPI library (Policy::route).
+      const auto v = site.mpi ? Variant::Blocking : static_cast<Variant>(vi);
+      Built b = build(cfg, site, r, v, pieces, segments);
+      double total_bytes = 0;
+      for (double x : b.sub_bytes) total_bytes += x;
+      const double send_bytes = is_bcast(site.kind) ? (r == 0 ? site.bytes : 0) : site.bytes * (cfg.np - 1);
+      ++sequence;
+      g->barrier->wait();
+      setup(me, std::move(b.sched), b.sub_bytes, v != Variant::Blocking, v == Variant::OptimizeNode, sequence);
+      g->barrier->wait();
+      const double t0 = sg::Engine::get_clock();
+      VariantTimes& out = g->times[si][static_cast<std::size_t>(vi)][static_cast<std::size_t>(r)];
+      if (v == Variant::Blocking) {
+        if (!is_bcast(site.kind) && cfg.np >= kPairwiseFrom) pairwise(me);
+        else drive(me, Scope::All, 0);
+        wait_until(me, [&] { return me.call.recv_left == 0; });
+        out.call_ns = (sg::Engine::get_clock() - t0) * 1e9;
+        sg::this_actor::sleep_for((site.curc_ns + site.crc_ns) * 1e-9);
+        out.total_ns = (sg::Engine::get_clock() - t0) * 1e9;
+      } else {
+        // Tinit's work: the staging copy of what is sent, holding back the received pages.
+        const double work_ns = m.memcpy_cost.at(send_bytes) +
+                               (cfg.x.guard >= 0 ? m.guard[guard].hold.at(total_bytes) : 0.0);
+        sg::this_actor::sleep_for(work_ns * 1e-9);
+        drive(me, Scope::Edges, kEdgeWindow);
+        wait_until(me, [&] { return me.call.edge_recv_left == 0; });
+        out.call_ns = (sg::Engine::get_clock() - t0) * 1e9;
+        sg::ActorPtr progress =
+            sg::Actor::create("progress-" + std::to_string(r), me.host, [&me, &cfg] { drive(me, Scope::Body, cfg.x.window); });
+        sg::this_actor::sleep_for(site.curc_ns * 1e-9);
+        std::vector<int> order = is_bcast(site.kind) && site.order.size() != b.sub_bytes.size() ? std::vector<int>{}
+                                                                                                 : site.order;
+        if (order.size() != b.sub_bytes.size()) {
+          order.resize(b.sub_bytes.size());
+          for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+        }
+        for (int sub : order) {
+          const auto su = static_cast<std::size_t>(sub);
+          if (me.call.sub_bytes[su] <= 0) continue;
+          bool waited = false;
+          wait_until(me, [&] {
+            const bool in = me.call.sub_left[su] <= 0;
+            waited = waited || !in;
+            return in;
+          });
+          const double visible = me.call.sub_visible[su] * 1e-9;
+          if (visible > sg::Engine::get_clock()) {
+            waited = true;
+            sg::this_actor::sleep_until(visible);
+          }
+          if (waited && cfg.x.guard >= 0) sg::this_actor::sleep_for(m.guard[guard].fault_ns * 1e-9);
+          if (total_bytes > 0) sg::this_actor::sleep_for(site.crc_ns * me.call.sub_bytes[su] / total_bytes * 1e-9);
+        }
+        out.total_ns = (sg::Engine::get_clock() - t0) * 1e9;
+        progress->join();
+        wait_until(me, [&] { return me.call.recv_left == 0; });
+        if (v == Variant::Nbc)
+          g->comm_done[si][static_cast<std::size_t>(r)] =
+              (std::max(sg::Engine::get_clock(), me.call.publish_free * 1e-9) - t0) * 1e9;
+      }
+    }
+  }
+  g->barrier->wait();
+}
+
+Status build_platform(sg::Engine& e, const SimConfig& c, std::vector<sg::Host*>& hosts) {
+  const int nodes = (c.np + c.per_node - 1) / c.per_node;
+  if (!c.platform.xml.empty()) {
+    try {
+      e.load_platform(c.platform.xml);
+    } catch (const std::exception& ex) {
+      return Status::error("SimGrid could not load the platform " + c.platform.xml + ": " + ex.what());
+    }
+    hosts = e.get_all_hosts();
+    if (static_cast<int>(hosts.size()) < nodes)
+      return Status::error("the platform " + c.platform.xml + " has " + std::to_string(hosts.size()) +
+                           " hosts: " + std::to_string(c.np) + " processes at " + std::to_string(c.per_node) +
+                           " per node need " + std::to_string(nodes));
+    hosts.resize(static_cast<std::size_t>(nodes));
+    return Status{};
+  }
+  const Platform& p = c.platform;
+  auto* zone = sg::create_star_zone("cluster");
+  sg::Link* backbone = nullptr;
+  if (p.backbone_Bps > 0) backbone = zone->create_link("backbone", p.backbone_Bps)->set_latency(p.backbone_lat_s)->seal();
+  for (int i = 0; i < nodes; ++i) {
+    const std::string n = std::to_string(i);
+    sg::Host* h = zone->create_host("node-" + n, 1e9)->set_core_count(std::max(p.cores, c.per_node))->seal();
+    // A node's link is a constraint on what leaves the node only: in a full-duplex network that
+    // does not block, balanced exchanges load each node's two directions alike, and a broadcast
+    // tree sends each rank one stream. Flows then share constraints per node only, which keeps
+    // SimGrid's max-min solution local to the node at every completion (a constraint on the
+    // receiving side links every flow to every other: 1024 ranks would take hours).
+    sg::Link* up = zone->create_link("up-" + n, p.link_Bps)->set_latency(p.link_lat_s)->seal();
+    sg::Link* loop = zone->create_link("loop-" + n, p.loopback_Bps)->set_latency(p.loopback_lat_s)->seal();
+    std::vector<sg::LinkInRoute> out{sg::LinkInRoute(up)};
+    if (backbone) out.emplace_back(backbone);
+    zone->add_route(h->get_netpoint(), nullptr, nullptr, nullptr, out, false);
+    zone->add_route(nullptr, h->get_netpoint(), nullptr, nullptr, {}, false);
+    zone->add_route(h->get_netpoint(), h->get_netpoint(), nullptr, nullptr, {sg::LinkInRoute(loop)}, false);
+    hosts.push_back(h);
+  }
+  zone->seal();
+  return Status{};
+}
+
+}  // namespace
+
+Result<std::vector<SimResult>> simulate(const SimConfig& c, const std::vector<SimSite>& sites) {
+  static bool ran = false;
+  if (ran) return Status::error("internal error: SimGrid runs one simulation per process");
+  ran = true;
+  int argc = 5;
+  char a0[] = "tnbc-predict", a1[] = "--cfg=network/model:CM02", a2[] = "--cfg=network/crosstraffic:0",
+       a3[] = "--log=root.thresh:critical", a4[] = "--cfg=contexts/stack-size:256";
+  char* argv[] = {a0, a1, a2, a3, a4, nullptr};
+  sg::Engine e(&argc, argv);
+  std::vector<sg::Host*> hosts;
+  if (Status st = build_platform(e, c, hosts); !st.ok()) return st;
+
+  World w;
+  g = &w;
+  w.cfg = &c;
+  w.topo = model::Topology::block(c.np, c.per_node, std::max(c.platform.cores, c.per_node), 1);
+  w.notice_ns = c.machine.O_r_ns();
+  w.barrier = sg::Barrier::create(static_cast<unsigned>(c.np));
+  w.ranks.resize(static_cast<std::size_t>(c.np));
+  const int nodes = (c.np + c.per_node - 1) / c.per_node;
+  w.node_ranks.resize(static_cast<std::size_t>(nodes));
+  w.boards.resize(static_cast<std::size_t>(nodes));
+  for (int n = 0; n < nodes; ++n) {
+    const int first = n * c.per_node, count = std::min(c.per_node, c.np - first);
+    w.boards[static_cast<std::size_t>(n)] = std::make_unique<NodeSlot[]>(static_cast<std::size_t>(count));
+    for (int k = 0; k < count; ++k) w.node_ranks[static_cast<std::size_t>(n)].push_back(first + k);
+  }
+  w.times.assign(sites.size(), std::vector<std::vector<VariantTimes>>(
+                                   kVariants, std::vector<VariantTimes>(static_cast<std::size_t>(c.np))));
+  w.comm_done.assign(sites.size(), std::vector<double>(static_cast<std::size_t>(c.np), 0));
+  for (int r = 0; r < c.np; ++r) {
+    Rank& rk = w.ranks[static_cast<std::size_t>(r)];
+    rk.id = r;
+    rk.node = r / c.per_node;
+    rk.host = hosts[static_cast<std::size_t>(rk.node)];
+    rk.mu = sg::Mutex::create();
+    rk.cv = sg::ConditionVariable::create();
+    const int local = r - rk.node * c.per_node;
+    const int count = static_cast<int>(w.node_ranks[static_cast<std::size_t>(rk.node)].size());
+    rk.arbiter = std::make_unique<NodeArbiter>(w.boards[static_cast<std::size_t>(rk.node)].get(), count, local,
+                                               kNoHoldTimeout);
+  }
+  for (int r = 0; r < c.np; ++r)
+    sg::Actor::create("rank-" + std::to_string(r), w.ranks[static_cast<std::size_t>(r)].host,
+                      [r, sites] { rank_main(r, sites); });
+  try {
+    e.run();
+  } catch (const std::exception& ex) {
+    g = nullptr;
+    return Status::error(std::string("the simulation failed: ") + ex.what());
+  }
+  std::vector<SimResult> out(sites.size());
+  for (std::size_t s = 0; s < sites.size(); ++s) {
+    for (int v = 0; v < kVariants; ++v)
+      for (const VariantTimes& t : w.times[s][static_cast<std::size_t>(v)]) {
+        out[s].v[v].call_ns = std::max(out[s].v[v].call_ns, t.call_ns);
+        out[s].v[v].total_ns = std::max(out[s].v[v].total_ns, t.total_ns);
+      }
+    for (double d : w.comm_done[s]) out[s].comm_done_ns = std::max(out[s].comm_done_ns, d);
+    out[s].messages = w.messages;
+    // optimize: a site whose early return does not pay completes in the call as the MPI library's.
+    for (Variant v : {Variant::Optimize, Variant::OptimizeNode}) {
+      VariantTimes& t = out[s].v[static_cast<int>(v)];
+      if (t.total_ns >= out[s].v[0].total_ns) t = VariantTimes{out[s].v[0].call_ns, out[s].v[0].total_ns, true};
+    }
+    if (sites[s].mpi)
+      for (int v = 1; v < kVariants; ++v) out[s].v[v] = VariantTimes{out[s].v[0].call_ns, out[s].v[0].total_ns, true};
+  }
+  g = nullptr;
+  return out;
+}
+
+}  // namespace tnbc::tools

@@ -1,0 +1,78 @@
+// The SimGrid simulation behind `tnbc predict --profile` (docs/predict.md). Each rank is an S4U
+// actor on its node's host; for each call site of the profile, one representative call is run in
+// four variants, one after the other on the same platform (a barrier between them):
+//
+//   blocking      the MPI library's own collective in the call (exchanges: all pairs at once up to
+//                 kPairwiseFrom ranks, pairwise exchange beyond, as Open MPI's tuned component
+//                 does for large blocks; Bcast: a binomial tree of 128 KiB segments), then the
+//                 program's CURC and CRC
+//   nbc           tnbc's schedule as runtime/coll/ builds it (build_exchange, build_bcast) with
+//                 the default read order: Tinit's work (staging copy, guard hold: the machine
+//                 file's memcpy and guard lines), the edge pieces from the call, then the return;
+//                 body pieces from the progress thread in priority order through the send window
+//                 (TNBC_SEND_WINDOW); each landing step published (notice + the guard's publish
+//                 line, one at a time); the program computes T_CURC, then reads the sub-messages
+//                 in the profile's order, each read waiting for its sub-message to be published
+//                 (plus a fault's cost) and taking its share of T_CRC
+//   optimize      the same with the profile's consensus order; a site whose early return does
+//                 not pay completes in the call as the MPI library's call (the judge's `plain`)
+//   optimize+node the same with node-level priorities: the ranks of a node admit their inter-node
+//                 sends through tnbc's own NodeArbiter (runtime/node_arbiter.hh) on a board per node
+//
+// Computation (Tinit's work, T_CURC, reading) is time, not CPU load: the simulated hosts have a
+// core per rank (tools/platform.hh refuses more ranks than cores per node).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runtime/model/estimate.hh"
+#include "runtime/model/machine.hh"
+#include "runtime/status.hh"
+#include "runtime/vocabulary.hh"
+#include "tools/platform.hh"
+
+namespace tnbc::tools {
+
+inline constexpr int kPairwiseFrom = 16;  // the blocking exchange switches to pairwise at this many ranks
+
+enum class Variant { Blocking, Nbc, Optimize, OptimizeNode };
+inline constexpr int kVariants = 4;
+const char* variant_name(Variant v);
+
+// One call site as simulated at N ranks (sizes and times already scaled to N).
+struct SimSite {
+  std::string name;
+  Kind kind = Kind::Alltoall;
+  double bytes = 0;          // per peer (exchanges), whole message (Bcast)
+  double calls = 1;          // calls per rank in the program (a site's figure is one call x calls)
+  double curc_ns = 0;        // T_CURC per call
+  double crc_ns = 0;         // T_CRC per call (all the sub-messages)
+  std::vector<int> order;    // the profile's consensus read order at N (sub-message indices)
+  bool mpi = false;          // below tnbc's size threshold: every variant runs the MPI library's call
+};
+
+struct SimConfig {
+  Platform platform;
+  model::Machine machine;
+  model::Execution x;        // the send window, guard backend, poll interval
+  int np = 0, per_node = 1;
+  int bcast_max_segments = 5;
+};
+
+struct VariantTimes {
+  double call_ns = 0;    // in the call (slowest rank): Tinit for an early return, Tcomm for blocking
+  double total_ns = 0;   // call + CURC + CRC (slowest rank)
+  bool plain = false;    // optimize: completed in the call as the MPI library's (no gain)
+};
+struct SimResult {
+  VariantTimes v[kVariants];
+  double comm_done_ns = 0;  // nbc: until the last step is done (slowest rank)
+  long long messages = 0;   // simulated MPI messages (all variants)
+};
+
+// Runs the simulation (once per process: SimGrid keeps one engine). Errors: a platform SimGrid
+// refuses, an XML platform with too few hosts.
+Result<std::vector<SimResult>> simulate(const SimConfig& c, const std::vector<SimSite>& sites);
+
+}  // namespace tnbc::tools

@@ -77,6 +77,9 @@ class ModelPolicy final : public Policy {
     // the per-peer threshold of the exchange.
     const std::size_t min = threshold(kind == Kind::Alltoallv ? Kind::Alltoall : kind, comm);
     if (min == SIZE_MAX) return false;
+    // Nothing received here (only sends continue after the return): nothing is held back, it
+    // pays wherever some size pays.
+    if (received == 0) return true;
     const double per_peer = static_cast<double>(received) / std::max(1, comm.n() - 1);
     return model_ && !s_.min_bytes ? per_peer >= static_cast<double>(min) : received >= min;
   }

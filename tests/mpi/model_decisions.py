@@ -29,8 +29,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from profile_runs import options, run, summaries  # noqa: E402
-from run_mpi_test import fail, run_mpirun  # noqa: E402
+from profile_runs import calibrate, options, run, summaries  # noqa: E402
+from run_mpi_test import fail  # noqa: E402
 
 ARGS = ["6", "256", "20"]
 SITES = ("read_at_once", "compute_first")
@@ -71,10 +71,7 @@ def main():
     a = options(3)
     work = tempfile.mkdtemp(prefix="tnbc-model-")
     machine = os.path.join(work, "machine.json")
-    code, out = run_mpirun(a.np, {}, [a.tool, "calibrate", "-o", machine, "--max-bytes", "1m",
-                                      "--seconds-per-size", "0.05", "--quiet"], 300, a)
-    if code != 0 or not os.path.exists(machine):
-        fail("tnbc calibrate failed", out)
+    calibrate(a, machine, "1m", 0.05)
     # The size threshold is set (three pages), not the model's: the model's, from a calibration
     # on a loaded machine, may exceed the test's 1 MiB per peer and leave no site to judge (the
     # threshold-auto tests check the model's). The per-site verdicts stay the model's.

@@ -21,8 +21,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from profile_runs import options, run, summaries  # noqa: E402
-from run_mpi_test import fail, run_mpirun  # noqa: E402
+from profile_runs import calibrate, options, run, summaries  # noqa: E402
+from run_mpi_test import fail  # noqa: E402
 
 NEVER_FAULT_NS = 1e12
 
@@ -31,10 +31,7 @@ def main():
     a = options(3)
     work = tempfile.mkdtemp(prefix="tnbc-never-")
     machine = os.path.join(work, "machine.json")
-    code, out = run_mpirun(a.np, {}, [a.tool, "calibrate", "-o", machine, "--max-bytes", "256k",
-                                      "--seconds-per-size", "0.02", "--quiet"], 300, a)
-    if code != 0 or not os.path.exists(machine):
-        fail("tnbc calibrate failed", out)
+    calibrate(a, machine, "256k", 0.02)
     m = json.load(open(machine))
     guards = [g for name, g in m["guard"].items() if name != "memcpy" and g]
     if not guards:

@@ -80,7 +80,9 @@ class ModelPolicy final : public Policy {
     // Nothing received here (only sends continue after the return): nothing is held back, it
     // pays wherever some size pays.
     if (received == 0) return true;
-    const double per_peer = static_cast<double>(received) / std::max(1, comm.n() - 1);
+    // The model's thresholds are per peer for the exchange family, the whole message for Bcast.
+    const double per_peer = kind == Kind::Bcast ? static_cast<double>(received)
+                                                : static_cast<double>(received) / std::max(1, comm.n() - 1);
     return model_ && !s_.min_bytes ? per_peer >= static_cast<double>(min) : received >= min;
   }
 

@@ -46,6 +46,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import calibration  # noqa: E402  (tnbc calibrate per network configuration)
 import predict  # noqa: E402  (--predict, --what-if-np: npb-harness/predict.py)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -417,6 +418,9 @@ def main():
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=600)
     predict.add_arguments(ap)
+    ap.add_argument("--no-calibrate", action="store_true",
+                    help="do not run `tnbc calibrate` per network configuration (the passes then use the "
+                         "start-up probe's machine; TNBC_MACHINE set by the user is used either way)")
     a = ap.parse_args()
 
     build = os.path.abspath(a.build_dir)
@@ -476,6 +480,24 @@ def main():
     def net_for(np):
         k = nodes_for(np)
         return f"{k}-nodes" if shaped and k > 1 else net
+    def on_network(inner, np):
+        """The command that runs `inner` with np ranks on this network (launcher, emulated nodes)."""
+        cmd = launch_command(a, flavor, np, net, inner, nodes_for(np)) + inner
+        if shaped:
+            cmd = [sys.executable, NETRUN, "--rate", a.rate, "--nodes", str(nodes_for(np))] + \
+                  (["--ranks-per-node", str(a.ranks_per_node)] if a.ranks_per_node else []) + ["--"] + cmd
+        return cmd
+
+    # The cost model's machine, measured once per network configuration (npb-harness/calibration.py).
+    run_env = dict(os.environ)
+    if os.geteuid() == 0:
+        run_env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    calibrations = None
+    if not a.no_calibrate and any(p != "baseline" for p in passes):
+        calibrations = calibration.Calibrations(
+            tnbc, out, on_network, lambda np: calibration.config_key(net, nodes_for(np), a.rate if shaped else "", np,
+                                                                     a.ranks_per_node),
+            run_env, a.timeout, log)
     progs = build_npb(a.npb_src, out, benchmarks, classes) if a.npb_src else proxy_programs(build, benchmarks, classes)
     kind = "npb" if a.npb_src else "proxy"
 
@@ -499,13 +521,17 @@ def main():
                             cmd += ["--set", "profile_blocking=off"]
                         if p == "optimize-nodeoff":
                             cmd += ["--set", "node_priorities=off"]
+                        # Every pass's cost model on the calibrated machine (calibration.py).
+                        calibrated = calibration.machine_args(calibrations, np)
+                        cmd += calibrated
                         if mode == "optimize" and (bench, cls, np) in profiles:
                             cmd += ["--profile", profiles[(bench, cls, np)]]
-                            # The machine the trace run's cost model measured (what `tnbc merge`
-                            # judged the sites with): optimize decides as merge printed.
+                            # Without a calibrated machine, the one the trace run's cost model
+                            # measured (what `tnbc merge` judged the sites with): optimize decides
+                            # as merge printed.
                             machine = os.path.join(os.path.dirname(profiles[(bench, cls, np)]), "tnbc",
                                                    "tnbc-machine.json")
-                            if os.path.exists(machine) and not os.environ.get("TNBC_MACHINE"):
+                            if not calibrated and os.path.exists(machine) and not os.environ.get("TNBC_MACHINE"):
                                 cmd += ["--set", f"machine={machine}"]
                         cmd += ["--"]
                     cmd += prog

@@ -6,11 +6,13 @@ emulated node per rank on the shaped link; plain loopback where namespaces are n
 checks: each tnbc run has its report (report.txt, .json, .html) with the ideal from the trace
 profile; one comparison page of the passes, self-contained, listed under the table with each
 run's report; the table's hidden and ideal columns carry the reports' figures; with emulated
-nodes, one host per rank and the ranks not all bound to one CPU.
+nodes, one host per rank and the ranks not all bound to one CPU; one machine file measured by
+`tnbc calibrate` for the configuration, given to every tnbc pass and read by their cost model.
 
 usage: harness_test.py --tnbc PATH --build-dir DIR
 """
 import argparse
+import glob
 import json
 import os
 import shutil
@@ -64,6 +66,20 @@ def main():
                 fail("the emulated nodes' ranks were not started unbound (--bind-to none)", out)
             if all(cpu == "0" for h in nbc["placement"] for cpu in h["cpus"]):
                 fail(f"every rank bound to CPU 0: {nbc['placement']}", out)
+
+        # The cost model's machine: `tnbc calibrate` once for the configuration, passed to every
+        # tnbc pass (npb-harness/calibration.py), and the runs' model read it.
+        machines = sorted(glob.glob(os.path.join(out_dir, "machines", "machine.*.json")))
+        if len(machines) != 1:
+            fail(f"expected one calibrated machine file in {out_dir}/machines: {machines}", out)
+        for p_ in PASSES[1:]:
+            if f"machine={machines[0]}" not in runs[p_]["command"]:
+                fail(f"the {p_} pass was not given the calibrated machine {machines[0]}: {runs[p_]['command']}", out)
+            for f_ in glob.glob(os.path.join(runs[p_]["tnbc_report"], "tnbc-summary.*.json")):
+                model = json.load(open(f_)).get("model") or {}
+                if model.get("source") != "file" or model.get("file") != machines[0]:
+                    fail(f"{p_}: {f_}: the cost model did not use the machine file: {model.get('source')}, "
+                         f"{model.get('file_problem')}", out)
 
         # Each tnbc run's report, with the ideal from the trace profile.
         for p_ in PASSES[1:]:

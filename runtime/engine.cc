@@ -192,10 +192,12 @@ class EngineImpl final : public Engine {
     if (!prep.send_src.empty()) stage_sends(*f, prep.send_src, !in_call && policy_->lazy_send_copy(layout.sent), page_);
     const long long t_staged = futex::now_ns();
     Reason why = prep.local;
+    // Asked of every call, also one that receives nothing here (only sends after the return):
+    // where no size pays for the kind, none returns early.
+    if (why == Reason::None && !policy_->early_return_pays(c.kind, layout.received, topo)) why = Reason::BelowThreshold;
     if (why == Reason::None &&
         (f->schedule.count(StepKind::Recv) + f->schedule.count(StepKind::Copy) > 0 || f->schedule.landing_with_bytes() > 0))
-      why = policy_->early_return_pays(c.kind, layout.received, topo) ? hold_back(*f, prep.guard, backends_, page_)
-                                                                       : Reason::BelowThreshold;
+      why = hold_back(*f, prep.guard, backends_, page_);
     if (log_enabled(LogLevel::Debug))
       log(LogLevel::Debug, "%s #%llu: set-up %.3f ms, staging %.3f ms, guard %.3f ms (%zu regions, %s)", kind_name(c.kind),
           static_cast<unsigned long long>(f->sequence), (t_setup - t_enter) / 1e6, (t_staged - t_setup) / 1e6,

@@ -85,7 +85,12 @@ class ModelPolicy final : public Policy {
     // the per-peer threshold of the exchange.
     const std::size_t min = threshold(kind == Kind::Alltoallv ? Kind::Alltoall : kind, comm);
     if (min == SIZE_MAX) return false;
-    const double per_peer = static_cast<double>(received) / std::max(1, comm.n() - 1);
+    // Nothing received here (only sends continue after the return): nothing is held back, it
+    // pays wherever some size pays.
+    if (received == 0) return true;
+    // The model's thresholds are per peer for the exchange family, the whole message for Bcast.
+    const double per_peer = kind == Kind::Bcast ? static_cast<double>(received)
+                                                : static_cast<double>(received) / std::max(1, comm.n() - 1);
     return model_ && !s_.min_bytes ? per_peer >= static_cast<double>(min) : received >= min;
   }
 

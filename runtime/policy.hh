@@ -82,8 +82,9 @@ class Policy {
   // What auto would choose on `comm` over sizes up to `max_bytes` (for the start-up log line).
   virtual std::vector<BcastRange> bcast_plan(const model::Topology& comm, std::size_t max_bytes) const = 0;
   // ---- rank-local ----
-  // Whether a call whose sizes differ between ranks (SizeUnit::None) receives enough here to
-  // return early; else it completes in the call (below_threshold).
+  // Whether a call that took tnbc's schedule receives enough here to return early; else it
+  // completes in the call (below_threshold). Asked of every such call: never true for a kind
+  // no size pays for (threshold SIZE_MAX), true for one that receives nothing here otherwise.
   virtual bool early_return_pays(Kind kind, std::uint64_t received, const model::Topology& comm) = 0;
   // Mode optimize: no overlap to gain at the call's site, so it completes in the call.
   virtual bool complete_in_call(const CallShape& call) = 0;

@@ -81,7 +81,7 @@ struct Judge {
   model::Execution exec;
   // The margin a predicted saving must exceed: these shares of the predicted cost and of Tcomm
   // (TNBC_EARLY_RETURN_MARGIN_COST_PCT, TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT).
-  double margin_of_cost = 0.15, margin_of_tcomm = 0.10;
+  double margin_of_cost = 0.15, margin_of_tcomm = 0.30;
   // The topology decisions assume for a site over `comm_size` ranks: the world's when that is
   // the whole world, else that many ranks block-wise, as many per node as the world has (equal
   // on every rank: all sites are judged before any call, not from one rank's communicator).

@@ -13,10 +13,10 @@ compute_first (computes first). Steps:
              block says the machine came from the file, and per site the decision taken is the
              one merge printed (early_return, in_call or plain), with the figures merge printed;
              `tnbc report` shows the same per-site lines; results equal the blocking ones
-  bad files  a machine file of another version, of another MPI library, one with a field
-             missing, and a missing file: rank 0 says once what is wrong and that the start-up
-             probe is used instead (the summary's model block: source probe, the problem),
-             results right, exit 0
+  bad files  a machine file of another version, of another MPI library, of another node
+             count, one with a field missing, and a missing file: rank 0 says once what is
+             wrong and that the start-up probe is used instead (the summary's model block:
+             source probe, the problem), results right, exit 0
 The decisions themselves depend on this machine (whatever they are, optimize must take the ones
 merge printed); TNBC_MIN_BYTES=auto, so the size threshold is the model's too.
 """
@@ -29,8 +29,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from profile_runs import options, run, summaries  # noqa: E402
-from run_mpi_test import fail, run_mpirun  # noqa: E402
+from profile_runs import calibrate, options, run, summaries  # noqa: E402
+from run_mpi_test import fail  # noqa: E402
 
 ARGS = ["6", "256", "20"]
 SITES = ("read_at_once", "compute_first")
@@ -71,10 +71,7 @@ def main():
     a = options(3)
     work = tempfile.mkdtemp(prefix="tnbc-model-")
     machine = os.path.join(work, "machine.json")
-    code, out = run_mpirun(a.np, {}, [a.tool, "calibrate", "-o", machine, "--max-bytes", "1m",
-                                      "--seconds-per-size", "0.05", "--quiet"], 300, a)
-    if code != 0 or not os.path.exists(machine):
-        fail("tnbc calibrate failed", out)
+    calibrate(a, machine, "1m", 0.05)
     # The size threshold is set (three pages), not the model's: the model's, from a calibration
     # on a loaded machine, may exceed the test's 1 MiB per peer and leave no site to judge (the
     # threshold-auto tests check the model's). The per-site verdicts stay the model's.
@@ -121,11 +118,14 @@ def main():
 
     # Bad machine files: one message, the probe instead.
     text = open(machine).read()
+    nodes = json.loads(text)["nodes"]
     bad = {
         "version": (text.replace('"version": 1', '"version": 2', 1), "version 2, this tnbc reads version 1"),
         "library": (re.sub(r'"mpi_library": "[^"]*"', '"mpi_library": "Other MPI 9.9"', text, count=1),
                     "another MPI library"),
         "field": (text.replace('"G_ns_per_byte"', '"G"', 1), "G_ns_per_byte"),
+        "nodes": (re.sub(r'"nodes": \d+', f'"nodes": {nodes + 1}', text, count=1),
+                  f"measured on {nodes + 1} nodes, this run has {nodes}"),
         "missing": (None, "cannot be read"),
     }
     for name, (content, words) in bad.items():

@@ -1,5 +1,5 @@
 """What the trace -> merge -> optimize tests share (gain_sites.py, rank_sites.py): their command
-line, a run of the program with libtnbc.so, the profile's numbers as trace/gain.hh computes
+line, a calibration (`tnbc calibrate`), a run of the program with libtnbc.so, the profile's numbers as trace/gain.hh computes
 them, the per-rank summaries, and the cost model set between the sites that read at once and
 those that compute first."""
 import argparse
@@ -24,6 +24,14 @@ def options(np_default):
     if shutil.which(a.mpirun) is None:
         fail(f"{a.mpirun} not found")
     return a
+
+
+def calibrate(a, machine, max_bytes, seconds_per_size):
+    """`tnbc calibrate -o machine` under the launcher (a small sweep); fails the test unless it wrote it."""
+    code, out = run_mpirun(a.np, {}, [a.tool, "calibrate", "-o", machine, "--max-bytes", max_bytes,
+                                      "--seconds-per-size", str(seconds_per_size), "--quiet"], 300, a)
+    if code != 0 or not os.path.exists(machine):
+        fail("tnbc calibrate failed", out)
 
 
 def run(a, args, env_extra, outdir, timeout=180, quiet=False):

@@ -156,7 +156,7 @@ TEST_CASE("decision: compute-first sites return early, read-at-once sites do not
   CHECK(*compute.saved_ns > compute.margin_ns);
   CHECK(compute.margin_ns == Approx(j.margin_of_cost * std::max(0.0, compute.cost_ns) + j.margin_of_tcomm * blocking));
   CHECK(j.margin_of_cost == Approx(0.15));  // the settings' defaults
-  CHECK(j.margin_of_tcomm == Approx(0.10));
+  CHECK(j.margin_of_tcomm == Approx(0.30));
   const trace::Decision at_once = trace::decide(site(2 * kMiB, blocking, 0.02 * kMs, 0.05 * kMs), Kind::Alltoall, 2, j);
   CHECK(at_once.basis == trace::Basis::NoOverlapToGain);
   CHECK(at_once.blocking());
@@ -250,6 +250,17 @@ TEST_CASE("policy: the model's global answers depend on the machine and the plac
   CHECK(a->bcast_segments(4 << 20, w) == b->bcast_segments(4 << 20, w));
   CHECK(a->pieces(Kind::Alltoall, w).scale_bytes == b->pieces(Kind::Alltoall, w).scale_bytes);
   CHECK(a->threshold(Kind::Alltoall, w) == threshold_bytes(in->machine, w, Kind::Alltoall, execution(s, 0), kPage));
+  // The rank-local half: per peer for the exchange family, the whole message for Bcast (a
+  // broadcast the route let through returns early on every rank, its root included).
+  const std::size_t tb = a->threshold(Kind::Bcast, w), ta = a->threshold(Kind::Alltoall, w);
+  if (tb != SIZE_MAX) {
+    CHECK(a->early_return_pays(Kind::Bcast, tb, w));
+    CHECK_FALSE(a->early_return_pays(Kind::Bcast, tb - 1, w));
+  }
+  if (ta != SIZE_MAX) {
+    CHECK(a->early_return_pays(Kind::Alltoallv, 3 * ta, w));  // 3 peers
+    CHECK_FALSE(a->early_return_pays(Kind::Alltoallv, 3 * ta - 3, w));
+  }
   // TNBC_MIN_BYTES set overrides the model.
   s.min_bytes = 1 << 20;
   auto c = make_policy(s, kPage, nullptr);

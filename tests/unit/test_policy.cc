@@ -55,6 +55,13 @@ TEST_CASE("policy: route compares the table's unit with the threshold; intercomm
   // rank receives in all).
   CHECK_FALSE(p->early_return_pays(Kind::Alltoallv, 3 * kPage - 1, kFour));
   CHECK(p->early_return_pays(Kind::Alltoallv, 3 * kPage, kFour));
+  // A rank that receives nothing (only sends after the return) holds nothing back: it returns
+  // early wherever some size pays, and never where none does (the engine asks every call).
+  CHECK(p->early_return_pays(Kind::Alltoallv, 0, kFour));
+  auto never = rules(5, SIZE_MAX);
+  CHECK_FALSE(never->early_return_pays(Kind::Alltoallv, 0, kFour));
+  CHECK_FALSE(never->early_return_pays(Kind::Allgatherv, 0, kFour));
+  CHECK_FALSE(never->early_return_pays(Kind::Bcast, 1 << 20, kFour));
 }
 
 TEST_CASE("policy: read orders and blocking decisions come from the profile, defaults without one") {

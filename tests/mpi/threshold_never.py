@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Where the cost model finds that no size pays, no call returns early -- on any communicator,
+for any kind, also on a rank that receives nothing in an Alltoallv (only sends).
+
+usage: threshold_never.py --lib LIBTNBC --tool TNBC --prog DIFF_COLLECTIVES [--np 3]
+
+  calibrate  `tnbc calibrate` under the launcher (small sweep): a machine file
+  never      the same file with every guard backend's fault costing 1000 s (a reader's wait on a
+             page held back): returning early cannot pay at any size up to the model's 1 GiB
+  run        diff_collectives (every collective, sub-communicators, Alltoallv with zero counts)
+             with TNBC_MIN_BYTES=auto and that file: results equal the blocking ones, every
+             rank's summary says the threshold is null (no size pays) and the model's per-kind
+             thresholds are all null, and no call of any kind returned early (seen once under
+             load in threshold-auto-np2: an Alltoallv rank that received nothing returned early
+             although no size paid, as the policy was not asked for calls without receives)
+"""
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from profile_runs import calibrate, options, run, summaries  # noqa: E402
+from run_mpi_test import fail  # noqa: E402
+
+NEVER_FAULT_NS = 1e12
+
+
+def main():
+    a = options(3)
+    work = tempfile.mkdtemp(prefix="tnbc-never-")
+    machine = os.path.join(work, "machine.json")
+    calibrate(a, machine, "256k", 0.02)
+    m = json.load(open(machine))
+    guards = [g for name, g in m["guard"].items() if name != "memcpy" and g]
+    if not guards:
+        fail(f"the machine file has no guard backend measured: {m['guard']}")
+    for g in guards:
+        g["fault_ns"] = NEVER_FAULT_NS
+    never = os.path.join(work, "never.json")
+    with open(never, "w") as f:
+        json.dump(m, f)
+
+    outdir = os.path.join(work, "run")
+    out = run(a, [], {"TNBC_MIN_BYTES": "auto", "TNBC_MACHINE": never, "TNBC_MODE": "nbc"}, outdir)
+    sums = summaries(outdir)
+    if len(sums) != a.np:
+        fail(f"expected {a.np} summaries, found {len(sums)}", out)
+    for s in sums:
+        model = s.get("model") or {}
+        if model.get("source") != "file":
+            fail(f"rank {s['rank']}: the machine file was not used: {model.get('source')}, {model.get('file_problem')}",
+                 out)
+        if s["threshold"]["min_bytes"] is not None:
+            fail(f"rank {s['rank']}: expected no size to pay, threshold {s['threshold']}", out)
+        paying = {k: v for k, v in (model.get("thresholds") or {}).items() if v is not None}
+        if paying or not model.get("thresholds"):
+            fail(f"rank {s['rank']}: expected every kind's threshold null: {model.get('thresholds')}", out)
+        early = {k: v["early_return"] for k, v in s["collectives"].items() if v["early_return"]}
+        if early:
+            fail(f"rank {s['rank']}: no size pays, yet calls returned early: {early}",
+                 json.dumps(s["collectives"], indent=1))
+    calls = sum(v.get("calls", 0) for s in sums for v in s["collectives"].values())
+    print(f"no size pays: {calls} calls over {a.np} ranks, none returned early")
+    shutil.rmtree(work, ignore_errors=True)
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()

@@ -2,6 +2,7 @@
 // the order of this VM's, so the tests say what the model does with them, not what a machine is.
 #pragma once
 
+#include "runtime/model/estimate.hh"
 #include "runtime/model/machine.hh"
 
 namespace tnbc::test {
@@ -43,6 +44,15 @@ inline model::Machine machine(double mb_per_s, double L_us = 50, int cpus = 2, d
   m.test_ns = 5e3;
   m.sleep_ns = 100e3;
   return m;
+}
+
+// An Alltoall of per_peer bytes to each peer, as the estimators take it.
+inline model::Coll alltoall(double per_peer, std::size_t page = 4096) {
+  model::Coll c;
+  c.kind = Kind::Alltoall;
+  c.bytes = per_peer;
+  c.page = page;
+  return c;
 }
 
 }  // namespace tnbc::test

@@ -36,13 +36,7 @@ Machine two_nodes() {
 }
 const Topology kTwoNodes = Topology::block(2, 1, 2, 1);  // one rank per node, 2 CPUs each
 
-Coll alltoall(double per_peer) {
-  Coll c;
-  c.kind = Kind::Alltoall;
-  c.bytes = per_peer;
-  c.page = kPage;
-  return c;
-}
+Coll alltoall(double per_peer) { return test::alltoall(per_peer, kPage); }
 
 trace::Judge judge(const Machine& m, const Topology& world) {
   auto in = std::make_shared<Inputs>();

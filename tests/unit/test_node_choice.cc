@@ -30,13 +30,7 @@ Machine two_per_node() {
   return m;
 }
 
-Coll alltoall(double per_peer) {
-  Coll c;
-  c.kind = Kind::Alltoall;
-  c.bytes = per_peer;
-  c.page = kPage;
-  return c;
-}
+Coll alltoall(double per_peer) { return test::alltoall(per_peer, kPage); }
 
 // A profile source that only says "mode optimize": the node decision asks nothing of it.
 class Orders final : public ReadOrderSource {

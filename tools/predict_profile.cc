@@ -310,7 +310,8 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
   for (std::size_t s = 0; s < S.size(); ++s) {
     const SimResult& r = R[s];
     const double tcomm = r.v[0].call_ns;
-    std::string name = S[s].name.substr(0, 28);
+    // Too long for the column: its end, which tells sites apart (the offset or the line number).
+    std::string name = S[s].name.size() <= 28 ? S[s].name : "..." + S[s].name.substr(S[s].name.size() - 25);
     std::printf("  %-28s %-9s %6.0f %10.0f %9.3f %9.3f |", name.c_str(), kind_name(S[s].kind), S[s].calls, S[s].bytes,
                 tcomm / 1e6, (S[s].curc_ns + S[s].crc_ns) / 1e6);
     whole.blocking_ns += tcomm * S[s].calls;

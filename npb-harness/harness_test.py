@@ -7,7 +7,8 @@ checks: each tnbc run has its report (report.txt, .json, .html) with the ideal f
 profile; one comparison page of the passes, self-contained, listed under the table with each
 run's report; the table's hidden and ideal columns carry the reports' figures; with emulated
 nodes, one host per rank and the ranks not all bound to one CPU; one machine file measured by
-`tnbc calibrate` for the configuration, given to every tnbc pass and read by their cost model.
+`tnbc calibrate` for the configuration, given to every tnbc pass and read by their cost model;
+`--predict` and `--what-if-np` (tnbc predict's table and picture).
 
 usage: harness_test.py --tnbc PATH --build-dir DIR
 """
@@ -40,7 +41,8 @@ def main():
     try:
         out_dir = os.path.join(work, "out")
         cmd = [sys.executable, HARNESS, "--tnbc", a.tnbc, "--build-dir", a.build_dir, "--benchmarks", "is",
-               "--classes", "S", "--np", "2", "--passes", ",".join(PASSES), "--out", out_dir]
+               "--classes", "S", "--np", "2", "--passes", ",".join(PASSES), "--out", out_dir,
+               "--predict", "--what-if-np", "4"]
         print("running:", " ".join(cmd), flush=True)
         env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900, env=env)
@@ -121,6 +123,19 @@ def main():
                 fail(f"the table's nbc row does not show the report's {share}: {row}", out)
         if f"comparison of " not in out or comps[0]["html"] not in out or runs["nbc"]["report"]["html"] not in out:
             fail("the comparison page and the runs' reports are not listed under the table", out)
+
+        # --predict and --what-if-np (npb-harness/predict.py, docs/predict.md): the predicted time
+        # next to each measured tnbc pass, and the what-if picture.
+        lines = out.splitlines()
+        at = next((i for i, ln in enumerate(lines) if ln.startswith("predicted (tnbc predict")), None)
+        if at is None:
+            fail("--predict: no table of predicted against measured times", out)
+        rows = [ln for ln in lines[at:at + 8] if ln.startswith("is ")]
+        if not any(" nbc " in r and "%" in r for r in rows):
+            fail(f"--predict: no predicted nbc row with its error: {rows}", out)
+        svg = os.path.join(out_dir, "predict-is.S.svg")
+        if not os.path.isfile(svg) or "<svg" not in open(svg).read():
+            fail(f"--what-if-np: {svg} missing or not an SVG picture", out)
         print("harness reports: OK")
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -100,7 +100,9 @@ def print_tables(results, runs, median):
         errors.sort()
         mid = len(errors) // 2
         med = errors[mid] if len(errors) % 2 else (errors[mid - 1] + errors[mid]) / 2
-        print(f"relative error: median {100 * med:.1f}%, worst {100 * errors[-1]:.1f}% over {len(errors)} passes")
+        print(f"relative error: median {100 * med:.1f}%, worst {100 * errors[-1]:.1f}% over {len(errors)} passes "
+              f"(anchored on the measured baseline: only the saving is simulated; `python3 npb-harness/predict.py "
+              f"OUT` also judges the simulated collective time alone)")
     for (bench, cls, np), e in sorted(results.items()):
         if not e.get("what_if"):
             continue
@@ -134,7 +136,7 @@ def write_svg(path, title, points):
              f'font-size="11">', f'<text x="{pad}" y="18" font-size="13">{title}: predicted, against N</text>']
     for panel, (key, label, top) in enumerate((("hidden_share", "hidden share of Tcomm", 1.0),
                                                ("speedup", "speedup", None))):
-        y0 = panel * h + 30
+        y0 = panel * h + 50  # below the title
         vals = [points[n]["program"][c][key] for n in ns for c in CURVES]
         hi = top if top is not None else max(1.05, max(vals) * 1.05)
         lo = min(0.0, min(vals)) if key == "hidden_share" else min(0.95, min(vals) * 0.95)
@@ -148,6 +150,7 @@ def write_svg(path, title, points):
             parts.append(f'<text x="4" y="{ys(v) + 4}">{v:.2f}</text>')
         for n in ns:
             parts.append(f'<text x="{xs(n) - 8}" y="{ys(lo) + 14}">{n}</text>')
+        parts.append(f'<text x="{w - pad + 6}" y="{ys(lo) + 4}">N</text>')
         for i, c in enumerate(CURVES):
             pts = " ".join(f"{xs(n):.1f},{ys(points[n]['program'][c][key]):.1f}" for n in ns)
             parts.append(f'<polyline fill="none" stroke="{colors[c]}" stroke-width="2" points="{pts}"/>')

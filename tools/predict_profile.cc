@@ -70,6 +70,12 @@ std::vector<int> stretch(const std::vector<int>& order0, int n0, int n) {
   return order;
 }
 
+std::string fmt(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", v);
+  return b;
+}
+
 std::string hex(std::uint64_t v) {
   char b[24];
   std::snprintf(b, sizeof b, "0x%016llx", static_cast<unsigned long long>(v));
@@ -104,9 +110,24 @@ Result<std::vector<SimSite>> sites_at(const trace::LoadedProfile& p, int np, Sca
     SimSite site;
     site.name = ps.where.empty() || ps.where == "?" ? hex(ps.site) : ps.where;
     site.kind = *kind;
-    double calls = 0;
-    for (const auto& r : ps.ranks) calls = std::max(calls, static_cast<double>(r.calls.value_or(0)));
-    site.calls = std::max(1.0, calls);
+    // Calls per rank, averaged over all the profile's ranks: where ranks reach one collective from
+    // different sites (IS's rank(): rank 0's call and the others' were compiled apart), each
+    // site holds only its ranks' share of the calls; the largest count would count them twice.
+    double calls = 0, most = 0, least = -1;
+    for (const auto& r : ps.ranks) {
+      const double c = static_cast<double>(r.calls.value_or(0));
+      calls += c;
+      most = std::max(most, c);
+      least = least < 0 ? c : std::min(least, c);
+    }
+    calls /= p.np;
+    if (ps.ranks.size() < static_cast<std::size_t>(p.np)) least = 0;
+    if (most != least)
+      notes.push_back("site " + (ps.where.empty() || ps.where == "?" ? hex(ps.site) : ps.where) +
+                      ": its ranks called it " + fmt(least) + " to " + fmt(most) +
+                      " times (the collective is reached from other sites on other ranks): simulated " + fmt(calls) +
+                      " times, the mean over the " + std::to_string(p.np) + " ranks");
+    site.calls = calls > 0 ? calls : 1.0;
     const double n0 = p.np, n = np;
     const double curc_scale = (s == Scaling::Strong ? n0 / n : 1.0) * data_scale;
     double received0 = e.bytes, received = e.bytes * data_scale;

@@ -10,7 +10,8 @@ physics    a blocking Alltoall between two nodes of 1 Gb/s takes the bytes over 
 variants   a program that computes long enough after the call hides most of the transfer (nbc,
            optimize: hidden share > 60%, speedup > 1); one that reads at once hides nothing and
            optimize completes it in the call as MPI's ('plain'); the JSON has every figure; weak,
-           strong and fixed scaling give the sizes they say; 256 ranks run
+           strong and fixed scaling give the sizes they say; 256 ranks run; a collective reached
+           from two sites on different ranks is counted once
 bad-input  one clear message each, exit status 2, never a traceback: a profile of another format
            version, an executable rebuilt after its profile, a profile of another program
            (--program), a machine file of another MPI library, N below the profile's np under
@@ -130,6 +131,18 @@ def variants(e):
         fail(f"a program that reads at once hides {s['nbc']['hidden_share']:.2f} with nbc", out)
     if not s["optimize"]["plain"] or abs(s["optimize"]["speedup"] - 1) > 1e-9:
         fail("optimize does not complete a site without gain in the call as MPI's", out)
+    # One collective reached from two sites (IS's rank(): rank 0's call compiled apart from the
+    # others'): each site is simulated for the mean calls over all ranks, 10 collectives in all.
+    split = profile(np=2, per_peer=1 << 20, calls=10)
+    other = json.loads(json.dumps(split["sites"][0]))
+    other["site"] = "0x28fdad14da2165e2"
+    split["sites"].append(other)
+    split["sites"][0]["ranks"][1]["calls"] = split["sites"][0]["ranks"][1]["traced"] = 0
+    other["ranks"][0]["calls"] = other["ranks"][0]["traced"] = 0
+    j, out = e.json(split, machine(), "--np", "2", "--ranks-per-node", "1", platform=TWO_NODES)
+    got = sorted(site["calls"] for site in j["sites"])
+    if got != [5, 5] or "the mean over the 2 ranks" not in out:
+        fail(f"a collective reached from two sites: calls simulated {got}, expected 5 and 5 with a note", out)
     # scaling: a profile at np 4 with 1 MiB blocks, predicted at 16 ranks
     sizes = {}
     for sc in ("strong", "weak", "fixed"):

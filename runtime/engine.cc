@@ -324,8 +324,7 @@ class EngineImpl final : public Engine {
     // it would take this thread's CPU while it is in the call (a rank bound to one CPU). The poke
     // below, once the call is done, wakes it (a thread already polling takes the call at its next
     // round). An RMA broadcast's in-call landing may wait for this rank's own Flag steps: woken.
-    const bool rma = f.schedule.count(StepKind::Put) + f.schedule.count(StepKind::Flag) + f.schedule.count(StepKind::Await) > 0;
-    progress_->submit(fp, /*wake=*/rma);
+    progress_->submit(fp, /*wake=*/f.rma != nullptr);  // f.rma: set for every one-sided schedule
     const long long t_submit = futex::now_ns();
     bool timed_out = false;
     if (Status st = drive(mine, caller_part_done, policy_->waiting(), timed_out); !st.ok()) fail_in_call(f, st);

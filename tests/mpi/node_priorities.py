@@ -23,8 +23,6 @@ then the optimize pass with that profile (TNBC_NODE_PRIORITIES=on; case auto: au
          the report JSON read back prints the same text
 Skipped (77) where netrun cannot make namespaces, or under MPICH (netrun --nodes drives Open MPI).
 """
-import argparse
-import glob
 import json
 import os
 import shutil
@@ -34,7 +32,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run_mpi_test import add_launcher_options, fail, launch_command  # noqa: E402
+import profile_runs  # noqa: E402  (the common options, the summaries)
+from run_mpi_test import fail, launch_command  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NETRUN = os.path.join(HERE, "..", "..", "npb-harness", "netrun.py")
@@ -68,22 +67,8 @@ def run(a, exports, args, timeout):
     return p.returncode, p.stdout, time.monotonic() - t0
 
 
-def summaries(outdir):
-    out = {}
-    for path in glob.glob(os.path.join(outdir, "tnbc-summary.*.json")):
-        with open(path) as f:
-            s = json.load(f)
-        out[s["rank"]] = s
-    return out
-
-
 def main():
-    ap = argparse.ArgumentParser()
-    add_launcher_options(ap)
-    ap.add_argument("--lib", required=True)
-    ap.add_argument("--tool", required=True)
-    ap.add_argument("--prog", required=True)
-    ap.add_argument("--np", type=int, required=True)
+    ap = profile_runs.parser()
     ap.add_argument("--nodes", type=int, required=True)
     ap.add_argument("--case", choices=["plain", "slow", "stop", "auto"], default="plain")
     ap.add_argument("--report", action="store_true")
@@ -134,7 +119,7 @@ def main():
     said = [l for l in out.splitlines() if "tnbc[" in l and ("warning" in l or "error" in l)]
     if said:
         fail(f"unexpected tnbc messages: {said}", out)
-    sums = summaries(opt_dir)
+    sums = {s["rank"]: s for s in profile_runs.summaries(opt_dir)}
     if len(sums) != a.np:
         fail(f"{len(sums)} summaries for {a.np} ranks", out)
     holds = 0

@@ -13,14 +13,19 @@ import subprocess
 from run_mpi_test import add_launcher_options, fail, run_mpirun
 
 
-def options(np_default):
+def parser(np_default=None):
+    """The launcher's options, --lib, --tool, --prog and --np (required without a default)."""
     ap = argparse.ArgumentParser()
     add_launcher_options(ap)
     ap.add_argument("--lib", required=True)
     ap.add_argument("--tool", required=True)
     ap.add_argument("--prog", required=True)
-    ap.add_argument("--np", type=int, default=np_default)
-    a = ap.parse_args()
+    ap.add_argument("--np", type=int, default=np_default, required=np_default is None)
+    return ap
+
+
+def options(np_default):
+    a = parser(np_default).parse_args()
     if shutil.which(a.mpirun) is None:
         fail(f"{a.mpirun} not found")
     return a

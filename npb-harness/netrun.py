@@ -18,13 +18,24 @@ command's -np/-n, or --ranks-per-node M. Between nodes the ranks use TCP on 10.7
 a node shared memory (vader, --intra vader, default) or TCP over the node's unshaped loopback
 (--intra tcp). The root namespace's network is not touched.
 
+Per-node CPUs (--nodes K, --node-cpus split, the default): the CPUs this process may use are
+split into K contiguous sets, one per node (2 CPUs, 2 nodes: one each; more nodes than CPUs:
+nodes share them round-robin, said at start). Each node's daemon and everything it starts run
+in a cpuset cgroup of their node's CPUs (cgroup v1 `cpuset` or v2 with the cpuset controller),
+so no thread of a node, also one that sets its own affinity (tnbc's progress thread,
+TNBC_PROGRESS_CPUS), runs on another node's CPU. Open MPI's hwloc sees only the node's CPUs:
+`--bind-to core` (its default at np <= 2) binds each rank to a core of its own node, as on a
+cluster, instead of every node's first rank to CPU 0. Where no cpuset cgroup can be made, the
+daemon runs under `taskset` (its affinity; a thread may set another) and netrun says so.
+`--node-cpus shared`: every node may use every CPU (the behaviour before).
+
 --pml ucx: Open MPI's UCX messaging and one-sided components (pml ucx, osc ucx) instead of ob1,
 over UCX's TCP transport on the same shaped links (UCX_TLS=tcp,posix,self: within a node POSIX
 shared memory, no cross-memory attach; UCX_NET_DEVICES the node's link). Open MPI 4.1 selects
 UCX only on InfiniBand-class devices unless opal_common_ucx_tls/devices say `any`; set here.
 This is the emulated link with usable MPI RMA (ob1's osc pt2pt refuses MPI_THREAD_MULTIPLE).
 
-usage: netrun.py [--rate 4gbit] [--nodes K [--ranks-per-node M] [--intra vader|tcp]]
+usage: netrun.py [--rate 4gbit] [--nodes K [--ranks-per-node M] [--intra vader|tcp] [--node-cpus split|shared]]
                  [--pml ob1|ucx] [--stats] [--skip-code] -- COMMAND [ARGS]
 
 The namespaces (with their veths and the bridge) and every process still inside them are
@@ -66,6 +77,108 @@ def ucx_environment(device):
 
 def node_host(i):
     return f"tnbc-node{i}"
+
+
+def split_cpus(cpus, k):
+    """The CPU list of each of k nodes: contiguous sets of `cpus`, the first ones one larger
+    when they do not divide evenly; with more nodes than CPUs, one CPU each, round-robin."""
+    cpus = sorted(cpus)
+    if k > len(cpus):
+        return [[cpus[i % len(cpus)]] for i in range(k)]
+    per, extra = divmod(len(cpus), k)
+    out, at = [], 0
+    for i in range(k):
+        n = per + (1 if i < extra else 0)
+        out.append(cpus[at:at + n])
+        at += n
+    return out
+
+
+def cpu_list(cpus):
+    return ",".join(str(c) for c in cpus)
+
+
+def cpuset_root():
+    """(path, version) of a cpuset cgroup hierarchy this process may create groups in, or None."""
+    mounts = []
+    try:
+        with open("/proc/self/mounts") as f:
+            mounts = [line.split() for line in f]
+    except OSError:
+        return None
+    for m in mounts:
+        if len(m) > 3 and m[2] == "cgroup" and "cpuset" in m[3].split(","):
+            if os.access(os.path.join(m[1], "cpuset.cpus"), os.W_OK | os.R_OK):
+                return m[1], 1
+    for m in mounts:
+        if len(m) > 2 and m[2] == "cgroup2":
+            try:
+                with open(os.path.join(m[1], "cgroup.controllers")) as f:
+                    if "cpuset" in f.read().split() and os.access(m[1], os.W_OK):
+                        return m[1], 2
+            except OSError:
+                pass
+    return None
+
+
+class NodeCpus:
+    """Each node's CPU set: a cpuset cgroup per node that its daemon joins (netrun-agent.sh),
+    or, where none can be made, the CPU list the agent passes to taskset."""
+
+    def __init__(self, prefix, sets):
+        self.sets = sets
+        self.groups = []
+        self.prefix = None  # path prefix of the groups: PREFIX-tnbc-nodeI
+        self.how = "taskset (affinity only: a thread may set another)"
+        root = cpuset_root()
+        if root is None:
+            return
+        path, version = root
+        try:
+            if version == 2:
+                with open(os.path.join(path, "cgroup.subtree_control"), "w") as f:
+                    f.write("+cpuset")
+            mems = "0"
+            for name in ("cpuset.mems.effective", "cpuset.effective_mems", "cpuset.mems"):
+                try:
+                    with open(os.path.join(path, name)) as f:
+                        mems = f.read().strip() or mems
+                    break
+                except OSError:
+                    continue
+            for i, cpus in enumerate(sets):
+                d = os.path.join(path, f"{prefix}-{node_host(i)}")
+                os.mkdir(d)
+                self.groups.append(d)
+                with open(os.path.join(d, "cpuset.cpus"), "w") as f:
+                    f.write(cpu_list(cpus))
+                with open(os.path.join(d, "cpuset.mems"), "w") as f:
+                    f.write(mems)
+            # The agent runs under `ip netns exec`, which mounts a /sys of its own without the
+            # cgroup hierarchies: it reaches them through this process's root.
+            self.prefix = f"/proc/{os.getpid()}/root" + os.path.join(path, prefix)
+            self.how = f"cpuset cgroup v{version}"
+        except OSError as e:
+            self.remove()
+            self.how = f"taskset (affinity only: a thread may set another; no cpuset cgroup: {e})"
+
+    def environment(self):
+        env = {"NETRUN_NODE_CPUS": " ".join(f"{node_host(i)}={cpu_list(c)}" for i, c in enumerate(self.sets))}
+        if self.prefix:
+            env["NETRUN_CPUSET_PREFIX"] = self.prefix
+        return env
+
+    def describe(self):
+        return "; ".join(f"{node_host(i)} CPUs {cpu_list(c)}" for i, c in enumerate(self.sets)) + f" ({self.how})"
+
+    def remove(self):
+        """After every process of the run is gone (Network.close)."""
+        for d in reversed(self.groups):
+            try:
+                os.rmdir(d)
+            except OSError as e:
+                print(f"netrun: cannot remove the cpuset group {d}: {e}", file=sys.stderr)
+        self.groups = []
 
 
 class Network:
@@ -160,9 +273,11 @@ class Nodes(Network):
     """K node namespaces joined by veth pairs to a bridge in a switch namespace (the head,
     where mpirun runs); each node's link shaped in both directions."""
 
-    def __init__(self, rate, k, slots, intra, tmpdir):
+    def __init__(self, rate, k, slots, intra, tmpdir, node_cpus="split"):
         super().__init__(rate)
         self.k, self.slots, self.intra, self.tmpdir = k, slots, intra, tmpdir
+        self.node_cpus = node_cpus
+        self.cpus = None  # NodeCpus with --node-cpus split
 
     def build(self):
         self.head = f"{self.prefix}-switch"
@@ -183,6 +298,8 @@ class Nodes(Network):
             self.step("ip", "-n", ns, "link", "set", "lo", "up")
             self.shape(f"node{i} egress", ns, "eth0")
             self.shape(f"node{i} ingress", self.head, port)
+        if self.node_cpus == "split":
+            self.cpus = NodeCpus(self.prefix, split_cpus(os.sched_getaffinity(0), self.k))
         self.hostfile = os.path.join(self.tmpdir, "hostfile")
         with open(self.hostfile, "w") as f:
             f.writelines(f"{node_host(i)} slots={self.slots}\n" for i in range(self.k))
@@ -195,11 +312,19 @@ class Nodes(Network):
                 "OMPI_MCA_rmaps_base_mapping_policy": "slot",
                 "OMPI_MCA_plm_rsh_agent": AGENT,
                 "OMPI_MCA_plm_rsh_no_tree_spawn": "1",
-                "NETRUN_NS_PREFIX": self.prefix}
+                "NETRUN_NS_PREFIX": self.prefix,
+                **(self.cpus.environment() if self.cpus else {})}
 
     def describe(self):
+        cpus = self.cpus.describe() if self.cpus else "every node on every CPU (--node-cpus shared)"
+        shared = self.cpus and self.k > len(os.sched_getaffinity(0))
         return (f"{self.k} nodes x {self.slots} slots (ranks block-wise), links shaped to {self.rate}, "
-                f"intra-node {self.intra}")
+                f"intra-node {self.intra}; {cpus}" + ("; more nodes than CPUs: nodes share CPUs" if shared else ""))
+
+    def close(self):
+        super().close()
+        if self.cpus:
+            self.cpus.remove()
 
 
 def command_np(cmd):
@@ -221,6 +346,8 @@ def main():
                     help="slots per node M (default: ceil(np / K) with np from the command)")
     ap.add_argument("--intra", choices=("vader", "tcp"), default="vader",
                     help="transport between ranks of one node with --nodes (default vader)")
+    ap.add_argument("--node-cpus", choices=("split", "shared"), default="split",
+                    help="with --nodes: each node its own share of the CPUs (split, default) or all of them (shared)")
     ap.add_argument("--pml", choices=("ob1", "ucx"), default="ob1",
                     help="Open MPI's messaging: ob1 with btl tcp (default) or UCX over TCP (usable RMA)")
     ap.add_argument("--stats", action="store_true", help="print the qdisc statistics at the end")
@@ -259,7 +386,7 @@ def main():
         signal.signal(sig, stop)
     code = 1
     with tempfile.TemporaryDirectory(prefix="netrun-") as tmpdir:
-        net = SingleNode(a.rate) if a.nodes == 1 else Nodes(a.rate, a.nodes, slots, a.intra, tmpdir)
+        net = SingleNode(a.rate) if a.nodes == 1 else Nodes(a.rate, a.nodes, slots, a.intra, tmpdir, a.node_cpus)
         try:
             net.build()
             env.update(net.environment())

@@ -66,6 +66,21 @@ def check_nothing_left(output, links_before):
     new = root_links() - links_before
     if new:
         fail(f"links left behind in the root namespace: {sorted(new)}", output)
+    prefixes = {n.rsplit("-", 1)[0] if n.endswith("-switch") else n for n in names}
+    groups = [os.path.join(root, d) for root in cgroup_dirs() for d in os.listdir(root)
+              if any(d.startswith(f"{p}-") for p in prefixes)]
+    if groups:
+        fail(f"cpuset groups left behind: {groups}", output)
+
+
+def cgroup_dirs():
+    """The cgroup hierarchies netrun may make its per-node cpuset groups in."""
+    out = []
+    with open("/proc/self/mounts") as f:
+        for m in (line.split() for line in f):
+            if len(m) > 3 and ((m[2] == "cgroup" and "cpuset" in m[3].split(",")) or m[2] == "cgroup2"):
+                out.append(m[1])
+    return out
 
 
 def netrun(args, cmd, timeout=RUN_TIMEOUT_S):
@@ -128,9 +143,58 @@ def test_nodes(links):
              f"({spread['node0 egress']} when spread)", r.stdout)
     print(f"PASS: intra-node traffic stays on the node ({alone} bytes crossed, {spread['node0 egress']} when spread)")
 
+    node_cpus(links)
     for sig in (signal.SIGTERM, signal.SIGINT):
         stop_during_run(sig, links)
     no_privileges()
+
+
+def cpus_of(text):
+    """A CPU list like 0-2,5 as a set."""
+    out = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        out |= set(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def node_cpus(links):
+    """--node-cpus split (default): each node's ranks run on their node's share of the CPUs and
+    cannot leave it by setting their own affinity; shared: every rank may use every CPU."""
+    allowed = sorted(os.sched_getaffinity(0))
+    k = a.nodes
+    cpus = 'sed -n "s/^Cpus_allowed_list:\\s*//p" /proc/self/status'
+    show = (f'before=$({cpus}); taskset -p -c 0-1023 $$ >/dev/null 2>&1; '
+            f'echo "rank $OMPI_COMM_WORLD_RANK cpus $before after $({cpus})"')
+    for mode in ("split", "shared"):
+        r = netrun(["--nodes", str(k), "--node-cpus", mode], ["mpirun", "--oversubscribe", "--bind-to", "none",
+                                                              "-np", str(NP), "sh", "-c", show])
+        if r.returncode != 0:
+            fail(f"--node-cpus {mode}: exit status {r.returncode}", r.stdout)
+        check_nothing_left(r.stdout, links)
+        cgroup = "cpuset cgroup" in r.stdout
+        found = re.findall(r"^rank (\d+) cpus (\S+) after (\S+)", r.stdout, re.M)
+        seen = {int(rank): cpus_of(c) for rank, c, _ in found}
+        # In a cpuset cgroup a rank cannot widen its own affinity (taskset -p); under taskset it can.
+        if mode == "split" and cgroup and any(cpus_of(c) != cpus_of(after) for _, c, after in found):
+            fail("--node-cpus split: a rank left its node's CPUs by setting its affinity", r.stdout)
+        if len(seen) != NP:
+            fail(f"--node-cpus {mode}: not every rank said its CPUs", r.stdout)
+        per_node = -(-NP // k)
+        for rank, cpus in seen.items():
+            node = rank // per_node
+            if mode == "shared" or k > len(allowed):
+                want = set(allowed) if mode == "shared" else {allowed[node % len(allowed)]}
+            else:
+                size, extra = divmod(len(allowed), k)
+                start = node * size + min(node, extra)
+                want = set(allowed[start:start + size + (1 if node < extra else 0)])
+            if cpus != want:
+                fail(f"--node-cpus {mode}: rank {rank} (node {node}) may run on CPUs {sorted(cpus)}, "
+                     f"not {sorted(want)}", r.stdout)
+        if mode == "split" and not cgroup:
+            print("note: no cpuset cgroup here (taskset): a rank could set another affinity")
+        print(f"PASS: --node-cpus {mode}: each rank's CPUs {dict(sorted(seen.items()))}")
 
 
 def stop_during_run(sig, links):

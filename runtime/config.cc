@@ -60,7 +60,8 @@ const std::vector<Option> kOptions = {
      &Settings::bcast_backend, 0, 0, true},
     {"piece_bytes", OptionType::Bytes, "auto", "",
      "Most bytes per message of a sub-message's body, in whole pages: auto (as many pieces as the cost model finds "
-     "worth their fixed costs; broadcast segments stay whole), 0 (no cut) or a byte count.",
+     "worth their fixed costs, the first and last ones smaller; broadcast segments stay whole), 0 (no cut) or a byte "
+     "count.",
      &Settings::piece_bytes, 0, 0, true},
     {"send_window", OptionType::Integer, "4", "",
      "Most sends of one collective the progress thread keeps in flight; they start in priority order.",

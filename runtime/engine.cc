@@ -327,7 +327,11 @@ class EngineImpl final : public Engine {
     progress_->submit(fp, /*wake=*/f.rma != nullptr);  // f.rma: set for every one-sided schedule
     const long long t_submit = futex::now_ns();
     bool timed_out = false;
-    if (Status st = drive(mine, caller_part_done, policy_->waiting(), timed_out); !st.ok()) fail_in_call(f, st);
+    // Usually the first poll above did the caller's part (edge sends started, no partial pages to
+    // receive): then no further poll here. Each one runs MPI's progress engine, which takes in
+    // whatever of the peers' data has arrived meanwhile — the progress thread's work, not the call's.
+    if (!caller_part_done())
+      if (Status st = drive(mine, caller_part_done, policy_->waiting(), timed_out); !st.ok()) fail_in_call(f, st);
     if (timed_out) timeout_in_call(f);
     progress_->adopt(mine.release());
     mine.clear();

@@ -45,6 +45,38 @@ std::vector<std::size_t> split_points(std::size_t length, std::size_t page, std:
   return cuts;
 }
 
+std::vector<std::size_t> split_points(std::size_t length, std::size_t page, const PieceRule& rule) {
+  const std::size_t limit = piece_limit(length, page, rule);
+  if (rule.setting || limit == SIZE_MAX || length <= 2 * page) return split_points(length, page, limit);
+  const std::size_t begin = page, end = length - page;  // the body
+  const std::size_t floor_bytes = std::min(limit, ceil_div(kAutoPieceMinBytes, page) * page);
+  const std::size_t first = std::max(floor_bytes, (limit >> kRampDoublings) / page * page);
+  std::vector<std::size_t> ramp;  // piece sizes of the ramp up (the ramp down mirrors it)
+  std::size_t ramped = 0;
+  for (std::size_t s = first; 2 * s <= limit && 2 * ramp.size() + 1 < kMaxBodyPieces; s *= 2) {
+    ramp.push_back(s);
+    ramped += s;
+  }
+  while (!ramp.empty() && 2 * ramped + limit > end - begin) {
+    ramped -= ramp.back();
+    ramp.pop_back();
+  }
+  if (ramp.empty()) return split_points(length, page, limit);
+  std::vector<std::size_t> cuts{0, begin};
+  std::size_t at = begin;
+  for (std::size_t s : ramp) cuts.push_back(at += s);
+  // The ramp down, from the end: cuts on page multiples of the sub-message, so the last piece
+  // may be up to a page longer than `first` (the body's end need not be a page multiple).
+  std::vector<std::size_t> down;
+  std::size_t back = 0;
+  for (std::size_t s : ramp) down.push_back((end - (back += s)) / page * page);
+  for (std::size_t c : body_cuts(at, down.back(), page, limit, kMaxBodyPieces - 2 * ramp.size())) cuts.push_back(c);
+  for (auto it = down.rbegin(); it != down.rend(); ++it) cuts.push_back(*it);
+  cuts.push_back(end);
+  cuts.push_back(length);
+  return cuts;
+}
+
 const char* step_kind_name(StepKind k) {
   switch (k) {
     case StepKind::Send: return "send";

@@ -156,4 +156,20 @@ std::vector<std::size_t> body_cuts(std::size_t begin, std::size_t end, std::size
 // (guard.cc, plan_regions). Returns the cut points including 0 and length.
 std::vector<std::size_t> split_points(std::size_t length, std::size_t page, std::size_t limit = SIZE_MAX);
 
+// The cut the exchange builders use: as above with the limit piece_limit(length, rule), except
+// that under auto (no TNBC_PIECE_BYTES) the body's first and last pieces are smaller — a ramp up
+// and a ramp down, each piece twice (half) the one before, from limit / 2^kRampDoublings (whole
+// pages, never below kAutoPieceMinBytes; no ramp where that is above half the limit) — and the
+// middle is balanced at the limit, no piece longer than it:
+//
+//   | head | s | 2s | P | P | ... | P' | 2s | s | tail |      s = P / 4, P = the limit
+//
+// A reader slower than the arrival waits for the first piece only, which is now small; a reader
+// faster than it reads the last piece after it has arrived, which is now small too; in between
+// the pieces stay as large as the cost model allows (their fixed costs). A ramp that does not
+// fit (a body shorter than both ramps and one full piece) loses its largest steps first.
+// Explicit settings keep the balanced cut. docs/benchmarks.md, "Core efficiency".
+inline constexpr int kRampDoublings = 2;
+std::vector<std::size_t> split_points(std::size_t length, std::size_t page, const PieceRule& rule);
+
 }  // namespace tnbc

@@ -1,7 +1,8 @@
 // The exchange family's schedule and staging (runtime/coll/exchange.hh).
 //
 // Schedule: one sub-message per peer and direction, each cut by split_points (its head, body
-// pieces, its tail) with the limit piece_limit(its length), so that sender and receiver cut it
+// pieces, its tail) by the call's PieceRule (under auto: a ramp of small first and last body
+// pieces around pieces at the limit), from its length alone, so that sender and receiver cut it
 // alike; the block to self is no step (staging copies it). Receives are all started at once,
 // sends in priority order, lowest first:
 //
@@ -57,7 +58,7 @@ Schedule build_exchange(int rank, int size, const std::vector<std::size_t>& send
   std::vector<Step> steps;
   auto add = [&](StepKind kind, int peer, std::size_t base, std::size_t bytes) {
     // The same inputs on both ends of the sub-message: its length, the page size, the setting.
-    const auto cuts = split_points(bytes, page, piece_limit(bytes, page, piece_setting));
+    const auto cuts = split_points(bytes, page, piece_setting);
     const std::size_t last = cuts.size() - 2;  // index of the last piece
     for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
       Step s;

@@ -60,7 +60,7 @@ std::vector<double> pieces_of(double s, const PieceRule& rule, std::size_t page)
   std::vector<double> out;
   if (s <= 0) return out;
   const auto len = static_cast<std::size_t>(s);
-  const auto cuts = split_points(len, page, piece_limit(len, page, rule));
+  const auto cuts = split_points(len, page, rule);
   for (std::size_t i = 0; i + 1 < cuts.size(); ++i) out.push_back(static_cast<double>(cuts[i + 1] - cuts[i]));
   return out;
 }

@@ -120,6 +120,63 @@ TEST_CASE("split points: every byte once, page head and tail, page-aligned body 
   }
 }
 
+TEST_CASE("auto's ramped cut: every byte once, small first and last body pieces, none above the limit") {
+  std::vector<PieceRule> rules = {PieceRule(), PieceRule(std::nullopt, 30000.0), PieceRule(std::nullopt, 3e6)};
+  for (std::size_t len : lengths()) {
+    for (const PieceRule& rule : rules) {
+      INFO("length " << len << " scale " << rule.scale_bytes);
+      const std::size_t limit = piece_limit(len, kPage, rule);
+      const auto cuts = split_points(len, kPage, rule);
+      REQUIRE(cuts.size() >= 2);
+      CHECK(cuts.front() == 0);
+      CHECK(cuts.back() == len);
+      CHECK(std::adjacent_find(cuts.begin(), cuts.end(), std::greater_equal<>()) == cuts.end());
+      if (len <= 2 * kPage || limit == SIZE_MAX) {
+        CHECK(cuts == split_points(len, kPage, limit));  // not cut: as before
+        continue;
+      }
+      CHECK(cuts[1] == kPage);
+      CHECK(cuts[cuts.size() - 2] == len - kPage);
+      for (std::size_t i = 1; i + 1 < cuts.size() - 1; ++i) CHECK(cuts[i] % kPage == 0);
+      std::vector<std::size_t> body;
+      for (std::size_t i = 1; i + 2 < cuts.size(); ++i) body.push_back(cuts[i + 1] - cuts[i]);
+      CHECK(body.size() <= kMaxBodyPieces);
+      for (std::size_t b : body) CHECK(b <= limit);  // the model's limit stays the largest piece
+      const auto balanced = split_points(len, kPage, limit);
+      if (body.size() == balanced.size() - 3) {
+        CHECK(cuts == balanced);  // no ramp fitted: the balanced cut
+        continue;
+      }
+      // A ramp: the first piece is the smallest, each next one of the ramp twice the one before;
+      // the last is at most a page longer than the first.
+      const std::size_t first = body.front();
+      CHECK(2 * first <= limit);
+      CHECK(first >= std::min(limit, kAutoPieceMinBytes));
+      CHECK(body.back() >= first);
+      CHECK(body.back() < first + kPage);
+      // No more pieces than the balanced cut plus both ramps.
+      CHECK(body.size() <= balanced.size() - 3 + 2 * kRampDoublings);
+    }
+  }
+}
+
+TEST_CASE("auto's ramped cut of the benchmarks' 4 MiB and 1 MiB per peer") {
+  // 4 MiB, rule of thumb: limit 1 MiB: 256 KiB, 512 KiB, three middle pieces <= 1 MiB, 512 KiB, 256 KiB.
+  const auto four = split_points(4u << 20, kPage, PieceRule());
+  REQUIRE(four.size() == 10);
+  CHECK(four[2] - four[1] == 256 * 1024);
+  CHECK(four[3] - four[2] == 512 * 1024);
+  CHECK(four[7] - four[6] == 512 * 1024);
+  CHECK(four[8] - four[7] == 256 * 1024);  // ends where the tail page begins
+  for (std::size_t i = 3; i < 6; ++i) CHECK(four[i + 1] - four[i] <= (1u << 20));
+  // 1 MiB: limit 256 KiB, the ramp starts at kAutoPieceMinBytes: 128 KiB first and last.
+  const auto one = split_points(1u << 20, kPage, PieceRule());
+  CHECK(one[2] - one[1] == 128 * 1024);
+  CHECK(one[one.size() - 2] - one[one.size() - 3] == 128 * 1024);
+  // An explicit setting keeps the balanced cut.
+  CHECK(split_points(4u << 20, kPage, PieceRule(std::uint64_t{1} << 20)) == split_points(4u << 20, kPage, 1u << 20));
+}
+
 TEST_CASE("split points without a limit are the head / body / tail of before") {
   CHECK(split_points(100, kPage) == std::vector<std::size_t>{0, 100});
   CHECK(split_points(3 * kPage + 5, kPage) == std::vector<std::size_t>{0, kPage, 2 * kPage + 5, 3 * kPage + 5});

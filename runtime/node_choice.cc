@@ -79,6 +79,7 @@ NodeChoice exchange_choice(const model::Machine& m, const model::Topology& comm,
 struct BcastRun {
   double first_mean = 0;  // mean over the receivers: the first-read chunk complete
   double last = 0;        // the last rank has every piece
+  bool complete = true;   // every piece reached every rank (else the figures mean nothing)
 };
 
 // Whether a message from rank a to rank b of `t` goes over a node's link: to another node, or
@@ -180,7 +181,10 @@ BcastRun run_bcast(const model::Machine& m, const model::Topology& t, int root, 
   double sum = 0;
   for (int v = 0; v < n; ++v) {
     if (v == root) continue;
-    for (double h : have[static_cast<std::size_t>(v)]) out.last = std::max(out.last, h);
+    for (double h : have[static_cast<std::size_t>(v)]) {
+      out.last = std::max(out.last, h);
+      out.complete = out.complete && h >= 0;
+    }
     sum += have[static_cast<std::size_t>(v)][std::min(first_piece, P - 1)];
   }
   out.first_mean = n > 1 ? sum / (n - 1) : 0;
@@ -213,6 +217,10 @@ NodeChoice bcast_choice(const model::Machine& m, const model::Topology& comm, co
   const DriverCpu cpu = driver_cpu(comm.max_per_node(), comm.cpus_per_node);
   const BcastRun off = run_bcast(m, comm, root, sizes, first, plain, cpu, false);
   const BcastRun on = run_bcast(m, comm, root, sizes, first, plain, cpu, true);
+  if (!off.complete || !on.complete) {  // cannot happen (keys follow every rank's own order): not judged
+    r.basis = NodeBasis::NoGain;
+    return r;
+  }
   return judge(on.first_mean, off.first_mean, on.last, off.last, margin);
 }
 

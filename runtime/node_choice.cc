@@ -113,7 +113,8 @@ BcastRun run_bcast(const model::Machine& m, const model::Topology& t, int root, 
   std::vector<std::vector<std::pair<int, std::size_t>>> keyed(static_cast<std::size_t>(t.nodes()));
   for (int v = 0; v < n; ++v)
     for (std::size_t i = 0; i < sends[static_cast<std::size_t>(v)].size(); ++i)
-      if (sends[static_cast<std::size_t>(v)][i].link) keyed[static_cast<std::size_t>(t.node[static_cast<std::size_t>(v)])].push_back({v, i});
+      if (sends[static_cast<std::size_t>(v)][i].link)
+        keyed[static_cast<std::size_t>(t.node[static_cast<std::size_t>(v)])].push_back({v, i});
   for (auto& k : keyed)
     std::stable_sort(k.begin(), k.end(), [&](const auto& a, const auto& b) {
       const Send& x1 = sends[static_cast<std::size_t>(a.first)][a.second];

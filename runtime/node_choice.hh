@@ -5,9 +5,10 @@
 // sub-message (all of it: what tests/bench/first_read.c measures) earlier by more than the
 // transfer as a whole ends later, plus the model's error margin.
 //
-// Exchange family (Alltoall, Alltoallv, Allgather). From the model's timeline of tnbc's schedule (runtime/model/estimate.hh:
-// `after` = total_ns - in_call_ns, the transfer after the return, bound by the node's link where
-// M ranks share it; `last` = last_share, the share of the bytes in the last round of pieces;
+// Exchange family (Alltoall, Alltoallv, Allgather). From the model's timeline of tnbc's schedule
+// (runtime/model/estimate.hh: `after` = total_ns - in_call_ns, the transfer after the return,
+// bound by the node's link where M ranks share it; `last` = last_share, the share of the bytes
+// in the last round of pieces;
 // D = driver_cpu_ns, the CPU one rank's progress thread spends on it) and the node's CPUs C
 // (Topology::cpus_per_node: its share of the host's where emulated nodes share one):
 //

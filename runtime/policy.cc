@@ -27,8 +27,8 @@ std::uint64_t key_of(const model::Topology& t) {
   return h;
 }
 
-// Node-level verdicts kept per (topology, kind, bytes, senders, broadcast root and segments): enough for a program's sizes,
-// bounded for one whose Alltoallv sizes never repeat.
+// Node-level verdicts kept per (topology, kind, bytes, senders, broadcast root and segments):
+// enough for a program's sizes, bounded for one whose Alltoallv sizes never repeat.
 constexpr std::size_t kNodeCacheEntries = 1024;
 
 class ModelPolicy final : public Policy {

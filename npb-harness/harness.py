@@ -3,8 +3,8 @@
 
 For each (benchmark, class, np) and each pass (baseline = no tnbc; nbc, trace, optimize =
 `tnbc exec --mode ...`; optimize-order = optimize with TNBC_PROFILE_BLOCKING=off, the read order
-only, no site run blocking; optimize-nodeoff = optimize with TNBC_NODE_PRIORITIES=off, against
-optimize's default auto (docs/settings.md); after a trace pass the ranks' traces are merged into a profile with
+only, no site run blocking; optimize-nodeoff / optimize-nodeon = optimize with
+TNBC_NODE_PRIORITIES=off / on, against optimize's default auto (docs/settings.md); after a trace pass the ranks' traces are merged into a profile with
 `tnbc merge`) it runs the program under the launcher (Open MPI's mpirun on the emulated link by
 default; with --nodes K on K emulated nodes, ranks placed block-wise; see netrun.py; on a real
 cluster --net none with mpirun/mpiexec and --hostfile, or srun inside a Slurm allocation),
@@ -361,7 +361,7 @@ def overlap_reports(tnbc, out, runs, profiles):
                                                     "run_share")})
     comparisons = []
     keys = sorted({(r["benchmark"], r["class"], r["np"]) for r in runs if r.get("report")})
-    order = ["optimize", "nbc", "optimize-order", "optimize-nodeoff", "trace", "passthrough"]
+    order = ["optimize", "nbc", "optimize-order", "optimize-nodeoff", "optimize-nodeon", "trace", "passthrough"]
     for key in keys:
         last = {}
         for r in runs:
@@ -438,9 +438,10 @@ def main():
     nps = [int(n) for n in a.np.split(",")]
     passes = [p.strip() for p in a.passes.split(",") if p.strip()]
     for p in passes:
-        if p not in ("baseline", "nbc", "trace", "optimize", "optimize-order", "optimize-nodeoff", "passthrough"):
+        if p not in ("baseline", "nbc", "trace", "optimize", "optimize-order", "optimize-nodeoff", "optimize-nodeon",
+                     "passthrough"):
             sys.exit(f"harness: unknown pass '{p}' (baseline, passthrough, nbc, trace, optimize, optimize-order, "
-                     "optimize-nodeoff)")
+                     "optimize-nodeoff, optimize-nodeon)")
     if any(p != "baseline" for p in passes) and not os.path.exists(tnbc):
         sys.exit(f"harness: {tnbc} not found (build first, or --tnbc PATH)")
     flavor = launcher_flavor(a.launcher)
@@ -515,12 +516,12 @@ def main():
                     open(os.path.join(rundir, "timer.flag"), "w").close()  # NPB prints its timers
                     cmd = launch_command(a, flavor, np, net, prog, nodes_for(np))
                     if p != "baseline":
-                        mode = "optimize" if p in ("optimize-order", "optimize-nodeoff") else p
+                        mode = "optimize" if p in ("optimize-order", "optimize-nodeoff", "optimize-nodeon") else p
                         cmd += [tnbc, "exec", "--mode", mode, "--output-dir", os.path.join(rundir, "tnbc")]
                         if p == "optimize-order":
                             cmd += ["--set", "profile_blocking=off"]
-                        if p == "optimize-nodeoff":
-                            cmd += ["--set", "node_priorities=off"]
+                        if p in ("optimize-nodeoff", "optimize-nodeon"):
+                            cmd += ["--set", "node_priorities=" + p[len("optimize-node"):]]
                         # Every pass's cost model on the calibrated machine (calibration.py).
                         calibrated = calibration.machine_args(calibrations, np)
                         cmd += calibrated

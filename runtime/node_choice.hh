@@ -3,15 +3,41 @@
 // node's ranks on its link; it pays where several ranks of the node send over that link at once
 // (else there is nothing to reorder) and the cost model says the readers get their first-read
 // sub-message (all of it: what tests/bench/first_read.c measures) earlier by more than the
-// model's error margin. From the model's timeline of tnbc's schedule (runtime/model/estimate.hh:
-// `after` = total_ns - in_call_ns, the transfer after the return, bound by the node's link where
-// M ranks share it; `last` = last_share, the share of the bytes in the last round of pieces):
+// transfer as a whole ends later, plus the model's error margin.
 //
-//     first_off  = in_call + after x (1 - last / 2)   every rank sends piece k to every peer,
-//                  then piece k+1: a sub-message's last piece comes in the last round
-//     first_on   = in_call + after / M                the node's most urgent sender (the one every
-//                  receiver reads first) has the link first: its share of the node's bytes
-//     on  when   first_off - first_on > margin x the MPI library's blocking time
+// Exchange family (Alltoall, Alltoallv, Allgather). From the model's timeline of tnbc's schedule
+// (runtime/model/estimate.hh: `after` = total_ns - in_call_ns, the transfer after the return,
+// bound by the node's link where M ranks share it; `last` = last_share, the share of the bytes
+// in the last round of pieces;
+// D = driver_cpu_ns, the CPU one rank's progress thread spends on it) and the node's CPUs C
+// (Topology::cpus_per_node: its share of the host's where emulated nodes share one):
+//
+//   what the link's order costs (arbitration gives the link to one rank at a time):
+//     serial   = M x one rank's stream alone x the share of its peers on the link: each rank's
+//                window and gaps now run one after another, not side by side
+//     CPU      the program computes after the early return (what overlap is for), so the node's
+//              M computing threads compete with its progress threads for C CPUs:
+//                cpu_off = M D / min(M, C / 2)          M drivers at once, each min(1, C / 2M)
+//                cpu_on  = M D / min(1, C / (M + 1))    one driver at a time (the held ones sleep)
+//     hand-off (M - 1) x (L + notice): the next rank's progress thread sees its turn
+//   after_off = max(after, cpu_off)            after_on = max(after, serial, cpu_on) + hand-offs
+//   first_off = in_call + after_off x (1 - last / 2)   every rank sends piece k to every peer, then
+//                                                      piece k+1: a sub-message's last piece comes
+//                                                      in the last round
+//   first_on  = in_call + max(after, serial, cpu_on) / M   the node's most urgent sender (the one
+//                                                      every receiver reads first) has the link first
+//   on when   (first_off - first_on) - max(0, after_on - after_off) > margin x the MPI library's
+//             blocking time
+//
+// so a link that one rank's driver cannot keep busy alone (window, CPU: ranks and progress
+// threads outnumber the node's CPUs, as 2 ranks per core on this project's 2-core machine) turns
+// the earlier first read into a later end, and auto says off (basis `costs`).
+//
+// Broadcast: which ranks of a node forward over its link depends on the root (a binomial tree,
+// runtime/coll/bcast.cc); the model simulates the tree's pieces through every node's link, in
+// the order they become ready (off) or in the arbitration's key order (on: a piece earlier in
+// the read order first, node-wide), and compares when the receivers have the first-read chunk
+// (their mean) and when the last rank has everything, with the same CPU shares.
 //
 // with M the ranks of the node on its link and the margin TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT (the
 // one the early-return decision uses). Rank-local: it changes when this rank's sends start,
@@ -30,12 +56,13 @@ namespace tnbc {
 // (`node_priorities.basis`, docs/formats.md).
 enum class NodeBasis {
   Setting,      // TNBC_NODE_PRIORITIES=on (or off)
-  Gains,        // on: the model's first read comes earlier by more than the margin
-  NoGain,       // off: it does not
+  Gains,        // on: the model's first read comes earlier, net of a later end, by more than the margin
+  NoGain,       // off: the first read comes no earlier by more than the margin
   OneSender,    // off: fewer than two ranks of the node send over its link in this call
   NoProfile,    // off: auto without a profile (no read order worth keeping node-wide)
   NoModel,      // on: auto in mode optimize, but no cost model to judge with
-  NotModelled,  // off: the model has no estimate of the node's link order for this kind (Bcast)
+  Costs,        // off: the first read comes earlier, but the transfer ends later by more (one
+                // driver at a time cannot keep the link busy: CPUs shared, window)
 };
 const char* node_basis_name(NodeBasis b);
 
@@ -43,6 +70,7 @@ struct NodeChoice {
   bool on = false;
   NodeBasis basis = NodeBasis::Setting;
   double first_on_ns = -1, first_off_ns = -1;  // the model's first read with, without (-1: not judged)
+  double end_on_ns = -1, end_off_ns = -1;      // the model's end of the transfer with, without
   double margin_ns = 0;
 };
 
@@ -55,5 +83,12 @@ int link_senders(const model::Topology& t, int node, bool local_on_link);
 // node send over its link; `margin_share` of the model's blocking time is the gain to exceed.
 NodeChoice node_choice(const model::Machine& m, const model::Topology& comm, const model::Coll& c,
                        const model::Execution& x, int senders, double margin_share);
+
+// The CPU the node's progress threads have together while its `ranks` ranks compute, in CPUs:
+// all `ranks` driving at once (off), or one at a time (on). `cpus`: the node's.
+struct DriverCpu {
+  double off = 1, on = 1;
+};
+DriverCpu driver_cpu(int ranks, int cpus);
 
 }  // namespace tnbc

@@ -27,8 +27,8 @@ std::uint64_t key_of(const model::Topology& t) {
   return h;
 }
 
-// Node-level verdicts kept per (topology, kind, bytes, senders): enough for a program's sizes,
-// bounded for one whose Alltoallv sizes never repeat.
+// Node-level verdicts kept per (topology, kind, bytes, senders, broadcast root and segments):
+// enough for a program's sizes, bounded for one whose Alltoallv sizes never repeat.
 constexpr std::size_t kNodeCacheEntries = 1024;
 
 class ModelPolicy final : public Policy {
@@ -180,7 +180,8 @@ class ModelPolicy final : public Policy {
            (s_.node_priorities == NodePriorities::Auto && s_.mode == Mode::Optimize);
   }
   // auto: mode optimize with a profile, several of the node's ranks on its link, and the model's
-  // first read earlier by more than the margin (runtime/node_choice.hh; without a model: on).
+  // first read earlier, net of a later end, by more than the margin (runtime/node_choice.hh;
+  // without a model: on).
   NodeChoice node_priorities(const CallShape& call, const model::Topology& comm, int senders) override {
     NodeChoice c;
     if (s_.node_priorities != NodePriorities::Auto) {
@@ -201,14 +202,20 @@ class ModelPolicy final : public Policy {
     for (std::uint64_t b : call.recv_bytes) bytes += static_cast<double>(b);
     if (call.kind != Kind::Bcast) bytes /= static_cast<double>(std::max<std::size_t>(1, call.recv_bytes.size()));
     const auto per = static_cast<std::uint64_t>(bytes);
+    // A broadcast's tree (who forwards over which link) follows its root; its chunks are the
+    // edges and the middle segments.
+    const int root = call.kind == Kind::Bcast ? call.root : -1;
+    const int segments = call.kind == Kind::Bcast ? std::max(1, static_cast<int>(call.recv_bytes.size()) - 2) : 0;
     std::lock_guard lock(mutex_);
     if (node_.size() >= kNodeCacheEntries) node_.clear();  // Alltoallv: sizes may differ every call
-    auto [it, fresh] = node_.try_emplace({key_of(comm), static_cast<int>(call.kind), per, senders});
+    auto [it, fresh] = node_.try_emplace({key_of(comm), static_cast<int>(call.kind), per, senders, root, segments});
     if (fresh) {
       model::Coll coll;
       coll.kind = call.kind;
       coll.bytes = bytes;
       coll.page = page_;
+      coll.root = std::max(0, root);
+      coll.segments = std::max(1, segments);
       if (call.kind != Kind::Bcast) coll.pieces = pieces_locked(call.kind, comm);
       it->second = node_choice(model_->machine, comm, coll, exec(), senders,
                                static_cast<double>(s_.early_return_margin_tcomm_pct) / 100.0);
@@ -232,7 +239,7 @@ class ModelPolicy final : public Policy {
   std::map<std::pair<std::uint64_t, int>, std::size_t> thresholds_;
   std::map<std::pair<std::uint64_t, std::size_t>, int> segments_;
   std::map<std::uint64_t, double> scales_;
-  std::map<std::tuple<std::uint64_t, int, std::uint64_t, int>, NodeChoice> node_;
+  std::map<std::tuple<std::uint64_t, int, std::uint64_t, int, int, int>, NodeChoice> node_;
   bool oversubscribed_ = false;
   RmaFacts rma_;
 };

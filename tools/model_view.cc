@@ -84,6 +84,11 @@ std::string node_verdict(const trace::ProfileSite& site, const Settings& s, cons
   c.bytes = *kind == Kind::Bcast ? bytes : bytes / std::max(1, site.comm_size);
   if (*kind != Kind::Bcast)
     c.pieces = s.piece_bytes ? PieceRule(s.piece_bytes) : PieceRule(std::nullopt, model::piece_scale(mach, t, judge.exec, mach.page));
+  else {  // the trace's chunks (two edges and the segments); the root: the rank that received nothing
+    c.segments = std::max(1, site.sub_messages - 2);
+    for (const auto& r : site.ranks)
+      if (!r.receives) c.root = r.rank;
+  }
   const NodeChoice n = node_choice(mach, t, c, judge.exec, senders, judge.margin_of_tcomm);
   if (n.basis == NodeBasis::OneSender) return "";  // one rank per node: nothing to arbitrate
   char b[160];

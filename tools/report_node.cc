@@ -29,9 +29,13 @@ std::string why(const NodeFigures& n) {
   if (n.basis == "setting") return ran ? "TNBC_NODE_PRIORITIES=on" : "TNBC_NODE_PRIORITIES=off";
   if (n.basis == "gains") return "auto: the cost model predicts an earlier first read" + model;
   if (n.basis == "no_gain") return "auto: the cost model predicts no gain above the margin" + model;
+  if (n.basis == "costs")
+    return "auto: the cost model predicts an earlier first read, but a later end by more (one driver at a time "
+           "cannot keep the link busy: the node's CPUs are shared)" + model;
   if (n.basis == "one_sender") return "auto: no other rank of the node sends over its link in these calls";
   if (n.basis == "no_profile") return "auto: no profile (no read order worth keeping node-wide)";
   if (n.basis == "no_model") return "auto: no cost model to judge with (mode optimize: on)";
+  // Summaries written before broadcasts were modelled (runtime/node_choice.hh).
   if (n.basis == "not_modelled") return "auto: the cost model has no estimate of the link's order for this kind";
   return n.basis.empty() ? std::string("(no decision recorded)") : n.basis;
 }

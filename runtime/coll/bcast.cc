@@ -107,7 +107,11 @@ Schedule build_bcast(int rank, int size, int root, const std::vector<Chunk>& chu
   Schedule sched;
   const int parent = bcast_parent(rank, size, root);
   const auto children = bcast_children(rank, size, root);
-  const std::int64_t nk = static_cast<std::int64_t>(children.size()) + 1;
+  // A send's priority: the piece's place in the sending order, then the child. Scaled by the
+  // communicator's size (more than any rank's children), not by this rank's own children: the
+  // ranks of a node compare these numbers (node-level priorities, runtime/node_arbiter.hh), so a
+  // piece earlier in the order is more urgent on every rank.
+  const std::int64_t nk = size;
   std::int64_t rank_in_order = 0;  // the piece's place in this rank's sending order
   for (int c : chunk_order) {
     const auto cu = static_cast<std::size_t>(c);

@@ -15,8 +15,14 @@ then the optimize pass with that profile (TNBC_NODE_PRIORITIES=on; case auto: au
   stop   a rank stops (SIGSTOP, board slot frozen) right after an early return: the others
          report what is missing and the job ends (MPI_Abort) within TNBC_TIMEOUT, no hang
   auto   every byte equal; the cost model decided per site (runtime/node_choice.hh): every
-         crowded rank's sites record the basis (gains / no_gain, with the model's first-read
-         estimates), and arbitration ran exactly where the basis says so
+         crowded rank's sites record the basis (gains / no_gain / costs, with the model's
+         first-read and end estimates; a broadcast: one_sender where no node has two forwarders
+         on its link for the root), and arbitration ran exactly where the basis says so
+  auto-cpu  auto with the trace run's machine (TNBC_MACHINE) made CPU-bound: each end of a
+         message between nodes costs 4x its wire time in CPU (the kernel's TCP copies on a
+         loaded host). Two ranks per node whose progress threads share the node's CPUs with
+         their computation cannot keep the link busy one at a time: auto must say off (basis
+         costs or no_gain) at every site, and no send is ever held back
 --report then checks `tnbc report` on the optimize run (tools/report_node.cc): the text, JSON and
          HTML (headless Chromium: the table's rows laid out) show per site whether arbitration
          ran and on which ranks, the holds, hold time-outs and first-read figures of the summaries;
@@ -70,7 +76,7 @@ def run(a, exports, args, timeout):
 def main():
     ap = profile_runs.parser()
     ap.add_argument("--nodes", type=int, required=True)
-    ap.add_argument("--case", choices=["plain", "slow", "stop", "auto"], default="plain")
+    ap.add_argument("--case", choices=["plain", "slow", "stop", "auto", "auto-cpu"], default="plain")
     ap.add_argument("--report", action="store_true")
     a = ap.parse_args()
     if a.mpi != "openmpi":
@@ -98,8 +104,11 @@ def main():
         fail("tnbc merge failed", m.stdout)
 
     opt_dir = os.path.join(work, "optimize")
+    auto = a.case.startswith("auto")
     exports = {"TNBC_MODE": "optimize", "TNBC_PROFILE": profile, "TNBC_OUTPUT_DIR": opt_dir,
-               "TNBC_PROFILE_BLOCKING": "off", "TNBC_NODE_PRIORITIES": "auto" if a.case == "auto" else "on"}
+               "TNBC_PROFILE_BLOCKING": "off", "TNBC_NODE_PRIORITIES": "auto" if auto else "on"}
+    if a.case == "auto-cpu":
+        exports["TNBC_MACHINE"] = cpu_bound_machine(trace_dir, work)
     if a.case == "stop":
         exports["TNBC_TIMEOUT"] = str(TIMEOUT_S)
         code, out, took = run(a, exports, [ITERS, PAGES] + extra, 120)
@@ -135,37 +144,61 @@ def main():
             fail(f"rank {r} is alone on its node: nothing to arbitrate, yet node_priorities ran", out)
         for x in s["sites"]:
             n = x.get("node_priorities")
-            if n and a.case == "auto":
-                check_auto(r, x["kind"], n, out)
+            if n and auto:
+                check_auto(r, x["kind"], n, out, must_be_off=a.case == "auto-cpu")
             elif n and (n["basis"] != "setting" or n["off_calls"] != 0 or n["calls"] == 0):
                 fail(f"rank {r}: TNBC_NODE_PRIORITIES=on, yet the site says {n}", out)
         holds += sum(n["holds"] for n in node)
-    if crowded and holds == 0 and a.case != "auto":
+    if crowded and holds == 0 and not auto:
         fail("no send was ever held back on any node (the arbitration did nothing)", out)
+    if a.case == "auto-cpu" and holds:
+        fail(f"auto on a CPU-bound machine: {holds} sends held back, yet no site should arbitrate", out)
     if a.report:
         check_report(a, work, opt_dir, sums)
     print(f"PASS ({holds} sends held back, job-wide)")
     shutil.rmtree(work, ignore_errors=True)
 
 
-def check_auto(rank, kind, n, out):
-    """The model's decision at one site of a crowded rank: judged by the model, and obeyed (Bcast:
-    the model has no estimate of the link's order, so not arbitrated)."""
-    if kind == "bcast":
-        if n["basis"] != "not_modelled" or n["calls"] != 0:
-            fail(f"rank {rank}: bcast under auto should be not_modelled and unarbitrated: {n}", out)
+def check_auto(rank, kind, n, out, must_be_off=False):
+    """The model's decision at one site of a crowded rank: judged by the model, with its estimates,
+    and obeyed. `must_be_off`: the machine is CPU-bound, so the verdict must be off."""
+    if kind == "bcast" and n["basis"] == "one_sender":  # no node has two forwarders on its link for this root
+        if n["calls"] != 0:
+            fail(f"rank {rank}: bcast with one forwarder per link, yet arbitrated: {n}", out)
         return
-    if n["basis"] not in ("gains", "no_gain"):
+    if n["basis"] not in ("gains", "no_gain", "costs"):
         fail(f"rank {rank}: auto on 2 nodes with a profile and a model should be the model's call, not {n['basis']}", out)
     est = n.get("model_first_read_ms")
-    if not est or not (est["on"] > 0 and est["off"] > 0):
-        fail(f"rank {rank}: the model's first-read estimates are missing: {n}", out)
-    gains = est["off"] - est["on"] > est["margin"]
-    if gains != (n["basis"] == "gains"):
+    if not est or not (est["on"] > 0 and est["off"] > 0 and est["end_on"] > 0 and est["end_off"] > 0):
+        fail(f"rank {rank}: the model's first-read and end estimates are missing: {n}", out)
+    gain, cost = est["off"] - est["on"], max(0.0, est["end_on"] - est["end_off"])
+    gains = gain - cost > est["margin"]
+    if gains != (n["basis"] == "gains") or (n["basis"] == "costs") != (not gains and gain > est["margin"]):
         fail(f"rank {rank}: basis {n['basis']} does not follow the estimates {est}", out)
     if (n["calls"] > 0) != gains or (n["off_calls"] > 0) == gains:
         fail(f"rank {rank}: arbitration ran on {n['calls']} calls, not on {n['off_calls']}, against basis {n['basis']}",
              out)
+    if must_be_off and gains:
+        fail(f"rank {rank}: {kind} on a CPU-bound machine, yet auto said on: {n}", out)
+
+
+def cpu_bound_machine(trace_dir, work):
+    """The trace run's machine (TNBC_OUTPUT_DIR/tnbc-machine.json: the probe's, fits this run)
+    with the CPU per byte at each end of a message between nodes 4x its wire time."""
+    with open(os.path.join(trace_dir, "tnbc-machine.json")) as f:
+        m = json.load(f)
+    inter = m["levels"].get("inter_node")
+    if not inter:
+        fail(f"the trace run's machine has no inter_node level: {m['levels']}")
+    cpu = 4 * inter["G_ns_per_byte"]
+    inter["O_s_ns_per_byte"] = inter["O_r_ns_per_byte"] = cpu
+    for p in inter.get("sweep") or []:
+        p["o_s_ns"] = p["o_r_ns"] = max(p["o_s_ns"], cpu * p["bytes"])
+    path = os.path.join(work, "cpu-bound-machine.json")
+    with open(path, "w") as f:
+        json.dump(m, f)
+    print(f"machine: {path} (inter_node CPU {cpu:.2f} ns per byte at each end)")
+    return path
 
 
 def check_report(a, work, run_dir, sums):

@@ -13,6 +13,16 @@ import subprocess
 import tempfile
 
 VARIANTS = {"nbc": "nbc", "optimize": "optimize", "optimize-order": "optimize"}
+# Calls of each collective kind before the benchmark's timed part (`tnbc predict --skip-first`):
+# NPB FT's initial FFT (one transpose) and IS's warm-up ranking (one Alltoall, one Alltoallv);
+# the proxies' untimed iteration 0 (ft-proxy: two transposes; is-proxy: one of each).
+UNTIMED_CALLS = {("npb", "ft"): 1, ("npb", "is"): 1, ("proxy", "ft"): 2, ("proxy", "is"): 1}
+
+
+def untimed_calls(runs, bench):
+    """--skip-first for a benchmark of this harness run (0 when unknown)."""
+    kinds = {r.get("kind") for r in runs if r.get("benchmark") == bench}
+    return UNTIMED_CALLS.get((kinds.pop() if len(kinds) == 1 else None, bench), 0)
 CURVES = ("nbc", "optimize", "optimize+node")
 
 
@@ -25,11 +35,11 @@ def add_arguments(ap):
                          "OUT/predict-BENCH.CLASS.svg")
 
 
-def _predict(tnbc, profile, machine, np, per_node, out_json, scaling="strong"):
+def _predict(tnbc, profile, machine, np, per_node, out_json, scaling="strong", skip_first=0):
     cmd = [tnbc, "predict", "--profile", profile, "--machine", machine, "--np", str(np), "--scaling", scaling,
-           "--json", out_json]
+           "--json", out_json, "--skip-first", str(skip_first)]
     if per_node:
-        cmd += ["--ranks-per-node", str(per_node)]
+        cmd += ["--ranks-per-node", str(per_node), "--traced-ranks-per-node", str(per_node)]
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     with open(out_json[:-len(".json")] + ".txt", "w") as f:
         f.write(r.stdout)
@@ -52,12 +62,13 @@ def predict_runs(a, tnbc, out, runs, profiles, per_node_for):
             continue
         entry = {"what_if": {}}
         per_node = per_node_for(np)
+        skip = untimed_calls(runs, bench)
         got, err = _predict(tnbc, profile, machine, np, per_node,
-                            os.path.join(out, f"predict-{bench}.{cls}.np{np}.json"))
+                            os.path.join(out, f"predict-{bench}.{cls}.np{np}.json"), skip_first=skip)
         entry["np"], entry["error"] = got, err
         for n in what_if:
             got, err = _predict(tnbc, profile, machine, n, per_node,
-                                os.path.join(out, f"predict-{bench}.{cls}.np{np}-at{n}.json"))
+                                os.path.join(out, f"predict-{bench}.{cls}.np{np}-at{n}.json"), skip_first=skip)
             entry["what_if"][n] = got if got else {"error": err}
         results[(bench, cls, np)] = entry
         if entry["what_if"]:
@@ -180,6 +191,8 @@ def validate(argv=None):
     ap.add_argument("--machine", default=None, help="default: the trace run's tnbc/tnbc-machine.json, else any run's")
     ap.add_argument("--platform", default=None)
     ap.add_argument("--ranks-per-node", type=int, default=0)
+    ap.add_argument("--skip-first", type=int, default=None,
+                    help="tnbc predict --skip-first (default: the benchmark's untimed calls, UNTIMED_CALLS)")
     a = ap.parse_args(argv)
     with open(os.path.join(a.out, "summary.json")) as f:
         runs = json.load(f)["runs"]
@@ -204,8 +217,10 @@ def validate(argv=None):
                 print(f"{bench}.{cls} np={np}: no machine file (give --machine)")
                 break
             with tempfile.TemporaryDirectory() as d:
+                skip = a.skip_first if a.skip_first is not None else untimed_calls(runs, bench)
                 cmd = [a.tnbc, "predict", "--profile", r["profile"], "--machine", machine, "--np", str(np),
-                       "--ranks-per-node", str(per_node), "--any-version", "--json", os.path.join(d, "p.json")]
+                       "--ranks-per-node", str(per_node), "--traced-ranks-per-node", str(per_node),
+                       "--skip-first", str(skip), "--any-version", "--json", os.path.join(d, "p.json")]
                 if a.platform:
                     cmd += ["--platform", a.platform]
                 p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

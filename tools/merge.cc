@@ -141,6 +141,9 @@ RankSite rank_site(int rank, const std::vector<const CallRecord*>& calls, int n)
   RankSite rs;
   rs.rank = rank;
   rs.calls = calls.size();
+  for (const CallRecord* c : calls) rs.first_calls.push_back(c->seq);
+  std::sort(rs.first_calls.begin(), rs.first_calls.end());
+  if (rs.first_calls.size() > trace::kFirstCalls) rs.first_calls.resize(trace::kFirstCalls);
   std::vector<std::pair<std::vector<int>, std::uint64_t>> orders;  // first-seen order kept
   std::vector<bool> touched(static_cast<std::size_t>(n), false), present(static_cast<std::size_t>(n), false),
       guarded(static_cast<std::size_t>(n), false);
@@ -414,7 +417,9 @@ std::string profile_json(const Profile& p) {
     for (std::size_t k = 0; k < s.ranks.size(); ++k) {
       const RankSite& r = s.ranks[k];
       o << (k ? ",\n" : "\n") << "    {\"rank\": " << r.rank << ", \"calls\": " << r.calls << ", \"traced\": " << r.traced
-        << ", \"order\": " << json_ints(r.order) << ", \"calls_with_order\": " << r.calls_with_order
+        << ", \"first_calls\": [";
+      for (std::size_t j = 0; j < r.first_calls.size(); ++j) o << (j ? ", " : "") << r.first_calls[j];
+      o << "], \"order\": " << json_ints(r.order) << ", \"calls_with_order\": " << r.calls_with_order
         << ", \"untouched\": " << json_ints(r.untouched) << ", \"unobserved\": " << json_ints(r.unobserved)
         << ", \"receives\": " << (r.receives ? "true" : "false")
         << ", \"kendall_tau\": " << (r.receives && r.traced ? json_num(r.tau) : "null") << ", \"keys\": [";

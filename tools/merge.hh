@@ -33,6 +33,7 @@ std::vector<int> call_order(const CallRecord& c);
 struct RankSite {
   int rank = 0;
   std::uint64_t calls = 0, traced = 0;
+  std::vector<std::uint64_t> first_calls;  // the seq of its first kFirstCalls calls (rank's collectives, 0-based): trace::kFirstCalls
   bool receives = false;             // received bytes at this site (a bcast root does not)
   std::vector<int> order;            // the order seen most often on this rank (modal)
   std::uint64_t calls_with_order = 0;  // traced calls whose order equals `order`

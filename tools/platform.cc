@@ -128,10 +128,6 @@ std::string platform_misfit(const Platform& p, int np, int per_node) {
   if (p.nodes > 0 && static_cast<long long>(p.nodes) * per_node < np)
     return p.source + " has " + std::to_string(p.nodes) + " nodes: " + std::to_string(np) + " processes at " +
            std::to_string(per_node) + " per node need " + std::to_string((np + per_node - 1) / per_node);
-  if (per_node > p.cores)
-    return std::to_string(per_node) + " ranks per node on " + p.source + "'s nodes of " + std::to_string(p.cores) +
-           " cores: each rank needs a core of its own (tnbc's progress thread shares it; give --ranks-per-node <= " +
-           std::to_string(p.cores) + ")";
   if (!(p.link_Bps > 0)) return p.source + ": the node link's bandwidth must be positive";
   return "";
 }

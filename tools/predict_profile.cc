@@ -84,14 +84,46 @@ std::string hex(std::uint64_t v) {
 
 }  // namespace
 
+std::vector<std::vector<double>> leading_calls(const trace::LoadedProfile& p, int k, std::vector<std::string>& notes) {
+  if (k < 1) return {};
+  std::vector<std::vector<double>> dropped(p.sites.size(), std::vector<double>(static_cast<std::size_t>(p.np), 0));
+  for (const trace::ProfileSite& ps : p.sites)
+    for (const auto& r : ps.ranks)
+      if (r.first_calls.empty() && r.calls.value_or(0) > 0) {
+        notes.push_back(p.path + " does not say where each site's calls fall in the program (no first_calls: merged "
+                        "by an older tnbc): --skip-first " + std::to_string(k) + " ignored, every call simulated "
+                        "(merge the trace again)");
+        return {};
+      }
+  std::vector<std::string> kinds;
+  for (const trace::ProfileSite& ps : p.sites)
+    if (std::find(kinds.begin(), kinds.end(), ps.kind) == kinds.end()) kinds.push_back(ps.kind);
+  for (const std::string& kind : kinds)
+    for (int rank = 0; rank < p.np; ++rank) {
+      std::vector<std::pair<std::uint64_t, std::size_t>> seen;  // (place in the rank's collectives, site)
+      for (std::size_t i = 0; i < p.sites.size(); ++i) {
+        if (p.sites[i].kind != kind) continue;
+        for (const auto& r : p.sites[i].ranks)
+          if (r.rank == rank)
+            for (std::uint64_t seq : r.first_calls) seen.emplace_back(seq, i);
+      }
+      std::sort(seen.begin(), seen.end());
+      for (std::size_t j = 0; j < seen.size() && j < static_cast<std::size_t>(k); ++j)
+        dropped[seen[j].second][static_cast<std::size_t>(rank)] += 1;
+    }
+  return dropped;
+}
+
 Result<std::vector<SimSite>> sites_at(const trace::LoadedProfile& p, int np, Scaling s, std::vector<std::string>& notes,
-                                      double data_scale) {
+                                      double data_scale, int skip_first) {
   if (s == Scaling::Strong && np < p.np)
     return Status::error("--np " + std::to_string(np) + " is below the profile's " + std::to_string(p.np) +
                          " processes: under strong scaling each rank would hold more data than in the traced run "
                          "(give N >= " + std::to_string(p.np) + ", or --scaling weak or fixed)");
+  const std::vector<std::vector<double>> dropped = leading_calls(p, skip_first, notes);
   std::vector<SimSite> out;
-  for (const trace::ProfileSite& ps : p.sites) {
+  for (std::size_t psi = 0; psi < p.sites.size(); ++psi) {
+    const trace::ProfileSite& ps = p.sites[psi];
     const std::optional<Kind> kind = kind_named(ps.kind);
     if (!kind || !(exchange_kind(*kind) || *kind == Kind::Bcast)) {
       notes.push_back("site " + hex(ps.site) + " (" + ps.kind + ") is not simulated: tnbc does not run that collective");
@@ -113,9 +145,11 @@ Result<std::vector<SimSite>> sites_at(const trace::LoadedProfile& p, int np, Sca
     // Calls per rank, averaged over all the profile's ranks: where ranks reach one collective from
     // different sites (IS's rank(): rank 0's call and the others' were compiled apart), each
     // site holds only its ranks' share of the calls; the largest count would count them twice.
-    double calls = 0, most = 0, least = -1;
+    double calls = 0, most = 0, least = -1, skipped = 0;
     for (const auto& r : ps.ranks) {
-      const double c = static_cast<double>(r.calls.value_or(0));
+      const double drop = dropped.empty() ? 0.0 : dropped[psi][static_cast<std::size_t>(r.rank)];
+      skipped += drop;
+      const double c = std::max(0.0, static_cast<double>(r.calls.value_or(0)) - drop);
       calls += c;
       most = std::max(most, c);
       least = least < 0 ? c : std::min(least, c);
@@ -127,6 +161,16 @@ Result<std::vector<SimSite>> sites_at(const trace::LoadedProfile& p, int np, Sca
                       ": its ranks called it " + fmt(least) + " to " + fmt(most) +
                       " times (the collective is reached from other sites on other ranks): simulated " + fmt(calls) +
                       " times, the mean over the " + std::to_string(p.np) + " ranks");
+    if (skipped > 0) {
+      const std::string name = ps.where.empty() || ps.where == "?" ? hex(ps.site) : ps.where;
+      if (calls <= 0) {
+        notes.push_back("site " + name + " (" + hex(ps.site) + "): all its calls are among the first " +
+                        std::to_string(skip_first) + " " + ps.kind + " calls (--skip-first): not simulated");
+        continue;
+      }
+      notes.push_back("site " + name + ": " + fmt(skipped / p.np) + " call(s) per rank left out (--skip-first " +
+                      std::to_string(skip_first) + ")");
+    }
     site.calls = calls > 0 ? calls : 1.0;
     const double n0 = p.np, n = np;
     const double curc_scale = (s == Scaling::Strong ? n0 / n : 1.0) * data_scale;
@@ -217,8 +261,9 @@ double share(double saved, double tcomm) { return tcomm > 0 ? saved / tcomm : 0;
 
 int cmd_predict_profile(const std::vector<std::string>& args) {
   std::string profile_path, machine_path, platform_path, json_path, program;
-  int np = 0, per_node = 0;
+  int np = 0, per_node = 0, traced_per_node = 0;
   double data_scale = 1;
+  int skip_first = 0;
   bool any_version = false;
   Scaling scaling = Scaling::Strong;
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -237,7 +282,15 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
     else if (a == "--json") json_path = value();
     else if (a == "--program") program = value();
     else if (a == "--any-version") any_version = true;
-    else if (a == "--data-scale") {
+    else if (a == "--skip-first") {
+      const std::string v = value();
+      char* end = nullptr;
+      const long k = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end || k < 0 || k > static_cast<long>(trace::kFirstCalls))
+        return fail("--skip-first wants a number of calls from 0 to " + std::to_string(trace::kFirstCalls) +
+                    " (the profile places a site's first " + std::to_string(trace::kFirstCalls) + "), not '" + v + "'");
+      skip_first = static_cast<int>(k);
+    } else if (a == "--data-scale") {
       const std::string v = value();
       char* end = nullptr;
       data_scale = std::strtod(v.c_str(), &end);
@@ -250,6 +303,9 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
     } else if (a == "--ranks-per-node") {
       const std::string v = value();
       if (!count(v, per_node)) return fail("--ranks-per-node wants a number from 1, not '" + v + "'");
+    } else if (a == "--traced-ranks-per-node") {
+      const std::string v = value();
+      if (!count(v, traced_per_node)) return fail("--traced-ranks-per-node wants a number from 1, not '" + v + "'");
     } else if (a == "--scaling") {
       const std::string v = value();
       if (v == "strong") scaling = Scaling::Strong;
@@ -260,7 +316,7 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
   }
   if (profile_path.empty() || machine_path.empty() || np < 1)
     return fail("usage: tnbc predict --profile APP.profile --machine MACHINE.json --np N [--ranks-per-node M] "
-                "[--platform FILE] [--scaling strong|weak|fixed] [--data-scale X] [--program EXE] [--any-version] [--json FILE]");
+                "[--platform FILE] [--scaling strong|weak|fixed] [--data-scale X] [--skip-first K] [--traced-ranks-per-node M] [--program EXE] [--any-version] [--json FILE]");
   Result<trace::LoadedProfile> prof = trace::read_profile(profile_path);
   if (!prof.ok()) return fail(prof.status().message());
   if (std::string why = program_misfit(prof.value(), profile_path, program); !why.empty() && !any_version)
@@ -279,8 +335,26 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
   if (per_node < 1) per_node = std::min(np, platform.xml.empty() ? platform.cores : 1);
   if (std::string why = platform_misfit(platform, np, per_node); !why.empty()) return fail(why);
   std::vector<std::string> notes;
-  Result<std::vector<SimSite>> sites = sites_at(prof.value(), np, scaling, notes, data_scale);
+  Result<std::vector<SimSite>> sites = sites_at(prof.value(), np, scaling, notes, data_scale, skip_first);
   if (!sites.ok()) return fail(sites.status().message());
+
+  // CPU: the profile's T_CURC and T_CRC are wall times of the traced run; on a node with more
+  // ranks than cores (the machine file's CPUs) they hold the sharing already. The simulation
+  // shares its platform's cores itself, so it takes them as CPU work: divided by the traced
+  // node's oversubscription.
+  if (traced_per_node < 1) traced_per_node = std::min(per_node, prof.value().np);
+  const double traced_load =
+      std::max(1.0, static_cast<double>(traced_per_node) / std::max(1, mach.value().cpus_per_node));
+  if (traced_load > 1) {
+    for (SimSite& s : sites.value()) s.curc_ns /= traced_load, s.crc_ns /= traced_load;
+    notes.push_back("the trace ran " + std::to_string(traced_per_node) + " ranks per node on " +
+                    std::to_string(mach.value().cpus_per_node) + " CPUs (the machine file): T_CURC and T_CRC are "
+                    "taken as CPU work / " + fmt(traced_load) + " (--traced-ranks-per-node)");
+  }
+  if (platform.xml.empty() && per_node > platform.cores)
+    notes.push_back(std::to_string(per_node) + " ranks per node on " + std::to_string(platform.cores) +
+                    " cores: the ranks' computation and tnbc's publication share the cores (SimGrid's CPU model); "
+                    "polling is not modelled");
 
   SimConfig cfg;
   cfg.platform = platform;
@@ -316,6 +390,9 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
   std::printf("tnbc predict: %s (traced at np %d, %s) at N = %d, %d per node\n", profile_path.c_str(),
               prof.value().np, prof.value().executable.c_str(), np, per_node);
   if (data_scale != 1) std::printf("  data: the traced problem's x %g (blocks, T_CURC, T_CRC)\n", data_scale);
+  if (skip_first > 0)
+    std::printf("  left out: each rank's first %d call(s) of each collective kind (--skip-first: before the timed part)\n",
+                skip_first);
   std::printf("  scaling: %s\n  platform: %s\n  machine: %s (%s), send window %d, guard %s\n",
               scaling_rule(scaling).c_str(), describe(platform).c_str(), machine_path.c_str(),
               mpi_family(cfg.machine.mpi_library).c_str(), cfg.x.window,
@@ -363,7 +440,7 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
     using json::quote;
     o.precision(12);
     o << "{\"format\": \"tnbc-predict\", \"version\": 1, \"profile\": " << quote(profile_path) << ", \"np\": " << np
-      << ", \"ranks_per_node\": " << per_node << ", \"scaling\": \"" << scaling_name(scaling)
+      << ", \"ranks_per_node\": " << per_node << ", \"skip_first\": " << skip_first << ", \"traced_ranks_per_node\": " << traced_per_node << ", \"scaling\": \"" << scaling_name(scaling)
       << "\", \"platform\": " << quote(describe(platform)) << ", \"sites\": [";
     for (std::size_t s = 0; s < S.size(); ++s) {
       const SimResult& r = R[s];

@@ -20,9 +20,15 @@ std::string scaling_rule(Scaling s);  // one sentence for the output
 // The profile's sites at N processes under `s` (sizes and times scaled), or the reason it cannot
 // be: N below the profile's np with strong scaling, a profile without any collective tnbc runs.
 // `data_scale`: the traced problem's data times this (another class of the same benchmark: its
-// blocks and T_CURC grow with it) before the scaling to N.
+// blocks and T_CURC grow with it) before the scaling to N. `skip_first`: each rank's first K calls
+// of each collective kind are left out (a set-up or warm-up before the program's timed part),
+// placed by the profile's `first_calls`; a profile without them is simulated whole, with a note.
 Result<std::vector<SimSite>> sites_at(const trace::LoadedProfile& p, int np, Scaling s, std::vector<std::string>& notes,
-                                      double data_scale = 1);
+                                      double data_scale = 1, int skip_first = 0);
+
+// How many of each rank's calls at each site of `p` fall among the rank's first `k` calls of
+// the site's collective kind ([site][rank]; empty and a note when a site lacks `first_calls`).
+std::vector<std::vector<double>> leading_calls(const trace::LoadedProfile& p, int k, std::vector<std::string>& notes);
 
 // The MPI library a machine file was calibrated with against the one this tnbc is built with:
 // empty when they are the same library and version (major.minor), else one sentence.

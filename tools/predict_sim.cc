@@ -46,6 +46,10 @@ struct RankCall {
   std::vector<char> done;
   std::vector<std::pair<std::uint64_t, int>> recv_index;  // (peer << 32 | tag) -> Recv step, sorted
   std::vector<double> sub_left, sub_visible, sub_bytes;
+  std::vector<int> sub_unpublished;           // per sub-message: landed body steps not yet published
+  std::vector<std::pair<int, double>> pub_queue;  // landed body steps waiting for publication (step, ns)
+  std::size_t pub_next = 0;
+  int pub_left = 0;                           // body receive steps not yet published
   // Send steps whose dependencies are done, not started, by priority: per scope (0 edges and
   // blocking, 1 bodies), apart for the ones the node arbiter admits (arb).
   using Ready = std::set<std::pair<std::int64_t, int>>;
@@ -82,6 +86,13 @@ struct World {
 };
 
 World* g = nullptr;
+
+// CPU work on this actor's host: SimGrid shares the host's cores between the actors computing
+// at once (one core at most each), so an oversubscribed node stretches it. Hosts run 1e9
+// flop/s per core: one flop is one nanosecond of a core.
+void compute(double ns) {
+  if (ns > 0) sg::this_actor::execute(ns);
+}
 
 std::uint64_t recv_key(int peer, int tag) {
   return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(peer)) << 32) | static_cast<std::uint32_t>(tag);
@@ -122,19 +133,13 @@ void deliver(int dst, int src, int tag, double now_s) {
   const int i = it->second;
   const Step& s = c.sched[static_cast<std::size_t>(i)];
   const double now_ns = now_s * 1e9;
-  double visible = now_ns;
-  if (c.publishes && !s.edge) {
-    // The progress thread notices the message, then publishes the pieces one after another.
-    const model::GuardCost& gc = g->cfg->machine.guard[std::max(0, g->cfg->x.guard)];
-    c.publish_free = std::max(c.publish_free, now_ns + g->notice_ns) + gc.publish.at(static_cast<double>(s.length));
-    visible = c.publish_free;
-  }
+  if (c.publishes && !s.edge) c.pub_queue.emplace_back(i, now_ns);  // the publisher actor publishes it
   if (s.edge) --c.edge_recv_left;
   --c.recv_left;
   if (s.sub >= 0) {
     auto sub = static_cast<std::size_t>(s.sub);
     c.sub_left[sub] -= static_cast<double>(s.length);
-    c.sub_visible[sub] = std::max(c.sub_visible[sub], visible);
+    if (!(c.publishes && !s.edge)) c.sub_visible[sub] = std::max(c.sub_visible[sub], now_ns);
   }
   step_done(me, i);
   me.cv->notify_all();
@@ -211,6 +216,37 @@ void drive(Rank& me, Scope scope, int window) {
   }
 }
 
+// tnbc's publication of landed body pieces (the progress thread's work, on the rank's host): it
+// notices a message (the machine's O_r after its arrival), then publishes the pieces one after
+// another at the guard's publish cost, as CPU work that competes with the node's other actors.
+void publish(Rank& me) {
+  RankCall& c = me.call;
+  const model::GuardCost& gc = g->cfg->machine.guard[std::max(0, g->cfg->x.guard)];
+  for (;;) {
+    std::pair<int, double> item;
+    {
+      std::unique_lock lock(*me.mu);
+      while (c.pub_left > 0 && c.pub_next >= c.pub_queue.size()) me.cv->wait(lock);
+      if (c.pub_left <= 0) return;
+      item = c.pub_queue[c.pub_next++];
+    }
+    const double noticed = (item.second + g->notice_ns) * 1e-9;
+    if (noticed > sg::Engine::get_clock()) sg::this_actor::sleep_until(noticed);
+    const Step& s = c.sched[static_cast<std::size_t>(item.first)];
+    compute(gc.publish.at(static_cast<double>(s.length)));
+    std::unique_lock lock(*me.mu);
+    const double now_ns = sg::Engine::get_clock() * 1e9;
+    c.publish_free = now_ns;
+    if (s.sub >= 0) {
+      const auto sub = static_cast<std::size_t>(s.sub);
+      --c.sub_unpublished[sub];
+      c.sub_visible[sub] = std::max(c.sub_visible[sub], now_ns);
+    }
+    --c.pub_left;
+    me.cv->notify_all();
+  }
+}
+
 // The MPI library's pairwise exchange, step by step (MPI_Sendrecv with rank + k and rank - k):
 // the schedule from blocking_exchange, run in its order without polling.
 void pairwise(Rank& me) {
@@ -246,6 +282,7 @@ void setup(Rank& me, Schedule sched, const std::vector<double>& sub_bytes, bool 
   c.sub_bytes = sub_bytes;
   c.sub_left.assign(sub_bytes.size(), 0);
   c.sub_visible.assign(sub_bytes.size(), 0);
+  c.sub_unpublished.assign(sub_bytes.size(), 0);
   bool deps = false;
   for (std::size_t i = 0; i < n; ++i) deps = deps || !c.sched.after(i).empty();
   if (deps) c.dependents.resize(n);
@@ -260,6 +297,10 @@ void setup(Rank& me, Schedule sched, const std::vector<double>& sub_bytes, bool 
       ++c.recv_left;
       if (s.edge) ++c.edge_recv_left;
       if (s.sub >= 0) c.sub_left[static_cast<std::size_t>(s.sub)] += static_cast<double>(s.length);
+      if (publishes && !s.edge) {
+        ++c.pub_left;
+        if (s.sub >= 0) ++c.sub_unpublished[static_cast<std::size_t>(s.sub)];
+      }
     } else if (s.kind == StepKind::Send) {
       ++c.sends_left;
       c.bucket[i] = static_cast<char>((publishes && !s.edge ? 1 : 0) | (arbitrated(me, s) ? 2 : 0));
@@ -392,19 +433,22 @@ void rank_main(int r, std::vector<SimSite> sites) {
         else drive(me, Scope::All, 0);
         wait_until(me, [&] { return me.call.recv_left == 0; });
         out.call_ns = (sg::Engine::get_clock() - t0) * 1e9;
-        sg::this_actor::sleep_for((site.curc_ns + site.crc_ns) * 1e-9);
+        compute(site.curc_ns + site.crc_ns);
         out.total_ns = (sg::Engine::get_clock() - t0) * 1e9;
       } else {
-        // Tinit's work: the staging copy of what is sent, holding back the received pages.
-        const double work_ns = m.memcpy_cost.at(send_bytes) +
+        // Tinit's work (runtime/coll/exchange.cc, bcast.cc): the own block copied into place, the
+        // staging copy of what is sent, holding back the received pages (emptied and registered).
+        const double own_bytes = is_bcast(site.kind) ? 0.0 : site.bytes;
+        const double work_ns = m.memcpy_cost.at(own_bytes) + m.memcpy_cost.at(send_bytes) +
                                (cfg.x.guard >= 0 ? m.guard[guard].hold.at(total_bytes) : 0.0);
-        sg::this_actor::sleep_for(work_ns * 1e-9);
+        compute(work_ns);
         drive(me, Scope::Edges, kEdgeWindow);
         wait_until(me, [&] { return me.call.edge_recv_left == 0; });
         out.call_ns = (sg::Engine::get_clock() - t0) * 1e9;
         sg::ActorPtr progress =
             sg::Actor::create("progress-" + std::to_string(r), me.host, [&me, &cfg] { drive(me, Scope::Body, cfg.x.window); });
-        sg::this_actor::sleep_for(site.curc_ns * 1e-9);
+        sg::ActorPtr publisher = sg::Actor::create("publish-" + std::to_string(r), me.host, [&me] { publish(me); });
+        compute(site.curc_ns);
         std::vector<int> order = is_bcast(site.kind) && site.order.size() != b.sub_bytes.size() ? std::vector<int>{}
                                                                                                  : site.order;
         if (order.size() != b.sub_bytes.size()) {
@@ -416,21 +460,17 @@ void rank_main(int r, std::vector<SimSite> sites) {
           if (me.call.sub_bytes[su] <= 0) continue;
           bool waited = false;
           wait_until(me, [&] {
-            const bool in = me.call.sub_left[su] <= 0;
+            const bool in = me.call.sub_left[su] <= 0 && me.call.sub_unpublished[su] == 0;
             waited = waited || !in;
             return in;
           });
-          const double visible = me.call.sub_visible[su] * 1e-9;
-          if (visible > sg::Engine::get_clock()) {
-            waited = true;
-            sg::this_actor::sleep_until(visible);
-          }
-          if (waited && cfg.x.guard >= 0) sg::this_actor::sleep_for(m.guard[guard].fault_ns * 1e-9);
-          if (total_bytes > 0) sg::this_actor::sleep_for(site.crc_ns * me.call.sub_bytes[su] / total_bytes * 1e-9);
+          if (waited && cfg.x.guard >= 0) compute(m.guard[guard].fault_ns);
+          if (total_bytes > 0) compute(site.crc_ns * me.call.sub_bytes[su] / total_bytes);
         }
         out.total_ns = (sg::Engine::get_clock() - t0) * 1e9;
         progress->join();
         wait_until(me, [&] { return me.call.recv_left == 0; });
+        publisher->join();
         if (v == Variant::Nbc)
           g->comm_done[si][static_cast<std::size_t>(r)] =
               (std::max(sg::Engine::get_clock(), me.call.publish_free * 1e-9) - t0) * 1e9;
@@ -462,7 +502,7 @@ Status build_platform(sg::Engine& e, const SimConfig& c, std::vector<sg::Host*>&
   if (p.backbone_Bps > 0) backbone = zone->create_link("backbone", p.backbone_Bps)->set_latency(p.backbone_lat_s)->seal();
   for (int i = 0; i < nodes; ++i) {
     const std::string n = std::to_string(i);
-    sg::Host* h = zone->create_host("node-" + n, 1e9)->set_core_count(std::max(p.cores, c.per_node))->seal();
+    sg::Host* h = zone->create_host("node-" + n, 1e9)->set_core_count(std::max(1, p.cores))->seal();
     // A node's link is a constraint on what leaves the node only: in a full-duplex network that
     // does not block, balanced exchanges load each node's two directions alike, and a broadcast
     // tree sends each rank one stream. Flows then share constraints per node only, which keeps

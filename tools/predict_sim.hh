@@ -19,8 +19,12 @@
 //   optimize+node the same with node-level priorities: the ranks of a node admit their inter-node
 //                 sends through tnbc's own NodeArbiter (runtime/node_arbiter.hh) on a board per node
 //
-// Computation (Tinit's work, T_CURC, reading) is time, not CPU load: the simulated hosts have a
-// core per rank (tools/platform.hh refuses more ranks than cores per node).
+// CPU: Tinit's work (own block, staging copy, guard hold), T_CURC, the reading (T_CRC, faults)
+// and the progress thread's publication are CPU work on the node's host, whose cores (the
+// platform's) SimGrid shares between the actors computing at once: a node with more ranks than
+// cores (4 ranks on a 2-core node) stretches them, as the kernel's scheduler does. Waiting
+// (for messages, for publication) takes no CPU: the model leaves out the progress thread's
+// polling and blocking MPI's busy waiting.
 #pragma once
 
 #include <string>

@@ -198,6 +198,7 @@ LoadedProfile parse_or_throw(const std::string& text, const std::string& name) {
         rank.keys.push_back(r.hex(keys.items[j], rp + ".keys[" + std::to_string(j) + "]"));
       rank.calls = r.opt_count(rv, rp, "calls");
       rank.traced = r.opt_count(rv, rp, "traced");
+      for (double x : r.opt_numbers(rv, rp, "first_calls")) rank.first_calls.push_back(static_cast<std::uint64_t>(x));
       rank.bytes_per_call = r.opt_count(rv, rp, "bytes_per_call");
       rank.duration_ns = r.opt_number(rv, rp, "duration_ns");
       rank.curc_ns = r.opt_number(rv, rp, "curc_ns");

@@ -23,6 +23,9 @@ namespace tnbc::trace {
 
 inline constexpr const char* kProfileFormat = "tnbc-profile";
 inline constexpr int kProfileVersion = 1;  // what `tnbc merge` writes and the reader accepts
+// How many of a rank's first calls at a site the profile places in the rank's sequence of
+// collectives (`first_calls`: `tnbc predict --skip-first` leaves out calls before the timed part).
+inline constexpr std::size_t kFirstCalls = 16;
 
 // What the optimized pass needs of one site of the profile.
 struct ProfileSite {
@@ -40,6 +43,9 @@ struct ProfileSite {
     std::vector<std::uint64_t> keys;     // instance keys (site + size signature) seen
     // Estimates of the trace pass (trace/gain.hh); absent or null in the file: unknown.
     std::optional<std::uint64_t> calls, traced, bytes_per_call;
+    // The place of the site's first calls (up to kFirstCalls) in this rank's sequence of collectives,
+    // 0-based; empty: not recorded (a profile written before the field existed).
+    std::vector<std::uint64_t> first_calls;
     std::optional<double> duration_ns;   // median blocking duration of the collective
     std::optional<double> curc_ns;       // median time from return to the first touch
     std::optional<double> r_crc;         // median rate of first touches, bytes/s

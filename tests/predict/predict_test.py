@@ -6,17 +6,21 @@ usage: predict_test.py --tool TNBC (physics | variants | bad-input)
 
 physics    a blocking Alltoall between two nodes of 1 Gb/s takes the bytes over the link (within
            10%); a broadcast's blocking time grows with the tree; tnbc's time in the call is a
-           small part of the blocking time for 1 MiB blocks
+           small part of the blocking time for 1 MiB blocks; 4 ranks on a node of 2 cores take
+           twice their CURC (the cores are shared), and a trace taken so (--traced-ranks-per-node)
+           gives back the measured time
 variants   a program that computes long enough after the call hides most of the transfer (nbc,
            optimize: hidden share > 60%, speedup > 1); one that reads at once hides nothing and
            optimize completes it in the call as MPI's ('plain'); the JSON has every figure; weak,
            strong and fixed scaling give the sizes they say; 256 ranks run; a collective reached
-           from two sites on different ranks is counted once
+           from two sites on different ranks is counted once; --skip-first leaves out each rank's
+           first calls of a kind where the profile places them (first_calls), and says it cannot
+           for a profile without them
 bad-input  one clear message each, exit status 2, never a traceback: a profile of another format
            version, an executable rebuilt after its profile, a profile of another program
            (--program), a machine file of another MPI library, N below the profile's np under
-           strong scaling, a platform with too few nodes, more ranks per node than cores, a bad
-           bandwidth unit, an unknown key, an XML platform with too few hosts
+           strong scaling, a platform with too few nodes, a bad --skip-first, a bad bandwidth unit,
+           an unknown key, an XML platform with too few hosts
 """
 import argparse
 import json
@@ -110,6 +114,20 @@ def physics(e):
         times.append(j["sites"][0]["blocking_s"])
     if not times[1] > 1.5 * times[0]:
         fail(f"a broadcast to 8 nodes ({times[1]} s) is not slower than to 2 ({times[0]} s)", out)
+    # CPU shared: 4 ranks on one node of 2 cores, computing 100 ms each after a blocking call,
+    # take 200 ms; a profile traced so (4 ranks on the machine file's 2 CPUs) measured 200 ms of
+    # wall time for 100 ms of CPU work, which the simulation gives back.
+    one = "nodes 1\ncores 2\nlink_bw 1Gbps\nlink_lat 50us\nloopback_bw 5GBps\nloopback_lat 1us\n"
+    curc = {}
+    for traced in ("1", "4"):
+        j, out = e.json(profile(np=4, per_peer=64 << 10, curc=100e6 if traced == "1" else 200e6, rcrc=1e15),
+                        machine(), "--np", "4", "--ranks-per-node", "4", "--traced-ranks-per-node", traced, platform=one)
+        s4 = j["sites"][0]
+        curc[traced] = s4["blocking_total_s"] - s4["blocking_s"]
+    if not (0.19 < curc["1"] < 0.21 and 0.19 < curc["4"] < 0.21):
+        fail(f"4 ranks on 2 cores computing 100 ms of CPU: after the call {curc} s, expected 0.2 s", out)
+    if "share the cores" not in out or "CPU work / 2" not in out:
+        fail("no note on the shared cores and the traced node's oversubscription", out)
     print(f"physics ok: Alltoall {s['blocking_s']:.4f} s (link: {expect:.4f} s), Bcast 2 -> 8 nodes "
           f"{times[0]:.4f} -> {times[1]:.4f} s")
 
@@ -143,6 +161,30 @@ def variants(e):
     got = sorted(site["calls"] for site in j["sites"])
     if got != [5, 5] or "the mean over the 2 ranks" not in out:
         fail(f"a collective reached from two sites: calls simulated {got}, expected 5 and 5 with a note", out)
+    # --skip-first 1: a set-up call (its own site, the rank's first Alltoall) and the first call
+    # of the timed site on the other ranks are left out where first_calls place them.
+    lead = profile(np=2, per_peer=1 << 20, calls=10)
+    init = json.loads(json.dumps(lead["sites"][0]))
+    init["site"] = "0x38fdad14da2165e3"
+    for r in init["ranks"]:
+        r["calls"] = r["traced"] = 1
+        r["first_calls"] = [3]
+    for r in lead["sites"][0]["ranks"]:
+        r["first_calls"] = list(range(4, 14))
+    lead["sites"].append(init)
+    j, out = e.json(lead, machine(), "--np", "2", "--ranks-per-node", "1", "--skip-first", "1", platform=TWO_NODES)
+    if [site["calls"] for site in j["sites"]] != [10] or "--skip-first" not in out or j.get("skip_first") != 1:
+        fail(f"--skip-first 1: sites {[(x['site'], x['calls']) for x in j['sites']]}, expected only the timed one, "
+             f"10 calls", out)
+    j, out = e.json(lead, machine(), "--np", "2", "--ranks-per-node", "1", "--skip-first", "2", platform=TWO_NODES)
+    if [site["calls"] for site in j["sites"]] != [9]:
+        fail(f"--skip-first 2: {[x['calls'] for x in j['sites']]}, expected 9 calls of the timed site", out)
+    for site in lead["sites"]:
+        for r in site["ranks"]:
+            del r["first_calls"]
+    j, out = e.json(lead, machine(), "--np", "2", "--ranks-per-node", "1", "--skip-first", "1", platform=TWO_NODES)
+    if sorted(x["calls"] for x in j["sites"]) != [1, 10] or "no first_calls" not in out:
+        fail("a profile without first_calls: every call simulated, with a note", out)
     # scaling: a profile at np 4 with 1 MiB blocks, predicted at 16 ranks
     sizes = {}
     for sc in ("strong", "weak", "fixed"):
@@ -170,8 +212,7 @@ def bad_input(e):
          "calibrated with Intel(R) MPI Library 2021.9"),
         ("N below np, strong", profile(np=4), m, ["--np", "2"], None, "below the profile's 4 processes"),
         ("too few nodes", profile(), m, ["--ranks-per-node", "1", "--np", "4"], "nodes 2\nlink_bw 1Gbps\n", "has 2 nodes"),
-        ("more ranks than cores", profile(), m, ["--ranks-per-node", "4", "--np", "4"], "nodes 2\ncores 2\nlink_bw 1Gbps\n",
-         "cores"),
+        ("a bad --skip-first", profile(), m, ["--skip-first", "17"], None, "from 0 to 16"),
         ("bad unit", profile(), m, ["--np", "2"], "nodes 2\nlink_bw 1Gbs\n", "unknown unit 'Gbs'"),
         ("unknown key", profile(), m, ["--np", "2"], "nodes 2\nlink_bw 1Gbps\nlink_speed 3\n", "unknown key 'link_speed'"),
         ("zero bandwidth", profile(), m, ["--np", "2"], "nodes 2\nlink_bw 0\n", "must be positive"),

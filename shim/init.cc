@@ -39,7 +39,7 @@ int init_common(int* argc, char*** argv, int required, int* provided) {
     return rc;
   }
   // Mode optimize where every site of the profile is judged no gain: the plain program, at the
-  // program's own thread level (MPI_THREAD_MULTIPLE slows every message; shim/compose.hh).
+  // program's own thread level (nothing of the engine could pay; shim/compose.hh).
   const bool wants_engine =
       rt.settings().mode == Mode::Nbc || (rt.settings().mode == Mode::Optimize && !plain_before_init(rt));
   const int ask = wants_engine ? MPI_THREAD_MULTIPLE : (required < 0 ? MPI_THREAD_SINGLE : required);

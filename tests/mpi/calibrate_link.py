@@ -45,7 +45,9 @@ def main():
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     # Emulated nodes share this machine's CPUs: no binding (both ranks would get CPU 0).
     cmd = [sys.executable, NETRUN, "--rate", RATE, "--nodes", "2", "--skip-code", "--"]
-    cmd += launch_command(a.mpi, a.mpirun, 2, {}) + ["--bind-to", "none", a.tool, "calibrate", "-o", machine,
+    # The sanitized build's runtime options (ASAN_OPTIONS ...): the tool itself is instrumented.
+    exports = dict(kv.split("=", 1) for kv in a.env)
+    cmd += launch_command(a.mpi, a.mpirun, 2, exports) + ["--bind-to", "none", a.tool, "calibrate", "-o", machine,
                                                      "--max-bytes", "1m", "--seconds-per-size", "0.05"]
     print("running:", " ".join(cmd), flush=True)
     try:

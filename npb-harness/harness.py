@@ -31,7 +31,7 @@ usage: harness.py [--tnbc PATH] [--build-dir build] [--benchmarks is,ft] [--clas
                   [--np CPUS] [--net shaped|loopback|none] [--rate 1gbit] [--nodes NP] [--shared-node]
                   [--launcher mpirun|mpiexec|srun] [--hostfile FILE] [--ranks-per-node M]
                   [--launcher-args ARGS] [--passes baseline,nbc,trace,optimize] [--npb-src DIR]
-                  [--out DIR] [--repeat 1] [--timeout 600] [--predict] [--what-if-np N,...]
+                  [--out DIR] [--repeat 1] [--trace-once] [--timeout 600] [--predict] [--what-if-np N,...]
 """
 import argparse
 import datetime
@@ -416,6 +416,9 @@ def main():
     ap.add_argument("--npb-src", default=os.environ.get("NPB_SRC"))
     ap.add_argument("--out", default=None)
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--trace-once", action="store_true",
+                    help="the trace pass in the first repetition only: every later optimize pass uses its profile "
+                         "(saves a trace run per repetition in a measurement campaign)")
     ap.add_argument("--timeout", type=float, default=600)
     predict.add_arguments(ap)
     ap.add_argument("--no-calibrate", action="store_true",
@@ -505,11 +508,15 @@ def main():
     runs, failures = [], []
     profiles = {}  # (benchmark, class, np) -> profile of its latest trace pass, for optimize
     total = len(progs) * len(nps) * len(passes) * a.repeat
+    if a.trace_once and "trace" in passes:
+        total -= len(progs) * len(nps) * (a.repeat - 1)
     done = 0
     for (bench, cls), prog in sorted(progs.items()):
         for np in nps:
             for rep in range(a.repeat):
                 for p in passes:  # passes interleaved within one repetition
+                    if p == "trace" and rep > 0 and a.trace_once:
+                        continue
                     done += 1
                     rundir = os.path.join(out, f"{bench}.{cls}.np{np}.{p}.{rep}")
                     os.makedirs(rundir, exist_ok=True)

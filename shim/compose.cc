@@ -9,6 +9,7 @@
 #include "shim/compose.hh"
 
 #include <mpi.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <string>
@@ -16,16 +17,81 @@
 #include "runtime/engine.hh"
 #include "runtime/log.hh"
 #include "runtime/memory_hooks.hh"
+#include "runtime/model/probe.hh"
 #include "runtime/model/startup.hh"
+#include "trace/callsite.hh"
+#include "trace/plain_run.hh"
 #include "trace/profile_orders.hh"
 #include "trace/tracer.hh"
 
 namespace tnbc::shim {
 
+namespace {
+trace::PlainRun g_plain;  // plain_before_init's verdict
+}  // namespace
+
+bool plain_before_init(Runtime& rt) {
+  cpu_set_t own;
+  CPU_ZERO(&own);
+  const int cpus = sched_getaffinity(0, sizeof own, &own) == 0 ? CPU_COUNT(&own) : 1;
+  // MPI_Get_library_version may be called before MPI_Init (MPI-3).
+  g_plain = trace::judge_plain_run(rt.settings(), trace::executable_path(), model::mpi_library_version(), cpus);
+  return g_plain.plain;
+}
+
 void start_runtime(Runtime& rt, int provided) {
   rt.begin();
   const Settings& s = rt.settings();
   const Mode m = s.mode;
+  // Each rank judged the profile before MPI_Init from its own settings: they must agree (a rank
+  // whose settings differ would run the engine against plain calls elsewhere and hang).
+  int mine = g_plain.plain ? 1 : 0, all = mine, any = mine;
+  if (m == Mode::Optimize) {
+    PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    PMPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  }
+  if (all != any) {
+    // Some ranks asked MPI for their program's own thread level: none can run the engine.
+    rt.say(LogLevel::Warn, "the ranks judged the profile " + s.profile +
+                               " differently before MPI_Init (their TNBC_* settings or machine files differ): some "
+                               "would run the plain program, others return early; every collective runs as the MPI "
+                               "library's own");
+    rt.run_blocking(Reason::Disabled);
+    rt.flush_messages();
+    rt.started();
+    return;
+  }
+  if (g_plain.plain) {
+    if (rt.size() == g_plain.np) {
+      rt.stats().set_profile(s.profile, "loaded");
+      // The summary's model block (machine, placement, the sites judged), as in mode trace.
+      MPI_Comm dup = MPI_COMM_NULL;
+      PMPI_Comm_dup(MPI_COMM_WORLD, &dup);
+      std::shared_ptr<const model::Inputs> in =
+          model::start_model(s, dup, nullptr, static_cast<std::size_t>(sysconf(_SC_PAGESIZE)), rt.stats());
+      PMPI_Comm_free(&dup);
+      if (in && !s.machine.empty() && in->source != "file")
+        rt.say(LogLevel::Warn, "mode optimize runs the plain program on the verdict of the machine file " + s.machine +
+                                   ", which does not describe this run (above); run `tnbc calibrate` for this "
+                                   "placement to judge the sites again");
+      if (in && in->summary) {
+        in->summary->note("plain_program", "true");
+        for (const model::Summary::Site& site : g_plain.sites) in->summary->record_site(site);
+      }
+      rt.say(LogLevel::Info, "mode optimize runs the plain program: " + g_plain.because +
+                                 "; MPI_Init asked for the program's own thread level (not MPI_THREAD_MULTIPLE) and "
+                                 "every collective is the MPI library's own call");
+      rt.run_blocking(Reason::NoOverlapToGain);
+    } else {
+      rt.stats().set_profile(s.profile, "rejected");
+      rt.say(LogLevel::Warn, "the profile " + s.profile + " was recorded with " + std::to_string(g_plain.np) +
+                                 " ranks, this run has " + std::to_string(rt.size()) + "; collectives run blocking");
+      rt.run_blocking(Reason::Disabled);
+    }
+    rt.flush_messages();
+    rt.started();
+    return;
+  }
   const bool early_returns = m == Mode::Nbc || m == Mode::Optimize;
   std::unique_ptr<ReadOrderSource> orders;
   if (m == Mode::Optimize) {

@@ -5,6 +5,11 @@
 
 namespace tnbc::shim {
 
+// Before PMPI_Init* (after Runtime::configure): whether mode optimize runs the plain program
+// (trace/plain_run.hh: every site of the profile judged no gain); then MPI is asked for the
+// program's own thread level, not MPI_THREAD_MULTIPLE, and start_runtime attaches no engine.
+bool plain_before_init(Runtime& rt);
+
 // After PMPI_Init*: starts `rt` in its mode. `provided`: the thread level MPI gave tnbc.
 // Collective over MPI_COMM_WORLD.
 void start_runtime(Runtime& rt, int provided);

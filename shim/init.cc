@@ -38,7 +38,10 @@ int init_common(int* argc, char*** argv, int required, int* provided) {
     const int rc = required < 0 ? PMPI_Init(argc, argv) : PMPI_Init_thread(argc, argv, required, provided);
     return rc;
   }
-  const bool wants_engine = rt.settings().mode == Mode::Nbc || rt.settings().mode == Mode::Optimize;
+  // Mode optimize where every site of the profile is judged no gain: the plain program, at the
+  // program's own thread level (nothing of the engine could pay; shim/compose.hh).
+  const bool wants_engine =
+      rt.settings().mode == Mode::Nbc || (rt.settings().mode == Mode::Optimize && !plain_before_init(rt));
   const int ask = wants_engine ? MPI_THREAD_MULTIPLE : (required < 0 ? MPI_THREAD_SINGLE : required);
   int got = MPI_THREAD_SINGLE;
   const int rc = PMPI_Init_thread(argc, argv, std::max(ask, required), &got);

@@ -127,6 +127,23 @@ Decision decide(const SiteEstimate& e, Kind kind, int comm_size, const Judge& j)
   return d;
 }
 
+model::Summary::Site summary_site(const Decision& d, std::uint64_t site, const std::string& kind, const std::string& where) {
+  model::Summary::Site s;
+  s.site = site;
+  s.kind = kind;
+  s.where = where;
+  s.basis = basis_name(d.basis);
+  if (d.comm_ns) s.blocking_ns = *d.comm_ns;
+  if (d.model_blocking_ns) s.model_blocking_ns = *d.model_blocking_ns;
+  if (d.saved_ns) {
+    s.hidden_ns = d.hidden_ns.value_or(std::min(*d.comm_ns, d.overlap_ns.value_or(0)));
+    s.cost_ns = d.cost_ns;
+    s.saved_ns = *d.saved_ns;
+  }
+  if (d.in_call_ns) s.in_call_ns = *d.in_call_ns;
+  return s;
+}
+
 Decision decide(const ProfileSite* site, bool sizes_recorded, const Judge& j) {
   Decision d;
   if (!j.enabled) d.basis = Basis::Off;

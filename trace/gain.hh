@@ -114,6 +114,9 @@ struct Decision {
 // `site` nullptr: not in the profile. `sizes_recorded`: the call's sizes were recorded at the
 // site (pass true where sizes are not known alike on all ranks: Alltoallv).
 Decision decide(const ProfileSite* site, bool sizes_recorded, const Judge& j);
+
+// A decision's figures as the summary's model block records a site (decision left empty).
+model::Summary::Site summary_site(const Decision& d, std::uint64_t site, const std::string& kind, const std::string& where);
 // The same from an estimate of a site of `kind` over `comm_size` ranks.
 Decision decide(const SiteEstimate& e, Kind kind, int comm_size, const Judge& j);
 // The fixed rule alone.

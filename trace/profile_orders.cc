@@ -98,7 +98,7 @@ class ProfileOrders final : public ReadOrderSource {
     }
     const PlainEntry& e = it->second;
     if (fresh && e.plain && summary_) {
-      model::Summary::Site s = model_site(*e.first, e.id, kind_name(call.kind), "every site with these sizes: " + e.where);
+      model::Summary::Site s = summary_site(*e.first, e.id, kind_name(call.kind), "every site with these sizes: " + e.where);
       s.decision = "plain";
       summary_->record_site(s);
     }
@@ -150,7 +150,7 @@ class ProfileOrders final : public ReadOrderSource {
     if (d.saved_ns) pd.comm_ns = *d.comm_ns, pd.overlap_ns = *d.overlap_ns, pd.saved_ns = *d.saved_ns;
     dd.recorded = stats_.record_profile_decision(pd);
     if (summary_) {
-      model::Summary::Site ms = model_site(d, id.site, pd.kind, pd.where);
+      model::Summary::Site ms = summary_site(d, id.site, pd.kind, pd.where);
       ms.decision = d.blocking() ? "in_call" : "early_return";
       summary_->record_site(ms);
     }
@@ -231,23 +231,6 @@ class ProfileOrders final : public ReadOrderSource {
   }
 
   // The model's figures of a decision, for the summary's `model` block.
-  static model::Summary::Site model_site(const Decision& d, std::uint64_t site, const std::string& kind, const std::string& where) {
-    model::Summary::Site s;
-    s.site = site;
-    s.kind = kind;
-    s.where = where;
-    s.basis = basis_name(d.basis);
-    if (d.comm_ns) s.blocking_ns = *d.comm_ns;
-    if (d.model_blocking_ns) s.model_blocking_ns = *d.model_blocking_ns;
-    if (d.saved_ns) {
-      s.hidden_ns = d.hidden_ns.value_or(std::min(*d.comm_ns, d.overlap_ns.value_or(0)));
-      s.cost_ns = d.cost_ns;
-      s.saved_ns = *d.saved_ns;
-    }
-    if (d.in_call_ns) s.in_call_ns = *d.in_call_ns;
-    return s;
-  }
-
   struct PlainKey {
     int kind, comm_size;
     std::uint64_t sig;

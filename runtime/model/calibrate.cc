@@ -27,6 +27,7 @@ constexpr int kMinReps = 5;
 constexpr int kMaxReps = 200;
 constexpr int kTag = 7;         // on a duplicate of the world made for the calibration
 constexpr int kTestPending = 8;
+constexpr int kIdlePolls = 40;  // per round of the idle-test measurement (3 rounds)
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -39,6 +40,7 @@ struct Ctx {
   int me, n;
   const CalibrateOptions& o;
   std::vector<char> a, b;  // send and receive buffers, max_bytes x kTrain
+  double idle_test_ns = 0;  // this rank's CPU per idle MPI_Testall between sleeps, at the current size
 };
 
 // A barrier that sleeps instead of spinning (MPI's own spins): the ranks that wait while a pair
@@ -108,10 +110,19 @@ double ping_pong(Ctx& c, int x, int y, std::size_t m) {
 // A train of k messages of m bytes from x to y; `polled`: both sides test like the progress
 // thread (CPU per message into os/orr); else the sender waits (MPI_Waitall) and the time until
 // the receiver's acknowledgement is returned.
+//
+// The CPU a message costs (polled) is the thread's CPU inside the MPI calls that post and test
+// its requests, less what its idle tests cost (tests that found them incomplete x
+// c.idle_test_ns): a test that finds nothing to do costs the same whether a message is in
+// flight or not, and their number grows with the wall time (a slow link: more tests), so
+// counting them, or the sleeps between them, would make o proportional to the transfer time
+// (o_s ~ G, as calibrate measured until 2026-11-24). The acknowledgement is outside too: the
+// sender's MPI_Recv spins until the receiver has everything. Only a polled train writes
+// os/orr (a waited one's CPU is its wall time: MPI_Waitall spins).
 double train(Ctx& c, int x, int y, std::size_t m, int k, bool polled, double& os, double& orr) {
   std::vector<MPI_Request> req(static_cast<std::size_t>(k));
   sync_pair(c, x, y);
-  const double c0 = thread_cpu_ns();
+  double c0 = thread_cpu_ns();
   const long long t0 = futex::now_ns();
   char ack = 0;
   if (c.me == x) {
@@ -121,11 +132,16 @@ double train(Ctx& c, int x, int y, std::size_t m, int k, bool polled, double& os
     for (int i = 0; i < k; ++i)
       PMPI_Irecv(c.b.data() + static_cast<std::size_t>(i) * m, static_cast<int>(m), MPI_BYTE, x, kTag, c.comm, &req[static_cast<std::size_t>(i)]);
   }
+  double busy = thread_cpu_ns() - c0;
+  int idle = 0;
   if (c.me == x || c.me == y) {
     if (polled) {
       for (int done = 0; !done;) {
+        c0 = thread_cpu_ns();
         PMPI_Testall(k, req.data(), &done, MPI_STATUSES_IGNORE);
+        busy += thread_cpu_ns() - c0;
         if (!done) {
+          ++idle;
           const struct timespec ts{0, static_cast<long>(c.o.poll_ns)};
           nanosleep(&ts, nullptr);
         }
@@ -136,9 +152,9 @@ double train(Ctx& c, int x, int y, std::size_t m, int k, bool polled, double& os
     if (c.me == y) PMPI_Send(&ack, 1, MPI_BYTE, x, kTag + 1, c.comm);
     else PMPI_Recv(&ack, 1, MPI_BYTE, y, kTag + 1, c.comm, MPI_STATUS_IGNORE);
   }
-  const double cpu = (thread_cpu_ns() - c0) / k;
-  if (c.me == x) os = cpu;
-  if (c.me == y) orr = cpu;
+  const double cpu = std::max(0.0, busy - idle * c.idle_test_ns) / k;
+  if (polled && c.me == x) os = cpu;
+  if (polled && c.me == y) orr = cpu;
   return static_cast<double>(futex::now_ns() - t0);
 }
 
@@ -146,6 +162,9 @@ SizePoint measure_size(Ctx& c, int x, int y, std::size_t m) {
   SizePoint p;
   p.bytes = static_cast<double>(m);
   p.t_ns = ping_pong(c, x, y, m);
+  // After the ping-pong (connections made, buffers touched): each end's idle test, the others asleep.
+  barrier(c);
+  if (c.me == x || c.me == y) c.idle_test_ns = idle_test_cpu_ns(c.comm, kTag + 4, kTrain, c.o.poll_ns, kIdlePolls, 3);
   const int reps = std::max(kMinReps, reps_for(c, p.t_ns * kTrain) / 2);
   std::vector<double> os, orr, one, many;
   for (int i = 0; i <= reps; ++i) {

@@ -8,8 +8,11 @@
 //     T(m)      ping-pong (MPI_Send / MPI_Recv), half the median round trip;
 //     o_s, o_r  a train of 8 messages posted at once (MPI_Isend / MPI_Irecv) and tested the way
 //               tnbc's progress thread does (MPI_Testall, then a sleep of TNBC_POLL_MIN_US):
-//               each side's thread CPU time per message (PLogP's overheads; with TCP they hold
-//               the kernel's copies, LogGOPS's O per byte);
+//               each side's thread CPU time per message inside the posting and testing calls,
+//               less its idle tests (the tests that found the train incomplete x one idle
+//               MPI_Testall's CPU, measured at each size: measure.hh idle_test_cpu_ns), neither
+//               the sleeps nor the acknowledgement (PLogP's overheads; with TCP they hold the
+//               kernel's copies, LogGOPS's O per byte; not the transfer time);
 //     g(m)      the same train sent with MPI_Waitall: (time of 8 - time of 1) / 7 until the
 //               receiver has them (the gap between back-to-back messages);
 //               then L = T(1) - o_s(1) - o_r(1), G = the slope of g over the three largest

@@ -95,18 +95,48 @@ bool guard_lines(GuardBackend& b, Scratch& s, const std::vector<std::size_t>& si
 }
 
 double polled_exchange(MPI_Comm comm, int to, int from, int tag, char* send, char* recv, std::size_t bytes,
-                       long long poll_ns, double& cpu_ns) {
-  const double c0 = thread_cpu_ns();
+                       long long poll_ns, double idle_test_ns, double& cpu_ns) {
+  double c0 = thread_cpu_ns();
   const long long t0 = futex::now_ns();
   MPI_Request req[2];
   PMPI_Irecv(recv, static_cast<int>(bytes), MPI_BYTE, from, tag, comm, &req[0]);
   PMPI_Isend(send, static_cast<int>(bytes), MPI_BYTE, to, tag, comm, &req[1]);
+  double busy = thread_cpu_ns() - c0;
+  int idle = 0;
   for (int done = 0; !done;) {
+    c0 = thread_cpu_ns();
     PMPI_Testall(2, req, &done, MPI_STATUSES_IGNORE);
-    if (!done) sleep_for(poll_ns);
+    busy += thread_cpu_ns() - c0;
+    if (!done) {
+      ++idle;
+      sleep_for(poll_ns);
+    }
   }
-  cpu_ns = thread_cpu_ns() - c0;
+  cpu_ns = std::max(0.0, busy - idle * idle_test_ns);
   return static_cast<double>(futex::now_ns() - t0);
+}
+
+double idle_test_cpu_ns(MPI_Comm comm, int tag, int pending, long long poll_ns, int polls, int rounds) {
+  std::vector<MPI_Request> req(static_cast<std::size_t>(std::max(1, pending)));
+  std::vector<char> buf(req.size());
+  for (std::size_t i = 0; i < req.size(); ++i) PMPI_Irecv(&buf[i], 1, MPI_BYTE, MPI_ANY_SOURCE, tag, comm, &req[i]);
+  std::vector<double> per_test;
+  for (int r = 0; r <= std::max(1, rounds); ++r) {
+    double cpu = 0;
+    for (int i = 0; i < std::max(1, polls); ++i) {
+      sleep_for(poll_ns);
+      int done = 0;
+      const double c0 = thread_cpu_ns();
+      PMPI_Testall(static_cast<int>(req.size()), req.data(), &done, MPI_STATUSES_IGNORE);
+      cpu += thread_cpu_ns() - c0;
+    }
+    if (r > 0) per_test.push_back(cpu / std::max(1, polls));  // round 0: warm-up
+  }
+  for (MPI_Request& q : req) {
+    PMPI_Cancel(&q);
+    PMPI_Wait(&q, MPI_STATUS_IGNORE);
+  }
+  return median(std::move(per_test));
 }
 
 double testsome_ns(MPI_Comm comm, int tag, int pending) {

@@ -46,9 +46,18 @@ bool guard_lines(GuardBackend& b, Scratch& s, const std::vector<std::size_t>& si
 
 // Exchanges `bytes` with `to` and `from` on `comm` (MPI_Isend + MPI_Irecv, tag `tag`), testing
 // the requests as tnbc's progress thread does: MPI_Testall, then a sleep of `poll_ns` when
-// nothing completed. Returns the wall time; `cpu_ns` the calling thread's CPU time.
+// nothing completed. Returns the wall time; `cpu_ns` the calling thread's CPU time inside the
+// MPI calls less its idle tests (tests that found the requests incomplete x `idle_test_ns`,
+// idle_test_cpu_ns above): what the messages cost, not how long they took.
 double polled_exchange(MPI_Comm comm, int to, int from, int tag, char* send, char* recv, std::size_t bytes,
-                       long long poll_ns, double& cpu_ns);
+                       long long poll_ns, double idle_test_ns, double& cpu_ns);
+
+// The calling thread's CPU time inside one idle MPI_Testall as the progress thread (and
+// calibrate's trains) make them: over `pending` receives that cannot complete (posted on `comm`
+// with `tag`, then cancelled), one after a sleep of `poll_ns` (caches as cold as between real
+// polls). The median of `rounds` of `polls` tests each, per test, ns. What a poll that finds
+// nothing costs, to take out of a polled transfer's CPU (polled_exchange, calibrate's trains).
+double idle_test_cpu_ns(MPI_Comm comm, int tag, int pending, long long poll_ns, int polls, int rounds);
 
 // One MPI_Testsome over `pending` receives that cannot complete (posted on `comm` with `tag`,
 // then cancelled): the median, ns.

@@ -3,6 +3,7 @@
 
 usage: model_validation.py [--build-dir build] [--np 2] [--nodes 2] [--rate 1gbit | --net none]
                            [--sizes 64k,256k,1m,4m,16m] [--iterations 9] [--machine FILE] [--out DIR]
+                           [--measured BLOCKING_TIMES_JSON]
 
 On the emulated link (npb-harness/netrun.py, K emulated nodes, ranks block-wise) or on shared
 memory (--net none: one node): `tnbc calibrate` measures the machine (unless --machine names
@@ -56,6 +57,8 @@ def main():
     ap.add_argument("--sizes", default="64k,256k,1m,4m,16m")
     ap.add_argument("--iterations", type=int, default=9)
     ap.add_argument("--machine")
+    ap.add_argument("--measured", help="blocking_times' JSON of an earlier run (with --machine): predict again, "
+                                       "measure nothing (after a change to the estimators)")
     ap.add_argument("--out", default="model-validation")
     a = ap.parse_args()
     if a.net == "none":
@@ -65,9 +68,12 @@ def main():
     machine = a.machine or os.path.join(a.out, "machine.json")
     if not a.machine:
         run(launcher(a, [tnbc, "calibrate", "-o", machine, "--max-bytes", "4m", "--quiet"]))
-    measured_json = os.path.join(a.out, "blocking_times.json")
-    run(launcher(a, [os.path.join(a.build_dir, "tests", "bench", "blocking_times"), "--sizes", a.sizes,
-                     "--iterations", str(a.iterations), "--json", measured_json]))
+    measured_json = a.measured or os.path.join(a.out, "blocking_times.json")
+    if a.measured and not a.machine:
+        sys.exit("model_validation: --measured needs the --machine those times were measured with")
+    if not a.measured:
+        run(launcher(a, [os.path.join(a.build_dir, "tests", "bench", "blocking_times"), "--sizes", a.sizes,
+                         "--iterations", str(a.iterations), "--json", measured_json]))
     per_node = (a.np + a.nodes - 1) // a.nodes
     pred = json.loads(run([tnbc, "predict", machine, "--np", str(a.np), "--per-node", str(per_node),
                            "--sizes", a.sizes, "--json"]))

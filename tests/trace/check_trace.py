@@ -28,8 +28,11 @@ def fail(msg):
 def run_traced(args, outdir, np, prog_args):
     env = dict(os.environ)
     env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
+    # The broadcast's cut is the cost model's (segments from the start-up probe's machine): at
+    # most 2 middle segments, the 4 sub-messages the expected orders name (with cheaper messages
+    # since calibrate's and the probe's overhead fix, the model may pick more).
     exports = {"LD_PRELOAD": ":".join(args.preload_first + [args.lib]), "TNBC_MODE": "trace",
-               "TNBC_OUTPUT_DIR": outdir}
+               "TNBC_OUTPUT_DIR": outdir, "TNBC_BCAST_MAX_SEGMENTS": "2"}
     exports.update(kv.split("=", 1) for kv in args.env)
     cmd = launch_command(args.mpi, args.mpirun, np, exports) + [args.prog] + prog_args
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=100)

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""`tnbc calibrate` on a slow emulated link measures the CPU a message costs, not its transfer time.
+
+usage: calibrate_link.py --tool TNBC [--mpi openmpi --mpirun mpirun]
+
+Two emulated nodes (npb-harness/netrun.py --nodes 2, 1 Gbit/s: G = 8 ns/B), one rank each:
+`tnbc calibrate --max-bytes 1m`. Over TCP a message's CPU at either end (the kernel's copies, MPI's
+work: LogGOPS's O) is a fraction of a ns per byte, far below the link's 8 ns/B. The machine file's
+inter-node level must say so: O_s and O_r per byte, and o_s(m), o_r(m) at the largest size, at
+most a quarter of G and of g(m). Until 2026-11-24 calibrate counted the sender's spinning
+acknowledgement, the idle tests between sleeps, and (the worst) let the CPU of a one-message
+MPI_Waitall train overwrite the polled train's: o_s and o_r came out ~ T(m), O ~ G, and the
+estimators' CPU bound doubled every Alltoall over the link. A bound, not a timing: a loaded
+machine's CPU per byte is still far below a quarter of G.
+
+Skipped (77) where netrun cannot make namespaces, or under MPICH (netrun --nodes drives Open MPI).
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from run_mpi_test import add_launcher_options, fail, launch_command  # noqa: E402
+
+NETRUN = os.path.join(HERE, "..", "..", "npb-harness", "netrun.py")
+SKIP = 77
+RATE = "1gbit"
+SHARE = 0.25  # the largest share of G (and of g(m)) a message's CPU may take
+
+
+def main():
+    import argparse
+    ap = argparse.ArgumentParser()
+    add_launcher_options(ap)
+    ap.add_argument("--tool", required=True)
+    a = ap.parse_args()
+    if a.mpi != "openmpi":
+        print("SKIP: netrun.py --nodes drives Open MPI's mpirun only")
+        sys.exit(SKIP)
+    work = tempfile.mkdtemp(prefix="tnbc-calibrate-link-")
+    machine = os.path.join(work, "machine.json")
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    # Emulated nodes share this machine's CPUs: no binding (both ranks would get CPU 0).
+    cmd = [sys.executable, NETRUN, "--rate", RATE, "--nodes", "2", "--skip-code", "--"]
+    # The sanitized build's runtime options (ASAN_OPTIONS ...): the tool itself is instrumented.
+    exports = dict(kv.split("=", 1) for kv in a.env)
+    cmd += launch_command(a.mpi, a.mpirun, 2, exports) + ["--bind-to", "none", a.tool, "calibrate", "-o", machine,
+                                                     "--max-bytes", "1m", "--seconds-per-size", "0.05"]
+    print("running:", " ".join(cmd), flush=True)
+    try:
+        p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
+    except subprocess.TimeoutExpired as e:
+        fail("tnbc calibrate timed out after 240 s", e.stdout or "")
+    print(p.stdout)
+    if p.returncode == SKIP:
+        print("SKIP: netrun cannot make network namespaces here")
+        sys.exit(SKIP)
+    if p.returncode != 0 or not os.path.exists(machine):
+        fail(f"tnbc calibrate failed (exit {p.returncode})", p.stdout)
+    level = json.load(open(machine))["levels"].get("inter_node")
+    if not level:
+        fail("the machine file has no inter_node level (2 emulated nodes)", open(machine).read())
+    G = level["G_ns_per_byte"]
+    # 1 Gbit/s is 8 ns/B; the measured G must be near it (else the check below means nothing).
+    if not 4 <= G <= 16:
+        fail(f"G {G:.2f} ns/B, expected about 8 (a 1 Gbit/s link)", open(machine).read())
+    problems = []
+    for key in ("O_s_ns_per_byte", "O_r_ns_per_byte"):
+        if level[key] > SHARE * G:
+            problems.append(f"{key} {level[key]:.2f} ns/B > {SHARE} x G ({G:.2f} ns/B)")
+    last = level["sweep"][-1]
+    for key in ("o_s_ns", "o_r_ns"):
+        if last[key] > SHARE * last["g_ns"]:
+            problems.append(f"{key}({last['bytes']:.0f} B) {last[key] / 1e3:.1f} us > {SHARE} x g "
+                            f"({last['g_ns'] / 1e3:.1f} us)")
+    if problems:
+        fail("calibrate counts the transfer time as the messages' CPU: " + "; ".join(problems), open(machine).read())
+    print(f"OK: G {G:.2f} ns/B, O_s {level['O_s_ns_per_byte']:.3f} ns/B, O_r {level['O_r_ns_per_byte']:.3f} ns/B, "
+          f"o_s/o_r at {last['bytes']:.0f} B: {last['o_s_ns'] / 1e3:.1f} / {last['o_r_ns'] / 1e3:.1f} us "
+          f"(g {last['g_ns'] / 1e3:.1f} us)")
+
+
+if __name__ == "__main__":
+    main()

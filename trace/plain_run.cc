@@ -1,0 +1,74 @@
+#include "trace/plain_run.hh"
+
+#include <algorithm>
+#include <memory>
+
+#include "runtime/model/estimate.hh"
+#include "runtime/model/inputs.hh"
+#include "runtime/policy.hh"
+#include "trace/gain.hh"
+#include "trace/profile.hh"
+
+namespace tnbc::trace {
+
+PlainRun judge_plain_run(const Settings& s, const std::string& executable, const std::string& mpi_library,
+                         int cpus_per_rank) {
+  PlainRun r;
+  if (s.mode != Mode::Optimize || s.profile.empty() || s.profile_blocking != ProfileBlocking::Auto) return r;
+  // Whatever is wrong with the profile or the machine file is said after MPI_Init, where the
+  // engine reads them again: here only the verdict.
+  Result<LoadedProfile> p = read_profile(s.profile);
+  if (!p.ok() || p.value().sites.empty() || !check_profile_run(p.value(), p.value().np, executable).ok()) return r;
+  const LoadedProfile& prof = p.value();
+  std::shared_ptr<model::Inputs> in;
+  int guard = -1;
+  if (!s.early_return_cost_us) {
+    if (s.machine.empty()) {
+      r.because = "no machine file (TNBC_MACHINE): the cost model is the start-up probe's, after MPI_Init";
+      return r;
+    }
+    Result<model::Machine> m = model::read_machine(s.machine);
+    if (!m.ok() || m.value().mpi_library != mpi_library) return r;
+    in = std::make_shared<model::Inputs>();
+    in->machine = std::move(m).value();
+    in->source = "file";
+    in->file = s.machine;
+    const int per_node = std::clamp(in->machine.ranks_per_node, 1, std::max(1, prof.np));
+    in->world = model::Topology::block(prof.np, per_node, std::max(1, in->machine.cpus_per_node), std::max(1, cpus_per_rank));
+    for (int b = 0; b < model::kGuardBackends && guard < 0; ++b)
+      if (in->machine.guard_measured[b]) guard = b;
+  }
+  const Judge judge = make_judge(s, in, execution(s, guard));
+  for (const ProfileSite& site : prof.sites) {
+    const std::optional<Kind> kind = kind_named(site.kind);
+    if (!kind) return r;
+    // Below the size threshold the call is plain MPI anyway (Policy::route).
+    const SizeUnit unit = info(*kind).unit;
+    const double bytes = estimate_site(site).bytes;
+    const double compared = unit == SizeUnit::PerPeer ? bytes / std::max(1, site.comm_size) : bytes;
+    std::size_t min = s.min_bytes ? static_cast<std::size_t>(*s.min_bytes) : 0;
+    if (!s.min_bytes && in)
+      min = model::threshold_bytes(in->machine, judge.topology(site.comm_size), *kind, judge.exec, in->machine.page);
+    const bool below = (unit == SizeUnit::PerPeer || unit == SizeUnit::Whole) && min > 0 && compared < static_cast<double>(min);
+    const Decision d = decide(&site, true, judge);
+    if (!below && !d.blocking()) {
+      r.because = "a site returns early (" + site.where + ")";
+      r.sites.clear();
+      return r;
+    }
+    model::Summary::Site entry = summary_site(d, site.site, site.kind, "plain program: " + site.where);
+    entry.decision = "plain";
+    if (below) entry.basis = "below_threshold";
+    r.sites.push_back(entry);
+  }
+  r.plain = true;
+  r.np = prof.np;
+  r.because = "every site of the profile " + s.profile + " (" + std::to_string(prof.sites.size()) +
+              ") is judged no gain" +
+              (in ? " by the cost model (machine " + s.machine + ", placement assumed: " + std::to_string(prof.np) +
+                        " ranks, " + std::to_string(in->world.max_per_node()) + " per node)"
+                  : " by TNBC_EARLY_RETURN_COST_US");
+  return r;
+}
+
+}  // namespace tnbc::trace

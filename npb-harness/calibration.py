@@ -50,9 +50,12 @@ class Calibrations:
         os.makedirs(self.dir, exist_ok=True)
         path = os.path.join(self.dir, f"machine.{key}.json")
         if os.path.isfile(path) and os.path.getsize(path) > 0:
-            self.log(f"machine file for {key}: {path} (measured earlier; delete it to measure again)")
-            self.files[key] = path
-            return path
+            problem = self.unreadable(path, np)
+            if not problem:
+                self.log(f"machine file for {key}: {path} (measured earlier; delete it to measure again)")
+                self.files[key] = path
+                return path
+            self.log(f"machine file for {key}: {path} is not usable by this tnbc ({problem}): measuring again")
         cmd = self.wrap([self.tnbc, "calibrate", "-o", path, "--max-bytes", MAX_BYTES], np)
         self.log(f"tnbc calibrate for {key} (once per network configuration): {path}")
         try:
@@ -72,6 +75,14 @@ class Calibrations:
             return None
         self.files[key] = path
         return path
+
+
+    def unreadable(self, path, np):
+        """Why this tnbc cannot read an earlier machine file (another version, for example), or ''.
+        `tnbc predict MACHINE` loads it as a run would, without MPI."""
+        p = subprocess.run([self.tnbc, "predict", path, "--np", str(np), "--sizes", "1"], env=self.env,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
+        return "" if p.returncode == 0 else (p.stdout.strip().splitlines() or [f"exit {p.returncode}"])[-1]
 
 
 def machine_args(calibrations, np):

@@ -28,7 +28,7 @@
 namespace tnbc::model {
 
 inline constexpr const char* kMachineFormat = "tnbc-machine";
-inline constexpr int kMachineVersion = 1;
+inline constexpr int kMachineVersion = 2;  // 2: o_s/o_r measured without idle polls (1 carried O ~ G)
 
 // A cost t(bytes) = ns + ns_per_byte * bytes.
 struct Line {

@@ -61,9 +61,9 @@ TEST_CASE("machine file: what is written reads back with every value") {
 
 TEST_CASE("machine file: another version, another format, not JSON: refused, naming the file") {
   const std::string text = machine_json(sample());
-  const std::string v2 = refusal(edited(text, "\"version\": 1", "\"version\": 2"));
-  CHECK(v2.find("m.json") != std::string::npos);
-  CHECK(v2.find("version 2, this tnbc reads version 1") != std::string::npos);
+  const std::string v1 = refusal(edited(text, "\"version\": 2", "\"version\": 1"));
+  CHECK(v1.find("m.json") != std::string::npos);
+  CHECK(v1.find("version 1, this tnbc reads version 2") != std::string::npos);
   CHECK(refusal(edited(text, "\"tnbc-machine\"", "\"tnbc-profile\"")).find("not a \"tnbc-machine\" file") !=
         std::string::npos);
   CHECK(refusal(text.substr(0, text.size() / 2)).find("not valid JSON") != std::string::npos);

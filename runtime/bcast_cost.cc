@@ -59,7 +59,7 @@ BcastParams bcast_params(const LogGP& rma_probe, const LogGP& p2p_probe, const m
 BcastCosts bcast_costs_pipelined(const LogGP& rma, const model::Machine& m, const model::Topology& t, std::size_t bytes,
                                  int segments, const model::Execution& x) {
   BcastCosts out;
-  if (t.n() <= 1) return out;
+  if (t.n() <= 1 || bytes == 0) return out;  // nothing to send: all zero (cheapest_of: p2p)
   model::Coll c;
   c.kind = Kind::Bcast;
   c.bytes = static_cast<double>(bytes);

@@ -572,6 +572,12 @@ RmaFacts rma_probe(MPI_Comm comm, std::size_t page, double poll_floor_s, long lo
   // A message stage costs t(m) = L + (m-1)G with o folded into L (2o + L measured together).
   LogGP& m = facts.p2p;
   m.G = std::max(0.0, (worst[5] - worst[6]) / fitted);
+  // A put's bytes cost at least a message's between the same ranks at the same sizes: the
+  // flushed put reads a source the probe just wrote (in cache) and measured 0.04 ns/B on shared
+  // memory at np 2, while RMA broadcasts there cost 0.8 ns/B more per byte and lost 2.4-3.2x to
+  // p2p (docs/benchmarks.md, "RMA broadcast", session 3); the messages' figure (0.24 ns/B) is
+  // the closer bound.
+  c.G = std::max(c.G, m.G);
   m.L = std::max(0.0, worst[4] - m.G * static_cast<double>(page - 1));
   return facts;
 }

@@ -9,6 +9,7 @@
 #include "runtime/model/machine.hh"
 #include "runtime/policy.hh"
 #include "runtime/threshold.hh"
+#include "tools/predict.hh"
 
 namespace tnbc::tools {
 
@@ -17,15 +18,6 @@ namespace {
 int fail(const std::string& msg) {
   std::fprintf(stderr, "tnbc: bcast-plan: %s\n", msg.c_str());
   return 2;
-}
-
-// "64k", "1m", "4096": bytes (0: not a size).
-std::size_t parse_size(const std::string& s) {
-  char* end = nullptr;
-  double v = std::strtod(s.c_str(), &end);
-  if (end && (*end == 'k' || *end == 'K')) v *= 1024, ++end;
-  else if (end && (*end == 'm' || *end == 'M')) v *= 1024 * 1024, ++end;
-  return end && *end == '\0' && v > 0 ? static_cast<std::size_t>(v) : 0;
 }
 
 // "L,o,G,O_r[,C]" in us, us, ns/B, us, ns/B (the start-up line's units): false if not four or five numbers >= 0.

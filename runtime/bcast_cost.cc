@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "runtime/coll/builders.hh"
 #include "runtime/threshold.hh"
 
 namespace tnbc {
@@ -37,13 +38,7 @@ BcastCosts bcast_costs(const LogGP& rma, const LogGP& p2p, std::size_t m, int p)
 }
 
 BcastBackend cheapest_bcast(const LogGP& rma, const LogGP& p2p, std::size_t m, int p, bool usable) {
-  if (!usable) return BcastBackend::P2p;
-  const BcastCosts t = bcast_costs(rma, p2p, m, p);
-  BcastBackend best = BcastBackend::P2p;
-  double best_t = t.p2p_binomial;
-  if (t.rma_binomial < best_t) best = BcastBackend::RmaBinomial, best_t = t.rma_binomial;
-  if (t.rma_linear < best_t) best = BcastBackend::RmaLinear;
-  return best;
+  return cheapest_of(bcast_costs(rma, p2p, m, p), usable);
 }
 
 BcastParams bcast_params(const LogGP& rma_probe, const LogGP& p2p_probe, const model::Machine* m, model::LevelKind level) {
@@ -61,20 +56,75 @@ BcastParams bcast_params(const LogGP& rma_probe, const LogGP& p2p_probe, const m
   return c;
 }
 
-std::vector<BcastRange> bcast_ranges(const BcastParams& c, int p, bool usable, std::size_t max_bytes) {
-  std::vector<BcastRange> r{{0, cheapest_bcast(c.rma, c.p2p, 0, p, usable)}};
+BcastCosts bcast_costs_pipelined(const LogGP& rma, const model::Machine& m, const model::Topology& t, std::size_t bytes,
+                                 int segments, const model::Execution& x) {
+  BcastCosts out;
+  if (t.n() <= 1 || bytes == 0) return out;  // nothing to send: all zero (cheapest_of: p2p)
+  model::Coll c;
+  c.kind = Kind::Bcast;
+  c.bytes = static_cast<double>(bytes);
+  c.segments = std::max(1, segments);
+  c.page = m.page;
+  out.p2p_binomial = model::tnbc_timeline(m, t, c, x, true).total_ns * 1e-9;
+  // The one-sided machine: every level the RMA probe's (it measured the level the ring of
+  // MPI_COMM_WORLD crosses), a chunk's time and its sender's gap alike (flushed operations).
+  model::Machine r = m;
+  const double o = rma.o * 1e9, L = rma.L * 1e9, G = rma.G * 1e9, flag = 2 * o + L;
+  constexpr double kFar = 1024.0 * 1024 * 1024;
+  for (model::Level& l : r.level) {
+    const bool measured = l.measured;
+    l = model::Level{};
+    l.measured = measured;
+    l.L_ns = L, l.os_ns = o, l.g_ns = o + L + flag, l.G_ns_per_byte = G;
+    const double near = o + L + flag, far = near + (kFar - 1) * G;
+    l.sweep = {{1, near, near, 0, near}, {kFar, far, far, 0, far}};
+  }
+  if (!r.at(model::LevelKind::IntraNode).measured && !r.at(model::LevelKind::InterNode).measured)
+    r.at(model::LevelKind::IntraNode).measured = true;
+  // A child takes the chunk out of its data window, then publishes it as a p2p inner rank does.
+  const int inner = m.guard_measured[1] ? 1 : x.guard;
+  const model::Line publish = inner >= 0 && inner < model::kGuardBackends && m.guard_measured[inner]
+                                  ? m.guard[inner].publish
+                                  : model::Line{};
+  const double copy = rma.C > 0 ? rma.C * 1e9 : m.memcpy_cost.ns_per_byte;
+  const model::Line taken{m.memcpy_cost.ns + publish.ns, copy + publish.ns_per_byte};
+  const double root_copy = x.eager_copy ? m.memcpy_cost.at(c.bytes) : 0;
+  const auto chunks = static_cast<int>(bcast_chunks(bytes, m.page, c.segments).size());
+  const double notice = rma.O_r * 1e9;
+  out.rma_binomial = (root_copy + model::bcast_tree_ns(r, t, c.bytes, 0, chunks, model::BcastTree::Binomial, notice,
+                                                       taken, m.page)) * 1e-9;
+  out.rma_linear = (root_copy + model::bcast_tree_ns(r, t, c.bytes, 0, chunks, model::BcastTree::Linear, notice,
+                                                     taken, m.page)) * 1e-9;
+  return out;
+}
+
+BcastBackend cheapest_of(const BcastCosts& t, bool usable, double rma_margin) {
+  if (!usable || t.p2p_binomial <= 0) return BcastBackend::P2p;  // nothing to send (0 B, one rank)
+  BcastBackend best = BcastBackend::P2p;
+  double best_t = t.p2p_binomial * (1 - rma_margin);
+  if (t.rma_binomial < best_t) best = BcastBackend::RmaBinomial, best_t = t.rma_binomial;
+  if (t.rma_linear < best_t) best = BcastBackend::RmaLinear;
+  return best;
+}
+
+std::vector<BcastRange> bcast_ranges(FunctionRef<BcastBackend(std::size_t)> choose, std::size_t max_bytes) {
+  std::vector<BcastRange> r{{0, choose(0)}};
   for (std::size_t m = 1, prev = 0; m <= max_bytes; prev = m, m *= 2) {
-    const BcastBackend b = cheapest_bcast(c.rma, c.p2p, m, p, usable);
+    const BcastBackend b = choose(m);
     if (b == r.back().backend) continue;
     // The change lies in (prev, m]: the first size of the new backend, by bisection.
     std::size_t lo = prev, hi = m;
     while (hi - lo > 1) {
       const std::size_t mid = lo + (hi - lo) / 2;
-      (cheapest_bcast(c.rma, c.p2p, mid, p, usable) == b ? hi : lo) = mid;
+      (choose(mid) == b ? hi : lo) = mid;
     }
     r.push_back({hi, b});
   }
   return r;
+}
+
+std::vector<BcastRange> bcast_ranges(const BcastParams& c, int p, bool usable, std::size_t max_bytes) {
+  return bcast_ranges([&](std::size_t m) { return cheapest_bcast(c.rma, c.p2p, m, p, usable); }, max_bytes);
 }
 
 std::string ranges_text(const std::vector<BcastRange>& r) {

@@ -39,7 +39,10 @@
 #include <vector>
 
 #include "runtime/config.hh"
+#include "runtime/function_ref.hh"
+#include "runtime/model/estimate.hh"
 #include "runtime/model/machine.hh"
+#include "runtime/model/topology.hh"
 
 namespace tnbc {
 
@@ -49,6 +52,7 @@ struct LogGP {
   double g = 0;   // gap between messages, s
   double G = 0;   // gap per byte of a long message, s/B
   double O_r = 0; // noticing a request (RMA flags), s
+  double C = 0;   // RMA: copying a byte out of the data window at the target, s/B (0: the machine's memcpy)
 };
 
 struct BcastCosts {
@@ -77,15 +81,42 @@ struct BcastParams {
 };
 BcastParams bcast_params(const LogGP& rma_probe, const LogGP& p2p_probe, const model::Machine* m, model::LevelKind level);
 
+// ---- auto with a machine: tnbc's broadcasts as they run ----
+// The formulas above (the seed's) charge every stage the whole message. tnbc's broadcasts, p2p
+// and RMA alike, cut it into the chunks of bcast_chunks (the policy's segment count plus the two
+// one-page edges) and pipeline them down the tree; what an inner rank forwards it has first
+// noticed and taken in. With a machine, auto therefore compares the cost model's estimates:
+//   p2p   tnbc's point-to-point broadcast as the model times it (model::tnbc_timeline: segmented
+//         binomial tree, send window, noticing, publication, the root's copy in the call);
+//   RMA   the model's pipelined tree (model::bcast_tree_ns, binomial or linear) over the same
+//         chunks, where a chunk to a child is a flushed put, then a flushed flag: the sender
+//         waits for both (one chunk in flight per sender, no window), so its gap per chunk is
+//         put(c) + flag = o + L + (c-1) G + (2o + L) with the RMA probe's figures; the child
+//         notices it after O_r, copies it out of its data window (memcpy) and publishes it; plus
+//         the root's copy into its window in the call.
+// `segments`: the policy's segment count for `bytes` (the same for both: the builders cut alike).
+BcastCosts bcast_costs_pipelined(const LogGP& rma, const model::Machine& m, const model::Topology& t, std::size_t bytes,
+                                 int segments, const model::Execution& x);
+// The cheapest of `t` (p2p on ties); p2p when RMA is not `usable`. `rma_margin`: an RMA backend
+// must cost at most (1 - rma_margin) of p2p's.
+BcastBackend cheapest_of(const BcastCosts& t, bool usable, double rma_margin = 0);
+// auto's margin for RMA with a machine: p2p's estimate rests on `tnbc calibrate`'s sweep of real
+// messages, RMA's on one start-up probe of a few flushed puts; and the measured table
+// (docs/benchmarks.md, "RMA broadcast") shows RMA gaining at most 1.3x where it won and losing
+// up to 7.6x where it lost. So RMA is chosen only where the model gives it a clear lead.
+inline constexpr double kRmaMargin = 0.2;
+
 // The largest size the start-up log line's ranges go to.
 inline constexpr std::size_t kBcastPlanMaxBytes = std::size_t{256} << 20;
 // What auto chooses over sizes: from `from` bytes on, `backend` (until the next range), sizes
 // tried in powers of two up to `max_bytes`, each change then located to the byte; the first
-// range starts at 0.
+// range starts at 0. `choose`: auto's choice for a size.
 struct BcastRange {
   std::size_t from = 0;
   BcastBackend backend = BcastBackend::P2p;
 };
+std::vector<BcastRange> bcast_ranges(FunctionRef<BcastBackend(std::size_t)> choose, std::size_t max_bytes);
+// The seed's formulas with `c` (auto without a machine).
 std::vector<BcastRange> bcast_ranges(const BcastParams& c, int p, bool usable, std::size_t max_bytes);
 // "p2p below 64 KiB, rma-binomial from 64 KiB" (for the log line and the benchmark).
 std::string ranges_text(const std::vector<BcastRange>& r);

@@ -465,9 +465,9 @@ class EngineImpl final : public Engine {
       return;
     }
     const LogGP& c = facts.costs;
-    log(LogLevel::Info, "RMA probe (seed 000's LogGP): L %.2f us, o = g %.2f us, G %.3f ns/B, O_r %.2f us; "
-        "messages: L+2o %.2f us, G %.3f ns/B", c.L * 1e6, c.o * 1e6, c.G * 1e9, c.O_r * 1e6, facts.p2p.L * 1e6,
-        facts.p2p.G * 1e9);
+    log(LogLevel::Info, "RMA probe (seed 000's LogGP): L %.2f us, o = g %.2f us, G %.3f ns/B, O_r %.2f us, copy out "
+        "%.3f ns/B; messages: L+2o %.2f us, G %.3f ns/B", c.L * 1e6, c.o * 1e6, c.G * 1e9, c.O_r * 1e6, c.C * 1e9,
+        facts.p2p.L * 1e6, facts.p2p.G * 1e9);
     if (s_.bcast_backend == BcastBackend::Auto && model_)
       log(LogLevel::Info, "TNBC_BCAST_BACKEND=auto on MPI_COMM_WORLD (%d ranks; messages and O_r: machine from the "
           "%s): %s", model_->world.n(), model_->source.c_str(),

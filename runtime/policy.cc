@@ -94,22 +94,33 @@ class ModelPolicy final : public Policy {
     return model_ && !s_.min_bytes ? per_peer >= static_cast<double>(min) : received >= min;
   }
 
-  BcastBackend bcast_backend(std::size_t bytes, const model::Topology& comm) const override {
+  BcastBackend bcast_backend(std::size_t bytes, const model::Topology& comm) override {
     switch (s_.bcast_backend) {
       case BcastBackend::P2p: return BcastBackend::P2p;
       case BcastBackend::RmaBinomial:
       case BcastBackend::RmaLinear: return rma_.usable ? s_.bcast_backend : BcastBackend::P2p;
-      case BcastBackend::Auto: {
-        const BcastParams c = bcast_inputs(comm);
-        return cheapest_bcast(c.rma, c.p2p, bytes, comm.n(), rma_.usable);
-      }
+      case BcastBackend::Auto: return auto_backend(bytes, comm);
     }
     return BcastBackend::P2p;
   }
-  std::vector<BcastRange> bcast_plan(const model::Topology& comm, std::size_t max_bytes) const override {
-    return bcast_ranges(bcast_inputs(comm), comm.n(), rma_.usable, max_bytes);
+  std::vector<BcastRange> bcast_plan(const model::Topology& comm, std::size_t max_bytes) override {
+    return bcast_ranges([&](std::size_t m) { return auto_backend(m, comm); }, max_bytes);
   }
-  // The machine (file or the model's probe, equal on every rank) at the level `comm` crosses.
+  // auto: with the model, its pipelined estimates over the chunks the builders cut
+  // (bcast_costs_pipelined); without, the seed's formulas with the probes' figures.
+  BcastBackend auto_backend(std::size_t bytes, const model::Topology& comm) {
+    if (!rma_.usable || bytes == 0) return BcastBackend::P2p;
+    const BcastParams c = bcast_inputs(comm);
+    if (!model_) return cheapest_bcast(c.rma, c.p2p, bytes, comm.n(), true);
+    const int segments = bcast_segments(bytes, comm);
+    std::lock_guard lock(mutex_);
+    if (bcast_choice_.size() >= kNodeCacheEntries) bcast_choice_.clear();
+    auto [it, fresh] = bcast_choice_.try_emplace({key_of(comm), bytes}, BcastBackend::P2p);
+    if (fresh) it->second = cheapest_of(bcast_costs_pipelined(c.rma, model_->machine, comm, bytes, segments, exec()), true,
+                                             kRmaMargin);
+    return it->second;
+  }
+  // The probe's one-sided figures with the machine's messages and O_r at the level `comm` crosses.
   BcastParams bcast_inputs(const model::Topology& comm) const {
     const auto level = comm.nodes() > 1 ? model::LevelKind::InterNode : model::LevelKind::IntraNode;
     return bcast_params(rma_.costs, rma_.p2p, model_ ? &model_->machine : nullptr, level);
@@ -142,7 +153,11 @@ class ModelPolicy final : public Policy {
     if (s_.progress_cpus != ProgressCpus::Auto) return s_.progress_cpus;
     return c.node_cpus > c.own_cpus ? ProgressCpus::Node : ProgressCpus::Allowed;
   }
-  void set_rma(const RmaFacts& r) override { rma_ = r; }
+  void set_rma(const RmaFacts& r) override {
+    std::lock_guard lock(mutex_);
+    rma_ = r;
+    bcast_choice_.clear();
+  }
 
   std::uint64_t fingerprint() const override { return orders_ ? orders_->fingerprint() : 0; }
 
@@ -154,6 +169,7 @@ class ModelPolicy final : public Policy {
       agreed_ = agreed;
       thresholds_.clear();
       segments_.clear();
+      bcast_choice_.clear();
       scales_.clear();
       node_.clear();
     }
@@ -238,6 +254,7 @@ class ModelPolicy final : public Policy {
   std::mutex mutex_;  // the caches: calls on several threads ask at once
   std::map<std::pair<std::uint64_t, int>, std::size_t> thresholds_;
   std::map<std::pair<std::uint64_t, std::size_t>, int> segments_;
+  std::map<std::pair<std::uint64_t, std::size_t>, BcastBackend> bcast_choice_;
   std::map<std::uint64_t, double> scales_;
   std::map<std::tuple<std::uint64_t, int, std::uint64_t, int, int, int>, NodeChoice> node_;
   bool oversubscribed_ = false;

@@ -78,9 +78,9 @@ class Policy {
   // How a broadcast of `bytes` over `comm`'s ranks travels (never Auto): TNBC_BCAST_BACKEND,
   // auto by the costs of runtime/bcast_cost.hh (bcast_params: the RMA probe's and the machine's
   // figures at the level `comm` crosses); p2p wherever RMA is not usable.
-  virtual BcastBackend bcast_backend(std::size_t bytes, const model::Topology& comm) const = 0;
+  virtual BcastBackend bcast_backend(std::size_t bytes, const model::Topology& comm) = 0;
   // What auto would choose on `comm` over sizes up to `max_bytes` (for the start-up log line).
-  virtual std::vector<BcastRange> bcast_plan(const model::Topology& comm, std::size_t max_bytes) const = 0;
+  virtual std::vector<BcastRange> bcast_plan(const model::Topology& comm, std::size_t max_bytes) = 0;
   // ---- rank-local ----
   // Whether a call that took tnbc's schedule receives enough here to return early; else it
   // completes in the call (below_threshold). Asked of every such call: never true for a kind

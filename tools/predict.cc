@@ -20,7 +20,8 @@ int fail(const std::string& msg) {
   return 2;
 }
 
-// "64k", "1m", "4096": bytes (0: not a size).
+}  // namespace
+
 std::size_t parse_size(const std::string& s) {
   char* end = nullptr;
   double v = std::strtod(s.c_str(), &end);
@@ -28,8 +29,6 @@ std::size_t parse_size(const std::string& s) {
   else if (end && (*end == 'm' || *end == 'M')) v *= 1024 * 1024, ++end;
   return end && *end == '\0' && v > 0 ? static_cast<std::size_t>(v) : 0;
 }
-
-}  // namespace
 
 int cmd_predict(const std::vector<std::string>& args) {
   std::string file, sizes_text = "64k,256k,1m,4m,16m";

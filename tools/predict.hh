@@ -5,11 +5,14 @@
 // tests/bench/blocking_times measures (docs/benchmarks.md, "The cost model against measurements").
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
 namespace tnbc::tools {
 
 int cmd_predict(const std::vector<std::string>& args);
+// "64k", "1m", "4096": bytes (0: not a size); the size lists of predict and bcast-plan.
+std::size_t parse_size(const std::string& s);
 
 }  // namespace tnbc::tools

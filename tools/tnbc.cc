@@ -25,6 +25,7 @@
 #include "runtime/config.hh"
 #include "tools/report.hh"
 #include "tools/merge.hh"
+#include "tools/bcast_plan.hh"
 #include "tools/predict.hh"
 #ifdef TNBC_HAVE_SIMGRID
 #include "tools/predict_profile.hh"
@@ -63,6 +64,9 @@ const char* kUsage =
     "                 under the launcher (mpirun -np 4 tnbc calibrate -o machine.json; 2 ranks on each of 2\n"
     "                 nodes measure both levels): LogGP parameters per level, the node's shared link, the\n"
     "                 guard's costs, memcpy; the cost model uses the file with TNBC_MACHINE=FILE\n"
+    "  bcast-plan MACHINE --np N [--per-node M] --rma L,o,G,O_r [--sizes LIST]\n"
+    "                 what TNBC_BCAST_BACKEND=auto chooses: per size the cost model's time of each broadcast\n"
+    "                 backend, from the machine file and the RMA probe's figures (its TNBC_LOG=info line)\n"
     "  library        print the path of libtnbc.so that exec preloads\n"
     "  --help         this text\n"
     "\n"
@@ -221,6 +225,7 @@ int main(int argc, char** argv) {
   if (cmd == "merge") return tnbc::tools::cmd_merge(args);
   if (cmd == "report") return tnbc::tools::cmd_report(args);
   if (cmd == "calibrate") return cmd_calibrate(args);
+  if (cmd == "bcast-plan") return tnbc::tools::cmd_bcast_plan(args);
   if (cmd == "predict") {
     if (std::find(args.begin(), args.end(), "--profile") == args.end()) return tnbc::tools::cmd_predict(args);
 #ifdef TNBC_HAVE_SIMGRID

@@ -10,7 +10,8 @@ before each block, root 0. The figure per backend and size is the median over ru
 ratio MPI_/PMPI_ (each run's own median over blocks), so a slow run slows both sides alike; the
 absolute times are printed for reference only.
 
-How well auto predicts: one more run (untimed) with TNBC_BCAST_BACKEND=auto and TNBC_LOG=info
+auto is measured as a fourth column (interleaved like the others; its summaries say which
+backends it ran). How well auto predicts: one more run (untimed) with TNBC_BCAST_BACKEND=auto and TNBC_LOG=info
 prints the model's choice over sizes for MPI_COMM_WORLD (rank 0's start-up line: the RMA probe's
 one-sided figures, the messages and O_r from the machine, `tnbc calibrate`'s file with --machine,
 else the model's start-up probe); per size it is set against the backend with the lowest
@@ -33,6 +34,7 @@ import tempfile
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NETRUN = os.path.join(REPO, "npb-harness", "netrun.py")
 BACKENDS = ["p2p", "rma-binomial", "rma-linear"]
+COLUMNS = BACKENDS + ["auto"]  # auto: measured too, interleaved like the others
 
 
 def main():
@@ -65,11 +67,12 @@ def main():
         elif a.pml == "ucx":
             cmd = cmd[:1] + ["--mca", "pml", "ucx", "--mca", "osc", "ucx"] + cmd[1:]
         return subprocess.run(cmd, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    ratios = {b: {} for b in BACKENDS}   # backend -> bytes -> [ratio per run]
-    times = {b: {} for b in BACKENDS}    # backend -> bytes -> [MPI_ us per run]
+    ratios = {b: {} for b in COLUMNS}    # backend -> bytes -> [ratio per run]
+    times = {b: {} for b in COLUMNS}     # backend -> bytes -> [MPI_ us per run]
+    auto_used = {}                       # backend -> broadcasts auto ran with it (every run)
     pmpi = {}                            # bytes -> [PMPI_ us per run]
     for run in range(a.runs):
-        order = BACKENDS[run % 3:] + BACKENDS[:run % 3]
+        order = COLUMNS[run % 4:] + COLUMNS[:run % 4]
         for b in order:
             js = os.path.join(out, f"{b}-{run}.json")
             cmd = ["mpirun", "--oversubscribe", "-np", str(a.np), "-x", "LD_PRELOAD=" + os.path.join(build, "libtnbc.so"),
@@ -88,7 +91,10 @@ def main():
                     s = json.load(open(os.path.join(out, f"{b}-{run}", f)))
                     for k, n in s["bcast_backends"].items():
                         used[k] = used.get(k, 0) + n
-            if used.get(b.replace("-", "_"), 0) == 0 or sum(used.values()) != used[b.replace("-", "_")]:
+            if b == "auto":
+                for k, n in used.items():
+                    auto_used[k] = auto_used.get(k, 0) + n
+            elif used.get(b.replace("-", "_"), 0) == 0 or sum(used.values()) != used[b.replace("-", "_")]:
                 sys.exit(f"bcast_backends: run {run} of {b}: broadcasts by backend {used}")
             for res in json.load(open(js))["results"]:
                 n = res["bytes"]
@@ -125,28 +131,38 @@ def main():
     where = f"{a.nodes} emulated nodes at {a.rate}, pml {a.pml}" if a.nodes else "shared memory"
     print(f"bcast_backends: np {a.np}, {where}, {a.runs} runs per backend (interleaved), root 0;")
     print("  median over runs of MPI_Bcast/PMPI_Bcast (tnbc until every byte is read / the library's own)")
-    print(f"  {'size':>10} {'PMPI_ us':>10} " + " ".join(f"{b:>14}" for b in BACKENDS) +
-          f" {'fastest':>13} {'auto chose':>13}   (min-max over runs)")
+    print(f"  {'size':>10} {'PMPI_ us':>10} " + " ".join(f"{b:>14}" for b in COLUMNS) +
+          f" {'fastest':>13} {'auto chose':>13} {'x fastest':>9}   (min-max over runs)")
     table = []
     for n in sorted(pmpi):
         row = {"bytes": n, "pmpi_us": statistics.median(pmpi[n])}
         cells = []
-        for b in BACKENDS:
+        for b in COLUMNS:
             rs = ratios[b][n]
             row[b] = {"ratio_median": statistics.median(rs), "ratio_min": min(rs), "ratio_max": max(rs),
                       "us_median": statistics.median(times[b][n]), "ratios": rs}
             cells.append(f"{statistics.median(rs):6.2f} ({min(rs):.2f}-{max(rs):.2f})")
         row["fastest"] = min(BACKENDS, key=lambda b: row[b]["ratio_median"])
-        row["auto"] = predicted(n)
+        row["auto_plan"] = predicted(n)
+        # The plan's pick against the fastest: right if it is the fastest; else how much slower.
+        pick = row["auto_plan"] if row["auto_plan"] in BACKENDS else None
+        row["x_fastest"] = row[pick]["ratio_median"] / row[row["fastest"]]["ratio_median"] if pick else None
+        row["right"] = pick == row["fastest"]
         print(f"  {n:>10} {row['pmpi_us']:>10.0f} " + " ".join(f"{c:>14}" for c in cells) +
-              f" {row['fastest']:>13} {row['auto']:>13}")
+              f" {row['fastest']:>13} {row['auto_plan']:>13} " +
+              (f"{row['x_fastest']:9.2f}" if pick else f"{'?':>9}"))
         table.append(row)
+    right = sum(1 for r in table if r["right"])
+    close = sum(1 for r in table if r["x_fastest"] is not None and r["x_fastest"] <= 1.15)
+    print(f"  auto's plan: the measured fastest in {right} of {len(table)} sizes, within 1.15x of it in {close}; "
+          f"auto's runs used {auto_used}")
     print(f"  auto's plan ({plan.group(1) if plan else 'not printed'}): {plan.group(2) if plan else r.stdout[-2000:]}")
     if probe:
         print(f"  {probe.group(0)}")
     if a.json:
         json.dump({"np": a.np, "nodes": a.nodes, "rate": a.rate if a.nodes else None, "runs": a.runs, "pml": a.pml,
-                   "auto_plan": plan.group(2) if plan else None, "results": table}, open(a.json, "w"), indent=1)
+                   "auto_plan": plan.group(2) if plan else None, "rma_probe": probe.group(0) if probe else None,
+                   "auto_used": auto_used, "results": table}, open(a.json, "w"), indent=1)
 
 
 if __name__ == "__main__":

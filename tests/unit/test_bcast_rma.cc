@@ -241,13 +241,69 @@ TEST_CASE("bcast cost: the policy's auto asks the machine at the level the commu
   for (std::size_t m : {std::size_t{1} << 10, std::size_t{1} << 16, std::size_t{1} << 20, std::size_t{8} << 20})
     CHECK(a->bcast_backend(m, w) == b->bcast_backend(m, w));
   const BcastParams c = bcast_params(f.costs, f.p2p, &in->machine, model::LevelKind::IntraNode);
-  CHECK(a->bcast_backend(8 << 20, w) == cheapest_bcast(c.rma, c.p2p, 8 << 20, 4, true));
-  CHECK(a->bcast_backend(8 << 20, w) != BcastBackend::P2p);
-  CHECK(ranges_text(a->bcast_plan(w, kBcastPlanMaxBytes)) == ranges_text(bcast_ranges(c, 4, true, kBcastPlanMaxBytes)));
+  // With a model: its pipelined estimates over the policy's segments, RMA only with a clear lead.
+  for (std::size_t m : {std::size_t{1} << 16, std::size_t{1} << 20, std::size_t{8} << 20}) {
+    const BcastCosts k = bcast_costs_pipelined(c.rma, in->machine, w, m, a->bcast_segments(m, w), execution(s, 0));
+    CHECK(a->bcast_backend(m, w) == cheapest_of(k, true, kRmaMargin));
+  }
+  CHECK(a->bcast_backend(8 << 20, w) != BcastBackend::P2p);  // puts at 40 GB/s against messages at 125 MB/s
+  CHECK(a->bcast_backend(0, w) == BcastBackend::P2p);
+  const auto plan = a->bcast_plan(w, kBcastPlanMaxBytes);
+  REQUIRE(!plan.empty());
+  CHECK(plan.front().backend == BcastBackend::P2p);
+  for (const BcastRange& r : plan) CHECK(a->bcast_backend(r.from, w) == r.backend);
   // Not usable: p2p.
   f.usable = false;
   a->set_rma(f);
   CHECK(a->bcast_backend(8 << 20, w) == BcastBackend::P2p);
+}
+
+TEST_CASE("bcast cost: auto with a machine pipelines the chunks, p2p as the model times it") {
+  const model::Machine m = test::machine(1000);  // messages at 1 GB/s, 50 us latency
+  const model::Topology t = model::Topology::block(8, 8, 8, 1);
+  const model::Execution x = execution(Settings{}, 0);
+  LogGP rma;
+  rma.L = 50e-6, rma.o = rma.g = 10e-6, rma.G = 1e-9, rma.O_r = 55e-6;  // a message's latency and per-byte gap
+  const std::size_t big = std::size_t{8} << 20;
+  // p2p is the cost model's own estimate of tnbc's broadcast.
+  model::Coll c;
+  c.kind = Kind::Bcast;
+  c.bytes = static_cast<double>(big);
+  c.segments = 5;
+  const BcastCosts k = bcast_costs_pipelined(rma, m, t, big, 5, x);
+  CHECK(k.p2p_binomial == Approx(model::tnbc_timeline(m, t, c, x, true).total_ns * 1e-9));
+  // Flushed one-sided operations as slow as UCX's emulation over TCP (16 ms each): p2p.
+  LogGP slow = rma;
+  slow.L = 16e-3;
+  CHECK(cheapest_of(bcast_costs_pipelined(slow, m, t, big, 5, x), true) == BcastBackend::P2p);
+  CHECK(cheapest_of(bcast_costs_pipelined(slow, m, t, 64 << 10, 1, x), true) == BcastBackend::P2p);
+  // Far cheaper puts make binomial RMA the choice, and linear (the root's link carries 7
+  // copies) dearer than binomial at 8 ranks.
+  LogGP fast = rma;
+  fast.L = 1e-6, fast.o = fast.g = 0.5e-6, fast.G = 0.02e-9, fast.C = 0.02e-9;
+  const BcastCosts f = bcast_costs_pipelined(fast, m, t, big, 5, x);
+  CHECK(f.rma_binomial < f.rma_linear);
+  CHECK(cheapest_of(f, true, kRmaMargin) == BcastBackend::RmaBinomial);
+  // The copy out of the window counts.
+  fast.C = 2e-9;
+  CHECK(bcast_costs_pipelined(fast, m, t, big, 5, x).rma_binomial > f.rma_binomial);
+  // More segments: more flushed round trips for RMA (L dominant).
+  LogGP far = rma;
+  far.L = 5e-3;
+  CHECK(bcast_costs_pipelined(far, m, t, big, 8, x).rma_binomial > bcast_costs_pipelined(far, m, t, big, 2, x).rma_binomial);
+  // Nothing to send, one rank: p2p.
+  CHECK(cheapest_of(bcast_costs_pipelined(fast, m, t, 0, 1, x), true) == BcastBackend::P2p);
+  CHECK(cheapest_of(bcast_costs_pipelined(fast, m, model::Topology::block(1, 1, 8, 1), big, 5, x), true) == BcastBackend::P2p);
+}
+
+TEST_CASE("bcast cost: the margin keeps p2p where RMA's lead is small") {
+  BcastCosts t;
+  t.p2p_binomial = 1.0, t.rma_binomial = 0.9, t.rma_linear = 0.95;
+  CHECK(cheapest_of(t, true) == BcastBackend::RmaBinomial);
+  CHECK(cheapest_of(t, true, kRmaMargin) == BcastBackend::P2p);
+  t.rma_linear = 0.7;
+  CHECK(cheapest_of(t, true, kRmaMargin) == BcastBackend::RmaLinear);
+  CHECK(cheapest_of(t, false, kRmaMargin) == BcastBackend::P2p);
 }
 
 // ---------------------------------------------------------------- whole broadcasts

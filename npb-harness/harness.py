@@ -198,9 +198,9 @@ def launch_command(a, flavor, np, net, prog, nodes=1):
     if net == "loopback":
         cmd += ["--mca", "btl", "self,vader,tcp"]
     if net == "shaped" and nodes > 1 and not any(x.startswith("--bind-to") for x in extra):
-        # Emulated nodes share this machine's CPUs, and each node's mpirun daemon would bind its
-        # first rank to core 0: every rank on CPU 0. Unbound, the ranks (and their progress
-        # threads) spread over the CPUs, as each would have its node's CPUs on a cluster.
+        # netrun gives each emulated node its own CPUs (a cpuset per node): unbound, a rank and its
+        # progress thread may use all of its node's CPUs, as on a cluster node. (Were the CPUs
+        # shared, netrun --node-cpus shared, each node's daemon would bind its rank to core 0.)
         cmd += ["--bind-to", "none"]
     return cmd + extra
 

@@ -65,12 +65,7 @@ int cmd_bcast_plan(const std::vector<std::string>& args) {
   Result<model::Machine> m = model::read_machine(file);
   if (!m.ok()) return fail(m.status().message());
   std::vector<std::size_t> sizes;
-  std::stringstream list(sizes_text);
-  for (std::string tok; std::getline(list, tok, ',');) {
-    const std::size_t b = parse_size(tok);
-    if (!b) return fail("not a size: '" + tok + "'");
-    sizes.push_back(b);
-  }
+  if (std::string bad; !parse_sizes(sizes_text, sizes, bad)) return fail("not a size: '" + bad + "'");
   if (per_node < 1) per_node = np;
   auto in = std::make_shared<model::Inputs>();
   in->machine = m.value();

@@ -30,6 +30,19 @@ std::size_t parse_size(const std::string& s) {
   return end && *end == '\0' && v > 0 ? static_cast<std::size_t>(v) : 0;
 }
 
+bool parse_sizes(const std::string& list, std::vector<std::size_t>& out, std::string& bad) {
+  std::stringstream in(list);
+  for (std::string tok; std::getline(in, tok, ',');) {
+    const std::size_t b = parse_size(tok);
+    if (!b) {
+      bad = tok;
+      return false;
+    }
+    out.push_back(b);
+  }
+  return true;
+}
+
 int cmd_predict(const std::vector<std::string>& args) {
   std::string file, sizes_text = "64k,256k,1m,4m,16m";
   int np = 0, per_node = 0;
@@ -51,12 +64,7 @@ int cmd_predict(const std::vector<std::string>& args) {
   if (!m.ok()) return fail(m.status().message());
   const model::Machine& machine = m.value();
   std::vector<std::size_t> sizes;
-  std::stringstream list(sizes_text);
-  for (std::string tok; std::getline(list, tok, ',');) {
-    const std::size_t b = parse_size(tok);
-    if (!b) return fail("not a size: '" + tok + "'");
-    sizes.push_back(b);
-  }
+  if (std::string bad; !parse_sizes(sizes_text, sizes, bad)) return fail("not a size: '" + bad + "'");
   if (per_node < 1) per_node = np;
   const model::Topology t =
       model::Topology::block(np, per_node, std::max(1, machine.cpus_per_node), 1);

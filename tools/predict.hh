@@ -14,5 +14,7 @@ namespace tnbc::tools {
 int cmd_predict(const std::vector<std::string>& args);
 // "64k", "1m", "4096": bytes (0: not a size); the size lists of predict and bcast-plan.
 std::size_t parse_size(const std::string& s);
+// A comma-separated list of sizes into out; false with bad set to the first token that is not one.
+bool parse_sizes(const std::string& list, std::vector<std::size_t>& out, std::string& bad);
 
 }  // namespace tnbc::tools

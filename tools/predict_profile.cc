@@ -342,7 +342,11 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
   // ranks than cores (the machine file's CPUs) they hold the sharing already. The simulation
   // shares its platform's cores itself, so it takes them as CPU work: divided by the traced
   // node's oversubscription.
-  if (traced_per_node < 1) traced_per_node = std::min(per_node, prof.value().np);
+  // Default: the machine file's placement (the trace run's own machine, or `tnbc calibrate` in
+  // the traced placement), not the prediction's --ranks-per-node.
+  if (traced_per_node < 1)
+    traced_per_node = mach.value().ranks_per_node > 0 ? std::min(mach.value().ranks_per_node, prof.value().np)
+                                                      : std::min(per_node, prof.value().np);
   const double traced_load =
       std::max(1.0, static_cast<double>(traced_per_node) / std::max(1, mach.value().cpus_per_node));
   if (traced_load > 1) {

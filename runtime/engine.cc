@@ -17,6 +17,7 @@
 #include "runtime/guard_backend.hh"
 #include "runtime/inflight.hh"
 #include "runtime/log.hh"
+#include "runtime/model/probe.hh"
 #include "runtime/model/startup.hh"
 #include "runtime/observe.hh"
 #include "runtime/node_gate.hh"
@@ -448,6 +449,23 @@ class EngineImpl final : public Engine {
   // TNBC_BCAST_BACKEND=rma-*|auto: whether MPI's one-sided communication works here, and its
   // costs for auto (runtime/rma_transport.hh, rma_probe). Said by rank 0 when it does not.
   void check_rma(PrivateComm& world) {
+    // Open MPI 4.1 names a window's shared backing file after a context id that disjoint
+    // communicators on one node can share: two windows may then use one file, and broadcasts
+    // were seen to deliver wrong data (an open bug, docs/limitations.md). auto never picks RMA
+    // there; an explicit rma-* is kept (for tests and benchmarks) with a warning.
+    if (model::mpi_library_version().find("Open MPI") != std::string::npos) {
+      if (s_.bcast_backend == BcastBackend::Auto) {
+        policy_->set_rma(RmaFacts{});
+        if (world.rank == 0)
+          log(LogLevel::Info, "TNBC_BCAST_BACKEND=auto: broadcasts use point-to-point messages under Open MPI, whose "
+                              "one-sided windows can collide on a node and deliver wrong data (docs/limitations.md)");
+        return;
+      }
+      if (world.rank == 0)
+        log(LogLevel::Warn, "TNBC_BCAST_BACKEND=%s under Open MPI: its one-sided windows can collide on a node and "
+                            "deliver wrong data, an open bug (docs/limitations.md); use p2p for real work",
+            s_.bcast_backend == BcastBackend::RmaLinear ? "rma-linear" : "rma-binomial");
+    }
     std::string problem;
     const RmaFacts facts = rma_probe(world.comm, page_, static_cast<double>(s_.poll_min_us) * 1e-6, timeout_ns_, problem);
     policy_->set_rma(facts);

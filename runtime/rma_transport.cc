@@ -412,6 +412,23 @@ class RmaTransport final : public Transport {
 std::unique_ptr<Transport> make_rma_transport() { return std::make_unique<RmaTransport>(); }
 
 // ---------------------------------------------------------------- the start-up probe
+namespace {
+// The median of five timings of `op` (seconds). `op` returns false when an MPI call failed: the
+// timing stops after that one.
+template <class Op>
+double median_of_five(Op op) {
+  std::vector<double> t;
+  for (int k = 0; k < 5; ++k) {
+    const long long s = futex::now_ns();
+    const bool fine = op();
+    t.push_back((futex::now_ns() - s) * 1e-9);
+    if (!fine) break;
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+}  // namespace
+
 RmaFacts rma_probe(MPI_Comm comm, std::size_t page, double poll_floor_s, long long timeout_ns, std::string& problem) {
   RmaFacts facts;
   int rank = 0, size = 1;
@@ -444,15 +461,11 @@ RmaFacts rma_probe(MPI_Comm comm, std::size_t page, double poll_floor_s, long lo
     // Point-to-point for comparison: a message of 1, kMidPages and kPages pages to the right, from the left.
     const int left = (rank + size - 1) % size;
     auto message_time = [&](std::size_t bytes) {
-      std::vector<double> t;
-      for (int k = 0; k < 5; ++k) {
-        const long long s = futex::now_ns();
+      return median_of_five([&] {
         PMPI_Sendrecv(out.data(), static_cast<int>(bytes), MPI_BYTE, right, 0, in.data(), static_cast<int>(bytes),
                       MPI_BYTE, left, 0, comm, MPI_STATUS_IGNORE);
-        t.push_back((futex::now_ns() - s) * 1e-9);
-      }
-      std::sort(t.begin(), t.end());
-      return t[t.size() / 2];
+        return true;
+      });
     };
     m_small = message_time(page);
     m_mid = message_time(page * kMidPages);
@@ -471,7 +484,6 @@ RmaFacts rma_probe(MPI_Comm comm, std::size_t page, double poll_floor_s, long lo
     }
     const long long deadline = futex::now_ns() + std::min<long long>(timeout_ns, 5'000'000'000LL);
     std::int64_t seen = 0;
-    long long t0 = 0;
     while (ok && seen == 0) {
       progress_library();  // as the transport's poll does
       if (PMPI_Fetch_and_op(nullptr, &seen, MPI_INT64_T, rank, 0, MPI_NO_OP, win) != MPI_SUCCESS ||
@@ -488,66 +500,48 @@ RmaFacts rma_probe(MPI_Comm comm, std::size_t page, double poll_floor_s, long lo
     // One poll's cost, timed apart (median of 5): the mean over the wait above holds the time
     // the rank was descheduled on an oversubscribed node (session 2's np 4 and 8 probes: 223 and
     // 333 us per "poll", which made auto rule RMA out where it was as fast as p2p).
-    std::vector<double> each;
-    for (int k = 0; k < 5 && ok; ++k) {
-      t0 = futex::now_ns();
-      progress_library();
-      if (PMPI_Fetch_and_op(nullptr, &seen, MPI_INT64_T, rank, 0, MPI_NO_OP, win) != MPI_SUCCESS ||
-          PMPI_Win_flush(rank, win) != MPI_SUCCESS) {
+    if (ok)
+      t_poll = median_of_five([&] {
+        progress_library();
+        if (PMPI_Fetch_and_op(nullptr, &seen, MPI_INT64_T, rank, 0, MPI_NO_OP, win) == MPI_SUCCESS &&
+            PMPI_Win_flush(rank, win) == MPI_SUCCESS)
+          return true;
         ok = 0;
         problem = "MPI_Fetch_and_op failed";
-      }
-      each.push_back((futex::now_ns() - t0) * 1e-9);
-    }
-    if (!each.empty()) {
-      std::sort(each.begin(), each.end());
-      t_poll = each[each.size() / 2];
-    }
+        return false;
+      });
     // The flag's cost, timed after the check (the first operation to a peer may open its
     // connection): median of 5.
-    std::vector<double> flags;
-    for (int k = 0; k < 5 && ok; ++k) {
-      t0 = futex::now_ns();
-      if (PMPI_Accumulate(&one, 1, MPI_INT64_T, right, 0, 1, MPI_INT64_T, MPI_REPLACE, win) != MPI_SUCCESS ||
-          PMPI_Win_flush(right, win) != MPI_SUCCESS) {
+    if (ok)
+      t_flag = median_of_five([&] {
+        if (PMPI_Accumulate(&one, 1, MPI_INT64_T, right, 0, 1, MPI_INT64_T, MPI_REPLACE, win) == MPI_SUCCESS &&
+            PMPI_Win_flush(right, win) == MPI_SUCCESS)
+          return true;
         ok = 0;
         problem = "MPI_Accumulate with MPI_Win_flush failed";
-      }
-      flags.push_back((futex::now_ns() - t0) * 1e-9);
-    }
-    if (!flags.empty()) {
-      std::sort(flags.begin(), flags.end());
-      t_flag = flags[flags.size() / 2];
-    }
+        return false;
+      });
     // Puts of kMidPages and kPages pages to the right (medians of 5): the per-byte gap.
     auto put_time = [&](std::size_t bytes) {
-      std::vector<double> t;
-      for (int k = 0; k < 5 && ok; ++k) {
-        const long long s = futex::now_ns();
+      if (!ok) return 0.0;
+      return median_of_five([&] {
         if (PMPI_Put(static_cast<char*>(mem) + flag_bytes, static_cast<int>(bytes), MPI_BYTE, right, flag_bytes,
-                     static_cast<int>(bytes), MPI_BYTE, win) != MPI_SUCCESS ||
-            PMPI_Win_flush(right, win) != MPI_SUCCESS) {
-          ok = 0;
-          problem = "MPI_Put with MPI_Win_flush failed";
-        }
-        t.push_back((futex::now_ns() - s) * 1e-9);
-      }
-      if (t.empty()) return 0.0;
-      std::sort(t.begin(), t.end());
-      return t[t.size() / 2];
+                     static_cast<int>(bytes), MPI_BYTE, win) == MPI_SUCCESS &&
+            PMPI_Win_flush(right, win) == MPI_SUCCESS)
+          return true;
+        ok = 0;
+        problem = "MPI_Put with MPI_Win_flush failed";
+        return false;
+      });
     };
     t_mid = put_time(page * kMidPages);
     t_large = put_time(page * kPages);
     // What a target then does with a chunk: copy it out of the data window (medians of 5).
     auto copy_time = [&](std::size_t bytes) {
-      std::vector<double> t;
-      for (int k = 0; k < 5; ++k) {
-        const long long s = futex::now_ns();
+      return median_of_five([&] {
         std::memcpy(out.data(), static_cast<char*>(mem) + flag_bytes, bytes);
-        t.push_back((futex::now_ns() - s) * 1e-9);
-      }
-      std::sort(t.begin(), t.end());
-      return t[t.size() / 2];
+        return true;
+      });
     };
     c_mid = copy_time(page * kMidPages);
     c_large = copy_time(page * kPages);

@@ -449,6 +449,9 @@ class EngineImpl final : public Engine {
   // TNBC_BCAST_BACKEND=rma-*|auto: whether MPI's one-sided communication works here, and its
   // costs for auto (runtime/rma_transport.hh, rma_probe). Said by rank 0 when it does not.
   void check_rma(PrivateComm& world) {
+    const std::string setting = value_string(*std::find_if(options().begin(), options().end(), [](const Option& o) {
+      return o.name == "bcast_backend";
+    }), s_);
     // Open MPI 4.1 names a window's shared backing file after a context id that disjoint
     // communicators on one node can share: two windows may then use one file, and broadcasts
     // were seen to deliver wrong data (an open bug, docs/limitations.md). auto never picks RMA
@@ -464,7 +467,7 @@ class EngineImpl final : public Engine {
       if (world.rank == 0)
         log(LogLevel::Warn, "TNBC_BCAST_BACKEND=%s under Open MPI: its one-sided windows can collide on a node and "
                             "deliver wrong data, an open bug (docs/limitations.md); use p2p for real work",
-            s_.bcast_backend == BcastBackend::RmaLinear ? "rma-linear" : "rma-binomial");
+            setting.c_str());
     }
     std::string problem;
     const RmaFacts facts = rma_probe(world.comm, page_, static_cast<double>(s_.poll_min_us) * 1e-6, timeout_ns_, problem);
@@ -473,9 +476,6 @@ class EngineImpl final : public Engine {
     if (!facts.usable && world.rank != 0 && problem.find("another rank") == std::string::npos)
       log(LogLevel::Info, "RMA probe: %s", problem.c_str());
     if (world.rank != 0) return;
-    const std::string setting = value_string(*std::find_if(options().begin(), options().end(), [](const Option& o) {
-      return o.name == "bcast_backend";
-    }), s_);
     if (!facts.usable) {
       log(s_.bcast_backend == BcastBackend::Auto ? LogLevel::Info : LogLevel::Warn,
           "TNBC_BCAST_BACKEND=%s: MPI one-sided communication is not usable here (%s): broadcasts use point-to-point "

@@ -264,6 +264,20 @@ def run_bounded(cmd, cwd, env, timeout):
         return output + f"\nharness: timed out after {timeout:.0f} s", -1
 
 
+def net_stats(output):
+    """netrun --stats of a run, summed over the links and nodes: the queues' drops and the TCP
+    counters (retransmitted segments, timeouts, loss probes, SYN retransmissions); None without."""
+    drops = [int(d) for d in re.findall(r"^netrun: .* tbf sent \d+ bytes \d+ pkt \(dropped (\d+),", output, re.M)]
+    if not drops:
+        return None
+    out = {"tbf_dropped": sum(drops)}
+    for line in re.findall(r"^netrun: .* tcp ((?:[a-z-]+ \d+ ?)+)$", output, re.M):
+        fields = line.split()
+        for key, value in zip(fields[::2], fields[1::2]):
+            out[f"tcp_{key.replace('-', '_')}"] = out.get(f"tcp_{key.replace('-', '_')}", 0) + int(value)
+    return out
+
+
 def parse(output):
     res = {"verified": "Verification    =               SUCCESSFUL" in output or
            re.search(r"Verification\s*=\s*SUCCESSFUL", output) is not None}
@@ -484,13 +498,16 @@ def main():
     def net_for(np):
         k = nodes_for(np)
         return f"{k}-nodes" if shaped and k > 1 else net
+    def emulated(cmd, np):
+        """cmd on the emulated network (netrun.py; --stats: its queues' drops and TCP counters)."""
+        if not shaped:
+            return cmd
+        return [sys.executable, NETRUN, "--stats", "--rate", a.rate, "--nodes", str(nodes_for(np))] + \
+            (["--ranks-per-node", str(a.ranks_per_node)] if a.ranks_per_node else []) + ["--"] + cmd
+
     def on_network(inner, np):
         """The command that runs `inner` with np ranks on this network (launcher, emulated nodes)."""
-        cmd = launch_command(a, flavor, np, net, inner, nodes_for(np)) + inner
-        if shaped:
-            cmd = [sys.executable, NETRUN, "--rate", a.rate, "--nodes", str(nodes_for(np))] + \
-                  (["--ranks-per-node", str(a.ranks_per_node)] if a.ranks_per_node else []) + ["--"] + cmd
-        return cmd
+        return emulated(launch_command(a, flavor, np, net, inner, nodes_for(np)) + inner, np)
 
     # The cost model's machine, measured once per network configuration (npb-harness/calibration.py).
     run_env = dict(os.environ)
@@ -542,10 +559,7 @@ def main():
                             if not calibrated and os.path.exists(machine) and not os.environ.get("TNBC_MACHINE"):
                                 cmd += ["--set", f"machine={machine}"]
                         cmd += ["--"]
-                    cmd += prog
-                    if shaped:
-                        cmd = [sys.executable, NETRUN, "--rate", a.rate, "--nodes", str(nodes_for(np))] + \
-                              (["--ranks-per-node", str(a.ranks_per_node)] if a.ranks_per_node else []) + ["--"] + cmd
+                    cmd = emulated(cmd + prog, np)
                     log(f"[{done}/{total}] {bench}.{cls} np={np} {p} ({net_for(np)}, {a.rate})")
                     env = dict(os.environ)
                     if os.geteuid() == 0:
@@ -574,7 +588,8 @@ def main():
                     run = {"benchmark": bench, "kind": kind, "class": cls, "np": np, "net": net_for(np), "rate": a.rate,
                            "launcher": a.launcher, "command": cmd, "nodes": nodes, "placement": where, "pass": p,
                            "repeat": rep, "time": res["time"], "verified": res["verified"] and code == 0,
-                           "exit": code, "comm_timers": res["timers"], "wall": time.time() - t0,
+                           "exit": code, "comm_timers": res["timers"], "net_stats": net_stats(output),
+                           "wall": time.time() - t0,
                            "output": os.path.join(rundir, "output.txt"),
                            "tnbc_report": os.path.join(rundir, "tnbc") if p != "baseline" else None,
                            "tnbc_calls": tnbc_calls(os.path.join(rundir, "tnbc")) if p != "baseline" else None,
@@ -586,6 +601,8 @@ def main():
                             f"see {run['output']}")
                     else:
                         log(f"  verified, time {res['time']} s, comm {res['timers'].get('comm')}")
+                    if run["net_stats"]:
+                        log("  network: " + ", ".join(f"{k} {v}" for k, v in run["net_stats"].items()))
                     if run["tnbc_calls"]:
                         log(f"  tnbc (all ranks): {calls_line(run['tnbc_calls'])}")
                     if p != "baseline" and code == 0:

@@ -2,8 +2,8 @@
 """Runs a command (usually `mpirun ...`) on an emulated cluster network.
 
 One node (default): the whole command runs in a private network namespace whose loopback is
-shaped like a NIC: `mtu 9000` and `tc qdisc add dev lo root tbf rate RATE burst 256kb latency
-100ms` (a burst below the MTU stalls TCP). Open MPI is restricted to TCP over that loopback
+shaped like a NIC: `mtu 9000` and `tc qdisc add dev lo root tbf rate RATE burst 256kb limit L`
+(a burst below the MTU stalls TCP; L below, "The NIC's queue"). Open MPI is restricted to TCP over that loopback
 (OMPI_MCA_btl=tcp,self, btl/oob_tcp_if_include=lo), so the ranks of this one machine share
 one shaped "NIC", like M processes of a cluster node (the T-NBC paper, section 5.2.2).
 
@@ -35,8 +35,28 @@ shared memory, no cross-memory attach; UCX_NET_DEVICES the node's link). Open MP
 UCX only on InfiniBand-class devices unless opal_common_ucx_tls/devices say `any`; set here.
 This is the emulated link with usable MPI RMA (ob1's osc pt2pt refuses MPI_THREAD_MULTIPLE).
 
+The NIC's queue (--nic lossless, the default): each tbf holds up to L bytes, L = max(64 MiB, the
+send buffers of every TCP flow that can cross the link: (flows + 4) x tcp_wmem's maximum; at most
+1 GiB), so
+it never drops: what the link cannot take yet waits (in the queue, and in the sender's socket
+once TCP Small Queues stops it), as behind a NIC with Ethernet flow control or an HPC fabric's
+lossless links. Before (--nic droptail, kept to compare), L was the rate x 100 ms (`latency
+100ms`: 12.5 MB at 1 Gbit/s, 50 MB at 4 Gbit/s) and the queue dropped its tail when full. Two
+ranks of a node sending at once (np 4 on 2 nodes: 4 TCP flows out of each node, each allowed up
+to tcp_limit_output_bytes, 4 MB on this kernel, in the queue) fill it whenever the CPUs outrun
+the link; a dropped packet is a local drop the sender retries, but a dropped pure ACK or window
+update is not resent, and its flow then waits for a timer (the zero-window probe or RTO, 200 ms
+doubling): single runs lost 1-3.5 s that way (docs/harness.md, "The NIC's queue"). What the
+lossless queue does not model: a real NIC's per-flow transmit queues (here one FIFO, so ACKs
+wait behind up to the flows' TSQ bytes of data), switch buffers that do overflow, ECN, and
+pause frames' head-of-line blocking between nodes.
+
+--stats: at the end, each shaped queue's bytes, packets and drops, and each node's TCP counters
+(retransmitted segments, retransmission timeouts, tail-loss probes, SYN retransmissions), read
+from its namespace's /proc/net/snmp and /proc/net/netstat (counted from the namespace's start).
+
 usage: netrun.py [--rate 4gbit] [--nodes K [--ranks-per-node M] [--intra vader|tcp] [--node-cpus split|shared]]
-                 [--pml ob1|ucx] [--stats] [--skip-code] -- COMMAND [ARGS]
+                 [--pml ob1|ucx] [--nic lossless|droptail] [--stats] [--skip-code] -- COMMAND [ARGS]
 
 The namespaces (with their veths and the bridge) and every process still inside them are
 removed on exit, on Ctrl-C, SIGTERM and SIGHUP. Without the privileges to create namespaces
@@ -58,7 +78,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 AGENT = os.path.join(HERE, "netrun-agent.sh")
 SUBNET = "10.77.0"
 SWITCH_ADDR = f"{SUBNET}.254"
-SHAPE = ["burst", "256kb", "latency", "100ms"]
+BURST = "256kb"
+# --nic droptail: the queue of the emulation before the lossless one (rate x 100 ms, tail drop).
+DROPTAIL_LATENCY = "100ms"
+# --nic lossless: the least queue of a link, and flows counted over the ranks' own (daemons, oob).
+LOSSLESS_MIN_BYTES = 64 << 20
+LOSSLESS_MAX_BYTES = 1 << 30  # tbf's limit is 32 bits; a GiB of backlog is far beyond any run here
+EXTRA_FLOWS = 4
+# The TCP counters --stats prints per node: (file, group, counter) -> label.
+TCP_COUNTERS = {("snmp", "Tcp", "RetransSegs"): "retrans", ("netstat", "TcpExt", "TCPTimeouts"): "timeouts",
+                ("netstat", "TcpExt", "TCPLossProbes"): "loss-probes", ("netstat", "TcpExt", "TCPSynRetrans"): "syn-retrans"}
 MTU = "9000"
 # How long processes left in a namespace get between SIGTERM and SIGKILL when it is removed.
 TERM_GRACE_S = 5
@@ -181,14 +210,32 @@ class NodeCpus:
         self.groups = []
 
 
+def tcp_counters(ns):
+    """{label: value} of TCP_COUNTERS in namespace ns (since it was made), or None."""
+    values = {}
+    for name in ("snmp", "netstat"):
+        r = run(["ip", "netns", "exec", ns, "cat", f"/proc/net/{name}"], check=False)
+        if r.returncode != 0:
+            return None
+        lines = r.stdout.splitlines()
+        for head, vals in zip(lines[::2], lines[1::2]):
+            group, keys = head.split(":", 1)
+            for key, val in zip(keys.split(), vals.split(":", 1)[1].split()):
+                values[(name, group, key)] = int(val)
+    return {label: values.get(key, 0) for key, label in TCP_COUNTERS.items()}
+
+
 class Network:
     """The namespaces of one run; removing it stops what still runs inside them first."""
 
-    def __init__(self, rate):
+    def __init__(self, rate, nic="lossless", flows=0):
         self.prefix = f"tnbc-{os.getpid()}"
         self.rate = rate
+        self.nic = nic
+        self.flows = flows  # TCP flows that can cross one link in one direction (--nic lossless)
         self.namespaces = []
         self.qdiscs = []  # (label, namespace, device) of every shaped link, for --stats
+        self.hosts = []  # (label, namespace) whose TCP counters --stats prints
 
     def add_namespace(self, name):
         r = run(["ip", "netns", "add", name], check=False)
@@ -202,10 +249,25 @@ class Network:
         if r.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)}: {r.stdout.strip()}")
 
+    def queue(self, ns):
+        """The tbf arguments after the rate: its burst and its queue (--nic; the module's doc)."""
+        if self.nic == "droptail":
+            return ["burst", BURST, "latency", DROPTAIL_LATENCY]
+        r = run(["ip", "netns", "exec", ns, "cat", "/proc/sys/net/ipv4/tcp_wmem"], check=False)
+        fields = r.stdout.split()
+        wmem = int(fields[2]) if r.returncode == 0 and len(fields) == 3 else 4 << 20
+        limit = max(LOSSLESS_MIN_BYTES, (self.flows + EXTRA_FLOWS) * wmem)
+        return ["burst", BURST, "limit", str(min(limit, LOSSLESS_MAX_BYTES))]
+
     def shape(self, label, ns, dev):
         self.step("ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root", "tbf",
-                  "rate", self.rate, *SHAPE)
+                  "rate", self.rate, *self.queue(ns))
         self.qdiscs.append((label, ns, dev))
+
+    def describe_queue(self):
+        if self.nic == "droptail":
+            return f"queues rate x {DROPTAIL_LATENCY}, tail drop (--nic droptail)"
+        return "lossless queues (--nic lossless)"
 
     def stats(self):
         lines = []
@@ -217,6 +279,12 @@ class Network:
                              f"(dropped {m.group(3)}, overlimits {m.group(4)})")
             else:
                 lines.append(f"netrun: {label:16} no tbf statistics: {out.strip()}")
+        for label, ns in self.hosts:
+            counters = tcp_counters(ns)
+            if counters is None:
+                lines.append(f"netrun: {label:16} no TCP counters")
+            else:
+                lines.append(f"netrun: {label:16} tcp " + " ".join(f"{k} {v}" for k, v in counters.items()))
         return "\n".join(lines)
 
     @staticmethod
@@ -260,21 +328,23 @@ class SingleNode(Network):
         self.add_namespace(self.head)
         self.step("ip", "-n", self.head, "link", "set", "lo", "mtu", MTU, "up")
         self.shape("lo", self.head, "lo")
+        self.hosts.append(("node", self.head))
 
     def environment(self):
         return {"OMPI_MCA_btl": "tcp,self", "OMPI_MCA_btl_tcp_if_include": "lo",
                 "OMPI_MCA_oob_tcp_if_include": "lo"}
 
     def describe(self):
-        return f"one node, loopback shaped to {self.rate}"
+        return f"one node, loopback shaped to {self.rate}, {self.describe_queue()}"
 
 
 class Nodes(Network):
     """K node namespaces joined by veth pairs to a bridge in a switch namespace (the head,
     where mpirun runs); each node's link shaped in both directions."""
 
-    def __init__(self, rate, k, slots, intra, tmpdir, node_cpus="split"):
-        super().__init__(rate)
+    def __init__(self, rate, k, slots, intra, tmpdir, node_cpus="split", nic="lossless"):
+        # Out of (into) a node: each of its ranks to (from) each rank of the other nodes.
+        super().__init__(rate, nic, slots * slots * (k - 1))
         self.k, self.slots, self.intra, self.tmpdir = k, slots, intra, tmpdir
         self.node_cpus = node_cpus
         self.cpus = None  # NodeCpus with --node-cpus split
@@ -298,6 +368,7 @@ class Nodes(Network):
             self.step("ip", "-n", ns, "link", "set", "lo", "up")
             self.shape(f"node{i} egress", ns, "eth0")
             self.shape(f"node{i} ingress", self.head, port)
+            self.hosts.append((f"node{i}", ns))
         if self.node_cpus == "split":
             self.cpus = NodeCpus(self.prefix, split_cpus(os.sched_getaffinity(0), self.k))
         self.hostfile = os.path.join(self.tmpdir, "hostfile")
@@ -319,7 +390,7 @@ class Nodes(Network):
         cpus = self.cpus.describe() if self.cpus else "every node on every CPU (--node-cpus shared)"
         shared = self.cpus and self.k > len(os.sched_getaffinity(0))
         return (f"{self.k} nodes x {self.slots} slots (ranks block-wise), links shaped to {self.rate}, "
-                f"intra-node {self.intra}; {cpus}" + ("; more nodes than CPUs: nodes share CPUs" if shared else ""))
+                f"{self.describe_queue()}, intra-node {self.intra}; {cpus}" + ("; more nodes than CPUs: nodes share CPUs" if shared else ""))
 
     def close(self):
         super().close()
@@ -350,7 +421,11 @@ def main():
                     help="with --nodes: each node its own share of the CPUs (split, default) or all of them (shared)")
     ap.add_argument("--pml", choices=("ob1", "ucx"), default="ob1",
                     help="Open MPI's messaging: ob1 with btl tcp (default) or UCX over TCP (usable RMA)")
-    ap.add_argument("--stats", action="store_true", help="print the qdisc statistics at the end")
+    ap.add_argument("--nic", choices=("lossless", "droptail"), default="lossless",
+                    help="the links' queues: lossless (default: never drop) or droptail (rate x 100 ms, the emulation "
+                         "before; drops when full)")
+    ap.add_argument("--stats", action="store_true",
+                    help="print the queues' statistics (bytes, drops) and each node's TCP counters at the end")
     ap.add_argument("--skip-code", action="store_true", help="exit 77 when namespaces are not allowed")
     ap.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args()
@@ -386,7 +461,11 @@ def main():
         signal.signal(sig, stop)
     code = 1
     with tempfile.TemporaryDirectory(prefix="netrun-") as tmpdir:
-        net = SingleNode(a.rate) if a.nodes == 1 else Nodes(a.rate, a.nodes, slots, a.intra, tmpdir, a.node_cpus)
+        if a.nodes == 1:
+            np = command_np(cmd) or 0
+            net = SingleNode(a.rate, a.nic, np * (np - 1))  # every pair, both directions, through lo
+        else:
+            net = Nodes(a.rate, a.nodes, slots, a.intra, tmpdir, a.node_cpus, a.nic)
         try:
             net.build()
             env.update(net.environment())

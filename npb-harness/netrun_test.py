@@ -5,7 +5,8 @@ One node (default): a 2-rank is-proxy under the shaped loopback must verify and 
 must have gone through the qdisc.
 --nodes K: a 4-rank is-proxy on K emulated nodes must verify with its traffic through every
 node's shaped link (both directions); with all ranks on node 0 (almost) nothing may cross its
-link; ranks must be placed block-wise (host name tnbc-nodeI from the agent); SIGTERM and SIGINT
+link; an incast (2 ranks per node, 4 flows into each queue, at a rate any CPU outruns) must see
+no queue drop with the lossless queues (the old tail-drop queue, run as the control, drops); ranks must be placed block-wise (host name tnbc-nodeI from the agent); SIGTERM and SIGINT
 during a run must end it and remove everything; without privileges netrun must say so (exit 1,
 77 with --skip-code).
 Every run must leave no namespace, no process inside one, and no veth or bridge behind.
@@ -24,6 +25,8 @@ import time
 SKIP = 77
 NP = 4
 RUN_TIMEOUT_S = 240
+# lossless_queue: a link every machine outruns (the old queue: rate x 100 ms = 1.25 MB).
+INCAST_RATE = "100mbit"
 STOP_TIMEOUT_S = 60
 
 ap = argparse.ArgumentParser()
@@ -143,10 +146,45 @@ def test_nodes(links):
              f"({spread['node0 egress']} when spread)", r.stdout)
     print(f"PASS: intra-node traffic stays on the node ({alone} bytes crossed, {spread['node0 egress']} when spread)")
 
+    lossless_queue(links)
     node_cpus(links)
     for sig in (signal.SIGTERM, signal.SIGINT):
         stop_during_run(sig, links)
     no_privileges()
+
+
+def dropped(output):
+    """{queue label: packets it dropped} from netrun --stats."""
+    return {m.group(1): int(m.group(2)) for m in
+            re.finditer(r"^netrun: (\S+ \S+)\s+tbf sent \d+ bytes \d+ pkt \(dropped (\d+),", output, re.M)}
+
+
+def tcp_counter(output, name):
+    """A TCP counter of netrun --stats, summed over the nodes."""
+    return sum(int(v) for v in re.findall(rf"^netrun: node\d+\s+tcp .*\b{name} (\d+)", output, re.M))
+
+
+def lossless_queue(links):
+    """Incast: 2 ranks per node exchange with the 2 of the other node (4 TCP flows into each
+    queue) at a rate any CPU outruns (INCAST_RATE), so the queues fill. The lossless queue
+    (--nic lossless, default) must drop nothing; the old one (--nic droptail, rate x 100 ms)
+    is run as the control and drops here (said, not required: a very slow machine may not fill it)."""
+    cmd = ["mpirun", "--oversubscribe", "-np", str(NP), "-x", f"LD_PRELOAD={a.lib}", a.is_proxy, "A", "2"]
+    got = {}
+    for nic in ("lossless", "droptail"):
+        r = netrun(["--nodes", str(a.nodes), "--rate", INCAST_RATE, "--nic", nic], cmd)
+        verified(r, f"incast at {INCAST_RATE}, --nic {nic}")
+        check_nothing_left(r.stdout, links)
+        drops = dropped(r.stdout)
+        if len(drops) != 2 * a.nodes:
+            fail(f"--nic {nic}: no drop count for every queue: {drops}", r.stdout)
+        got[nic] = (sum(drops.values()), tcp_counter(r.stdout, "timeouts"), tcp_counter(r.stdout, "retrans"))
+        if nic == "lossless" and got[nic][0]:
+            fail(f"--nic lossless dropped packets: {drops}", r.stdout)
+    (_, timeouts, retrans), (old_drops, old_timeouts, old_retrans) = got["lossless"], got["droptail"]
+    print(f"PASS: incast at {INCAST_RATE}: lossless queues dropped 0 packets (TCP timeouts {timeouts}, "
+          f"retransmitted segments {retrans}); the old droptail queues dropped {old_drops} (timeouts {old_timeouts}, "
+          f"retransmitted {old_retrans})" + ("" if old_drops else " -- note: the control did not fill its queues here"))
 
 
 def cpus_of(text):

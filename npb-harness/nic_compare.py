@@ -15,7 +15,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 
 import harness
 
@@ -39,18 +38,22 @@ def main():
     if not cmd:
         ap.error("no command given")
     runs = []
-    cwd = tempfile.mkdtemp(prefix="nic-compare-")
-    open(os.path.join(cwd, "timer.flag"), "w").close()  # NPB prints its timers (harness.parse)
+    # NPB prints its timers (harness.parse) when timer.flag is in its directory: this one.
+    flag = None if os.path.exists("timer.flag") else "timer.flag"
+    if flag:
+        open(flag, "w").close()
     for rep in range(a.repeat):
         for nic in NICS:
             r = subprocess.run([sys.executable, harness.NETRUN, "--stats", "--nic", nic, "--rate", a.rate,
                                 "--nodes", str(a.nodes), "--"] + cmd, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True, cwd=cwd)
+                               stderr=subprocess.STDOUT, text=True)
             res = harness.parse(r.stdout)
             run = {"nic": nic, "repeat": rep, "exit": r.returncode, "verified": res["verified"],
                    "time": res["time"], "comm": res["timers"].get("comm"), **(harness.net_stats(r.stdout) or {})}
             runs.append(run)
             print(" ".join(f"{k}={v}" for k, v in run.items()), flush=True)
+    if flag:
+        os.remove(flag)
     print(f"\n{' '.join(cmd)}: {a.nodes} nodes, {a.rate}, {a.repeat} interleaved repetitions")
     for nic in NICS:
         sel = [r for r in runs if r["nic"] == nic and r["exit"] == 0 and r["time"] is not None]

@@ -7,7 +7,10 @@ the nodes' TCP counters (retransmitted segments, timeouts, tail-loss probes); th
 median, the spread ((max - min) / median) and the runs with drops or timeouts (docs/harness.md,
 "The NIC's queue"). A timing tool: run it under `tnbc-quiet`.
 
-usage: nic_compare.py [--rate 1gbit] [--nodes 2] [--repeat 6] [--json FILE] -- mpirun -np 4 PROGRAM ARGS
+usage: nic_compare.py [--rate 1gbit] [--nodes 2] [--repeat 6] [--json FILE] [--variant NAME="NETRUN ARGS" ...]
+                      -- mpirun -np 4 PROGRAM ARGS
+
+--variant adds another netrun configuration to the rotation (e.g. --variant shared="--node-cpus shared").
 """
 import argparse
 import json
@@ -18,7 +21,7 @@ import sys
 
 import harness
 
-NICS = ("droptail", "lossless")
+VARIANTS = {"droptail": ["--nic", "droptail"], "lossless": ["--nic", "lossless"]}
 
 
 def spread(values):
@@ -32,20 +35,26 @@ def main():
     ap.add_argument("--nodes", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=6)
     ap.add_argument("--json", default=None, help="write every run's figures here")
+    ap.add_argument("--variant", action="append", default=[], metavar='NAME="ARGS"',
+                    help="another netrun configuration, run in the same rotation")
     ap.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
     if not cmd:
         ap.error("no command given")
+    variants = dict(VARIANTS)
+    for v in a.variant:
+        name, _, args = v.partition("=")
+        variants[name] = args.split()
     runs = []
     # NPB prints its timers (harness.parse) when timer.flag is in its directory: this one.
     flag = None if os.path.exists("timer.flag") else "timer.flag"
     if flag:
         open(flag, "w").close()
     for rep in range(a.repeat):
-        for nic in NICS:
-            r = subprocess.run([sys.executable, harness.NETRUN, "--stats", "--nic", nic, "--rate", a.rate,
-                                "--nodes", str(a.nodes), "--"] + cmd, stdout=subprocess.PIPE,
+        for nic, args in variants.items():
+            r = subprocess.run([sys.executable, harness.NETRUN, "--stats", "--rate", a.rate,
+                                "--nodes", str(a.nodes)] + args + ["--"] + cmd, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
             res = harness.parse(r.stdout)
             run = {"nic": nic, "repeat": rep, "exit": r.returncode, "verified": res["verified"],
@@ -55,7 +64,7 @@ def main():
     if flag:
         os.remove(flag)
     print(f"\n{' '.join(cmd)}: {a.nodes} nodes, {a.rate}, {a.repeat} interleaved repetitions")
-    for nic in NICS:
+    for nic in variants:
         sel = [r for r in runs if r["nic"] == nic and r["exit"] == 0 and r["time"] is not None]
         if not sel:
             print(f"{nic:9} no successful run")

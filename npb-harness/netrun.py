@@ -37,19 +37,17 @@ This is the emulated link with usable MPI RMA (ob1's osc pt2pt refuses MPI_THREA
 
 The NIC's queue (--nic lossless, the default): each tbf holds up to L bytes, L = max(64 MiB, the
 send buffers of every TCP flow that can cross the link: (flows + 4) x tcp_wmem's maximum; at most
-1 GiB), so
-it never drops: what the link cannot take yet waits (in the queue, and in the sender's socket
-once TCP Small Queues stops it), as behind a NIC with Ethernet flow control or an HPC fabric's
-lossless links. Before (--nic droptail, kept to compare), L was the rate x 100 ms (`latency
-100ms`: 12.5 MB at 1 Gbit/s, 50 MB at 4 Gbit/s) and the queue dropped its tail when full. Two
-ranks of a node sending at once (np 4 on 2 nodes: 4 TCP flows out of each node, each allowed up
-to tcp_limit_output_bytes, 4 MB on this kernel, in the queue) fill it whenever the CPUs outrun
-the link; a dropped packet is a local drop the sender retries, but a dropped pure ACK or window
-update is not resent, and its flow then waits for a timer (the zero-window probe or RTO, 200 ms
-doubling): single runs lost 1-3.5 s that way (docs/harness.md, "The NIC's queue"). What the
-lossless queue does not model: a real NIC's per-flow transmit queues (here one FIFO, so ACKs
-wait behind up to the flows' TSQ bytes of data), switch buffers that do overflow, ECN, and
-pause frames' head-of-line blocking between nodes.
+1 GiB), so it does not drop: what the link cannot take yet waits in the queue (and in the
+sender's socket once TCP Small Queues stops it), as behind a NIC with Ethernet flow control or
+on an HPC fabric's lossless links. --nic droptail is the queue before (kept to compare): L = the
+rate x 100 ms (`latency 100ms`: 12.5 MB at 1 Gbit/s, 50 MB at 4 Gbit/s), tail drop when full.
+Where the senders outrun the link (np 4 on 2 nodes at 100 Mbit/s: 4 flows into each queue) the
+droptail queue dropped packets in every run and the lossless one none (netrun_test.py). At 1
+Gbit/s on this VM neither dropped a packet nor saw a TCP timeout in any quiet run: the 1-3.5 s
+stalls of single runs at np 4 on 2 nodes came from the CPUs shared between nodes (--node-cpus
+shared), not from the network (docs/harness.md, "The NIC's queue"). Not modelled: a NIC's
+per-flow transmit queues (here one FIFO per direction: ACKs wait behind the data queued before
+them), switch buffers that overflow, ECN, and pause frames' head-of-line blocking between nodes.
 
 --stats: at the end, each shaped queue's bytes, packets and drops, and each node's TCP counters
 (retransmitted segments, retransmission timeouts, tail-loss probes, SYN retransmissions), read

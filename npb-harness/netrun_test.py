@@ -6,7 +6,8 @@ must have gone through the qdisc.
 --nodes K: a 4-rank is-proxy on K emulated nodes must verify with its traffic through every
 node's shaped link (both directions); with all ranks on node 0 (almost) nothing may cross its
 link; an incast (2 ranks per node, 4 flows into each queue, at a rate any CPU outruns) must see
-no queue drop with the lossless queues (the old tail-drop queue, run as the control, drops); ranks must be placed block-wise (host name tnbc-nodeI from the agent); SIGTERM and SIGINT
+no queue drop with the lossless queues (the old tail-drop queue, run as the control, drops);
+ranks must be placed block-wise (host name tnbc-nodeI from the agent); SIGTERM and SIGINT
 during a run must end it and remove everything; without privileges netrun must say so (exit 1,
 77 with --skip-code).
 Every run must leave no namespace, no process inside one, and no veth or bridge behind.
@@ -169,7 +170,7 @@ def lossless_queue(links):
     queue) at a rate any CPU outruns (INCAST_RATE), so the queues fill. The lossless queue
     (--nic lossless, default) must drop nothing; the old one (--nic droptail, rate x 100 ms)
     is run as the control and drops here (said, not required: a very slow machine may not fill it)."""
-    cmd = ["mpirun", "--oversubscribe", "-np", str(NP), "-x", f"LD_PRELOAD={a.lib}", a.is_proxy, "A", "2"]
+    cmd = ["mpirun", "--oversubscribe", "-np", str(NP), a.is_proxy, "A", "2"]  # the network alone: no tnbc
     got = {}
     for nic in ("lossless", "droptail"):
         r = netrun(["--nodes", str(a.nodes), "--rate", INCAST_RATE, "--nic", nic], cmd)

@@ -35,6 +35,10 @@ DriverCpu driver_cpu(int ranks, int cpus) {
 
 namespace {
 
+// A node resource's cost per byte that never bounds a stream (a level's node_out and node_bi
+// when only one rank's own limits count).
+constexpr double kUnsharedNsPerByte = 1e-9;
+
 // The verdict from the two timelines' figures.
 NodeChoice judge(double first_on, double first_off, double end_on, double end_off, double margin) {
   NodeChoice r;
@@ -54,11 +58,16 @@ NodeChoice exchange_choice(const model::Machine& m, const model::Topology& comm,
   const model::Timeline tl = model::tnbc_timeline(m, comm, c, plain, true);
   const double after = std::max(0.0, tl.total_ns - tl.in_call_ns);
   const double M = senders;
-  // One rank's stream alone: the same call with every peer on another node and CPUs to spare,
-  // times the share of its peers that are on the link (one node: all of them).
+  // One rank's stream alone: the same call with every peer on another node, CPUs to spare and
+  // no shared resource of a node in its way (its window, gaps and CPU: what a rank that has the
+  // link to itself cannot do faster), times the share of its peers that are on the link (one
+  // node: all of them). The link's own bound is `after`'s: charging it here again would count
+  // the bytes a rank receives as its own sends (2x on one node's loopback, which carries both).
   const int n = comm.n();
   const model::Topology alone = model::Topology::block(n, 1, 2, 2);
-  const model::Timeline one = model::tnbc_timeline(m, alone, c, plain, true);
+  model::Machine unshared = m;
+  for (model::Level& l : unshared.level) l.node_out_ns_per_byte = l.node_bi_ns_per_byte = kUnsharedNsPerByte;
+  const model::Timeline one = model::tnbc_timeline(unshared, alone, c, plain, true);
   const double linked = comm.nodes() > 1 ? static_cast<double>(n - senders) / std::max(1, n - 1) : 1.0;
   const double serial = M * std::max(0.0, one.total_ns - one.in_call_ns) * linked;
   const DriverCpu cpu = driver_cpu(senders, comm.cpus_per_node);

@@ -14,7 +14,9 @@
 //
 //   what the link's order costs (arbitration gives the link to one rank at a time):
 //     serial   = M x one rank's stream alone x the share of its peers on the link: each rank's
-//                window and gaps now run one after another, not side by side
+//                window, gaps and CPU now run one after another, not side by side (the stream
+//                without the node's shared link: its bound is `after`'s, and a rank alone on one
+//                node's loopback would otherwise be charged its receives as well)
 //     CPU      the program computes after the early return (what overlap is for), so the node's
 //              M computing threads compete with its progress threads for C CPUs:
 //                cpu_off = M D / min(M, C / 2)          M drivers at once, each min(1, C / 2M)

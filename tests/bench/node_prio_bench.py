@@ -5,19 +5,27 @@ on the emulated network (npb-harness/netrun.py: K=1, one shaped loopback shared 
 K>1, one shaped link per node, ranks block-wise).
 
 Per configuration (nodes, bytes per peer, order): a trace pass and `tnbc merge` (the profile gives
-the read order), then REPS rounds, each running TNBC_NODE_PRIORITIES=on and =off in mode optimize
-with that profile (TNBC_PROFILE_BLOCKING=off: the calls return early), the order of the two
-alternating between rounds. Each run reports the medians over its iterations; the table gives
-the median over the rounds and the ratio on/off. On one node (K=1) the ranks reach each other
+the read order), then REPS rounds, each running every TNBC_NODE_PRIORITIES value of --settings
+(default on,off; auto: the cost model's verdict, runtime/node_choice.hh, in --auto-reps rounds:
+auto runs what on or off runs, the rounds show which) in mode optimize with
+that profile (TNBC_PROFILE_BLOCKING=off: the calls return early), the order rotating between
+rounds. Each run reports the medians over its iterations; the table gives the median over the
+rounds and the ratio on/off. Per run the summaries say how many calls arbitration ran on and
+auto's basis. On one node (K=1) the ranks reach each other
 through the shaped loopback (Open MPI over TCP), so TNBC_NODE_LOCAL_SENDS=link: their sends to
 each other are what shares the link. Run it under tnbc-quiet.
+
+--calibrate measures the machine first (`tnbc calibrate` with np ranks in the same network
+configuration, OUT/machine.kK.json) and --machine K=FILE,... gives one per node count: every run
+of that configuration (trace, merge's verdicts, every setting) then uses it as TNBC_MACHINE, so
+auto decides on a calibrated machine and not on the start-up probe's.
 
 --program table1 runs the Table 1 micro-benchmark instead (tests/bench/table1_alltoall, scenarios
 (b)-(e)) in the same way and reports tnbc's achieved/ideal and total time per scenario, on vs off.
 
 usage: node_prio_bench.py --build-dir BUILD [--program first_read|table1] [--np 4] [--nodes 1,2]
-                          [--bytes 1M,4M] [--orders seq,swap] [--reps 6] [--iterations 8]
-                          [--rate 1gbit] [--out DIR]
+                          [--bytes 1M,4M] [--orders seq,swap] [--settings on,off,auto] [--reps 6] [--auto-reps N]
+                          [--iterations 8] [--rate 1gbit] [--calibrate | --machine 1=F1,2=F2] [--out DIR]
 """
 import argparse
 import glob
@@ -33,10 +41,14 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 NETRUN = os.path.join(REPO, "npb-harness", "netrun.py")
 
 
-def run(a, nodes, env_extra, args, outdir):
+def run(a, nodes, env_extra, args, outdir, prog=None):
     lib = os.path.abspath(os.path.join(a.build_dir, "libtnbc.so"))
-    prog = os.path.join(a.build_dir, "tests", "bench", "first_read" if a.program == "first_read" else "table1_alltoall")
-    exports = {"LD_PRELOAD": lib, "TNBC_OUTPUT_DIR": outdir, **env_extra}
+    if prog is None:
+        prog = os.path.join(a.build_dir, "tests", "bench",
+                            "first_read" if a.program == "first_read" else "table1_alltoall")
+        exports = {"LD_PRELOAD": lib, "TNBC_OUTPUT_DIR": outdir, **env_extra}
+    else:  # tnbc calibrate: the MPI library's own calls, nothing preloaded
+        exports = dict(env_extra)
     cmd = [sys.executable, NETRUN, "--rate", a.rate]
     if nodes > 1:
         cmd += ["--nodes", str(nodes)]
@@ -53,7 +65,10 @@ def run(a, nodes, env_extra, args, outdir):
 
 
 def node_counters(outdir):
-    calls = holds = timeouts = 0
+    """Summed over the ranks' summaries: calls arbitrated and not, holds, hold time-outs, and
+    the bases (runtime/node_choice.hh) the sites gave."""
+    calls = off_calls = holds = timeouts = 0
+    bases = set()
     for path in glob.glob(os.path.join(outdir, "tnbc-summary.*.json")):
         with open(path) as f:
             s = json.load(f)
@@ -61,9 +76,30 @@ def node_counters(outdir):
             n = site.get("node_priorities")
             if n:
                 calls += n["calls"]
+                off_calls += n["off_calls"]
                 holds += n["holds"]
                 timeouts += n["hold_timeouts"]
-    return {"calls": calls, "holds": holds, "hold_timeouts": timeouts}
+                bases.add(n["basis"])
+    return {"calls": calls, "off_calls": off_calls, "holds": holds, "hold_timeouts": timeouts, "bases": sorted(bases)}
+
+
+def machine_files(a, out):
+    """Node count -> machine file: --machine K=FILE, or with --calibrate `tnbc calibrate` run now
+    in each configuration (np ranks; one node: over the shaped loopback, as the runs)."""
+    files = {}
+    for item in filter(None, (a.machine or "").split(",")):
+        k, _, path = item.partition("=")
+        files[int(k)] = os.path.abspath(path)
+    if a.calibrate:
+        tool = os.path.abspath(os.path.join(a.build_dir, "tools", "tnbc"))
+        for nodes in [int(x) for x in a.nodes.split(",")]:
+            if nodes in files:
+                continue
+            path = os.path.join(out, f"machine.k{nodes}.json")
+            run(a, nodes, {}, ["calibrate", "-o", path, "--max-bytes", "4m"], out, prog=tool)
+            files[nodes] = path
+            print(f"k{nodes}: machine {path}", flush=True)
+    return files
 
 
 def main():
@@ -74,6 +110,10 @@ def main():
     ap.add_argument("--nodes", default="1,2")
     ap.add_argument("--bytes", default="1M,4M")
     ap.add_argument("--orders", default="seq,swap")
+    ap.add_argument("--settings", default="on,off")
+    ap.add_argument("--auto-reps", type=int, help="rounds that run auto (default: --reps; it repeats on or off)")
+    ap.add_argument("--calibrate", action="store_true")
+    ap.add_argument("--machine")
     ap.add_argument("--reps", type=int, default=6)
     ap.add_argument("--iterations", type=int, default=8)
     ap.add_argument("--rate", default="1gbit")
@@ -82,6 +122,10 @@ def main():
     out = a.out or tempfile.mkdtemp(prefix="tnbc-node-prio-bench-")
     os.makedirs(out, exist_ok=True)
     tool = os.path.join(a.build_dir, "tools", "tnbc")
+    settings = [x for x in a.settings.split(",") if x]
+    if not settings or any(x not in ("on", "off", "auto") for x in settings):
+        sys.exit("--settings: a list of on, off, auto")
+    machines = machine_files(a, out)
     results = []
     for nodes in [int(x) for x in a.nodes.split(",")]:
         for size in a.bytes.split(","):
@@ -91,17 +135,27 @@ def main():
                 if a.program == "table1":
                     args += ["--scenarios", "bcde"]
                 base = {"TNBC_NODE_LOCAL_SENDS": "link"} if nodes == 1 else {}
+                if nodes in machines:
+                    base["TNBC_MACHINE"] = machines[nodes]
                 trace_dir = os.path.join(out, tag, "trace")
                 run(a, nodes, {**base, "TNBC_MODE": "trace"}, args, trace_dir)
                 profile = os.path.join(out, tag, "profile.json")
-                m = subprocess.run([tool, "merge", trace_dir, "-o", profile], stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, text=True)
+                # merge prints auto's verdict per site (on the machine file, with the runs' settings).
+                m = subprocess.run([tool, "merge", trace_dir, "-o", profile] +
+                                   (["--machine", machines[nodes]] if nodes in machines else []),
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                   env=dict(os.environ, **base, TNBC_PROFILE_BLOCKING="off"))
                 if m.returncode != 0:
                     sys.exit(m.stdout)
-                per = {"on": [], "off": []}
-                counters = {"on": [], "off": []}
+                verdicts = [l.strip() for l in m.stdout.splitlines() if "node-level priorities" in l]
+                for l in verdicts:
+                    print(f"{tag}: merge: {l}", flush=True)
+                per = {x: [] for x in settings}
+                counters = {x: [] for x in settings}
                 for rep in range(a.reps):
-                    for setting in (("on", "off") if rep % 2 == 0 else ("off", "on")):
+                    for setting in settings[rep % len(settings):] + settings[:rep % len(settings)]:
+                        if setting == "auto" and a.auto_reps is not None and rep >= a.auto_reps:
+                            continue
                         d = os.path.join(out, tag, f"{setting}{rep}")
                         js = d + ".json"
                         env = {**base, "TNBC_MODE": "optimize", "TNBC_PROFILE": profile, "TNBC_PROFILE_BLOCKING": "off",
@@ -111,45 +165,55 @@ def main():
                             per[setting].append(json.load(f))
                         counters[setting].append(node_counters(d))
                 row = {"nodes": nodes, "np": a.np, "bytes": size, "order": order, "rate": a.rate, "reps": a.reps,
-                       "iterations": a.iterations}
+                       "iterations": a.iterations, "machine": machines.get(nodes), "merge_verdicts": verdicts,
+                       "counters": counters}
+                for setting in settings:
+                    c = counters[setting]
+                    print(f"{tag} {setting}: arbitrated calls {sum(x['calls'] for x in c)}, not "
+                          f"{sum(x['off_calls'] for x in c)}, holds {sum(x['holds'] for x in c)}, hold timeouts "
+                          f"{sum(x['hold_timeouts'] for x in c)}, bases {sorted({b for x in c for b in x['bases']})}",
+                          flush=True)
                 if a.program == "table1":
-                    for setting in ("on", "off"):
+                    for setting in settings:
                         for run_json in per[setting]:
                             for sc in run_json["scenarios"]:
                                 t = {v["name"]: v for v in sc["variants"]}["tnbc"]
-                                r = row.setdefault(sc["id"], {"on": {"ach": [], "total_ms": []},
-                                                              "off": {"ach": [], "total_ms": []}})
+                                r = row.setdefault(sc["id"], {x: {"ach": [], "total_ms": []} for x in settings})
                                 r[setting]["ach"].append(t["achieved_over_ideal"])
                                 r[setting]["total_ms"].append(t["total_s"] * 1e3)
                     for sc in "bcde":
                         r = row.get(sc)
                         if not r:
                             continue
-                        for setting in ("on", "off"):
-                            r[setting]["ach_median"] = statistics.median(r[setting]["ach"])
-                            r[setting]["total_median_ms"] = statistics.median(r[setting]["total_ms"])
-                        print(f"{tag} ({sc}): ach/ideal on {r['on']['ach_median']:.2f} [{min(r['on']['ach']):.2f}-"
-                              f"{max(r['on']['ach']):.2f}] off {r['off']['ach_median']:.2f} [{min(r['off']['ach']):.2f}-"
-                              f"{max(r['off']['ach']):.2f}]; "
-                              f"total on {r['on']['total_median_ms']:.1f} ms off {r['off']['total_median_ms']:.1f} ms "
-                              f"({r['on']['total_median_ms'] / r['off']['total_median_ms']:.2f})", flush=True)
+                        line = []
+                        for setting in settings:
+                            x = r[setting]
+                            x["ach_median"] = statistics.median(x["ach"])
+                            x["total_median_ms"] = statistics.median(x["total_ms"])
+                            line.append(f"{setting} ach/ideal {x['ach_median']:.2f} [{min(x['ach']):.2f}-{max(x['ach']):.2f}]"
+                                        f" total {x['total_median_ms']:.1f} ms [{min(x['total_ms']):.1f}-"
+                                        f"{max(x['total_ms']):.1f}]")
+                        print(f"{tag} ({sc}): " + "; ".join(line), flush=True)
                     results.append(row)
                     continue
-                for setting in ("on", "off"):
+                for setting in settings:
                     row[f"first_{setting}_ms"] = statistics.median(r["first_ms"] for r in per[setting])
                     row[f"all_{setting}_ms"] = statistics.median(r["all_ms"] for r in per[setting])
                     row[f"first_{setting}_runs"] = [r["first_ms"] for r in per[setting]]
                     row[f"holds_{setting}"] = sum(c["holds"] for c in counters[setting])
                     row[f"hold_timeouts_{setting}"] = sum(c["hold_timeouts"] for c in counters[setting])
                     row[f"arbitrated_calls_{setting}"] = sum(c["calls"] for c in counters[setting])
-                row["first_ratio"] = row["first_on_ms"] / row["first_off_ms"]
-                row["all_ratio"] = row["all_on_ms"] / row["all_off_ms"]
                 results.append(row)
-                spread = {k: f"[{min(row[f'first_{k}_runs']):.1f}-{max(row[f'first_{k}_runs']):.1f}]" for k in ("on", "off")}
-                print(f"{tag}: first-read on {row['first_on_ms']:.1f} {spread['on']} ms / off {row['first_off_ms']:.1f} "
-                      f"{spread['off']} ms = {row['first_ratio']:.2f}; all on {row['all_on_ms']:.1f} / off {row['all_off_ms']:.1f} = "
-                      f"{row['all_ratio']:.2f}; holds on {row['holds_on']}, timeouts on {row['hold_timeouts_on']}, "
-                      f"arbitrated calls on {row['arbitrated_calls_on']} off {row['arbitrated_calls_off']}", flush=True)
+                line = []
+                for setting in settings:
+                    runs = row[f"first_{setting}_runs"]
+                    line.append(f"first-read {setting} {row[f'first_{setting}_ms']:.1f} [{min(runs):.1f}-{max(runs):.1f}] ms"
+                                f", all {row[f'all_{setting}_ms']:.1f} ms")
+                if "on" in settings and "off" in settings:
+                    row["first_ratio"] = row["first_on_ms"] / row["first_off_ms"]
+                    row["all_ratio"] = row["all_on_ms"] / row["all_off_ms"]
+                    line.append(f"on/off first {row['first_ratio']:.2f} all {row['all_ratio']:.2f}")
+                print(f"{tag}: " + "; ".join(line), flush=True)
     with open(os.path.join(out, "node_prio_bench.json"), "w") as f:
         json.dump(results, f, indent=1)
     print(f"results: {os.path.join(out, 'node_prio_bench.json')}")

@@ -104,6 +104,68 @@ TEST_CASE("node choice: where the CPUs, not the link, bound the transfer, an ear
   CHECK(driver_cpu(2, 8).on == Approx(1.0));
 }
 
+namespace {
+
+// Machines like the version 2 files `tnbc calibrate` wrote for docs/benchmarks.md's placements
+// (1 Gbit/s: 8 ns per byte on the wire; per-byte CPU at each end ~0.3 ns, 1/25 of it).
+// One node's loopback carries every message once, both directions on one resource (M = 4,
+// TNBC_NODE_LOCAL_SENDS=link), 2 CPUs:
+Machine loopback_v2() {
+  Machine m = test::machine(125, 3, 2, 5, 330);
+  m.test_ns = 5e3;
+  m.sleep_ns = 90e3;
+  return m;
+}
+// Two nodes of 2 ranks, one full-duplex link each (node_bi half the wire's per-byte time), one CPU
+// per node:
+Machine two_nodes_v2() {
+  Machine m = two_per_node();
+  m.cpus_per_node = 1;
+  m.level[1] = test::level(0, 125, 8, 400);
+  m.level[1].node_bi_ns_per_byte = m.level[1].G_ns_per_byte / 2;
+  m.test_ns = 0.8e3;
+  m.sleep_ns = 95e3;
+  return m;
+}
+
+// auto's verdict for an Alltoall of `per_peer` bytes cut as the model cuts it (TNBC_PIECE_BYTES=auto),
+// with the default margin (30 % of the blocking time).
+NodeChoice verdict(const Machine& m, const Topology& t, double per_peer, int senders) {
+  Coll c = alltoall(per_peer);
+  c.pieces = PieceRule(std::nullopt, piece_scale(m, t, {}, kPage));
+  return node_choice(m, t, c, {}, senders, 0.30);
+}
+
+}  // namespace
+
+TEST_CASE("node choice: the verdict per placement on version 2 calibrations", "[node]") {
+  for (double mib : {1.0, 4.0}) {
+    CAPTURE(mib);
+    // M = 4 on one loopback: link-bound, arbitration gives each rank's first-read block the link
+    // first at no cost to the end (measured: first read 0.28 of off, Table 1 totals 0.76-0.94).
+    // One rank alone fills the loopback (its window and gaps): the serialized streams are the
+    // link's own time, not twice it (before: the rank's receives counted too, basis costs).
+    const NodeChoice four = verdict(loopback_v2(), Topology::block(4, 4, 2, 1), mib * kMiB, 4);
+    CHECK(four.on);
+    CHECK(four.basis == NodeBasis::Gains);
+    CHECK(four.end_on_ns <= four.end_off_ns * 1.05);
+    CHECK(four.first_on_ns < 0.5 * four.first_off_ns);
+    // M = 2 on two nodes with one CPU each: per-byte CPU 1/20 of the wire's, link-bound: on
+    // (measured: Table 1 totals on/off 0.91-1.01).
+    const Topology t2 = Topology::block(4, 2, 1, 1);
+    const NodeChoice pair = verdict(two_nodes_v2(), t2, mib * kMiB, 2);
+    CHECK(pair.on);
+    CHECK(pair.basis == NodeBasis::Gains);
+    // The same link with a version 1 file's per-byte CPU (about the wire's: the spinning
+    // acknowledgement counted as CPU): CPU-bound, off.
+    Machine v1 = two_nodes_v2();
+    v1.level[1].Os_ns_per_byte = v1.level[1].Or_ns_per_byte = v1.level[1].G_ns_per_byte;
+    const NodeChoice old = verdict(v1, t2, mib * kMiB, 2);
+    CHECK_FALSE(old.on);
+    CHECK(old.basis == NodeBasis::Costs);
+  }
+}
+
 TEST_CASE("node choice: a broadcast's forwarders on one link", "[node]") {
   const Machine m = two_per_node();
   Coll b = alltoall(4 * kMiB);

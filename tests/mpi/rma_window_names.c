@@ -30,7 +30,7 @@
  * Checked with tnbc's directory disabled (rma_before_init returning at once), np 4, 2026-11-24:
  * `plain` failed at iteration 1 (ranks 0 and 1 read ranks 2 and 3's data), `bcast` at its first
  * windows (Open MPI: "unlink(2) /dev/shm/osc_rdma.vm.<job>.8: No such file or directory", then
- * mpirun crashed); with it, both 40 iterations right, 5 of 5 times.
+ * mpirun crashed); with it, both ran 40 iterations right.
  *
  * Prints "rma_window_names: OK (N iterations)" or the first failure; the exit status says it.
  */

@@ -17,7 +17,6 @@
 #include "runtime/guard_backend.hh"
 #include "runtime/inflight.hh"
 #include "runtime/log.hh"
-#include "runtime/model/probe.hh"
 #include "runtime/model/startup.hh"
 #include "runtime/observe.hh"
 #include "runtime/node_gate.hh"
@@ -452,23 +451,6 @@ class EngineImpl final : public Engine {
     const std::string setting = value_string(*std::find_if(options().begin(), options().end(), [](const Option& o) {
       return o.name == "bcast_backend";
     }), s_);
-    // Open MPI 4.1 names a window's shared backing file after a context id that disjoint
-    // communicators on one node can share: two windows may then use one file, and broadcasts
-    // were seen to deliver wrong data (an open bug, docs/limitations.md). auto never picks RMA
-    // there; an explicit rma-* is kept (for tests and benchmarks) with a warning.
-    if (model::mpi_library_version().find("Open MPI") != std::string::npos) {
-      if (s_.bcast_backend == BcastBackend::Auto) {
-        policy_->set_rma(RmaFacts{});
-        if (world.rank == 0)
-          log(LogLevel::Info, "TNBC_BCAST_BACKEND=auto: broadcasts use point-to-point messages under Open MPI, whose "
-                              "one-sided windows can collide on a node and deliver wrong data (docs/limitations.md)");
-        return;
-      }
-      if (world.rank == 0)
-        log(LogLevel::Warn, "TNBC_BCAST_BACKEND=%s under Open MPI: its one-sided windows can collide on a node and "
-                            "deliver wrong data, an open bug (docs/limitations.md); use p2p for real work",
-            setting.c_str());
-    }
     std::string problem;
     const RmaFacts facts = rma_probe(world.comm, page_, static_cast<double>(s_.poll_min_us) * 1e-6, timeout_ns_, problem);
     policy_->set_rma(facts);

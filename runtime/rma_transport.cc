@@ -1,7 +1,12 @@
 #include "runtime/rma_transport.hh"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
+#include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -9,6 +14,7 @@
 #include "runtime/comm_cache.hh"
 #include "runtime/futex.hh"
 #include "runtime/inflight.hh"
+#include "runtime/model/probe.hh"
 
 namespace tnbc {
 
@@ -413,21 +419,99 @@ std::unique_ptr<Transport> make_rma_transport() { return std::make_unique<RmaTra
 
 // ---------------------------------------------------------------- the start-up probe
 namespace {
-// The median of five timings of `op` (seconds). `op` returns false when an MPI call failed: the
-// timing stops after that one.
+// Timings per figure and rank: the probe's figures are the median over every rank's samples.
+// (They were the slowest rank's median of five: on an oversubscribed node one descheduled rank
+// set a figure, which moved from run to run by 10-100x (np 4: L 0 or 253 us, np 8: o 1.3 ms for a
+// local atomic), and auto's choice with it; docs/benchmarks.md, "RMA broadcast".)
+constexpr int kProbeSamples = 7;
+
+// kProbeSamples timings of `op` (seconds). `op` returns false when an MPI call failed: the
+// timing stops after that one (the probe then fails: the samples are not used).
 template <class Op>
-double median_of_five(Op op) {
+std::vector<double> timings(Op op) {
   std::vector<double> t;
-  for (int k = 0; k < 5; ++k) {
+  for (int k = 0; k < kProbeSamples; ++k) {
     const long long s = futex::now_ns();
     const bool fine = op();
     t.push_back((futex::now_ns() - s) * 1e-9);
     if (!fine) break;
   }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  t.resize(kProbeSamples, t.back());
+  return t;
+}
+
+// Per figure, the median of all ranks' samples (the same on every rank: collective over `comm`).
+template <std::size_t N>
+std::array<double, N> pooled_medians(const std::array<std::vector<double>, N>& mine, MPI_Comm comm, int size) {
+  std::vector<double> local;
+  for (const auto& t : mine) local.insert(local.end(), t.begin(), t.end());
+  std::vector<double> all(local.size() * static_cast<std::size_t>(size));
+  PMPI_Allgather(local.data(), static_cast<int>(local.size()), MPI_DOUBLE, all.data(), static_cast<int>(local.size()),
+                 MPI_DOUBLE, comm);
+  std::array<double, N> out{};
+  for (std::size_t f = 0; f < N; ++f) {
+    std::vector<double> v;
+    for (int r = 0; r < size; ++r)
+      for (int k = 0; k < kProbeSamples; ++k)
+        v.push_back(all[(static_cast<std::size_t>(r) * N + f) * kProbeSamples + static_cast<std::size_t>(k)]);
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    out[f] = v[v.size() / 2];
+  }
+  return out;
 }
 }  // namespace
+
+namespace {
+// This process's osc/rdma backing directory (rma_before_init).
+struct BackingDir {
+  std::string dir;      // made here, removed after MPI_Finalize ("": none)
+  std::string problem;  // why this process's windows could collide ("": they cannot)
+  bool restore = false;
+  std::string saved;  // the variable's value before (restore: it was set)
+};
+BackingDir& backing() {
+  static BackingDir b;
+  return b;
+}
+constexpr const char* kOscBackingVar = "OMPI_MCA_osc_rdma_backing_directory";
+}  // namespace
+
+void rma_before_init() {
+  BackingDir& b = backing();
+  if (model::mpi_library_version().find("Open MPI") == std::string::npos) return;
+  const char* set = std::getenv(kOscBackingVar);
+  std::string base;
+  if (set != nullptr && *set != '\0') {
+    b.restore = true;
+    b.saved = set;
+    base = set;
+  } else if (::access("/dev/shm", W_OK) == 0) {
+    base = "/dev/shm";
+  } else {
+    return;  // Open MPI's default is then the process's own session directory: unique already
+  }
+  std::string dir = base + "/tnbc-osc.XXXXXX";
+  if (::mkdtemp(dir.data()) == nullptr) {
+    b.problem = "cannot make this process's one-sided backing directory in " + base + " (" + std::strerror(errno) +
+                "), without which Open MPI's windows of disjoint communicators can share memory (docs/limitations.md)";
+    return;
+  }
+  b.dir = dir;
+  ::setenv(kOscBackingVar, b.dir.c_str(), 1);
+}
+
+void rma_after_init() {
+  const BackingDir& b = backing();
+  if (b.dir.empty()) return;
+  if (b.restore) ::setenv(kOscBackingVar, b.saved.c_str(), 1);
+  else ::unsetenv(kOscBackingVar);
+}
+
+void rma_after_finalize() {
+  BackingDir& b = backing();
+  if (!b.dir.empty()) ::rmdir(b.dir.c_str());
+  b.dir.clear();
+}
 
 RmaFacts rma_probe(MPI_Comm comm, std::size_t page, double poll_floor_s, long long timeout_ns, std::string& problem) {
   RmaFacts facts;
@@ -442,6 +526,13 @@ RmaFacts rma_probe(MPI_Comm comm, std::size_t page, double poll_floor_s, long lo
   int ok = 1;
   MPI_Win win = MPI_WIN_NULL;
   void* mem = nullptr;
+  // Every rank's windows must have unique backing files (rma_before_init) before any is made.
+  int ready = backing().problem.empty() ? 1 : 0, all_ready = 0;
+  PMPI_Allreduce(&ready, &all_ready, 1, MPI_INT, MPI_MIN, comm);
+  if (!all_ready) {
+    problem = ready ? "another rank has no one-sided backing directory of its own" : backing().problem;
+    return facts;
+  }
   {
     ReturnErrors returning(comm);
     const int rc = PMPI_Win_allocate(flag_bytes + static_cast<MPI_Aint>(page * kPages), 1, MPI_INFO_NULL, comm, &mem, &win);
@@ -455,13 +546,14 @@ RmaFacts rma_probe(MPI_Comm comm, std::size_t page, double poll_floor_s, long lo
   if (!ok) return facts;
   PMPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
   const int right = (rank + 1) % size;
-  double t_flag = 0, t_poll = 0, t_mid = 0, t_large = 0, m_small = 0, m_mid = 0, m_large = 0, c_mid = 0, c_large = 0;
+  const std::vector<double> none(kProbeSamples, 0.0);
+  std::vector<double> t_flag = none, t_poll = none, t_mid = none, t_large = none, m_small, m_mid, m_large, c_mid, c_large;
   std::vector<char> out(page * kPages), in(page * kPages);
   {
     // Point-to-point for comparison: a message of 1, kMidPages and kPages pages to the right, from the left.
     const int left = (rank + size - 1) % size;
     auto message_time = [&](std::size_t bytes) {
-      return median_of_five([&] {
+      return timings([&] {
         PMPI_Sendrecv(out.data(), static_cast<int>(bytes), MPI_BYTE, right, 0, in.data(), static_cast<int>(bytes),
                       MPI_BYTE, left, 0, comm, MPI_STATUS_IGNORE);
         return true;
@@ -497,11 +589,11 @@ RmaFacts rma_probe(MPI_Comm comm, std::size_t page, double poll_floor_s, long lo
                   "passive-target progress)";
       }
     }
-    // One poll's cost, timed apart (median of 5): the mean over the wait above holds the time
+    // One poll's cost, timed apart: the mean over the wait above holds the time
     // the rank was descheduled on an oversubscribed node (session 2's np 4 and 8 probes: 223 and
     // 333 us per "poll", which made auto rule RMA out where it was as fast as p2p).
     if (ok)
-      t_poll = median_of_five([&] {
+      t_poll = timings([&] {
         progress_library();
         if (PMPI_Fetch_and_op(nullptr, &seen, MPI_INT64_T, rank, 0, MPI_NO_OP, win) == MPI_SUCCESS &&
             PMPI_Win_flush(rank, win) == MPI_SUCCESS)
@@ -511,9 +603,9 @@ RmaFacts rma_probe(MPI_Comm comm, std::size_t page, double poll_floor_s, long lo
         return false;
       });
     // The flag's cost, timed after the check (the first operation to a peer may open its
-    // connection): median of 5.
+    // connection).
     if (ok)
-      t_flag = median_of_five([&] {
+      t_flag = timings([&] {
         if (PMPI_Accumulate(&one, 1, MPI_INT64_T, right, 0, 1, MPI_INT64_T, MPI_REPLACE, win) == MPI_SUCCESS &&
             PMPI_Win_flush(right, win) == MPI_SUCCESS)
           return true;
@@ -521,10 +613,10 @@ RmaFacts rma_probe(MPI_Comm comm, std::size_t page, double poll_floor_s, long lo
         problem = "MPI_Accumulate with MPI_Win_flush failed";
         return false;
       });
-    // Puts of kMidPages and kPages pages to the right (medians of 5): the per-byte gap.
+    // Puts of kMidPages and kPages pages to the right: the per-byte gap.
     auto put_time = [&](std::size_t bytes) {
-      if (!ok) return 0.0;
-      return median_of_five([&] {
+      if (!ok) return none;
+      return timings([&] {
         if (PMPI_Put(static_cast<char*>(mem) + flag_bytes, static_cast<int>(bytes), MPI_BYTE, right, flag_bytes,
                      static_cast<int>(bytes), MPI_BYTE, win) == MPI_SUCCESS &&
             PMPI_Win_flush(right, win) == MPI_SUCCESS)
@@ -536,9 +628,9 @@ RmaFacts rma_probe(MPI_Comm comm, std::size_t page, double poll_floor_s, long lo
     };
     t_mid = put_time(page * kMidPages);
     t_large = put_time(page * kPages);
-    // What a target then does with a chunk: copy it out of the data window (medians of 5).
+    // What a target then does with a chunk: copy it out of the data window.
     auto copy_time = [&](std::size_t bytes) {
-      return median_of_five([&] {
+      return timings([&] {
         std::memcpy(out.data(), static_cast<char*>(mem) + flag_bytes, bytes);
         return true;
       });
@@ -552,27 +644,27 @@ RmaFacts rma_probe(MPI_Comm comm, std::size_t page, double poll_floor_s, long lo
   PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
   if (!all && ok) problem = "the check failed on another rank";
   if (!all) return facts;
-  // The slowest rank's figures, so that every rank has the same.
-  double local[9] = {t_flag, t_poll, t_mid, t_large, m_small, m_large, m_mid, c_mid, c_large}, worst[9] = {};
-  PMPI_Allreduce(local, worst, 9, MPI_DOUBLE, MPI_MAX, comm);
+  // The median over every rank's samples, so that every rank has the same figures.
+  const std::array<double, 9> fig = pooled_medians<9>(
+      {t_flag, t_poll, t_mid, t_large, m_small, m_large, m_mid, c_mid, c_large}, comm, size);
   facts.usable = true;
   LogGP& c = facts.costs;
   const auto fitted = static_cast<double>(page * (kPages - kMidPages));
-  c.G = std::max(0.0, (worst[3] - worst[2]) / fitted);
-  c.C = std::max(0.0, (worst[8] - worst[7]) / fitted);
-  c.o = c.g = worst[1];  // one local atomic with its flush: the cost of issuing an operation
-  c.L = std::max(0.0, worst[0] - 2 * c.o);
-  c.O_r = worst[1] + poll_floor_s;
+  c.G = std::max(0.0, (fig[3] - fig[2]) / fitted);
+  c.C = std::max(0.0, (fig[8] - fig[7]) / fitted);
+  c.o = c.g = fig[1];  // one local atomic with its flush: the cost of issuing an operation
+  c.L = std::max(0.0, fig[0] - 2 * c.o);
+  c.O_r = fig[1] + poll_floor_s;
   // A message stage costs t(m) = L + (m-1)G with o folded into L (2o + L measured together).
   LogGP& m = facts.p2p;
-  m.G = std::max(0.0, (worst[5] - worst[6]) / fitted);
+  m.G = std::max(0.0, (fig[5] - fig[6]) / fitted);
   // A put's bytes cost at least a message's between the same ranks at the same sizes: the
   // flushed put reads a source the probe just wrote (in cache) and measured 0.04 ns/B on shared
   // memory at np 2, while RMA broadcasts there cost 0.8 ns/B more per byte and lost 2.4-3.2x to
   // p2p (docs/benchmarks.md, "RMA broadcast", session 3); the messages' figure (0.24 ns/B) is
   // the closer bound.
   c.G = std::max(c.G, m.G);
-  m.L = std::max(0.0, worst[4] - m.G * static_cast<double>(page - 1));
+  m.L = std::max(0.0, fig[4] - m.G * static_cast<double>(page - 1));
   return facts;
 }
 

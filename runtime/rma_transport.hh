@@ -85,11 +85,34 @@ void rma_release(PrivateComm& pc);
 // Frees every communicator's windows (MPI_Finalize, after the drain).
 void rma_release_all();
 
+// Open MPI 4.1's one-sided component osc/rdma backs every window (MPI_Win_allocate and
+// MPI_Win_create alike) with a shared-memory file that the communicator's lowest rank on a node
+// creates (open(2) without O_EXCL) in its backing directory, named `osc_rdma.<node>.<job>.<cid>`
+// (ompi/mca/osc/rdma/osc_rdma_component.c, allocate_state_shared; Open MPI 5 adds the creator's
+// pid). A context id is unique per process only: disjoint communicators (the halves of a split)
+// have the same ones, so their windows created at once share one file, i.e. one memory (wrong
+// data), or one creator unlinks the other's file before its ranks attached (open(2) fails).
+// tests/mpi/rma_window_names.c reproduces it. The name is made unique per creator by giving each
+// process its own backing directory: a fresh directory (mkdtemp) in the one Open MPI would use
+// (/dev/shm, or OMPI_MCA_osc_rdma_backing_directory if set), passed to Open MPI as that MCA
+// variable in the environment while PMPI_Init reads it (the variable is read-only after).
+//   rma_before_init     before PMPI_Init/PMPI_Init_thread, when RMA broadcasts may be used:
+//                       under Open MPI, makes the directory and sets the variable.
+//   rma_after_init      after it: the environment as it was (children do not inherit the
+//                       directory, which is removed at MPI_Finalize).
+//   rma_after_finalize  removes the directory (empty by then: Open MPI unlinks each file once
+//                       its ranks attached).
+// When the directory cannot be made, rma_probe finds RMA unusable on every rank, with the reason.
+void rma_before_init();
+void rma_after_init();
+void rma_after_finalize();
+
 // The start-up check (collective over `comm`): MPI_Win_allocate works, a flag raised by the
 // left neighbour is seen within `timeout_ns` while this rank polls (passive-target progress),
-// and the costs of seed 000's formulas as measured here (flag round trip, puts of 1 and 64
-// pages, one poll; `poll_floor_s`, the progress thread's shortest sleep, is added to O_r).
-// Equal on every rank (agreed by reduction). `problem` says why not usable.
+// and the costs of seed 000's formulas as measured here (a flushed flag, flushed puts of 16 and
+// 1024 pages, one poll, messages and copies of those sizes; `poll_floor_s`, the progress
+// thread's shortest sleep, is added to O_r). Each figure is the median of every rank's samples,
+// so equal on every rank (usable: agreed by reduction). `problem` says why not usable.
 RmaFacts rma_probe(MPI_Comm comm, std::size_t page, double poll_floor_s, long long timeout_ns, std::string& problem);
 
 std::unique_ptr<Transport> make_rma_transport();

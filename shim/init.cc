@@ -7,6 +7,7 @@
 
 #include "runtime/log.hh"
 #include "runtime/placement.hh"
+#include "runtime/rma_transport.hh"
 #include "runtime/runtime.hh"
 #include "shim/compose.hh"
 #include "shim/handlers.hh"
@@ -44,7 +45,11 @@ int init_common(int* argc, char*** argv, int required, int* provided) {
       rt.settings().mode == Mode::Nbc || (rt.settings().mode == Mode::Optimize && !plain_before_init(rt));
   const int ask = wants_engine ? MPI_THREAD_MULTIPLE : (required < 0 ? MPI_THREAD_SINGLE : required);
   int got = MPI_THREAD_SINGLE;
+  // RMA broadcasts: windows whose shared-memory files cannot collide (runtime/rma_transport.hh).
+  const bool rma = wants_engine && rt.settings().bcast_backend != BcastBackend::P2p;
+  if (rma) rma_before_init();
   const int rc = PMPI_Init_thread(argc, argv, std::max(ask, required), &got);
+  if (rma) rma_after_init();
   if (rc != MPI_SUCCESS) return rc;
   rt.stats().set_placement(measure_placement());
   start_runtime(rt, got);
@@ -63,7 +68,9 @@ int Init_thread(int* argc, char*** argv, int required, int* provided, CallSite) 
 
 int Finalize(CallSite) {
   Runtime::get().stop();
-  return PMPI_Finalize();
+  const int rc = PMPI_Finalize();
+  rma_after_finalize();
+  return rc;
 }
 
 }  // namespace tnbc::shim

@@ -10,12 +10,14 @@ before each block, root 0. The figure per backend and size is the median over ru
 ratio MPI_/PMPI_ (each run's own median over blocks), so a slow run slows both sides alike; the
 absolute times are printed for reference only.
 
-auto is measured as a fourth column (interleaved like the others; its summaries say which
-backends it ran). How well auto predicts: one more run (untimed) with TNBC_BCAST_BACKEND=auto and TNBC_LOG=info
-prints the model's choice over sizes for MPI_COMM_WORLD (rank 0's start-up line: the RMA probe's
-one-sided figures, the messages and O_r from the machine, `tnbc calibrate`'s file with --machine,
-else the model's start-up probe); per size it is set against the backend with the lowest
-measured median.
+auto is measured as a fourth column, interleaved like the others, with TNBC_LOG=info: each auto
+run's rank 0 prints its RMA probe's figures and the model's choice over sizes for MPI_COMM_WORLD
+(one-sided figures from that run's probe; messages and O_r from the machine: `tnbc calibrate`'s
+file with --machine, given to every run, else the model's start-up probe). Per size, each auto
+run's choice is set against the backend with the lowest measured median (right or wrong, per
+run), and how often the runs' choices differ is counted. Every run's summaries must show the
+same broadcast backends on every rank (every rank selects alike), and every non-auto run only the
+backend asked for.
 
 usage: bcast_backends.py --build-dir BUILD [--np 4] [--sizes 64k,1M,8M] [--runs 6] [--reps 5]
                          [--calls 6] [--nodes K --rate 1gbit [--pml ucx]] [--machine FILE]
@@ -67,9 +69,17 @@ def main():
         elif a.pml == "ucx":
             cmd = cmd[:1] + ["--mca", "pml", "ucx", "--mca", "osc", "ucx"] + cmd[1:]
         return subprocess.run(cmd, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if a.machine == "calibrate":  # first, so that every run (auto's included) uses it
+        a.machine = os.path.join(out, "machine.json")
+        r = launch(["mpirun", "--oversubscribe", "-np", str(a.np), os.path.join(build, "tools", "tnbc"), "calibrate",
+                    "-o", a.machine, "--max-bytes", "4m", "--quiet"])
+        if r.returncode != 0:
+            print(r.stdout)
+            sys.exit("bcast_backends: tnbc calibrate failed")
     ratios = {b: {} for b in COLUMNS}    # backend -> bytes -> [ratio per run]
     times = {b: {} for b in COLUMNS}     # backend -> bytes -> [MPI_ us per run]
     auto_used = {}                       # backend -> broadcasts auto ran with it (every run)
+    auto_runs = []                       # per auto run: {"plan": text, "ranges": [...], "probe": text}
     pmpi = {}                            # bytes -> [PMPI_ us per run]
     for run in range(a.runs):
         order = COLUMNS[run % 4:] + COLUMNS[:run % 4]
@@ -77,23 +87,29 @@ def main():
             js = os.path.join(out, f"{b}-{run}.json")
             cmd = ["mpirun", "--oversubscribe", "-np", str(a.np), "-x", "LD_PRELOAD=" + os.path.join(build, "libtnbc.so"),
                    "-x", "TNBC_MODE=nbc", "-x", "TNBC_MIN_BYTES=12k", "-x", "TNBC_BCAST_BACKEND=" + b,
-                   "-x", "TNBC_OUTPUT_DIR=" + os.path.join(out, f"{b}-{run}"),
-                   prog, "--kind", "bcast", "--sizes", a.sizes, "--reps", str(a.reps), "--calls", str(a.calls),
-                   "--json", js]
+                   "-x", "TNBC_OUTPUT_DIR=" + os.path.join(out, f"{b}-{run}")]
+            if a.machine:
+                cmd += ["-x", "TNBC_MACHINE=" + os.path.abspath(a.machine)]
+            if b == "auto":
+                cmd += ["-x", "TNBC_LOG=info"]
+            cmd += [prog, "--kind", "bcast", "--sizes", a.sizes, "--reps", str(a.reps), "--calls", str(a.calls),
+                    "--json", js]
             r = launch(cmd)
             if r.returncode != 0:
                 print(r.stdout)
                 sys.exit(f"bcast_backends: run {run} of {b} failed (exit {r.returncode})")
-            # The summaries must show the backend asked for (no silent fallback).
-            used = {}
-            for f in os.listdir(os.path.join(out, f"{b}-{run}")):
+            # Every rank's summary: the same backends (alike), and for rma-*/p2p only the one asked for.
+            per_rank = []
+            for f in sorted(os.listdir(os.path.join(out, f"{b}-{run}"))):
                 if f.startswith("tnbc-summary"):
-                    s = json.load(open(os.path.join(out, f"{b}-{run}", f)))
-                    for k, n in s["bcast_backends"].items():
-                        used[k] = used.get(k, 0) + n
+                    per_rank.append(json.load(open(os.path.join(out, f"{b}-{run}", f)))["bcast_backends"])
+            if len(per_rank) != a.np or any(u != per_rank[0] for u in per_rank):
+                sys.exit(f"bcast_backends: run {run} of {b}: the ranks' broadcast backends differ: {per_rank}")
+            used = per_rank[0]
             if b == "auto":
                 for k, n in used.items():
                     auto_used[k] = auto_used.get(k, 0) + n
+                auto_runs.append(parse_plan(r.stdout))
             elif used.get(b.replace("-", "_"), 0) == 0 or sum(used.values()) != used[b.replace("-", "_")]:
                 sys.exit(f"bcast_backends: run {run} of {b}: broadcasts by backend {used}")
             for res in json.load(open(js))["results"]:
@@ -101,38 +117,13 @@ def main():
                 ratios[b].setdefault(n, []).append(res["ratio_median"])
                 times[b].setdefault(n, []).append(res["mpi_us_per_call"])
                 pmpi.setdefault(n, []).append(res["pmpi_us_per_call"])
-    if a.machine == "calibrate":
-        a.machine = os.path.join(out, "machine.json")
-        r = launch(["mpirun", "--oversubscribe", "-np", str(a.np), os.path.join(build, "tools", "tnbc"), "calibrate",
-                    "-o", a.machine, "--max-bytes", "4m", "--quiet"])
-        if r.returncode != 0:
-            print(r.stdout)
-            sys.exit("bcast_backends: tnbc calibrate failed")
-    # auto's plan: the model's choice over sizes (untimed run).
-    plan_cmd = ["mpirun", "--oversubscribe", "-np", str(a.np), "-x", "LD_PRELOAD=" + os.path.join(build, "libtnbc.so"),
-                "-x", "TNBC_MODE=nbc", "-x", "TNBC_MIN_BYTES=12k", "-x", "TNBC_BCAST_BACKEND=auto", "-x", "TNBC_LOG=info",
-                "-x", "TNBC_OUTPUT_DIR=" + os.path.join(out, "auto")]
-    if a.machine:
-        plan_cmd += ["-x", "TNBC_MACHINE=" + os.path.abspath(a.machine)]
-    plan_cmd += [prog, "--kind", "bcast", "--sizes", a.sizes, "--reps", "1", "--calls", "1"]
-    r = launch(plan_cmd)
-    plan = re.search(r"TNBC_BCAST_BACKEND=auto on MPI_COMM_WORLD \(([^)]*)\): (.*)", r.stdout)
-    probe = re.search(r"RMA probe .*", r.stdout)
-    ranges = []  # (from bytes, backend)
-    if plan:
-        for part in plan.group(2).split(", "):
-            m = re.match(r"(\S+)(?: from ([\d.]+) (B|KiB|MiB|GiB))?", part)
-            unit = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}.get(m.group(3), 1)
-            ranges.append((float(m.group(2)) * unit if m.group(2) else 0, m.group(1)))
-
-    def predicted(n):
-        return [b for f, b in ranges if f <= n][-1] if ranges else "?"
 
     where = f"{a.nodes} emulated nodes at {a.rate}, pml {a.pml}" if a.nodes else "shared memory"
-    print(f"bcast_backends: np {a.np}, {where}, {a.runs} runs per backend (interleaved), root 0;")
+    print(f"bcast_backends: np {a.np}, {where}, {a.runs} runs per backend (interleaved), root 0, machine "
+          f"{a.machine or 'the model start-up probe'};")
     print("  median over runs of MPI_Bcast/PMPI_Bcast (tnbc until every byte is read / the library's own)")
     print(f"  {'size':>10} {'PMPI_ us':>10} " + " ".join(f"{b:>14}" for b in COLUMNS) +
-          f" {'fastest':>13} {'auto chose':>13} {'x fastest':>9}   (min-max over runs)")
+          f" {'fastest':>13} {'auto runs chose':>24} {'right':>6} {'auto x fastest':>14}   (min-max over runs)")
     table = []
     for n in sorted(pmpi):
         row = {"bytes": n, "pmpi_us": statistics.median(pmpi[n])}
@@ -143,27 +134,50 @@ def main():
                       "us_median": statistics.median(times[b][n]), "ratios": rs}
             cells.append(f"{statistics.median(rs):6.2f} ({min(rs):.2f}-{max(rs):.2f})")
         row["fastest"] = min(BACKENDS, key=lambda b: row[b]["ratio_median"])
-        row["auto_plan"] = predicted(n)
-        # The plan's pick against the fastest: right if it is the fastest; else how much slower.
-        pick = row["auto_plan"] if row["auto_plan"] in BACKENDS else None
-        row["x_fastest"] = row[pick]["ratio_median"] / row[row["fastest"]]["ratio_median"] if pick else None
-        row["right"] = pick == row["fastest"]
+        # Each auto run's choice at this size against the measured fastest.
+        chosen = [predicted(ar["ranges"], n) for ar in auto_runs]
+        row["auto_choices"] = {c: chosen.count(c) for c in sorted(set(chosen))}
+        row["auto_right"] = chosen.count(row["fastest"])
+        row["auto_runs"] = len(chosen)
+        row["auto_x_fastest"] = row["auto"]["ratio_median"] / row[row["fastest"]]["ratio_median"]
+        choices = ",".join(f"{c} {k}" for c, k in row["auto_choices"].items())
         print(f"  {n:>10} {row['pmpi_us']:>10.0f} " + " ".join(f"{c:>14}" for c in cells) +
-              f" {row['fastest']:>13} {row['auto_plan']:>13} " +
-              (f"{row['x_fastest']:9.2f}" if pick else f"{'?':>9}"))
+              f" {row['fastest']:>13} {choices:>24} {row['auto_right']:>3}/{row['auto_runs']:<2} "
+              f"{row['auto_x_fastest']:14.2f}")
         table.append(row)
-    right = sum(1 for r in table if r["right"])
-    close = sum(1 for r in table if r["x_fastest"] is not None and r["x_fastest"] <= 1.15)
-    print(f"  auto's plan: the measured fastest in {right} of {len(table)} sizes, within 1.15x of it in {close}; "
-          f"auto's runs used {auto_used}")
-    print(f"  auto's plan ({plan.group(1) if plan else 'not printed'}): {plan.group(2) if plan else r.stdout[-2000:]}")
-    if probe:
-        print(f"  {probe.group(0)}")
+    right = sum(r["auto_right"] for r in table)
+    total = sum(r["auto_runs"] for r in table)
+    plans = [ar["plan"] for ar in auto_runs]
+    common = max(set(plans), key=plans.count) if plans else None
+    print(f"  auto's runs chose the measured fastest in {right} of {total} run-sizes; their broadcasts: {auto_used}")
+    print(f"  auto's plans: {len(set(plans))} different in {len(plans)} runs; most often ({plans.count(common)}x): "
+          f"{common}")
+    for i, ar in enumerate(auto_runs):
+        print(f"    run {i}: {ar['plan']} | {ar['probe']}")
     if a.json:
         json.dump({"np": a.np, "nodes": a.nodes, "rate": a.rate if a.nodes else None, "runs": a.runs, "pml": a.pml,
-                   "auto_plan": plan.group(2) if plan else None, "rma_probe": probe.group(0) if probe else None,
-                   "auto_used": auto_used, "results": table}, open(a.json, "w"), indent=1)
+                   "machine": a.machine, "auto_runs": auto_runs, "auto_used": auto_used, "results": table},
+                  open(a.json, "w"), indent=1)
 
+
+def parse_plan(text):
+    """An auto run's start-up lines: its plan over sizes (ranges: [(from bytes, backend)]) and RMA probe."""
+    plan = re.search(r"TNBC_BCAST_BACKEND=auto on MPI_COMM_WORLD \(([^)]*)\): (.*)", text)
+    probe = re.search(r"RMA probe \(.*", text)
+    ranges = []
+    if plan:
+        for part in plan.group(2).split(", "):
+            m = re.match(r"(\S+)(?: (?:from|below) ([\d.]+) (B|KiB|MiB|GiB))?", part)
+            unit = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}.get(m.group(3), 1)
+            ranges.append((float(m.group(2)) * unit if m.group(2) and " from " in part else 0, m.group(1)))
+    elif "not usable" in text:
+        ranges = [(0, "p2p")]
+    return {"plan": plan.group(2) if plan else "(no plan printed: " + (probe.group(0) if probe else "no probe") + ")",
+            "ranges": ranges, "probe": probe.group(0) if probe else None}
+
+
+def predicted(ranges, n):
+    return [b for f, b in ranges if f <= n][-1] if ranges else "?"
 
 if __name__ == "__main__":
     main()

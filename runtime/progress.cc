@@ -146,9 +146,11 @@ void Progress::run() {
   auto& u = urgency();
   while (true) {
     const std::uint32_t wake_seen = u.wake.load(std::memory_order_acquire);
+    bool caller_in_call = false;
     {
       std::lock_guard lock(mutex_);
       for (auto& f : incoming_) {
+        caller_in_call = caller_in_call || f->times.returned.load(std::memory_order_acquire) == 0;
         f->submitted_ns = futex::now_ns();
         f->polls_at_submit = polls_;
         ex.add(std::move(f), Scope::Progress);
@@ -157,6 +159,9 @@ void Progress::run() {
       for (const Started& s : adopted_) ex.adopt(s);
       adopted_.clear();
     }
+    // The calling thread, on this thread's only CPU, is still finishing its call (this wake-up
+    // preempted it): let it return first; this thread's first round follows within its slice.
+    if (caller_in_call && shares_caller_cpu_.load(std::memory_order_relaxed)) sched_yield();
     // Sampled calls whose regions were all opened by their first touches (open_observed pokes).
     std::erase_if(parked_, [this](InFlight* f) {
       if (!f->finished()) return false;

@@ -335,9 +335,11 @@ class EngineImpl final : public Engine {
     if (!caller_part_done())
       if (Status st = drive(mine, caller_part_done, policy_->waiting(), timed_out); !st.ok()) fail_in_call(f, st);
     if (timed_out) timeout_in_call(f);
+    // Bodies released before the hand-over wakes the progress thread: from then on a progress
+    // thread on this thread's only CPU yields to it until it has returned (runtime/progress.hh).
+    f.bodies_released.store(true);
     progress_->adopt(mine.release());
     mine.clear();
-    f.bodies_released.store(true);
     urgency().poke();
     const long long now = futex::now_ns();
     f.times.returned.store(now, std::memory_order_release);  // the progress thread may retire it now

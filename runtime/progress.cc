@@ -146,11 +146,10 @@ void Progress::run() {
   auto& u = urgency();
   while (true) {
     const std::uint32_t wake_seen = u.wake.load(std::memory_order_acquire);
-    bool caller_in_call = false;
     {
       std::lock_guard lock(mutex_);
       for (auto& f : incoming_) {
-        caller_in_call = caller_in_call || f->times.returned.load(std::memory_order_acquire) == 0;
+        if (f->times.returned.load(std::memory_order_acquire) == 0) returning_.push_back(f);
         f->submitted_ns = futex::now_ns();
         f->polls_at_submit = polls_;
         ex.add(std::move(f), Scope::Progress);
@@ -159,9 +158,16 @@ void Progress::run() {
       for (const Started& s : adopted_) ex.adopt(s);
       adopted_.clear();
     }
-    // The calling thread, on this thread's only CPU, is still finishing its call (this wake-up
-    // preempted it): let it return first; this thread's first round follows within its slice.
-    if (caller_in_call && shares_caller_cpu_.load(std::memory_order_relaxed)) sched_yield();
+    // A calling thread on this thread's only CPU has done its part and is leaving its call (the
+    // wake-up at its end preempted it): let it return first; this round follows in its slice.
+    std::erase_if(returning_, [](const std::shared_ptr<InFlight>& f) {
+      return f->times.returned.load(std::memory_order_acquire) != 0;
+    });
+    if (shares_caller_cpu_.load(std::memory_order_relaxed) &&
+        std::any_of(returning_.begin(), returning_.end(), [](const std::shared_ptr<InFlight>& f) {
+          return f->bodies_released.load(std::memory_order_acquire);
+        }))
+      sched_yield();
     // Sampled calls whose regions were all opened by their first touches (open_observed pokes).
     std::erase_if(parked_, [this](InFlight* f) {
       if (!f->finished()) return false;

@@ -43,32 +43,28 @@ void open_pages(InFlight& f) {
   while (f.send_open.load(std::memory_order_acquire) != kOpen) pause_briefly();  // another opener
 }
 
-// Where step i's bytes go in the send staging: a Send piece's at its offset, the own block's
-// Copy step at its source.
-char* staging_of(const InFlight& f, const Step& p) {
-  return f.send_data + (p.kind == StepKind::Copy ? p.source : p.offset);
+// Where a lazily copied step's bytes go: a Send piece's into the send staging, the own block's
+// Copy step straight to its place in the receive area (whichever thread copies it first).
+char* destination(const InFlight& f, const Step& p) {
+  return p.kind == StepKind::Copy ? f.recv_data + p.offset : f.send_data + p.offset;
 }
 
-// What stage_piece did: copied the piece itself, found it in staging (copied by another
-// thread, waited for if asked), or found another thread copying it (not asked to wait).
-enum class Staging { CopiedHere, InStaging, Busy };
-
-// Copies piece i to `dst` (its place in staging unless given) if nobody has; with `wait`, also
-// waits for another thread's copy. Only a memcpy is ever waited for, never another rank.
-Staging stage_piece(InFlight& f, std::size_t i, bool wait, char* dst = nullptr) {
+// Copies piece i to its destination if nobody has; with `wait`, also waits for another
+// thread's copy. Only a memcpy is ever waited for, never another rank.
+bool stage_piece(InFlight& f, std::size_t i, bool wait) {
   auto& state = f.send_state[i];
   std::uint8_t expected = kInUser;
   if (state.compare_exchange_strong(expected, kCopying, std::memory_order_acq_rel)) {
     const Step& p = f.schedule[i];
-    std::memcpy(dst ? dst : staging_of(f, p), f.send_src[i], p.length);
+    std::memcpy(destination(f, p), f.send_src[i], p.length);
     state.store(kStaged, std::memory_order_release);
     if (f.sends_unstaged.fetch_sub(1, std::memory_order_acq_rel) == 1) open_pages(f);
-    return Staging::CopiedHere;
+    return true;
   }
-  if (expected == kStaged) return Staging::InStaging;
-  if (!wait) return Staging::Busy;
+  if (expected == kStaged) return true;
+  if (!wait) return false;
   while (state.load(std::memory_order_acquire) != kStaged) pause_briefly();  // a memcpy elsewhere
-  return Staging::InStaging;
+  return true;
 }
 
 // The regions' hook: a write by the program (fault) or a fence. Everything left is copied and
@@ -159,26 +155,28 @@ void stage_sends(InFlight& f, const std::vector<const char*>& src, bool lazy, st
   const bool guarded = lazy && guard_bodies(f, src, page);
   for (std::size_t i = 0; i < f.schedule.size(); ++i) {
     const Step& p = f.schedule[i];
-    const bool own = p.kind == StepKind::Copy && i < src.size() && src[i];
+    const bool own = p.kind == StepKind::Copy && i < src.size() && src[i];  // into the send area
     if ((p.kind != StepKind::Send && !own) || p.length == 0 || (guarded && f.send_src[i])) continue;
-    std::memcpy(staging_of(f, p), src[i], p.length);
+    std::memcpy(f.send_data + (own ? p.source : p.offset), src[i], p.length);
   }
 }
 
 void run_copy_step(InFlight& f, int i) {
   const auto k = static_cast<std::size_t>(i);
   const Step& p = f.schedule[k];
-  char* dst = f.recv_data + p.offset;
-  // Still in the program's read-only send buffer: straight from there (one copy). Else it is in
-  // staging (copied in the call, or by a write fault's hook: waited for, a local memcpy).
-  if (k < f.send_src.size() && f.send_src[k] && stage_piece(f, k, true, dst) == Staging::CopiedHere) return;
-  std::memcpy(dst, staging_of(f, p), p.length);
+  // Left in the program's read-only send buffer: copied from there into place once, here or by
+  // a write fault's hook (then waited for: a local memcpy). Else from the send area.
+  if (k < f.send_src.size() && f.send_src[k]) {
+    stage_piece(f, k, true);
+    return;
+  }
+  std::memcpy(f.recv_data + p.offset, f.send_data + p.source, p.length);
 }
 
 bool send_piece_staged(InFlight& f, int i) {
   const auto k = static_cast<std::size_t>(i);
   if (k >= f.send_src.size() || !f.send_src[k]) return true;
-  return stage_piece(f, k, false) != Staging::Busy;
+  return stage_piece(f, k, false);
 }
 
 void retire_send_regions(InFlight& f) {

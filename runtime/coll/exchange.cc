@@ -212,7 +212,7 @@ Status exchange_prepare(Kind kind, const Exchange& x, const Layout& l, bool in_c
   // with the lazy send copy (runtime/send_copy.hh): the step lands in the receive area like a
   // Recv (its pages held back until it is done), run after the return by the progress thread
   // from the program's send buffer, which stays read-only until then; a write to it copies the
-  // block into staging first, a reader waits only for this local copy.
+  // block into place first, a reader waits only for this local copy.
   const bool lazy_own = !in_call && mirror && sdense && !pack_sends && !direct_send && x.recv.bytes[self] &&
                         s.policy().lazy_send_copy(l.sent);
   const bool copy_step = (direct_send && direct_recv && x.recv.bytes[self]) || lazy_own;

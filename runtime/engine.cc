@@ -121,6 +121,7 @@ class EngineImpl final : public Engine {
     }
     const cpu_set_t got = progress_->place(want);
     cpus.progress_cpus = CPU_COUNT(&got);
+    progress_->set_shares_caller_cpu(CPU_COUNT(&got) == 1 && CPU_EQUAL(&got, &cpus.own_set));
     if (cpus.node_rank == 0)
       log(LogLevel::Info, "the progress thread runs on CPUs %s (the rank's binding: %s; TNBC_PROGRESS_CPUS)",
           cpu_list(got).c_str(), cpu_list(cpus.own_set).c_str());
@@ -333,9 +334,11 @@ class EngineImpl final : public Engine {
     if (!caller_part_done())
       if (Status st = drive(mine, caller_part_done, policy_->waiting(), timed_out); !st.ok()) fail_in_call(f, st);
     if (timed_out) timeout_in_call(f);
+    // Bodies released before the hand-over wakes the progress thread: from then on a progress
+    // thread on this thread's only CPU yields to it until it has returned (runtime/progress.hh).
+    f.bodies_released.store(true);
     progress_->adopt(mine.release());
     mine.clear();
-    f.bodies_released.store(true);
     urgency().poke();
     const long long now = futex::now_ns();
     f.times.returned.store(now, std::memory_order_release);  // the progress thread may retire it now

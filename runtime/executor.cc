@@ -91,7 +91,7 @@ Status Executor::start_ready(Entry& e, bool& moved) {
     if (!f.state[k].compare_exchange_strong(idle, kStarted, std::memory_order_acq_rel)) continue;
     moved = true;
     if (s.kind == StepKind::Copy) {  // local: no transport
-      std::memcpy(f.recv_data + s.offset, f.send_data + s.source, s.length);
+      run_copy_step(f, i);  // from the send area, or the program's read-only send buffer
       completed(f, i, false, futex::now_ns());
       continue;
     }

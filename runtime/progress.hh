@@ -51,6 +51,12 @@ class Progress {
   // would (the waiter's CPU is idle); `yield`: give the CPU up between polls (a node with more
   // ranks than CPUs, Policy::waiting()).
   void set_yield(bool yield) { yield_.store(yield, std::memory_order_relaxed); }
+  // `shared`: the thread runs only on the rank's own single CPU (a fully subscribed node). Woken
+  // by an early return, it then lets the calling thread leave the call first (a sched_yield
+  // before each round while a caller whose part is done has not returned): woken with a short
+  // slice it would otherwise preempt the caller inside the call and run its copies and posts
+  // there, in the program's Tinit.
+  void set_shares_caller_cpu(bool shared) { shares_caller_cpu_.store(shared, std::memory_order_relaxed); }
   // Ends the thread once nothing is in flight (drain first).
   void stop();
   // CPU seconds the thread has used so far (-1 once stopped or when unknown).
@@ -79,6 +85,8 @@ class Progress {
   std::vector<std::shared_ptr<InFlight>> in_flight_list_;  // submitted, not yet retired (mutex_)
   std::atomic<bool> stop_{false};
   std::atomic<bool> yield_{false};
+  std::atomic<bool> shares_caller_cpu_{false};
+  std::vector<std::shared_ptr<InFlight>> returning_;  // taken while their callers were in the call
   std::atomic<std::size_t> in_flight_{0};
   std::atomic<std::uint32_t> finished_word_{0};
   std::uint64_t polls_ = 0;  // loop iterations (for the debug log)

@@ -43,13 +43,20 @@ void open_pages(InFlight& f) {
   while (f.send_open.load(std::memory_order_acquire) != kOpen) pause_briefly();  // another opener
 }
 
-// Copies piece i into staging if nobody has; with `wait`, also waits for another thread's copy.
+// Where a lazily copied step's bytes go: a Send piece's into the send staging, the own block's
+// Copy step straight to its place in the receive area (whichever thread copies it first).
+char* destination(const InFlight& f, const Step& p) {
+  return p.kind == StepKind::Copy ? f.recv_data + p.offset : f.send_data + p.offset;
+}
+
+// Copies piece i to its destination if nobody has; with `wait`, also waits for another
+// thread's copy. Only a memcpy is ever waited for, never another rank.
 bool stage_piece(InFlight& f, std::size_t i, bool wait) {
   auto& state = f.send_state[i];
   std::uint8_t expected = kInUser;
   if (state.compare_exchange_strong(expected, kCopying, std::memory_order_acq_rel)) {
     const Step& p = f.schedule[i];
-    std::memcpy(f.send_data + p.offset, f.send_src[i], p.length);
+    std::memcpy(destination(f, p), f.send_src[i], p.length);
     state.store(kStaged, std::memory_order_release);
     if (f.sends_unstaged.fetch_sub(1, std::memory_order_acq_rel) == 1) open_pages(f);
     return true;
@@ -96,7 +103,9 @@ bool guard_bodies(InFlight& f, const std::vector<const char*>& src, std::size_t 
   int left = 0;
   for (std::size_t i = 0; i < f.schedule.size(); ++i) {
     const Step& p = f.schedule[i];
-    if (p.kind != StepKind::Send || p.edge || p.length == 0) continue;
+    // Send bodies and the own block's whole pages (coll/exchange.cc): pages that hold only
+    // bytes of the program's send buffer.
+    if ((p.kind != StepKind::Send && p.kind != StepKind::Copy) || !src[i] || p.edge || p.length == 0) continue;
     f.send_src[i] = src[i];
     ++left;
   }
@@ -146,9 +155,22 @@ void stage_sends(InFlight& f, const std::vector<const char*>& src, bool lazy, st
   const bool guarded = lazy && guard_bodies(f, src, page);
   for (std::size_t i = 0; i < f.schedule.size(); ++i) {
     const Step& p = f.schedule[i];
-    if (p.kind != StepKind::Send || p.length == 0 || (guarded && f.send_src[i])) continue;
-    std::memcpy(f.send_data + p.offset, src[i], p.length);
+    const bool own = p.kind == StepKind::Copy && i < src.size() && src[i];  // into the send area
+    if ((p.kind != StepKind::Send && !own) || p.length == 0 || (guarded && f.send_src[i])) continue;
+    std::memcpy(f.send_data + (own ? p.source : p.offset), src[i], p.length);
   }
+}
+
+void run_copy_step(InFlight& f, int i) {
+  const auto k = static_cast<std::size_t>(i);
+  const Step& p = f.schedule[k];
+  // Left in the program's read-only send buffer: copied from there into place once, here or by
+  // a write fault's hook (then waited for: a local memcpy). Else from the send area.
+  if (k < f.send_src.size() && f.send_src[k]) {
+    stage_piece(f, k, true);
+    return;
+  }
+  std::memcpy(f.recv_data + p.offset, f.send_data + p.source, p.length);
 }
 
 bool send_piece_staged(InFlight& f, int i) {

@@ -10,6 +10,8 @@
 //
 //   call:      copy edge pieces -> staging; mprotect(body pages, PROT_READ); return
 //   progress:  before Isend(piece i): copy i  (user -> staging) ... last one: pages RW again
+//              the own block's Copy step: user -> receive area directly (coll/exchange.cc;
+//              a write fault's hook copies it there too, never into the send staging)
 //   program:   write to a body page -> SIGSEGV -> hook: copy all left, pages RW -> write retried
 //   fences:    free/munmap/read(2)/MPI calls/fork on those pages: the same hook first
 //
@@ -23,16 +25,22 @@ namespace tnbc {
 
 struct InFlight;
 
-// Stages the Send pieces of `f` whose first byte is at src[i] in the program's send buffer
-// (src[i] unused for other pieces). With `lazy`, pieces not marked edge are left in place and
-// their pages made read-only; if that is not possible (memory not private and writable, on
-// the calling thread's stack, mprotect refused) everything is copied now. Call before the
-// pieces are submitted.
+// Stages the Send pieces of `f` and the own block's Copy steps whose first byte is at src[i] in
+// the program's send buffer (src[i] unused for other steps). With `lazy`, pieces not marked edge
+// are left in place and their pages made read-only; if that is not possible (memory not private
+// and writable, on the calling thread's stack, mprotect refused) everything is copied now (the
+// own block into the send area). Call before the pieces are submitted.
 void stage_sends(InFlight& f, const std::vector<const char*>& src, bool lazy, std::size_t page);
 
 // Progress thread, before posting Send piece i: true once its bytes are in staging (copying
 // them now if nobody has); false while a program thread is copying it (try again later).
 bool send_piece_staged(InFlight& f, int i);
+
+// Runs Copy step i (the own block): copies it into the receive area, from the program's
+// read-only send buffer if its bytes are still only there (once: a write fault's hook may have
+// copied them into place already, or be copying them now: that memcpy is waited for), else from
+// the send area.
+void run_copy_step(InFlight& f, int i);
 
 // At retirement: unlists the send regions (every piece has been copied by then).
 void retire_send_regions(InFlight& f);

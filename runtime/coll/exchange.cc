@@ -28,7 +28,8 @@
 //            published piece by piece; otherwise packed per peer and unpacked at the end (the
 //            call then completes in it: noncontiguous_datatype).
 //   own      the block to self goes straight into place (nothing is guarded yet), or into the
-//            receive area when that is unpacked at the end.
+//            receive area when that is unpacked at the end; with the lazy send copy it is a
+//            Copy step run after the return (its source read-only until then, its pages held).
 //   in the call (no overlap to gain): with dense types and displacements >= 0, MPI sends from
 //            and receives into the program's buffers: the same messages, only rank-local
 //            offsets follow the program's layout.
@@ -207,8 +208,14 @@ Status exchange_prepare(Kind kind, const Exchange& x, const Layout& l, bool in_c
   // Own block: straight into place (nothing is guarded yet; in place it is there already), or
   // into the receive area when that is unpacked at the end. A call that completes in it with the
   // program's own buffers on both sides copies it as a Copy step instead, once the messages are
-  // on their way (the copy of a large block then overlaps the exchange).
-  const bool copy_step = direct_send && direct_recv && x.recv.bytes[self];
+  // on their way (the copy of a large block then overlaps the exchange). So does an early return
+  // with the lazy send copy (runtime/send_copy.hh): the step lands in the receive area like a
+  // Recv (its pages held back until it is done), run after the return by the progress thread
+  // from the program's send buffer, which stays read-only until then; a write to it copies the
+  // block into place first, a reader waits only for this local copy.
+  const bool lazy_own = !in_call && mirror && sdense && !pack_sends && !direct_send && x.recv.bytes[self] &&
+                        s.policy().lazy_send_copy(l.sent);
+  const bool copy_step = (direct_send && direct_recv && x.recv.bytes[self]) || lazy_own;
   if (x.recv.bytes[self] && !(x.in_place && mirror) && !copy_step) {
     char* dst = mirror ? const_cast<char*>(x.recv.base) + roff[self] : out.recv_data + roff[self];
     if (Status st = s.pack(x.send.block(self), x.send.count[self], x.send.type, dst, x.send.bytes[self]); !st.ok())
@@ -219,14 +226,28 @@ Status exchange_prepare(Kind kind, const Exchange& x, const Layout& l, bool in_c
   out.schedule = build_exchange(x.me, x.n, sbytes, soff, x.recv.bytes, roff, ctx.page, s.policy().read_order(l.shape),
                                 s.policy().pieces(kind, *ctx.topology));
   if (copy_step) {
-    Step own;
-    own.kind = StepKind::Copy;
-    own.peer = x.me;
-    own.source = soff[self];
-    own.offset = roff[self];
-    own.length = x.recv.bytes[self];
-    own.sub = x.me;
-    out.schedule.add(own);
+    // Lazily, only whole pages of the program's send buffer may turn read-only (the bytes around
+    // them can share a page with anything: the allocator's data, tnbc's staging): the block's
+    // parts before its first and after its last page boundary are edge steps, staged in the call.
+    const std::size_t len = x.recv.bytes[self];
+    std::vector<std::size_t> cuts{0, len};
+    if (lazy_own) {
+      const auto at = reinterpret_cast<std::uintptr_t>(x.send.block(self));
+      const std::uintptr_t pg = ctx.page, first = (at + pg - 1) / pg * pg, last = (at + len) / pg * pg;
+      if (first < last) cuts = {0, first - at, last - at, len};
+    }
+    for (std::size_t k = 0; k + 1 < cuts.size(); ++k) {
+      if (cuts[k] == cuts[k + 1]) continue;
+      Step own;
+      own.kind = StepKind::Copy;
+      own.peer = x.me;
+      own.source = soff[self] + cuts[k];
+      own.offset = roff[self] + cuts[k];
+      own.length = cuts[k + 1] - cuts[k];
+      own.sub = x.me;
+      own.edge = lazy_own && !(cuts.size() == 4 && k == 1);
+      out.schedule.add(own);
+    }
   }
   if (!pack_sends && !direct_send) {
     out.send_src.assign(out.schedule.size(), nullptr);
@@ -234,6 +255,7 @@ Status exchange_prepare(Kind kind, const Exchange& x, const Layout& l, bool in_c
       const Step& st = out.schedule[i];
       const auto p = static_cast<std::size_t>(st.peer);
       if (st.kind == StepKind::Send) out.send_src[i] = x.send.block(p) + (st.offset - soff[p]);
+      if (st.kind == StepKind::Copy) out.send_src[i] = x.send.block(p) + (st.source - soff[p]);
     }
   }
   out.user_recv = mirror ? const_cast<char*>(x.recv.base) : nullptr;
@@ -250,7 +272,7 @@ Status exchange_prepare(Kind kind, const Exchange& x, const Layout& l, bool in_c
       hi = std::max(hi, base + roff[p] + x.recv.bytes[p]);
     }
   out.guard = {base, lo, hi, {}};
-  if (x.recv.bytes[self]) out.guard.own = {base + roff[self], base + roff[self] + x.recv.bytes[self]};
+  if (x.recv.bytes[self] && !lazy_own) out.guard.own = {base + roff[self], base + roff[self] + x.recv.bytes[self]};
   return {};
 }
 

@@ -1,3 +1,6 @@
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1 /* RUSAGE_THREAD */
+#endif
 #include "overlap.h"
 
 #include <getopt.h>
@@ -7,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,7 +39,9 @@ static const scenario_def kScenarios[] = {
 enum { NSCEN = sizeof kScenarios / sizeof kScenarios[0] };
 
 /* Times of one run of one variant (seconds). */
-enum { F_TOTAL, F_INIT, F_CURC, F_WAIT, F_CRC, F_INIT_CPU, F_COUNT };
+/* F_INIT_PREEMPT: the calling thread's involuntary context switches inside the call (another
+ * thread took its CPU: on a one-CPU node tnbc's progress thread woken by the call, or the kernel). */
+enum { F_TOTAL, F_INIT, F_CURC, F_WAIT, F_CRC, F_INIT_CPU, F_INIT_PREEMPT, F_COUNT };
 
 /* The options every Table 1 program takes (after its own, in --help). */
 static const char kCommonUsage[] =
@@ -184,8 +190,14 @@ int overlap_parse(int argc, char** argv, overlap_params* p, int bcast, const cha
 }
 
 /* order: seq 0..n-1 | reverse | swap {n-1, 1, 2, ..., n-2, 0} (the paper's {3,1,2,0} at n=4) |
- * an explicit comma-separated permutation of 0..n-1. Returns an error message or NULL. */
-static const char* make_order(const char* spec, int n, int* out) {
+ * self {rank, rank+1, ..., rank-1 mod n}: each rank its own block first (per rank; with one block
+ * per rank, Alltoall) | an explicit comma-separated permutation of 0..n-1. Returns an error
+ * message or NULL. */
+static const char* make_order(const char* spec, int n, int rank, int* out) {
+  if (strcmp(spec, "self") == 0) {
+    for (int i = 0; i < n; i++) out[i] = (rank + i) % n;
+    return NULL;
+  }
   if (strcmp(spec, "seq") == 0 || strcmp(spec, "reverse") == 0 || strcmp(spec, "swap") == 0) {
     for (int i = 0; i < n; i++) out[i] = spec[0] == 'r' ? n - 1 - i : i;
     if (spec[1] == 'w' && n > 1) {
@@ -202,9 +214,9 @@ static const char* make_order(const char* spec, int n, int* out) {
     char* end;
     const long v = strtol(s, &end, 10);
     if (end == s || v < 0 || v >= n || k >= n || seen[v]) {
-      err = "--order: seq, reverse, swap or a permutation of the sub-messages (e.g. 3,1,2,0)";
+      err = "--order: seq, reverse, swap, self or a permutation of the sub-messages (e.g. 3,1,2,0)";
     } else if (*end && *end != ',') {
-      err = "--order: seq, reverse, swap or a comma-separated permutation";
+      err = "--order: seq, reverse, swap, self or a comma-separated permutation";
     } else {
       seen[v] = 1;
       out[k++] = (int)v;
@@ -310,9 +322,12 @@ static void run_variant(const struct overlap_collective* c, int v, long curc_uni
                         double* f, uint64_t* sum) {
   MPI_Request req = MPI_REQUEST_NULL;
   PMPI_Barrier(MPI_COMM_WORLD);
+  struct rusage ru0, ru1;
+  getrusage(RUSAGE_THREAD, &ru0);
   const double t0 = bench_now(), cpu0 = bench_cpu_now();
   c->run(c->ctx, v, &req);
   const double t1 = bench_now(), cpu1 = bench_cpu_now();
+  getrusage(RUSAGE_THREAD, &ru1);
   curc(curc_units);
   const double tc = bench_now();
   if (v == VAR_MPI3) PMPI_Wait(&req, MPI_STATUS_IGNORE);
@@ -325,6 +340,7 @@ static void run_variant(const struct overlap_collective* c, int v, long curc_uni
   f[F_WAIT] = t2 - tc;
   f[F_CRC] = t3 - t2;
   f[F_INIT_CPU] = cpu1 - cpu0;
+  f[F_INIT_PREEMPT] = (double)(ru1.ru_nivcsw - ru0.ru_nivcsw);
 }
 
 static long first_difference(const unsigned char* a, const unsigned char* b, size_t n) {
@@ -356,7 +372,7 @@ static int verify(const struct overlap_collective* c, long seed, const uint64_t*
 }
 
 typedef struct variant_result {
-  double total, init, overlap, achieved, eq3, tinit_ratio, tinit_cpu_ratio, vs_mpi3;
+  double total, init, overlap, achieved, eq3, tinit_ratio, tinit_cpu_ratio, vs_mpi3, preempted;
 } variant_result;
 
 /* The per-iteration values of field f of variant v: x[v][f][0..n-1]. */
@@ -463,6 +479,10 @@ static int run_scenario(const overlap_params* p, const struct overlap_collective
     const double* init_cpu = series(x, n, v, F_INIT_CPU);
     for (int it = 0; it < n; it++) tmp[it] = init_cpu[it] / block_init[it];
     r->tinit_cpu_ratio = bench_median(tmp, n);
+    /* Share of the calls in which the calling thread lost its CPU involuntarily (any rank). */
+    const double* preempt = series(x, n, v, F_INIT_PREEMPT);
+    r->preempted = 0;
+    for (int it = 0; it < n; it++) r->preempted += preempt[it] > 0 ? 1.0 / n : 0;
     for (int it = 0; it < n; it++) tmp[it] = mpi3_total[it] / total[it];
     r->vs_mpi3 = bench_median(tmp, n);
     r->eq3 = fmin(tcomm - r->init, t_curc + t_crc);   /* Eq. 3 */
@@ -524,6 +544,8 @@ static int run_scenario(const overlap_params* p, const struct overlap_collective
     bench_json_num(j, "tinit_over_tcomm", r->tinit_ratio);
     bench_json_num(j, "tinit_cpu_over_tcomm", r->tinit_cpu_ratio);
     bench_json_num(j, "speedup_vs_mpi3", r->vs_mpi3);
+    bench_json_num(j, "calls_preempted_share", r->preempted);
+    bench_json_nums(j, "init_involuntary_switches_per_iteration", series(x, n, v, F_INIT_PREEMPT), n);
     bench_json_nums(j, "total_per_iteration_s", series(x, n, v, F_TOTAL), n);
     bench_json_nums(j, "init_per_iteration_s", series(x, n, v, F_INIT), n);
     bench_json_nums(j, "init_cpu_per_iteration_s", series(x, n, v, F_INIT_CPU), n);
@@ -593,7 +615,7 @@ int overlap_run(const overlap_params* p, const struct overlap_collective* c) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &np);
   int* order = calloc((size_t)c->nblocks, sizeof(int));
-  const char* err = make_order(p->order, c->nblocks, order);
+  const char* err = make_order(p->order, c->nblocks, rank, order);
   if (err) {
     if (rank == 0) fprintf(stderr, "%s: %s (%d sub-messages)\n", c->program, err, c->nblocks);
     free(order);

@@ -13,7 +13,8 @@ static const char kUsage[] =
     "usage: table1_alltoall [options]\n"
     "  --bytes SIZE        bytes per peer (default 1M; a multiple of 64)\n"
     "  --order ORDER       CRC's order of the sub-messages: seq (0..N-1), reverse, swap\n"
-    "                      ({N-1,1,..,N-2,0}, the paper's {3,1,2,0}), or a list like 3,1,2,0\n";
+    "                      ({N-1,1,..,N-2,0}, the paper's {3,1,2,0}), self (each rank its own\n"
+    "                      block first, then rank+1, ...), or a list like 3,1,2,0\n";
 
 typedef struct alltoall {
   int rank, np;

@@ -24,7 +24,7 @@ from run_mpi_test import add_launcher_options, run_mpirun  # noqa: E402  (the on
 SCENARIOS = ["a", "b", "c", "d", "e"]
 VARIANTS = ["blocking", "mpi3", "tnbc"]
 VARIANT_FIELDS = ["total_s", "init_s", "overlap_s", "achieved_over_ideal", "eq3_bound_s", "tinit_over_tcomm",
-                  "tinit_cpu_over_tcomm", "speedup_vs_mpi3"]
+                  "tinit_cpu_over_tcomm", "speedup_vs_mpi3", "calls_preempted_share"]
 # 64 KiB per peer: above tnbc's default threshold (three pages), small enough to be quick.
 ARGS = ["--bytes", "64K", "--iterations", "2", "--calibration", "2", "--order", "reverse"]
 

@@ -29,7 +29,6 @@ const Level& level(const Machine& m, LevelKind k) {
   return m.at(k == LevelKind::IntraNode ? LevelKind::InterNode : LevelKind::IntraNode);
 }
 
-
 // The guard backend `x` uses (its costs), or a free one.
 GuardCost guard_of(const Machine& m, const Execution& x) {
   if (x.guard >= 0 && x.guard < kGuardBackends && m.guard_measured[x.guard]) return m.guard[x.guard];

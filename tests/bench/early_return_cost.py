@@ -23,7 +23,6 @@ median and the largest excess; writes OUT/early_return_cost.json. --measured: pr
 from the Table 1 JSON files already in OUT (after a change to the estimators). A benchmark: run
 it under tnbc-quiet, never as a timed test.
 """
-import argparse
 import json
 import os
 import subprocess
@@ -31,7 +30,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from model_validation import launcher, median, run  # noqa: E402  (one launcher for the model's benchmarks)
+from model_validation import launcher, median, parse_placement, placement_parser, run  # noqa: E402  (one launcher for the model's benchmarks)
 
 
 def parse_cases(text):
@@ -45,20 +44,13 @@ def parse_cases(text):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build-dir", default="build")
-    ap.add_argument("--np", type=int, default=2)
-    ap.add_argument("--nodes", type=int, default=2)
-    ap.add_argument("--rate", default="1gbit")
-    ap.add_argument("--net", choices=["shaped", "none"], default="shaped")
+    ap = placement_parser()
     ap.add_argument("--cases", default="alltoall:1m,bcast:4m")
     ap.add_argument("--iterations", type=int, default=8)
     ap.add_argument("--machine")
     ap.add_argument("--measured", action="store_true", help="predict again from the Table 1 files in OUT")
     ap.add_argument("--out", default="early-return-cost")
-    a = ap.parse_args()
-    if a.net == "none":
-        a.nodes = 1
+    a = parse_placement(ap)
     os.makedirs(a.out, exist_ok=True)
     tnbc = os.path.join(a.build_dir, "tools", "tnbc")
     lib = os.path.abspath(os.path.join(a.build_dir, "libtnbc.so"))

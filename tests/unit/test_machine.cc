@@ -82,7 +82,8 @@ TEST_CASE("machine file: a missing or mistyped field is named") {
   CHECK(refusal(edited(text, "\"inter_node\"", "\"between\"")).find("levels.inter_node") != std::string::npos);
   CHECK(refusal(edited(text, "\"page\": 4096", "\"page\": \"4096\"")).find("page") != std::string::npos);
   // Sweep sizes must increase.
-  CHECK(refusal(edited(text, "\"bytes\": 65536", "\"bytes\": 1024")).find("sizes must increase") != std::string::npos);
+  CHECK(refusal(edited(text, "\"bytes\": 65536, \"T_ns\"", "\"bytes\": 1024, \"T_ns\"")).find("sizes must increase") !=
+        std::string::npos);
 }
 
 TEST_CASE("machine file: read_machine says when the file is missing or empty") {

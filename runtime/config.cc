@@ -94,10 +94,15 @@ const std::vector<Option> kOptions = {
      "Mode optimize, cost model: a site returns early only when the predicted saving exceeds this percentage of "
      "tnbc's predicted cost plus TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT of the blocking time (docs/settings.md).",
      &Settings::early_return_margin_cost_pct, 0, 1000},
-    {"early_return_margin_tcomm_pct", OptionType::Integer, "30", "",
+    {"early_return_margin_tcomm_pct", OptionType::Integer, "45", "",
      "Mode optimize, cost model: the share of the blocking time, in percent, by which the model may misjudge tnbc's "
-     "own schedule; part of the margin a predicted saving must exceed.",
+     "own schedule with one rank per node; part of the margin a predicted saving must exceed (measured: "
+     "docs/settings.md).",
      &Settings::early_return_margin_tcomm_pct, 0, 1000},
+    {"early_return_margin_shared_node_pct", OptionType::Integer, "100", "",
+     "Mode optimize, cost model: TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT where ranks share a node (measured: "
+     "docs/settings.md; 100 or more: no site returns early there).",
+     &Settings::early_return_margin_shared_node_pct, 0, 1000},
     {"node_priorities", OptionType::Choice, "auto", "auto|on|off",
      "Whether the ranks of a node start their sends to other nodes most urgent first, node-wide (shared memory); "
      "auto: in mode optimize with a profile, on nodes with more than one rank.",

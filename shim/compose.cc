@@ -50,7 +50,7 @@ void start_runtime(Runtime& rt, int provided) {
     PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     PMPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   }
-  if (all != any) {
+  if (trace::agree_plain(all != 0, any != 0) == trace::PlainAgreement::Disagree) {
     // Some ranks asked MPI for their program's own thread level: none can run the engine.
     rt.say(LogLevel::Warn, "the ranks judged the profile " + s.profile +
                                " differently before MPI_Init (their TNBC_* settings or machine files differ): some "

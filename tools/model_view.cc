@@ -165,8 +165,9 @@ std::string verdict_footer(const Settings& s, const RunModel* m) {
   }
   std::string o = "\noptimize: a site returns early when the cost model predicts a saving above its margin (" +
                   std::to_string(s.early_return_margin_cost_pct) + "% of the predicted cost + " +
-                  std::to_string(s.early_return_margin_tcomm_pct) +
-                  "% of Tcomm: TNBC_EARLY_RETURN_MARGIN_*_PCT); TNBC_PROFILE_BLOCKING=" +
+                  std::to_string(s.early_return_margin_tcomm_pct) + "% of Tcomm, " +
+                  std::to_string(s.early_return_margin_shared_node_pct) +
+                  "% where ranks share a node: TNBC_EARLY_RETURN_MARGIN_*_PCT); TNBC_PROFILE_BLOCKING=" +
                   (s.profile_blocking == ProfileBlocking::Auto ? "auto" : "off") + "\n";
   if (m) o += "cost model: " + m->origin + "\n";
   return o;

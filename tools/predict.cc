@@ -47,6 +47,11 @@ int cmd_predict(const std::vector<std::string>& args) {
   std::string file, sizes_text = "64k,256k,1m,4m,16m";
   int np = 0, per_node = 0;
   bool json = false;
+  // --program CURC_MS,CRC_MS [--tcomm-ms T]: also the early return's predicted total for a
+  // program that computes T_CURC, then reads for T_CRC (overlap(), Eq. 1 and 3 with tnbc's costs),
+  // with the blocking time T measured (else the model's).
+  std::string program;
+  double tcomm_ms = 0;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> std::string { return i + 1 < args.size() ? args[++i] : std::string(); };
@@ -54,12 +59,25 @@ int cmd_predict(const std::vector<std::string>& args) {
     else if (a == "--per-node") per_node = std::atoi(value().c_str());
     else if (a == "--sizes") sizes_text = value();
     else if (a == "--json") json = true;
+    else if (a == "--program") program = value();
+    else if (a == "--tcomm-ms") tcomm_ms = std::atof(value().c_str());
     else if (!a.empty() && a[0] == '-') return fail("unknown option '" + a + "'");
     else file = a;
   }
   if (file.empty() || np < 1)
     return fail("usage: tnbc predict MACHINE.json --np N [--per-node M (default: all on one node)] "
-                "[--sizes 64k,256k,1m,4m,16m] [--json]");
+                "[--sizes 64k,256k,1m,4m,16m] [--program CURC_MS,CRC_MS [--tcomm-ms T]] [--json]");
+  model::Program prog;
+  const bool with_program = !program.empty();
+  if (with_program) {
+    char* end = nullptr;
+    prog.curc_ns = std::strtod(program.c_str(), &end) * 1e6;
+    if (!end || *end != ',') return fail("--program wants CURC_MS,CRC_MS, not '" + program + "'");
+    const char* crc = end + 1;
+    prog.crc_ns = std::strtod(crc, &end) * 1e6;
+    if (end == crc || *end != '\0' || prog.curc_ns < 0 || prog.crc_ns < 0)
+      return fail("--program wants CURC_MS,CRC_MS, not '" + program + "'");
+  }
   Result<model::Machine> m = model::read_machine(file);
   if (!m.ok()) return fail(m.status().message());
   const model::Machine& machine = m.value();
@@ -83,11 +101,21 @@ int cmd_predict(const std::vector<std::string>& args) {
       const double blocking = model::mpi_blocking_ns(machine, t, c);
       const model::Timeline tl = model::tnbc_timeline(machine, t, c, x, true);
       const char* name = k == Kind::Bcast ? "bcast" : "alltoall";
-      if (json)
-        std::printf("%s\n {\"kind\": \"%s\", \"bytes\": %zu, \"blocking_s\": %.9g, \"in_call_s\": %.9g, \"total_s\": %.9g}",
+      const model::Overlap o = with_program ? model::overlap(machine, t, c, x, prog, tcomm_ms * 1e6) : model::Overlap{};
+      if (json) {
+        std::printf("%s\n {\"kind\": \"%s\", \"bytes\": %zu, \"blocking_s\": %.9g, \"in_call_s\": %.9g, \"total_s\": %.9g",
                     first ? "" : ",", name, b, blocking / 1e9, tl.in_call_ns / 1e9, tl.total_ns / 1e9);
-      else
-        std::printf("  %-9s %12zu %14.1f %14.1f %14.1f\n", name, b, blocking / 1e3, tl.in_call_ns / 1e3, tl.total_ns / 1e3);
+        if (with_program)
+          std::printf(", \"early_total_s\": %.9g, \"hidden_s\": %.9g, \"cost_s\": %.9g, \"saved_s\": %.9g", o.early_total_ns / 1e9,
+                      o.hidden_ns / 1e9, o.cost_ns / 1e9, o.saved_ns / 1e9);
+        std::printf("}");
+      } else {
+        std::printf("  %-9s %12zu %14.1f %14.1f %14.1f", name, b, blocking / 1e3, tl.in_call_ns / 1e3, tl.total_ns / 1e3);
+        if (with_program)
+          std::printf("   early return + program %.1f us (saved %.1f us, cost %.1f us)", o.early_total_ns / 1e3,
+                      o.saved_ns / 1e3, o.cost_ns / 1e3);
+        std::printf("\n");
+      }
       first = false;
     }
   if (json) std::printf("]}\n");

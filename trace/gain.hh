@@ -12,7 +12,8 @@
 // call + CURC + CRC after an early return:
 //
 //     saved = Tcomm + T_CURC + T_CRC - E     returns early when saved > margin, else not
-//     margin = margin_of_cost x cost + margin_of_tcomm x Tcomm
+//     margin = margin_of_cost x cost + margin_of_tcomm x Tcomm   (margin_of_tcomm_shared where
+//                                                                ranks share a node)
 //
 // where cost = hidden - saved (what tnbc costs on top of the hidden time). The margin keeps a
 // site whose predicted gain is within the model's error (docs/benchmarks.md, "The cost model
@@ -81,7 +82,9 @@ struct Judge {
   model::Execution exec;
   // The margin a predicted saving must exceed: these shares of the predicted cost and of Tcomm
   // (TNBC_EARLY_RETURN_MARGIN_COST_PCT, TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT).
-  double margin_of_cost = 0.15, margin_of_tcomm = 0.30;
+  // margin_of_tcomm_shared where the site's topology puts several ranks on a node
+  // (TNBC_EARLY_RETURN_MARGIN_SHARED_NODE_PCT): the model's error measured there is larger.
+  double margin_of_cost = 0.15, margin_of_tcomm = 0.45, margin_of_tcomm_shared = 1.0;
   // The topology decisions assume for a site over `comm_size` ranks: the world's when that is
   // the whole world, else that many ranks block-wise, as many per node as the world has (equal
   // on every rank: all sites are judged before any call, not from one rank's communicator).

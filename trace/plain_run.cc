@@ -71,4 +71,9 @@ PlainRun judge_plain_run(const Settings& s, const std::string& executable, const
   return r;
 }
 
+PlainAgreement agree_plain(bool all, bool any) {
+  if (all != any) return PlainAgreement::Disagree;
+  return all ? PlainAgreement::Plain : PlainAgreement::Engine;
+}
+
 }  // namespace tnbc::trace

@@ -37,4 +37,11 @@ struct PlainRun {
 PlainRun judge_plain_run(const Settings& s, const std::string& executable, const std::string& mpi_library,
                          int cpus_per_rank);
 
+// After MPI_Init, from every rank's verdict (`all`: every rank's is plain, `any`: some rank's is):
+// the plain program, tnbc's engine, or — where the ranks judged differently (their settings or
+// machine files differ) — every collective the MPI library's own call, since ranks that asked MPI
+// for their program's own thread level cannot run the engine and the others must not wait for it.
+enum class PlainAgreement { Plain, Engine, Disagree };
+PlainAgreement agree_plain(bool all, bool any);
+
 }  // namespace tnbc::trace

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <ctime>
 #include <thread>
 #include <vector>
@@ -43,15 +44,30 @@ struct Ctx {
   double idle_test_ns = 0;  // this rank's CPU per idle MPI_Testall between sleeps, at the current size
 };
 
-// A barrier that sleeps instead of spinning (MPI's own spins): the ranks that wait while a pair
-// measures must not take the CPU from it.
-void barrier(const Ctx& c) {
-  MPI_Request r;
-  PMPI_Ibarrier(c.comm, &r);
+// Waits for `r` asleep between tests (MPI's own waits spin): the ranks that wait while others
+// measure must not take the CPU from them.
+void wait_asleep(MPI_Request& r) {
   for (int done = 0; PMPI_Test(&r, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done;) {
     const struct timespec ts{0, 20000};
     nanosleep(&ts, nullptr);
   }
+}
+
+// A barrier that sleeps instead of spinning.
+void barrier(const Ctx& c) {
+  MPI_Request r;
+  PMPI_Ibarrier(c.comm, &r);
+  wait_asleep(r);
+}
+
+// The largest `mine` over the ranks, asleep while waiting (ranks that took no part in a
+// measurement must not spin while the others finish it).
+double sleeping_max(const Ctx& c, double mine) {
+  double worst = 0;
+  MPI_Request r;
+  PMPI_Iallreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, c.comm, &r);
+  wait_asleep(r);
+  return worst;
 }
 
 // After a sleeping barrier the pair meets once more with MPI's own spinning waits, so that
@@ -264,6 +280,72 @@ void measure_node(Ctx& c, Level& l, const std::vector<std::pair<int, int>>& pair
   l.flows = static_cast<int>(per_node_pairs);
 }
 
+// The node sweep (Level::node_sweep): on every node its first `k` ranks at once, each exchanging
+// one message of m bytes with each of the others and copying its own block (`exchange`), or
+// sending one to the next in a ring; the slowest rank's time (median), per byte received on a node.
+// Ranks that take no part wait asleep (sleeping_max), so they leave the CPUs to those that do.
+double node_pattern(Ctx& c, const std::vector<std::vector<int>>& on, std::size_t m, int k, bool exchange) {
+  std::vector<int> peers;
+  int at = -1;
+  for (const auto& ranks : on) {
+    if (static_cast<int>(ranks.size()) < k) continue;
+    for (int i = 0; i < k; ++i)
+      if (ranks[static_cast<std::size_t>(i)] == c.me) at = i, peers.assign(ranks.begin(), ranks.begin() + k);
+  }
+  // Each time from caches holding other data, as a program's collective finds them (its buffers
+  // last touched long before): the participants first write a scratch twice the last-level cache.
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  std::vector<char> evict(at >= 0 ? 2 * static_cast<std::size_t>(l3 > 0 ? l3 : 32L << 20) : 0);
+  std::vector<double> t;
+  for (int rep = 0; rep <= kMinReps; ++rep) {
+    if (!evict.empty()) std::memset(evict.data(), rep, evict.size());
+    barrier(c);
+    PMPI_Barrier(c.comm);  // all awake now: start together (the sleeping barrier wakes them ~0.1 ms apart)
+    const long long t0 = futex::now_ns();
+    std::vector<MPI_Request> req;
+    auto post = [&](int slot, int peer, bool send) {
+      MPI_Request r;
+      char* buf = (send ? c.a.data() : c.b.data()) + static_cast<std::size_t>(slot) * m;
+      if (send) PMPI_Isend(buf, static_cast<int>(m), MPI_BYTE, peer, kTag + 5, c.comm, &r);
+      else PMPI_Irecv(buf, static_cast<int>(m), MPI_BYTE, peer, kTag + 5, c.comm, &r);
+      req.push_back(r);
+    };
+    if (at >= 0 && exchange) {
+      for (int j = 0; j < k; ++j)
+        if (j != at) post(j, peers[static_cast<std::size_t>(j)], false);
+      for (int j = 0; j < k; ++j)
+        if (j != at) post(j, peers[static_cast<std::size_t>(j)], true);
+      std::memcpy(c.b.data() + static_cast<std::size_t>(at) * m, c.a.data() + static_cast<std::size_t>(at) * m, m);
+    } else if (at >= 0) {
+      post(0, peers[static_cast<std::size_t>((at + k - 1) % k)], false);
+      post(1, peers[static_cast<std::size_t>((at + 1) % k)], true);
+    }
+    PMPI_Waitall(static_cast<int>(req.size()), req.data(), MPI_STATUSES_IGNORE);
+    const double worst = sleeping_max(c, static_cast<double>(futex::now_ns() - t0));
+    if (rep > 0) t.push_back(worst);
+  }
+  const double bytes = (exchange ? k - 1.0 : 1.0) * k * static_cast<double>(m);
+  return median(t) / bytes;
+}
+
+void measure_node_sweep(Ctx& c, Level& l, const std::vector<std::vector<int>>& on, std::FILE* progress) {
+  std::size_t most = 0;
+  for (const auto& ranks : on) most = std::max(most, ranks.size());
+  const int top = static_cast<int>(std::min<std::size_t>(most, kTrain));  // the buffers hold kTrain messages
+  for (int k = 2; k <= top; ++k)
+    for (std::size_t m = 64 * 1024; m <= c.o.max_bytes; m *= 4) {
+      NodePoint p;
+      p.bytes = static_cast<double>(m);
+      p.ranks = k;
+      p.exchange_ns_per_byte = node_pattern(c, on, m, k, true);
+      p.ring_ns_per_byte = node_pattern(c, on, m, k, false);
+      l.node_sweep.push_back(p);
+      if (progress && c.me == 0)
+        std::fprintf(progress, "  node, %d ranks, %9zu B: exchange %.3f ns/B, ring %.3f ns/B\n", k, m,
+                     p.exchange_ns_per_byte, p.ring_ns_per_byte);
+    }
+}
+
 // ---- the guard (rank 0) ----
 
 std::atomic<std::uintptr_t> g_fault_page{0};
@@ -401,7 +483,10 @@ Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* 
   }
   if (on.size() >= 2)
     for (std::size_t i = 0; i < std::min(on[0].size(), on[1].size()); ++i) inter.emplace_back(on[0][i], on[1][i]);
-  if (m.at(LevelKind::IntraNode).measured) measure_node(c, m.at(LevelKind::IntraNode), intra, static_cast<double>(most));
+  if (m.at(LevelKind::IntraNode).measured) {
+    measure_node(c, m.at(LevelKind::IntraNode), intra, static_cast<double>(most));
+    measure_node_sweep(c, m.at(LevelKind::IntraNode), on, progress);
+  }
   if (m.at(LevelKind::InterNode).measured) measure_node(c, m.at(LevelKind::InterNode), inter, static_cast<double>(inter.size()));
   if (progress && c.me == 0)
     for (int k = 0; k < kLevels; ++k)

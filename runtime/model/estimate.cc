@@ -29,9 +29,6 @@ const Level& level(const Machine& m, LevelKind k) {
   return m.at(k == LevelKind::IntraNode ? LevelKind::InterNode : LevelKind::IntraNode);
 }
 
-double node_bi(const Level& l) { return l.node_bi_ns_per_byte > 0 ? l.node_bi_ns_per_byte : l.G_ns_per_byte / 2; }
-double node_out(const Level& l) { return l.node_out_ns_per_byte > 0 ? l.node_out_ns_per_byte : l.G_ns_per_byte; }
-
 // The guard backend `x` uses (its costs), or a free one.
 GuardCost guard_of(const Machine& m, const Execution& x) {
   if (x.guard >= 0 && x.guard < kGuardBackends && m.guard_measured[x.guard]) return m.guard[x.guard];
@@ -71,10 +68,12 @@ double exchange_node_bound(const Machine& m, const Topology& t, double s) {
   const Level &in = level(m, LevelKind::IntraNode), &out = level(m, LevelKind::InterNode);
   double worst = 0;
   for (int j = 0; j < t.nodes(); ++j) {
-    const double M = t.ranks_on(j);
-    const double intra = M * (M - 1) * s * node_bi(in);
+    const int ranks = t.ranks_on(j);
+    const double M = ranks;
+    // Inside the node at the rate of this size with this many ranks exchanging (own blocks included).
+    const double intra = M * (M - 1) * s * in.node_exchange(s, ranks);
     const double v = M * (n - M) * s;
-    const double inter = std::max(v * node_out(out), 2 * v * node_bi(out));
+    const double inter = std::max(v * out.node_out(), 2 * v * out.node_bi());
     worst = std::max(worst, std::max(intra, inter));
   }
   return worst;
@@ -263,7 +262,8 @@ double bcast_node_bound(const Machine& m, const Topology& t, double bytes, int r
   const Level &li = level(m, LevelKind::IntraNode), &lo = level(m, LevelKind::InterNode);
   double worst = 0;
   for (std::size_t j = 0; j < out.size(); ++j)
-    worst = std::max({worst, intra[j] * node_bi(li), std::max(out[j], in[j]) * node_out(lo), (out[j] + in[j]) * node_bi(lo)});
+    worst = std::max({worst, intra[j] * li.node_ring(bytes, t.ranks_on(static_cast<int>(j))),
+                      std::max(out[j], in[j]) * lo.node_out(), (out[j] + in[j]) * lo.node_bi()});
   return worst;
 }
 

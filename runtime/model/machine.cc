@@ -79,6 +79,38 @@ double Level::o_r(double m) const {
   return interpolate(sweep, m, [](const SizePoint& p) { return p.or_ns; }, Or_ns_per_byte);
 }
 
+namespace {
+
+// The node sweep's per-byte field f at m bytes and `ranks` ranks (Level::node_exchange).
+template <class F>
+double node_rate(const std::vector<NodePoint>& s, double m, int ranks, F f) {
+  int at = s.front().ranks;  // the most ranks measured up to `ranks`, else the fewest measured
+  for (const NodePoint& p : s)
+    if (p.ranks <= ranks) at = std::max(at, p.ranks);
+  std::vector<const NodePoint*> row;
+  for (const NodePoint& p : s)
+    if (p.ranks == at) row.push_back(&p);
+  if (m <= row.front()->bytes) return f(*row.front());
+  for (std::size_t i = 1; i < row.size(); ++i)
+    if (m <= row[i]->bytes) {
+      const double a = std::log(row[i - 1]->bytes), b = std::log(row[i]->bytes);
+      return f(*row[i - 1]) + (f(*row[i]) - f(*row[i - 1])) * (std::log(m) - a) / (b - a);
+    }
+  return f(*row.back());
+}
+
+}  // namespace
+
+double Level::node_exchange(double m, int ranks) const {
+  if (node_sweep.empty()) return node_bi();
+  return node_rate(node_sweep, m, ranks, [](const NodePoint& p) { return p.exchange_ns_per_byte; });
+}
+
+double Level::node_ring(double m, int ranks) const {
+  if (node_sweep.empty()) return node_bi();  // a ring's ranks send and receive at once
+  return node_rate(node_sweep, m, ranks, [](const NodePoint& p) { return p.ring_ns_per_byte; });
+}
+
 // ---------------------------------------------------------------- writing ----
 
 namespace {
@@ -121,6 +153,13 @@ std::string machine_json(const Machine& m) {
       const SizePoint& p = l.sweep[i];
       o << (i ? ",\n    " : "\n    ") << "{\"bytes\": " << num(p.bytes) << ", \"T_ns\": " << num(p.t_ns)
         << ", \"o_s_ns\": " << num(p.os_ns) << ", \"o_r_ns\": " << num(p.or_ns) << ", \"g_ns\": " << num(p.g_ns) << "}";
+    }
+    o << "],\n   \"node_sweep\": [";
+    for (std::size_t i = 0; i < l.node_sweep.size(); ++i) {
+      const NodePoint& p = l.node_sweep[i];
+      o << (i ? ",\n    " : "\n    ") << "{\"bytes\": " << num(p.bytes) << ", \"ranks\": " << p.ranks
+        << ", \"exchange_ns_per_byte\": " << num(p.exchange_ns_per_byte)
+        << ", \"ring_ns_per_byte\": " << num(p.ring_ns_per_byte) << "}";
     }
     o << "]}";
   }
@@ -240,6 +279,21 @@ Machine parse_or_throw(std::string_view text, const std::string& name) {
       if (i > 0 && s.bytes <= last) r.fail(pp + ".bytes", pt, "sizes must increase");
       last = s.bytes;
       l.sweep.push_back(s);
+    }
+    const Value& nodes = r.member(*lv, p, "node_sweep", Value::Type::Array);
+    for (std::size_t i = 0; i < nodes.items.size(); ++i) {
+      const Value& pt = nodes.items[i];
+      const std::string pp = p + ".node_sweep[" + std::to_string(i) + "]";
+      if (pt.type != Value::Type::Object) r.fail(pp, pt, "expected an object");
+      const NodePoint n{r.number(pt, pp, "bytes"), r.integer(pt, pp, "ranks", 1), r.number(pt, pp, "exchange_ns_per_byte"),
+                        r.number(pt, pp, "ring_ns_per_byte")};
+      if (n.bytes <= 0) r.fail(pp + ".bytes", pt, "expected a size > 0");
+      if (i > 0) {
+        const NodePoint& q = l.node_sweep.back();
+        if (n.ranks < q.ranks || (n.ranks == q.ranks && n.bytes <= q.bytes))
+          r.fail(pp, pt, "points must be sorted by ranks, then by increasing size");
+      }
+      l.node_sweep.push_back(n);
     }
   }
   const Value& guard = r.member(root, "", "guard", Value::Type::Object);

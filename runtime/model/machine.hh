@@ -28,7 +28,9 @@
 namespace tnbc::model {
 
 inline constexpr const char* kMachineFormat = "tnbc-machine";
-inline constexpr int kMachineVersion = 2;  // 2: o_s/o_r measured without idle polls (1 carried O ~ G)
+// 2: o_s/o_r measured without idle polls (1 carried O ~ G); 3: the node's rate per message size
+// and per ranks taking part (node_sweep)
+inline constexpr int kMachineVersion = 3;
 
 // A cost t(bytes) = ns + ns_per_byte * bytes.
 struct Line {
@@ -44,6 +46,20 @@ Line fit(const std::vector<double>& x, const std::vector<double>& y);
 // between back-to-back messages g(m).
 struct SizePoint {
   double bytes = 0, t_ns = 0, os_ns = 0, or_ns = 0, g_ns = 0;
+};
+
+// The node's shared resource at one message size with `ranks` ranks of every node taking part at
+// once (PLogP's G(m) at the node level, LogGPH's contention): what one per-byte rate cannot
+// describe on shared memory, where the copies share the node's CPUs and memory and their rate
+// changes with the size (caches) and with how many ranks copy at once.
+//   exchange  every pair of the `ranks` exchanges one message of `bytes` at once and each copies
+//             its own block (the exchange family's pattern): ns per byte received on the node
+//   ring      each of the `ranks` sends one message of `bytes` to the next (one flow per rank, a
+//             tree's edges): ns per byte moved on the node
+struct NodePoint {
+  double bytes = 0;
+  int ranks = 2;
+  double exchange_ns_per_byte = 0, ring_ns_per_byte = 0;
 };
 
 enum class LevelKind { IntraNode, InterNode };
@@ -62,11 +78,21 @@ struct Level {
   double node_bi_ns_per_byte = 0;   // ... and receiving at the same time (bytes in + out)
   int flows = 1;                    // concurrent flows in those two measurements
   std::vector<SizePoint> sweep;     // PLogP table, sorted by size (may be empty)
+  std::vector<NodePoint> node_sweep;  // sorted by ranks, then size (may be empty: node_bi / node_out)
 
   double T(double m) const;    // one message alone, ns
   double g(double m) const;    // gap between back-to-back messages
   double o_s(double m) const;  // sender's CPU
   double o_r(double m) const;  // receiver's CPU
+  // The node's ns per byte for messages of `m` bytes with `ranks` of its ranks taking part: the
+  // node sweep's points at the most ranks measured up to `ranks` (the fewest measured when none
+  // is), interpolated in log(m) and held at its ends; without a sweep node_bi().
+  double node_exchange(double m, int ranks) const;
+  // The level's one rate (a link's does not depend on the size; the per-byte bounds count the
+  // ranks that share it): node_bi / node_out, or from G when not measured.
+  double node_bi() const { return node_bi_ns_per_byte > 0 ? node_bi_ns_per_byte : G_ns_per_byte / 2; }
+  double node_out() const { return node_out_ns_per_byte > 0 ? node_out_ns_per_byte : G_ns_per_byte; }
+  double node_ring(double m, int ranks) const;
 };
 
 // Hold back and publish costs of one guard backend, and what a reader that touches a page
@@ -103,7 +129,7 @@ struct Machine {
   Level& at(LevelKind k) { return level[static_cast<int>(k)]; }
 };
 
-// The machine file's text (format "tnbc-machine", version 1).
+// The machine file's text (format "tnbc-machine", version kMachineVersion).
 std::string machine_json(const Machine& m);
 // Reads one: every required field with its type, the format and the version; an error names
 // the file, the field and its line.

@@ -47,22 +47,34 @@ def median(v):
     return v[m] if len(v) % 2 else (v[m - 1] + v[m]) / 2
 
 
-def main():
+def placement_parser():
+    """The options of the model's benchmarks (this one, early_return_cost.py): the build, the
+    ranks and where they run."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--build-dir", default="build")
     ap.add_argument("--np", type=int, default=2)
     ap.add_argument("--nodes", type=int, default=2)
     ap.add_argument("--rate", default="1gbit")
     ap.add_argument("--net", choices=["shaped", "none"], default="shaped")
+    return ap
+
+
+def parse_placement(ap):
+    a = ap.parse_args()
+    if a.net == "none":
+        a.nodes = 1
+    return a
+
+
+def main():
+    ap = placement_parser()
     ap.add_argument("--sizes", default="64k,256k,1m,4m,16m")
     ap.add_argument("--iterations", type=int, default=9)
     ap.add_argument("--machine")
     ap.add_argument("--measured", help="blocking_times' JSON of an earlier run (with --machine): predict again, "
                                        "measure nothing (after a change to the estimators)")
     ap.add_argument("--out", default="model-validation")
-    a = ap.parse_args()
-    if a.net == "none":
-        a.nodes = 1
+    a = parse_placement(ap)
     os.makedirs(a.out, exist_ok=True)
     tnbc = os.path.join(a.build_dir, "tools", "tnbc")
     machine = a.machine or os.path.join(a.out, "machine.json")

@@ -120,7 +120,7 @@ def main():
     text = open(machine).read()
     nodes = json.loads(text)["nodes"]
     bad = {
-        "version": (text.replace('"version": 2', '"version": 1', 1), "version 1, this tnbc reads version 2"),
+        "version": (text.replace('"version": 3', '"version": 2', 1), "version 2, this tnbc reads version 3"),
         "library": (re.sub(r'"mpi_library": "[^"]*"', '"mpi_library": "Other MPI 9.9"', text, count=1),
                     "another MPI library"),
         "field": (text.replace('"G_ns_per_byte"', '"G"', 1), "G_ns_per_byte"),

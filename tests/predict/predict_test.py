@@ -32,12 +32,12 @@ import time
 
 LEVEL = {"L_ns": 50000, "o_s_ns": 10000, "o_r_ns": 10000, "g_ns": 10000, "G_ns_per_byte": 8.0,
          "O_s_ns_per_byte": 0.3, "O_r_ns_per_byte": 0.3, "node_out_ns_per_byte": 8.0,
-         "node_bi_ns_per_byte": 8.0, "flows": 1, "sweep": []}
+         "node_bi_ns_per_byte": 8.0, "flows": 1, "sweep": [], "node_sweep": []}
 
 
 def machine(mpi=""):
     intra = dict(LEVEL, L_ns=1000, G_ns_per_byte=0.2, node_out_ns_per_byte=0.2, node_bi_ns_per_byte=0.2)
-    return {"format": "tnbc-machine", "version": 2, "method": "calibrate", "created": "", "host": "",
+    return {"format": "tnbc-machine", "version": 3, "method": "calibrate", "created": "", "host": "",
             "mpi_library": mpi, "ranks": 2, "nodes": 2, "ranks_per_node": 1, "cpus_per_node": 2, "page": 4096,
             "levels": {"intra_node": intra, "inter_node": LEVEL},
             "guard": {"memcpy": {"ns": 10, "ns_per_byte": 0.1}, "userfaultfd_move": None,

@@ -23,6 +23,7 @@ Machine sample() {
   m.created = "2026-11-24T02:00:00Z";
   m.level[1] = test::level(60, 117, 12, 280);
   m.level[1].sweep = {{4096, 90e3, 12e3, 13e3, 40e3}, {65536, 600e3, 20e3, 30e3, 560e3}};
+  m.level[0].node_sweep = {{65536, 2, 0.10, 0.08}, {1 << 20, 2, 0.16, 0.14}, {65536, 4, 0.12, 0.09}, {1 << 20, 4, 0.15, 0.11}};
   return m;
 }
 
@@ -49,6 +50,8 @@ TEST_CASE("machine file: what is written reads back with every value") {
   CHECK(back.mpi_library == "Test MPI 1.0");
   CHECK(back.at(LevelKind::InterNode).measured);
   CHECK(back.at(LevelKind::InterNode).sweep.size() == 2);
+  CHECK(back.at(LevelKind::IntraNode).node_sweep.size() == 4);
+  CHECK(back.at(LevelKind::IntraNode).node_sweep[2].ranks == 4);
   CHECK(back.at(LevelKind::IntraNode).G_ns_per_byte == Approx(m.at(LevelKind::IntraNode).G_ns_per_byte));
   CHECK(back.guard_measured[0]);
   CHECK_FALSE(back.guard_measured[1]);  // null in the file: not measured
@@ -61,9 +64,9 @@ TEST_CASE("machine file: what is written reads back with every value") {
 
 TEST_CASE("machine file: another version, another format, not JSON: refused, naming the file") {
   const std::string text = machine_json(sample());
-  const std::string v1 = refusal(edited(text, "\"version\": 2", "\"version\": 1"));
-  CHECK(v1.find("m.json") != std::string::npos);
-  CHECK(v1.find("version 1, this tnbc reads version 2") != std::string::npos);
+  const std::string v2 = refusal(edited(text, "\"version\": 3", "\"version\": 2"));
+  CHECK(v2.find("m.json") != std::string::npos);
+  CHECK(v2.find("version 2, this tnbc reads version 3") != std::string::npos);
   CHECK(refusal(edited(text, "\"tnbc-machine\"", "\"tnbc-profile\"")).find("not a \"tnbc-machine\" file") !=
         std::string::npos);
   CHECK(refusal(text.substr(0, text.size() / 2)).find("not valid JSON") != std::string::npos);
@@ -79,7 +82,8 @@ TEST_CASE("machine file: a missing or mistyped field is named") {
   CHECK(refusal(edited(text, "\"inter_node\"", "\"between\"")).find("levels.inter_node") != std::string::npos);
   CHECK(refusal(edited(text, "\"page\": 4096", "\"page\": \"4096\"")).find("page") != std::string::npos);
   // Sweep sizes must increase.
-  CHECK(refusal(edited(text, "\"bytes\": 65536", "\"bytes\": 1024")).find("sizes must increase") != std::string::npos);
+  CHECK(refusal(edited(text, "\"bytes\": 65536, \"T_ns\"", "\"bytes\": 1024, \"T_ns\"")).find("sizes must increase") !=
+        std::string::npos);
 }
 
 TEST_CASE("machine file: read_machine says when the file is missing or empty") {
@@ -110,4 +114,28 @@ TEST_CASE("machine file: misfit names another MPI library, node count or a missi
   m.level[0].measured = false;
   CHECK(misfit(m, {"Test MPI 1.0", 1, 4}).find("no intra-node level") != std::string::npos);
   CHECK(misfit(m, {"Test MPI 1.0", 1, 1}).empty());  // one rank per node needs no level
+}
+
+TEST_CASE("machine file: the node sweep is read in order, and interpolated by size and ranks") {
+  const Machine m = sample();
+  const Level& l = m.at(LevelKind::IntraNode);
+  // At a measured point, its value; between two sizes, in log(size); outside, the end's value.
+  CHECK(l.node_exchange(65536, 2) == Approx(0.10));
+  CHECK(l.node_exchange(256 * 1024, 2) == Approx(0.13));  // half way in log2: 16 of 20 -> 18
+  CHECK(l.node_exchange(4096, 2) == Approx(0.10));
+  CHECK(l.node_exchange(64 << 20, 2) == Approx(0.16));
+  CHECK(l.node_ring(1 << 20, 4) == Approx(0.11));
+  // Ranks: the most measured up to the call's (3 -> 2, 8 -> 4); fewer than measured: the fewest.
+  CHECK(l.node_exchange(1 << 20, 3) == Approx(0.16));
+  CHECK(l.node_exchange(1 << 20, 8) == Approx(0.15));
+  CHECK(l.node_exchange(1 << 20, 1) == Approx(0.16));
+  // No sweep: the level's one rate.
+  Level plain = l;
+  plain.node_sweep.clear();
+  CHECK(plain.node_exchange(1 << 20, 4) == Approx(plain.node_bi()));
+  CHECK(plain.node_ring(1 << 20, 4) == Approx(plain.node_bi()));
+  // Out of order: refused, naming the point.
+  const std::string text = machine_json(m);
+  const std::string swapped = edited(text, "\"ranks\": 4, \"exchange_ns_per_byte\": 0.12", "\"ranks\": 1, \"exchange_ns_per_byte\": 0.12");
+  CHECK(refusal(swapped).find("node_sweep[2]") != std::string::npos);
 }

@@ -150,7 +150,13 @@ TEST_CASE("decision: compute-first sites return early, read-at-once sites do not
   CHECK(*compute.saved_ns > compute.margin_ns);
   CHECK(compute.margin_ns == Approx(j.margin_of_cost * std::max(0.0, compute.cost_ns) + j.margin_of_tcomm * blocking));
   CHECK(j.margin_of_cost == Approx(0.15));  // the settings' defaults
-  CHECK(j.margin_of_tcomm == Approx(0.30));
+  CHECK(j.margin_of_tcomm == Approx(0.45));
+  CHECK(j.margin_of_tcomm_shared == Approx(1.0));
+  // Ranks sharing a node: the share measured there (100 %: no saving can exceed it).
+  const trace::Judge shared = judge(m, Topology::block(2, 2, 2, 1));
+  const trace::Decision there = trace::decide(site(2 * kMiB, blocking, 3 * blocking, 0.5 * kMs), Kind::Alltoall, 2, shared);
+  CHECK(there.margin_ns >= shared.margin_of_tcomm_shared * blocking);
+  CHECK(there.blocking());
   const trace::Decision at_once = trace::decide(site(2 * kMiB, blocking, 0.02 * kMs, 0.05 * kMs), Kind::Alltoall, 2, j);
   CHECK(at_once.basis == trace::Basis::NoOverlapToGain);
   CHECK(at_once.blocking());

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""What an early return really costs, against the cost model's estimate (docs/benchmarks.md,
+"The early-return margin, measured"; TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT).
+
+usage: early_return_cost.py [--build-dir build] [--np 2] [--nodes 2] [--rate 1gbit | --net none]
+                            [--cases alltoall:1m,bcast:4m] [--iterations 8] [--machine FILE] [--out DIR]
+                            [--measured]
+
+Mode optimize returns early at a site when the model's predicted saving exceeds a margin; the
+margin covers what the model misses of tnbc's own cost per early-returned call (time in the
+call, the progress thread's CPU where it shares the rank's CPU, publication, wake-ups). This
+measures that miss over Table 1's five scenarios: `tnbc calibrate` (unless --machine), then per
+case tests/bench/table1_<kind> with libtnbc.so preloaded (TNBC_MODE=nbc, TNBC_MIN_BYTES=4096 so
+that every call returns early, TNBC_MACHINE the calibrated machine); per scenario the measured
+Tcomm, T_CURC and T_CRC go to `tnbc predict MACHINE --program` and the model's total of call +
+CURC + CRC after an early return is compared with tnbc's measured one:
+
+    excess = (measured tnbc total - predicted total) / Tcomm
+
+i.e. how much of Tcomm the model's predicted saving overstates the real one (> 0: the model is
+optimistic; the margin must cover it for optimize never to lose). Prints per scenario and the
+median and the largest excess; writes OUT/early_return_cost.json. --measured: predict again
+from the Table 1 JSON files already in OUT (after a change to the estimators). A benchmark: run
+it under tnbc-quiet, never as a timed test.
+"""
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from model_validation import launcher, median, parse_placement, placement_parser, run  # noqa: E402  (one launcher for the model's benchmarks)
+
+
+def parse_cases(text):
+    cases = []
+    for tok in text.split(","):
+        kind, _, size = tok.partition(":")
+        if kind not in ("alltoall", "bcast") or not size:
+            sys.exit(f"early_return_cost: --cases wants KIND:SIZE,... (alltoall or bcast), not '{tok}'")
+        cases.append((kind, size))
+    return cases
+
+
+def main():
+    ap = placement_parser()
+    ap.add_argument("--cases", default="alltoall:1m,bcast:4m")
+    ap.add_argument("--iterations", type=int, default=8)
+    ap.add_argument("--machine")
+    ap.add_argument("--measured", action="store_true", help="predict again from the Table 1 files in OUT")
+    ap.add_argument("--out", default="early-return-cost")
+    a = parse_placement(ap)
+    os.makedirs(a.out, exist_ok=True)
+    tnbc = os.path.join(a.build_dir, "tools", "tnbc")
+    lib = os.path.abspath(os.path.join(a.build_dir, "libtnbc.so"))
+    machine = os.path.abspath(a.machine or os.path.join(a.out, "machine.json"))
+    if not a.machine and not a.measured:
+        run(launcher(a, [tnbc, "calibrate", "-o", machine, "--max-bytes", "4m", "--quiet"]))
+    per_node = (a.np + a.nodes - 1) // a.nodes
+    rows = []
+    for kind, size in parse_cases(a.cases):
+        out = os.path.join(a.out, f"table1_{kind}_{size}.json")
+        if not a.measured:
+            env = ["-x", "LD_PRELOAD=" + lib, "-x", "TNBC_MODE=nbc", "-x", "TNBC_MIN_BYTES=4096",
+                   "-x", "TNBC_MACHINE=" + machine, "-x", "TNBC_OUTPUT_DIR=" + os.path.join(a.out, f"tnbc-{kind}-{size}")]
+            run(launcher(a, env + [os.path.join(a.build_dir, "tests", "bench", f"table1_{kind}"), "--bytes", size,
+                                   "--iterations", str(a.iterations), "--json", out]))
+        d = json.load(open(out))
+        nbytes = d["parameters"]["bytes"]
+        for sc in d["scenarios"]:
+            m = sc["measured"]
+            var = {v["name"]: v for v in sc["variants"]}
+            tnbc_v = var.get("tnbc") or var.get("tnbc-optimize")
+            tcomm, curc, crc = m["tcomm_s"], m["t_curc_s"], m["t_crc_s"]
+            pred = json.loads(run([tnbc, "predict", machine, "--np", str(a.np), "--per-node", str(per_node), "--sizes",
+                                   str(nbytes), "--program", f"{curc * 1e3:.6f},{crc * 1e3:.6f}",
+                                   "--tcomm-ms", f"{tcomm * 1e3:.6f}", "--json"]))
+            p = next(r for r in pred["results"] if r["kind"] == kind)
+            rows.append({"kind": kind, "bytes": nbytes, "scenario": sc["id"], "tcomm_s": tcomm, "t_curc_s": curc,
+                         "t_crc_s": crc, "blocking_total_s": var["blocking"]["total_s"], "tnbc_total_s": tnbc_v["total_s"],
+                         "tnbc_init_s": tnbc_v["init_s"], "predicted_total_s": p["early_total_s"],
+                         "predicted_in_call_s": p["in_call_s"], "predicted_saved_s": p["saved_s"],
+                         "measured_saved_s": var["blocking"]["total_s"] - tnbc_v["total_s"],
+                         "excess_of_tcomm": (tnbc_v["total_s"] - p["early_total_s"]) / tcomm})
+    where = f"np={a.np}, {a.nodes} node(s), " + (f"emulated link {a.rate}" if a.net == "shaped" else "shared memory")
+    print(f"\nearly return: measured against the model ({where}; machine {machine}):")
+    print(f"  {'kind':9} {'bytes':>9} sc {'Tcomm ms':>9} {'Tinit ms':>9} {'(model)':>8} {'total ms':>9} {'(model)':>8} "
+          f"{'saved ms':>9} {'(model)':>8} {'excess':>7}")
+    for r in rows:
+        print(f"  {r['kind']:9} {r['bytes']:>9} {r['scenario']}  {r['tcomm_s'] * 1e3:9.2f} {r['tnbc_init_s'] * 1e3:9.2f} "
+              f"{r['predicted_in_call_s'] * 1e3:8.2f} {r['tnbc_total_s'] * 1e3:9.2f} {r['predicted_total_s'] * 1e3:8.2f} "
+              f"{r['measured_saved_s'] * 1e3:9.2f} {r['predicted_saved_s'] * 1e3:8.2f} {100 * r['excess_of_tcomm']:+6.0f}%")
+    ex = [r["excess_of_tcomm"] for r in rows]
+    summary = {"median_excess_of_tcomm": median(ex) if ex else None, "largest_excess_of_tcomm": max(ex) if ex else None}
+    if ex:
+        print(f"  excess over Tcomm: median {100 * summary['median_excess_of_tcomm']:+.0f}%, "
+              f"largest {100 * summary['largest_excess_of_tcomm']:+.0f}%")
+    with open(os.path.join(a.out, "early_return_cost.json"), "w") as f:
+        json.dump({"format": "tnbc-early-return-cost", "version": 1, "where": where, "machine": machine, "rows": rows,
+                   **summary}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -149,7 +149,8 @@ void Progress::run() {
     {
       std::lock_guard lock(mutex_);
       for (auto& f : incoming_) {
-        if (f->times.returned.load(std::memory_order_acquire) == 0) returning_.push_back(f);
+        if (shares_caller_cpu_.load(std::memory_order_relaxed) && f->times.returned.load(std::memory_order_acquire) == 0)
+          returning_.push_back(f);
         f->submitted_ns = futex::now_ns();
         f->polls_at_submit = polls_;
         ex.add(std::move(f), Scope::Progress);
@@ -160,11 +161,11 @@ void Progress::run() {
     }
     // A calling thread on this thread's only CPU has done its part and is leaving its call (the
     // wake-up at its end preempted it): let it return first; this round follows in its slice.
+    // (Listed only on such a CPU: elsewhere the round does nothing more.)
     std::erase_if(returning_, [](const std::shared_ptr<InFlight>& f) {
       return f->times.returned.load(std::memory_order_acquire) != 0;
     });
-    if (shares_caller_cpu_.load(std::memory_order_relaxed) &&
-        std::any_of(returning_.begin(), returning_.end(), [](const std::shared_ptr<InFlight>& f) {
+    if (std::any_of(returning_.begin(), returning_.end(), [](const std::shared_ptr<InFlight>& f) {
           return f->bodies_released.load(std::memory_order_acquire);
         }))
       sched_yield();

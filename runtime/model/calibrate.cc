@@ -311,10 +311,17 @@ double node_pattern(Ctx& c, const std::vector<std::vector<int>>& on, std::size_t
       req.push_back(r);
     };
     if (at >= 0 && exchange) {
-      for (int j = 0; j < k; ++j)
-        if (j != at) post(j, peers[static_cast<std::size_t>(j)], false);
-      for (int j = 0; j < k; ++j)
-        if (j != at) post(j, peers[static_cast<std::size_t>(j)], true);
+      // In the order of Open MPI's linear Alltoall (coll_base_alltoall.c, what its fixed rules
+      // run on one node): receives from the next ranks up, sends to the ranks below, so the
+      // first messages form a ring instead of all meeting at one rank.
+      for (int d = 1; d < k; ++d) {
+        const int j = (at + d) % k;
+        post(j, peers[static_cast<std::size_t>(j)], false);
+      }
+      for (int d = 1; d < k; ++d) {
+        const int j = (at + k - d) % k;
+        post(j, peers[static_cast<std::size_t>(j)], true);
+      }
       std::memcpy(c.b.data() + static_cast<std::size_t>(at) * m, c.a.data() + static_cast<std::size_t>(at) * m, m);
     } else if (at >= 0) {
       post(0, peers[static_cast<std::size_t>((at + k - 1) % k)], false);

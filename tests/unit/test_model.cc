@@ -135,17 +135,17 @@ TEST_CASE("model: Open MPI 4.1's own algorithm on one node, by its fixed rules")
   b.page = kPage;
   // np 2: one unsegmented message, one pair's gap (not 32 pipelined segments at the node's rate).
   const double one = l.g(4 * kMiB);
-  CHECK(mpi_blocking_ns(m, two, b) == Approx(one));
+  CHECK(mpi_blocking_ns(m, two, b) == Approx(one + l.L_ns));  // each round: + L
   // np 4, 4 MiB: a chain of three whole messages, one after another.
-  CHECK(mpi_blocking_ns(m, four, b) == Approx(3 * one));
+  CHECK(mpi_blocking_ns(m, four, b) == Approx(3 * (one + l.L_ns)));
   // np 4, 256 KiB: linear, the root's three messages at once, copied at the two-CPU rate.
   b.bytes = 256 * 1024;
-  CHECK(mpi_blocking_ns(m, four, b) == Approx(std::max(l.g(b.bytes), 3 * b.bytes * l.node_ring(b.bytes, 2))));
+  CHECK(mpi_blocking_ns(m, four, b) == Approx(std::max(l.g(b.bytes), 3 * b.bytes * l.node_ring(b.bytes, 2)) + l.L_ns));
   // Alltoall at np 4: all pairs at once at the exchange rate of four ranks; pairwise: three
   // rounds of a four-rank ring (at most one copy per CPU), then the own block.
-  CHECK(mpi_blocking_ns(m, four, alltoall(4 * kMiB)) == Approx(12 * 4 * kMiB * l.node_exchange(4 * kMiB, 4)));
+  CHECK(mpi_blocking_ns(m, four, alltoall(4 * kMiB)) == Approx(12 * 4 * kMiB * l.node_exchange(4 * kMiB, 4) + l.L_ns));
   const double q = 768 * 1024;
-  const double round = std::max(l.g(q), 4 * q * l.node_ring(q, 2));
+  const double round = std::max(l.g(q), 4 * q * l.node_ring(q, 2)) + l.L_ns;
   CHECK(mpi_blocking_ns(m, four, alltoall(q)) == Approx(3 * round + q * m.memcpy_cost.ns_per_byte));
   // Another library on the same machine: the generic bound (pipelined 128 KiB segments).
   Machine other = m;

@@ -24,7 +24,7 @@ enum class MpiBcast {
   Unknown,   // the generic pipelined binomial tree
   Linear,    // the root sends to every rank at once
   Binomial,  // whole message per edge, a parent sends to all its children at once
-  Binary,    // bintree (split_binary_tree counted alike): children 2v + 1, 2v + 2
+  Binary,    // bintree: children 2v + 1, 2v + 2
   Chain,     // rank v sends to v + 1, one after another
 };
 
@@ -32,7 +32,8 @@ enum class MpiBcast {
 bool known_rules(std::string_view mpi_library);
 
 // The algorithm of MPI_Alltoall with `bytes` per peer, and of MPI_Bcast of `bytes`, on a
-// communicator of n ranks (Unknown outside the rules' table here: n >= 16).
+// communicator of n ranks (Unknown outside the rules' table here: n >= 16). MPI_Alltoallv keeps
+// the generic bound (its rule: pairwise below 4 ranks, linear from 4 to 63, by n alone).
 MpiExchange mpi_alltoall_algorithm(std::string_view mpi_library, int n, double bytes);
 MpiBcast mpi_bcast_algorithm(std::string_view mpi_library, int n, double bytes);
 

@@ -86,7 +86,7 @@ def add_to_page(page, svg):
     with open(page) as f:
         html = f.read()
     with open(svg) as f:
-        picture = f.read()
+        picture = f.read().replace(' xmlns="http://www.w3.org/2000/svg"', "")  # HTML5 needs no namespace inline
     section = ('<section id="predict"><h2>Predicted at other process counts</h2><p><code>tnbc predict</code> '
                'from this run\'s trace profile, strong scaling (docs/predict.md): ' + os.path.basename(svg) +
                '</p>' + picture + '</section>')

@@ -142,9 +142,9 @@ void Progress::retire(InFlight& f) {
   futex::wake_all(finished_word_);
 }
 
-// A sched_yield would not do: with its short slice (above) EEVDF picks this thread again at
-// once, and its round — copies, posts — then ran inside the caller's call (Tinit). A sleep
-// gives the CPU back for certain; the caller's way out after the hand-over is a few us, so the
+// A sched_yield before the round gave the CPU back too rarely (with the short slice above the
+// scheduler may pick this thread again at once): the caller stayed off its CPU ~0.4 ms per call,
+// 0.04 ms with this sleep (docs/benchmarks.md, session 8). A sleep gives the CPU back for certain; the caller's way out after the hand-over is a few us, so the
 // thread looks again after kReturnLookNs (plus the default timer slack, 50 us: the first look
 // finds it returned), and after kReturnWaitNs it runs anyway (a caller descheduled for another
 // reason must not stall the messages).

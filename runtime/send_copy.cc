@@ -83,8 +83,8 @@ std::pair<std::uintptr_t, std::uintptr_t> span_of(const InFlight& f, std::size_t
 // those pieces span (so a program writing on sequentially faults once per piece, not per page),
 // after copying every other piece with a byte on those pages (a neighbour sharing the first or
 // last one). The rest stays read-only until the progress thread has copied it or the program
-// writes there (async-signal-safe).
-void open_pieces_at(InFlight& f, std::uintptr_t addr) {
+// writes there (async-signal-safe). False if no piece lies on that page (then nothing is done).
+bool open_pieces_at(InFlight& f, std::uintptr_t addr) {
   const std::uintptr_t at = page_down(addr, g_page);
   std::uintptr_t lo = UINTPTR_MAX, hi = 0;
   for (std::size_t i = 0; i < f.send_src.size(); ++i) {
@@ -94,26 +94,25 @@ void open_pieces_at(InFlight& f, std::uintptr_t addr) {
     lo = std::min(lo, page_down(a, g_page));
     hi = std::max(hi, page_up(b, g_page));
   }
-  if (lo >= hi) return;  // no piece on this page (the progress thread opened them meanwhile)
+  if (lo >= hi) return false;
   for (std::size_t i = 0; i < f.send_src.size(); ++i) {
     if (!f.send_src[i]) continue;
     const auto [a, b] = span_of(f, i);
     if (a < hi && b > lo) stage_piece(f, i, true);
   }
-  if (f.send_open.load(std::memory_order_acquire) == kOpen) return;  // the last copy opened them all
+  if (f.send_open.load(std::memory_order_acquire) == kOpen) return true;  // the last copy opened them all
   if (::mprotect(reinterpret_cast<void*>(lo), hi - lo, PROT_READ | PROT_WRITE) != 0)
     log_raw("tnbc: cannot make a send buffer writable again (mprotect failed)");
+  return true;
 }
 
 // The regions' hook: a write by the program (fault: `code` is where) copies the pieces on its
 // page and opens their pages (open_pieces_at); a fence (a call on the buffer, free, munmap,
-// fork) copies everything left and opens every page. The access is then retried.
+// fork), or a fault where no piece lies, copies everything left and opens every page. The
+// access is then retried.
 void on_send_page(Region* r, std::uintptr_t addr, Access how, const void* code) {
   auto& f = *static_cast<InFlight*>(r->hook_data);
-  if (code != nullptr && how == Access::Write) {
-    open_pieces_at(f, addr);
-    return;
-  }
+  if (code != nullptr && how == Access::Write && open_pieces_at(f, addr)) return;
   for (std::size_t i = 0; i < f.send_src.size(); ++i)
     if (f.send_src[i]) stage_piece(f, i, true);
   open_pages(f);

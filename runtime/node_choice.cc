@@ -78,9 +78,11 @@ NodeChoice judge(double first_on, double first_off, double end_on, double end_of
   r.end_off_ns = end_off;
   r.margin_ns = margin;
   const double gain = first_off - first_on;
-  const double net = program ? program_done(*program, n, in_call, first_off, end_off) -
-                                   program_done(*program, n, in_call, first_on, end_on)
-                             : gain - std::max(0.0, end_on - end_off);
+  if (program) {
+    r.done_on_ns = program_done(*program, n, in_call, first_on, end_on);
+    r.done_off_ns = program_done(*program, n, in_call, first_off, end_off);
+  }
+  const double net = program ? r.done_off_ns - r.done_on_ns : gain - std::max(0.0, end_on - end_off);
   r.on = net > margin;
   r.basis = r.on ? NodeBasis::Gains : gain > margin ? NodeBasis::Costs : NodeBasis::NoGain;
   return r;

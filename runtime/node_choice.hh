@@ -87,6 +87,7 @@ struct NodeChoice {
   NodeBasis basis = NodeBasis::Setting;
   double first_on_ns = -1, first_off_ns = -1;  // the model's first read with, without (-1: not judged)
   double end_on_ns = -1, end_off_ns = -1;      // the model's end of the transfer with, without
+  double done_on_ns = -1, done_off_ns = -1;    // the program has read everything, with, without (-1: unknown program)
   double margin_ns = 0;
 };
 

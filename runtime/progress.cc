@@ -12,6 +12,7 @@
 #include "runtime/fatal.hh"
 #include "runtime/futex.hh"
 #include "runtime/log.hh"
+#include "runtime/sched_slice.hh"
 #include "runtime/send_copy.hh"
 #include "runtime/stats.hh"
 
@@ -85,32 +86,10 @@ double Progress::cpu_seconds() {
 }
 
 namespace {
-// The shortest time slice EEVDF accepts (it clamps requests to 0.1-100 ms).
-constexpr long long kShortSliceNs = 100 * 1000;
 // While a caller on this thread's CPU leaves its call: how often the thread looks whether it has
 // returned, and how long at most it lets it go first (Progress::wait_for_returns).
 constexpr long kReturnLookNs = 10 * 1000;
 constexpr long long kReturnWaitNs = 1000 * 1000;
-
-// Asks the scheduler for a short time slice (EEVDF, Linux >= 6.12, unprivileged): the thread
-// runs in short bursts, so when it wakes it preempts a computing thread sooner instead of
-// waiting out that thread's slice. Ignored where the kernel does not support it. Only the slice
-// changes: a thread of a program started with `nice` (or SCHED_BATCH/IDLE) keeps its nice value
-// and policy (sched_setattr would otherwise reset nice to 0).
-void request_short_slice(long long slice_ns) {
-  struct {
-    std::uint32_t size, policy;
-    std::uint64_t flags;
-    std::int32_t nice;
-    std::uint32_t priority;
-    std::uint64_t runtime, deadline, period;
-  } attr{};
-  if (syscall(SYS_sched_getattr, 0, &attr, sizeof attr, 0) != 0 || attr.policy != 0 /* SCHED_OTHER */) return;
-  attr.size = sizeof attr;
-  attr.flags = 0;
-  attr.runtime = static_cast<std::uint64_t>(slice_ns);
-  syscall(SYS_sched_setattr, 0, &attr, 0);
-}
 }  // namespace
 
 void Progress::retire(InFlight& f) {

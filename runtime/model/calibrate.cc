@@ -507,6 +507,8 @@ Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* 
   if (c.me == 0) {
     Scratch s(16u << 20);
     if (s.user) m.memcpy_cost = memcpy_line(s, {4096, 65536, 1u << 20, 16u << 20}, 20);
+    m.wake_loaded_ns = loaded_wake_ns(o.poll_ns);
+    if (progress) std::fprintf(progress, "a progress thread's wake-up on a busy CPU: %.1f us later\n", m.wake_loaded_ns / 1e3);
     measure_guard(m, page, progress);
   }
   barrier(c);  // the others sleep meanwhile

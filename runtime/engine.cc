@@ -8,6 +8,7 @@
 #include <mutex>
 #include <vector>
 
+#include "runtime/bulk_copy.hh"
 #include "runtime/comm_cache.hh"
 #include "runtime/cpu_share.hh"
 #include "runtime/executor.hh"
@@ -254,7 +255,7 @@ class EngineImpl final : public Engine {
     Status pack(const void* src, long long count, MPI_Datatype t, char* dst, std::size_t bytes) override {
       if (bytes == 0) return {};
       if (types_.type(t).dense) {
-        std::memcpy(dst, src, bytes);
+        bulk_copy(dst, src, bytes, streams(bytes));  // the own block into place: cold, not read in the call
         return {};
       }
       int pos = 0;

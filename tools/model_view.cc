@@ -177,7 +177,8 @@ std::string verdict_footer(const Settings& s, const RunModel* m) {
                   std::to_string(s.early_return_margin_cost_pct) + "% of the predicted cost + " +
                   std::to_string(s.early_return_margin_tcomm_pct) + "% of Tcomm, " +
                   std::to_string(s.early_return_margin_shared_node_pct) +
-                  "% where ranks share a node: TNBC_EARLY_RETURN_MARGIN_*_PCT); TNBC_PROFILE_BLOCKING=" +
+                  "% where ranks share a node, " + std::to_string(s.early_return_margin_busy_poll_pct) +
+                  "% where they share it and MPI's ranks spin: TNBC_EARLY_RETURN_MARGIN_*_PCT); TNBC_PROFILE_BLOCKING=" +
                   (s.profile_blocking == ProfileBlocking::Auto ? "auto" : "off") + "\n";
   if (m) o += "cost model: " + m->origin + "\n";
   return o;

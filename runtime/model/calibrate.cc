@@ -305,9 +305,10 @@ double node_pattern(Ctx& c, const std::vector<std::vector<int>>& on, std::size_t
   // Each time from caches holding other data, as a program's collective finds them (its buffers
   // last touched long before): the participants first read a scratch twice the last-level cache.
   // Read, not written: written lines would be dirty, and the measured copies would pay for
-  // writing them back to memory, which a program's collective does not (session 8: the sweep
-  // measured 20-30 % slower than MPI's own calls between other calls). The scratch is written
-  // once here, so that its pages exist (untouched pages all read the one zero page).
+  // writing them back to memory, which a program's collective does not. (That was one
+  // candidate for the sweep measuring 20-40 % slower than MPI's own calls at np 4; measured in
+  // session 9, it is not the cause: docs/benchmarks.md.) The scratch is written once here, so
+  // that its pages exist (untouched pages all read the one zero page).
   const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
   std::vector<char> evict(at >= 0 ? 2 * static_cast<std::size_t>(l3 > 0 ? l3 : 32L << 20) : 0, 1);
   std::vector<double> t;

@@ -103,6 +103,11 @@ const std::vector<Option> kOptions = {
      "Mode optimize, cost model: TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT where ranks share a node (measured: "
      "docs/settings.md; 100 or more: no site returns early there).",
      &Settings::early_return_margin_shared_node_pct, 0, 1000},
+    {"early_return_margin_busy_poll_pct", OptionType::Integer, "45", "",
+     "Mode optimize, cost model: TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT where ranks share a node and the machine file "
+     "shows that the MPI library's ranks spin there (busy polling on fewer CPUs than ranks; measured: "
+     "docs/settings.md).",
+     &Settings::early_return_margin_busy_poll_pct, 0, 1000},
     {"node_priorities", OptionType::Choice, "auto", "auto|on|off",
      "Whether the ranks of a node start their sends to other nodes most urgent first, node-wide (shared memory); "
      "auto: in mode optimize with a profile, on nodes with more than one rank.",

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "runtime/json.hh"
+#include "runtime/model/busy_poll.hh"
 #include "runtime/model/estimate.hh"
 #include "runtime/model/startup.hh"
 #include "runtime/policy.hh"
@@ -177,9 +178,21 @@ std::string verdict_footer(const Settings& s, const RunModel* m) {
                   std::to_string(s.early_return_margin_cost_pct) + "% of the predicted cost + " +
                   std::to_string(s.early_return_margin_tcomm_pct) + "% of Tcomm, " +
                   std::to_string(s.early_return_margin_shared_node_pct) +
-                  "% where ranks share a node: TNBC_EARLY_RETURN_MARGIN_*_PCT); TNBC_PROFILE_BLOCKING=" +
+                  "% where ranks share a node, " + std::to_string(s.early_return_margin_busy_poll_pct) +
+                  "% where they share it and MPI's ranks spin: TNBC_EARLY_RETURN_MARGIN_*_PCT); TNBC_PROFILE_BLOCKING=" +
                   (s.profile_blocking == ProfileBlocking::Auto ? "auto" : "off") + "\n";
   if (m) o += "cost model: " + m->origin + "\n";
+  if (m && m->inputs && model::spins_on(m->inputs->machine, m->inputs->world)) {
+    const model::BusyPoll b = model::busy_poll(m->inputs->machine);
+    char line[320];
+    std::snprintf(line, sizeof line,
+                  "busy polling: the calibration's ping-pong inside a node took a scheduler slice (%.2f ms) with %d "
+                  "ranks on %d CPUs: MPI's ranks spin there, its shared memory moves %.1f KiB per hand-off; tnbc's "
+                  "threads yield (runtime/model/busy_poll.hh)\n",
+                  b.slice_ns / 1e6, m->inputs->world.max_per_node(), m->inputs->world.cpus_per_node,
+                  b.fragment_bytes / 1024);
+    o += line;
+  }
   return o;
 }
 

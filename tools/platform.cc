@@ -129,18 +129,14 @@ Platform from_machine(const model::Machine& m, const std::string& name) {
   p.loopback_Bps = loop_ns > 0 ? 1e9 / loop_ns : 4 * p.link_Bps;
   p.loopback_lat_s = loop.L_ns * 1e-9;
   // More ranks per node than CPUs in the calibration, and a ping-pong inside the node that takes a
-  // scheduler slice: the ranks busy-polled (the launcher did not know the node was oversubscribed,
-  // so MPI does not yield). The intra-node sweep then measured the slices, not the memory: the
-  // slice is its latency, a handoff moves what the largest sizes add per two slices (sender's
-  // copy-in, receiver's copy-out), and the memory itself copies at the level's CPU gap G after o.
-  if (intra.measured && m.ranks_per_node > m.cpus_per_node && intra.L_ns >= kSliceEvidenceNs) {
-    p.slice_s = intra.L_ns * 1e-9;
-    const auto& sw = intra.sweep;
-    const std::size_t n = sw.size();
-    const double slope = n >= 2 ? (sw[n - 1].t_ns - sw[n - 2].t_ns) / (sw[n - 1].bytes - sw[n - 2].bytes) : 0;
-    if (slope > 0) p.shm_fragment_B = std::max(static_cast<double>(m.page), 2 * intra.L_ns / slope);
-    if (intra.G_ns_per_byte > 0) p.loopback_Bps = 1e9 / intra.G_ns_per_byte;
-    p.loopback_lat_s = (intra.os_ns + intra.or_ns) * 1e-9;
+  // scheduler slice: the ranks busy-polled (runtime/model/busy_poll.hh, the run-time model's
+  // derivation too): the slice, the fragment per hand-off, and the memory itself at the level's
+  // CPU gap G after o_s + o_r.
+  if (const model::BusyPoll b = model::busy_poll(m); b.spins()) {
+    p.slice_s = b.slice_ns * 1e-9;
+    p.shm_fragment_B = b.fragment_bytes;
+    if (b.memory_ns_per_byte > 0) p.loopback_Bps = 1e9 / b.memory_ns_per_byte;
+    p.loopback_lat_s = b.memory_latency_ns * 1e-9;
   }
   return p;
 }

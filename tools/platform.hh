@@ -36,15 +36,14 @@
 
 #include <string>
 
+#include "runtime/model/busy_poll.hh"
 #include "runtime/model/machine.hh"
 #include "runtime/status.hh"
 
 namespace tnbc::tools {
 
-inline constexpr double kShmFragmentBytes = 32 * 1024;  // Open MPI vader's btl_vader_max_send_size
-// An intra-node latency at least this long is the OS scheduler's slice (Linux EEVDF's base slice is
-// 0.75 ms, and a spinning task keeps its core until a tick), not a message's latency.
-inline constexpr double kSliceEvidenceNs = 500e3;
+inline constexpr double kShmFragmentBytes = model::kShmFragmentBytes;  // Open MPI vader's btl_vader_max_send_size
+inline constexpr double kSliceEvidenceNs = model::kSliceEvidenceNs;    // runtime/model/busy_poll.hh
 
 struct Platform {
   std::string source;        // "calibration of FILE", "FILE"

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <vector>
 
+#include "runtime/model/busy_poll.hh"
+
 namespace tnbc::trace {
 
 namespace {
@@ -68,6 +70,7 @@ Judge make_judge(const Settings& s, std::shared_ptr<const model::Inputs> model, 
   j.margin_of_cost = static_cast<double>(s.early_return_margin_cost_pct) / 100.0;
   j.margin_of_tcomm = static_cast<double>(s.early_return_margin_tcomm_pct) / 100.0;
   j.margin_of_tcomm_shared = static_cast<double>(s.early_return_margin_shared_node_pct) / 100.0;
+  j.margin_of_tcomm_busy_poll = static_cast<double>(s.early_return_margin_busy_poll_pct) / 100.0;
   j.model = std::move(model);
   j.exec = x;
   return j;
@@ -128,7 +131,9 @@ Decision decide(const SiteEstimate& e, Kind kind, int comm_size, const Judge& j)
   d.in_call_ns = o.in_call_ns;
   d.cost_ns = o.cost_ns;
   d.saved_ns = o.saved_ns;
-  const double of_tcomm = t.max_per_node() > 1 ? j.margin_of_tcomm_shared : j.margin_of_tcomm;
+  const double of_tcomm = t.max_per_node() <= 1                ? j.margin_of_tcomm
+                          : model::spins_on(j.model->machine, t) ? j.margin_of_tcomm_busy_poll
+                                                                 : j.margin_of_tcomm_shared;
   d.margin_ns = j.margin_of_cost * std::max(0.0, o.cost_ns) + of_tcomm * o.blocking_ns;
   d.basis = o.saved_ns > d.margin_ns ? Basis::OverlapPays : Basis::NoOverlapToGain;
   return d;

@@ -56,6 +56,7 @@ class ProfileOrders final : public ReadOrderSource {
     mix(static_cast<std::uint64_t>(settings_.early_return_margin_cost_pct));
     mix(static_cast<std::uint64_t>(settings_.early_return_margin_tcomm_pct));
     mix(static_cast<std::uint64_t>(settings_.early_return_margin_shared_node_pct));
+    mix(static_cast<std::uint64_t>(settings_.early_return_margin_busy_poll_pct));
     return h;
   }
 

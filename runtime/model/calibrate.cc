@@ -280,6 +280,16 @@ void measure_node(Ctx& c, Level& l, const std::vector<std::pair<int, int>>& pair
   l.flows = static_cast<int>(per_node_pairs);
 }
 
+// Reads every cache line of `v` (the compiler may not drop the loads: the sum is kept).
+void read_through(const std::vector<char>& v) {
+  if (v.empty()) return;
+  constexpr std::size_t kLine = 64;
+  unsigned long sum = 0;
+  for (std::size_t i = 0; i < v.size(); i += kLine) sum += static_cast<unsigned char>(v[i]);
+  static volatile unsigned long sink;
+  sink = sum;
+}
+
 // The node sweep (Level::node_sweep): on every node its first `k` ranks at once, each exchanging
 // one message of m bytes with each of the others and copying its own block (`exchange`), or
 // sending one to the next in a ring; the slowest rank's time (median), per byte received on a node.
@@ -293,12 +303,17 @@ double node_pattern(Ctx& c, const std::vector<std::vector<int>>& on, std::size_t
       if (ranks[static_cast<std::size_t>(i)] == c.me) at = i, peers.assign(ranks.begin(), ranks.begin() + k);
   }
   // Each time from caches holding other data, as a program's collective finds them (its buffers
-  // last touched long before): the participants first write a scratch twice the last-level cache.
+  // last touched long before): the participants first read a scratch twice the last-level cache.
+  // Read, not written: written lines would be dirty, and the measured copies would pay for
+  // writing them back to memory, which a program's collective does not. (That was one
+  // candidate for the sweep measuring 20-40 % slower than MPI's own calls at np 4; measured in
+  // session 9, it is not the cause: docs/benchmarks.md.) The scratch is written once here, so
+  // that its pages exist (untouched pages all read the one zero page).
   const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  std::vector<char> evict(at >= 0 ? 2 * static_cast<std::size_t>(l3 > 0 ? l3 : 32L << 20) : 0);
+  std::vector<char> evict(at >= 0 ? 2 * static_cast<std::size_t>(l3 > 0 ? l3 : 32L << 20) : 0, 1);
   std::vector<double> t;
   for (int rep = 0; rep <= kMinReps; ++rep) {
-    if (!evict.empty()) std::memset(evict.data(), rep, evict.size());
+    read_through(evict);
     barrier(c);
     PMPI_Barrier(c.comm);  // all awake now: start together (the sleeping barrier wakes them ~0.1 ms apart)
     const long long t0 = futex::now_ns();

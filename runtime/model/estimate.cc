@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "runtime/coll/builders.hh"
+#include "runtime/model/busy_poll.hh"
 #include "runtime/model/mpi_algorithms.hh"
 
 namespace tnbc::model {
@@ -66,13 +67,16 @@ std::vector<double> pieces_of(double s, const PieceRule& rule, std::size_t page)
 // Bytes through each node's shared resources for an exchange of `s` per peer, the slowest node.
 double exchange_node_bound(const Machine& m, const Topology& t, double s) {
   const int n = t.n();
+  const BusyPoll spin = spins_on(m, t) ? busy_poll(m) : BusyPoll{};
   const Level &in = level(m, LevelKind::IntraNode), &out = level(m, LevelKind::InterNode);
   double worst = 0;
   for (int j = 0; j < t.nodes(); ++j) {
     const int ranks = t.ranks_on(j);
     const double M = ranks;
-    // Inside the node at the rate of this size with this many ranks exchanging (own blocks included).
-    const double intra = M * (M - 1) * s * in.node_exchange(s, ranks);
+    // Inside the node at the rate of this size with this many ranks exchanging (own blocks
+    // included); where they spin on fewer CPUs, one fragment per hand-off for every pair at once.
+    const double intra = spin.spins() ? handoff_ns(spin, s, ranks, t.cpus_per_node)
+                                      : M * (M - 1) * s * in.node_exchange(s, ranks);
     const double v = M * (n - M) * s;
     const double inter = std::max(v * out.node_out(), 2 * v * out.node_bi());
     worst = std::max(worst, std::max(intra, inter));
@@ -261,10 +265,16 @@ double bcast_node_bound(const Machine& m, const Topology& t, double bytes, int r
     }
   }
   const Level &li = level(m, LevelKind::IntraNode), &lo = level(m, LevelKind::InterNode);
+  const BusyPoll spin = spins_on(m, t) ? busy_poll(m) : BusyPoll{};
   double worst = 0;
-  for (std::size_t j = 0; j < out.size(); ++j)
-    worst = std::max({worst, intra[j] * li.node_ring(bytes, t.ranks_on(static_cast<int>(j))),
+  for (std::size_t j = 0; j < out.size(); ++j) {
+    const int ranks = t.ranks_on(static_cast<int>(j));
+    // Spinning ranks: the node's edges hand their fragments off in the same rounds.
+    const double shm = spin.spins() ? (intra[j] > 0 ? handoff_ns(spin, bytes, ranks, t.cpus_per_node) : 0)
+                                    : intra[j] * li.node_ring(bytes, ranks);
+    worst = std::max({worst, shm,
                       std::max(out[j], in[j]) * lo.node_out(), (out[j] + in[j]) * lo.node_bi()});
+  }
   return worst;
 }
 
@@ -339,8 +349,10 @@ Timeline bcast_timeline(const Machine& m, const Topology& t, const Coll& c, cons
 // each by its receiver's CPU): no faster than one pair's gap g(m) (PLogP's message train), nor
 // than the node's copy rate with as many ranks copying at once as there are flows, at most one
 // per CPU (node_sweep's ring: each of them sends one message to the next); a single flow gets
-// at most the two-rank rate.
-double node_round_ns(const Level& l, const Topology& t, double bytes, int flows) {
+// at most the two-rank rate. Ranks spinning on fewer CPUs (busy_poll.hh): every flow hands its
+// fragments off in the same rounds of the run queue.
+double node_round_ns(const Level& l, const Topology& t, const BusyPoll& spin, double bytes, int flows) {
+  if (spin.spins()) return handoff_ns(spin, bytes, t.max_per_node(), t.cpus_per_node);
   flows = std::max(1, flows);
   const int copying = std::max(2, std::min(flows, t.cpus_per_node));
   return std::max(l.g(bytes), l.node_ring(bytes, copying) * flows * bytes);
@@ -372,7 +384,7 @@ std::vector<int> mpi_tree_children(MpiBcast a, int v, int n) {
 // The whole message down the tree in rounds: every rank that has it sends to all its children
 // at once (the library's generic tree code waits for all of a segment's sends), so a round's
 // flows are the edges leaving the ranks that received in the round before.
-double mpi_bcast_one_node(const Level& l, const Topology& t, double bytes, MpiBcast a) {
+double mpi_bcast_one_node(const Level& l, const Topology& t, const BusyPoll& spin, double bytes, MpiBcast a) {
   const int n = t.n();
   double total = 0;
   std::vector<int> frontier{0};
@@ -381,7 +393,7 @@ double mpi_bcast_one_node(const Level& l, const Topology& t, double bytes, MpiBc
     for (int v : frontier)
       for (int c : mpi_tree_children(a, v, n)) next.push_back(c);
     if (next.empty()) break;
-    total += node_round_ns(l, t, bytes, static_cast<int>(next.size())) + l.L_ns;
+    total += node_round_ns(l, t, spin, bytes, static_cast<int>(next.size())) + l.L_ns;
     frontier = std::move(next);
   }
   return total;
@@ -389,10 +401,12 @@ double mpi_bcast_one_node(const Level& l, const Topology& t, double bytes, MpiBc
 
 // Linear: every pair at once, the own block copied too (node_sweep's exchange pattern);
 // pairwise: n - 1 rounds of a shifted ring (n flows), then the own block.
-double mpi_exchange_one_node(const Machine& m, const Level& l, const Topology& t, double bytes, MpiExchange a) {
+double mpi_exchange_one_node(const Machine& m, const Level& l, const Topology& t, const BusyPoll& spin, double bytes,
+                             MpiExchange a) {
   const int n = t.n();
   if (a == MpiExchange::Pairwise)
-    return (n - 1) * (node_round_ns(l, t, bytes, n) + l.L_ns) + bytes * m.memcpy_cost.ns_per_byte;
+    return (n - 1) * (node_round_ns(l, t, spin, bytes, n) + l.L_ns) + bytes * m.memcpy_cost.ns_per_byte;
+  if (spin.spins()) return node_round_ns(l, t, spin, bytes, n * (n - 1)) + l.L_ns;
   return n * (n - 1.0) * bytes * l.node_exchange(bytes, n) + l.L_ns;
 }
 
@@ -411,12 +425,15 @@ double mpi_blocking_ns(const Machine& m, const Topology& t, const Coll& c) {
   if (t.n() <= 1) return 0;
   if (t.nodes() == 1) {  // the library's own algorithm where its rules are known
     const Level& l = level(m, LevelKind::IntraNode);
+    const BusyPoll spin = spins_on(m, t) ? busy_poll(m) : BusyPoll{};
     if (c.kind == Kind::Bcast) {
       const MpiBcast a = mpi_bcast_algorithm(m.mpi_library, t.n(), c.bytes);
-      if (a != MpiBcast::Unknown) return mpi_bcast_one_node(l, t, c.bytes, a);
-    } else if (c.kind == Kind::Alltoall) {
-      const MpiExchange a = mpi_alltoall_algorithm(m.mpi_library, t.n(), c.bytes);
-      if (a != MpiExchange::Unknown) return mpi_exchange_one_node(m, l, t, c.bytes, a);
+      if (a != MpiBcast::Unknown) return mpi_bcast_one_node(l, t, spin, c.bytes, a);
+    } else if (c.kind == Kind::Alltoall || c.kind == Kind::Alltoallv) {
+      // Alltoallv: costed with the mean block per peer (the node's total bytes).
+      const MpiExchange a = c.kind == Kind::Alltoall ? mpi_alltoall_algorithm(m.mpi_library, t.n(), c.bytes)
+                                                     : mpi_alltoallv_algorithm(m.mpi_library, t.n());
+      if (a != MpiExchange::Unknown) return mpi_exchange_one_node(m, l, t, spin, c.bytes, a);
     }
   }
   if (c.kind == Kind::Bcast) {
@@ -428,6 +445,13 @@ double mpi_blocking_ns(const Machine& m, const Topology& t, const Coll& c) {
 
 Timeline tnbc_timeline(const Machine& m, const Topology& t, const Coll& c, const Execution& x, bool early) {
   if (t.n() <= 1) return {};
+  // Where the MPI library's ranks spin on fewer CPUs than ranks, tnbc's threads still yield (the
+  // calling thread there, the progress thread always): its messages inside a node move at the
+  // memory's rate, not one fragment per scheduler slice (busy_poll.hh).
+  if (spins_on(m, t)) {
+    const Machine y = yielding(m);
+    return c.kind == Kind::Bcast ? bcast_timeline(y, t, c, x, early) : exchange_timeline(y, t, c, x, early);
+  }
   return c.kind == Kind::Bcast ? bcast_timeline(m, t, c, x, early) : exchange_timeline(m, t, c, x, early);
 }
 

@@ -12,6 +12,12 @@ MpiExchange mpi_alltoall_algorithm(std::string_view mpi_library, int n, double b
   return bytes >= 524288 && bytes < 1048576 ? MpiExchange::Pairwise : MpiExchange::Linear;
 }
 
+MpiExchange mpi_alltoallv_algorithm(std::string_view mpi_library, int n) {
+  if (!known_rules(mpi_library) || n < 2 || n >= 16) return MpiExchange::Unknown;
+  // pairwise below 4 ranks (at n = 2 one exchange with the peer, as linear), basic linear from 4 to 63.
+  return n == 3 ? MpiExchange::Pairwise : MpiExchange::Linear;
+}
+
 MpiBcast mpi_bcast_algorithm(std::string_view mpi_library, int n, double b) {
   if (!known_rules(mpi_library) || n < 2 || n >= 16) return MpiBcast::Unknown;
   // knomial (radix 4 by default) is counted as binomial: at these sizes one round or two.

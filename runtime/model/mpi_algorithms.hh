@@ -31,10 +31,11 @@ enum class MpiBcast {
 // True for a library string (MPI_Get_library_version's first line) whose rules are below.
 bool known_rules(std::string_view mpi_library);
 
-// The algorithm of MPI_Alltoall with `bytes` per peer, and of MPI_Bcast of `bytes`, on a
-// communicator of n ranks (Unknown outside the rules' table here: n >= 16). MPI_Alltoallv keeps
-// the generic bound (its rule: pairwise below 4 ranks, linear from 4 to 63, by n alone).
+// The algorithm of MPI_Alltoall with `bytes` per peer, of MPI_Alltoallv (by n alone: pairwise
+// below 4 ranks, basic linear from 4 to 63), and of MPI_Bcast of `bytes`, on a communicator of
+// n ranks (Unknown outside the rules' table here: n >= 16).
 MpiExchange mpi_alltoall_algorithm(std::string_view mpi_library, int n, double bytes);
+MpiExchange mpi_alltoallv_algorithm(std::string_view mpi_library, int n);
 MpiBcast mpi_bcast_algorithm(std::string_view mpi_library, int n, double bytes);
 
 }  // namespace tnbc::model

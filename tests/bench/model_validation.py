@@ -2,8 +2,8 @@
 """The cost model against measurements (docs/benchmarks.md, "The cost model against measurements").
 
 usage: model_validation.py [--build-dir build] [--np 2] [--nodes 2] [--rate 1gbit | --net none]
-                           [--sizes 64k,256k,1m,4m,16m] [--iterations 9] [--machine FILE] [--out DIR]
-                           [--measured BLOCKING_TIMES_JSON]
+                           [--sizes 64k,256k,1m,4m,16m] [--iterations 9] [--runs 1] [--machine FILE]
+                           [--out DIR] [--measured BLOCKING_TIMES_JSON ...]
 
 On the emulated link (npb-harness/netrun.py, K emulated nodes, ranks block-wise) or on shared
 memory (--net none: one node): `tnbc calibrate` measures the machine (unless --machine names
@@ -12,6 +12,11 @@ each size (sizes and kinds interleaved, median of the slowest rank's time), and 
 gives the model's times for the same placement. Prints per case measured, predicted and the
 relative error, then the median and worst relative error; writes OUT/validation.json. A
 benchmark: run it under tnbc-quiet, never as a timed test.
+
+--runs R: blocking_times runs R times, each its own launch (on shared memory the same call moves
+by up to 1.5x between launches: docs/benchmarks.md); a case's measured time is the median of the
+R runs' medians, its spread (max - min) / median over the runs, and the output gives the error
+against each run alone too.
 """
 import argparse
 import json
@@ -70,9 +75,10 @@ def main():
     ap = placement_parser()
     ap.add_argument("--sizes", default="64k,256k,1m,4m,16m")
     ap.add_argument("--iterations", type=int, default=9)
+    ap.add_argument("--runs", type=int, default=1, help="launches of blocking_times (medians over them)")
     ap.add_argument("--machine")
-    ap.add_argument("--measured", help="blocking_times' JSON of an earlier run (with --machine): predict again, "
-                                       "measure nothing (after a change to the estimators)")
+    ap.add_argument("--measured", nargs="+", help="blocking_times' JSONs of earlier runs (with --machine): predict "
+                                                  "again, measure nothing (after a change to the estimators)")
     ap.add_argument("--out", default="model-validation")
     a = parse_placement(ap)
     os.makedirs(a.out, exist_ok=True)
@@ -80,37 +86,57 @@ def main():
     machine = a.machine or os.path.join(a.out, "machine.json")
     if not a.machine:
         run(launcher(a, [tnbc, "calibrate", "-o", machine, "--max-bytes", "4m", "--quiet"]))
-    measured_json = a.measured or os.path.join(a.out, "blocking_times.json")
     if a.measured and not a.machine:
         sys.exit("model_validation: --measured needs the --machine those times were measured with")
+    if a.runs < 1:
+        sys.exit("model_validation: --runs must be at least 1")
+    measured_jsons = a.measured or [os.path.join(a.out, "blocking_times.json" if a.runs == 1 else
+                                                 f"blocking_times.{i}.json") for i in range(a.runs)]
     if not a.measured:
-        run(launcher(a, [os.path.join(a.build_dir, "tests", "bench", "blocking_times"), "--sizes", a.sizes,
-                         "--iterations", str(a.iterations), "--json", measured_json]))
+        for path in measured_jsons:
+            run(launcher(a, [os.path.join(a.build_dir, "tests", "bench", "blocking_times"), "--sizes", a.sizes,
+                             "--iterations", str(a.iterations), "--json", path]))
     per_node = (a.np + a.nodes - 1) // a.nodes
     pred = json.loads(run([tnbc, "predict", machine, "--np", str(a.np), "--per-node", str(per_node),
                            "--sizes", a.sizes, "--json"]))
-    measured = json.load(open(measured_json))
+    runs = [{(r["kind"], r["bytes"]): r["median_s"] for r in json.load(open(path))["results"]}
+            for path in measured_jsons]
     predicted = {(r["kind"], r["bytes"]): r["blocking_s"] for r in pred["results"]}
-    rows, errors = [], []
-    for r in measured["results"]:
-        p = predicted.get((r["kind"], r["bytes"]))
-        if p is None:
+    rows, errors, spreads = [], [], []
+    per_run = [[] for _ in runs]
+    for key in runs[0]:
+        p = predicted.get(key)
+        times = [r[key] for r in runs if key in r]
+        if p is None or len(times) != len(runs):
             continue
-        err = (p - r["median_s"]) / r["median_s"]
+        m = median(times)
+        err = (p - m) / m
         errors.append(abs(err))
-        rows.append({"kind": r["kind"], "bytes": r["bytes"], "measured_s": r["median_s"], "predicted_s": p,
-                     "relative_error": err})
+        spread = (max(times) - min(times)) / m
+        spreads.append(spread)
+        for i, t in enumerate(times):
+            per_run[i].append(abs((p - t) / t))
+        rows.append({"kind": key[0], "bytes": key[1], "measured_s": m, "runs_s": times, "spread": spread,
+                     "predicted_s": p, "relative_error": err})
     where = f"np={a.np}, {a.nodes} node(s), " + (f"emulated link {a.rate}" if a.net == "shaped" else "shared memory")
-    print(f"\nthe model against the MPI library's blocking calls ({where}; machine {machine}):")
-    print(f"  {'kind':9} {'bytes':>10} {'measured us':>12} {'predicted us':>13} {'error':>8}")
+    print(f"\nthe model against the MPI library's blocking calls ({where}; machine {machine}; "
+          f"{len(runs)} run(s), measured = the median of the runs' medians):")
+    print(f"  {'kind':9} {'bytes':>10} {'measured us':>12} {'spread':>7} {'predicted us':>13} {'error':>8}")
     for r in rows:
-        print(f"  {r['kind']:9} {r['bytes']:>10} {r['measured_s'] * 1e6:12.1f} {r['predicted_s'] * 1e6:13.1f} "
-              f"{100 * r['relative_error']:+7.0f}%")
-    summary = {"median_abs_error": median(errors) if errors else None, "worst_abs_error": max(errors) if errors else None}
-    print(f"  median |error| {100 * summary['median_abs_error']:.0f}%, worst {100 * summary['worst_abs_error']:.0f}%")
+        print(f"  {r['kind']:9} {r['bytes']:>10} {r['measured_s'] * 1e6:12.1f} {100 * r['spread']:6.0f}% "
+              f"{r['predicted_s'] * 1e6:13.1f} {100 * r['relative_error']:+7.0f}%")
+    summary = {"median_abs_error": median(errors) if errors else None, "worst_abs_error": max(errors) if errors else None,
+               "median_spread": median(spreads) if spreads else None,
+               "per_run_median_abs_error": [median(e) if e else None for e in per_run]}
+    if errors:
+        print(f"  median |error| {100 * summary['median_abs_error']:.0f}%, worst {100 * summary['worst_abs_error']:.0f}%; "
+              f"spread between runs: median {100 * summary['median_spread']:.0f}%, largest {100 * max(spreads):.0f}%")
+        if len(runs) > 1:
+            print("  median |error| against each run alone: " +
+                  ", ".join(f"{100 * e:.0f}%" for e in summary["per_run_median_abs_error"]))
     with open(os.path.join(a.out, "validation.json"), "w") as f:
-        json.dump({"format": "tnbc-model-validation", "version": 1, "where": where, "machine": machine, "rows": rows,
-                   **summary}, f, indent=1)
+        json.dump({"format": "tnbc-model-validation", "version": 2, "where": where, "machine": machine,
+                   "runs": len(runs), "rows": rows, **summary}, f, indent=1)
 
 
 if __name__ == "__main__":

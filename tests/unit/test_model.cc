@@ -7,10 +7,12 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
 
 #include "machines.hh"
+#include "runtime/model/busy_poll.hh"
 #include "runtime/model/estimate.hh"
 #include "runtime/model/inputs.hh"
 #include "runtime/model/mpi_algorithms.hh"
@@ -120,6 +122,13 @@ TEST_CASE("model: Open MPI 4.1's own algorithm on one node, by its fixed rules")
   CHECK(mpi_bcast_algorithm(ompi, 4, 4 * kMiB) == MpiBcast::Chain);
   CHECK(mpi_bcast_algorithm("MPICH Version: 4.0.2", 4, 4 * kMiB) == MpiBcast::Unknown);
   CHECK(mpi_alltoall_algorithm(ompi, 16, kMiB) == MpiExchange::Unknown);
+  // Alltoallv by the communicator's size alone (coll_tuned_decision_fixed.c, v4.1.4).
+  CHECK(mpi_alltoallv_algorithm(ompi, 2) == MpiExchange::Linear);
+  CHECK(mpi_alltoallv_algorithm(ompi, 3) == MpiExchange::Pairwise);
+  CHECK(mpi_alltoallv_algorithm(ompi, 4) == MpiExchange::Linear);
+  CHECK(mpi_alltoallv_algorithm(ompi, 15) == MpiExchange::Linear);
+  CHECK(mpi_alltoallv_algorithm(ompi, 16) == MpiExchange::Unknown);
+  CHECK(mpi_alltoallv_algorithm("MPICH Version: 4.0.2", 4) == MpiExchange::Unknown);
 
   // A node whose copies are slower per byte the more ranks copy at once, and one pair's
   // message train (g) slower than the node's two-rank aggregate.
@@ -147,6 +156,13 @@ TEST_CASE("model: Open MPI 4.1's own algorithm on one node, by its fixed rules")
   const double q = 768 * 1024;
   const double round = std::max(l.g(q), 4 * q * l.node_ring(q, 2)) + l.L_ns;
   CHECK(mpi_blocking_ns(m, four, alltoall(q)) == Approx(3 * round + q * m.memcpy_cost.ns_per_byte));
+  // Alltoallv (the mean block per peer): linear at np 4 whatever the size, pairwise at np 3.
+  Coll v = alltoall(q);
+  v.kind = Kind::Alltoallv;
+  CHECK(mpi_blocking_ns(m, four, v) == Approx(12 * q * l.node_exchange(q, 4) + l.L_ns));
+  const Topology three = Topology::block(3, 3, 2, 1);
+  CHECK(mpi_blocking_ns(m, three, v) ==
+        Approx(2 * (std::max(l.g(q), 3 * q * l.node_ring(q, 2)) + l.L_ns) + q * m.memcpy_cost.ns_per_byte));
   // Another library on the same machine: the generic bound (pipelined 128 KiB segments).
   Machine other = m;
   other.mpi_library = "Test MPI 1.0";
@@ -246,6 +262,86 @@ TEST_CASE("decision: the same site returns early on a slow link, not on a fast o
   slow.level[1] = test::level(50, 12.5, 10, 300);
   const double blocking = mpi_blocking_ns(slow, kTwoNodes, alltoall(kMiB));
   CHECK(trace::decide(site(2 * kMiB, blocking, 0.05 * kMs, 0.05 * kMs), Kind::Alltoall, 2, judge(slow, kTwoNodes)).blocking());
+}
+
+namespace {
+
+// np 4 on 2 emulated nodes of one CPU each (netrun), 1 Gbit/s between them, as `tnbc calibrate`
+// measured it with the launcher's 2 slots per node: the ranks of a node spin, so the ping-pong
+// inside the node took a scheduler slice (2 ms) at 1 byte and 92 ms at 1 MiB, and the node sweep
+// measured those slices too (45 ns/B); `evidence` false: the same node rates from a calibration
+// whose ping-pong took microseconds (no sign of spinning).
+Machine spinning_nodes(bool evidence) {
+  Machine m = two_nodes();
+  m.ranks = 4;
+  m.ranks_per_node = 2;
+  m.cpus_per_node = 1;
+  Level& intra = m.at(LevelKind::IntraNode);
+  intra.L_ns = evidence ? 2e6 : 3e3;
+  intra.G_ns_per_byte = 0.125;
+  if (evidence)
+    intra.sweep = {{1, 2e6, 300, 300, 300}, {1048576, 92e6, 1.1e5, 1.35e5, 1.35e5}, {4194304, 348e6, 4e5, 5.3e5, 5.3e5}};
+  intra.node_sweep = {{1048576, 2, 45.7, 45.7}, {4194304, 2, 41.9, 42.9}};
+  return m;
+}
+const Topology kSpinning = Topology::block(4, 2, 1, 1);  // 2 nodes, 2 ranks on each one CPU
+
+}  // namespace
+
+TEST_CASE("model: ranks that spin on a node's one CPU hand shared memory off once per slices") {
+  const Machine m = spinning_nodes(true);
+  const BusyPoll b = busy_poll(m);
+  REQUIRE(b.spins());
+  CHECK(b.slice_ns == Approx(2e6));
+  CHECK(b.fragment_bytes == Approx(2 * 2e6 / ((348e6 - 92e6) / (4194304.0 - 1048576.0))));
+  CHECK(spins_on(m, kSpinning));
+  CHECK_FALSE(spins_on(m, Topology::block(4, 1, 1, 1)));     // one rank per node: nobody waits for a slice
+  CHECK_FALSE(spins_on(m, Topology::block(4, 2, 2, 1)));     // as many CPUs as ranks
+  CHECK_FALSE(busy_poll(spinning_nodes(false)).spins());    // microseconds: MPI yields
+  Machine enough = m;
+  enough.cpus_per_node = 2;
+  CHECK_FALSE(busy_poll(enough).spins());  // the calibration had a CPU per rank: its latency is something else
+  // One fragment per two slices (sender, receiver), every pair of the node at once.
+  CHECK(handoff_ns(b, kMiB, 2, 1) == Approx(std::ceil(kMiB / b.fragment_bytes) * 2 * 2e6));
+  CHECK(handoff_ns(b, kMiB, 4, 1) == Approx(2 * handoff_ns(b, kMiB, 2, 1)));
+  CHECK(handoff_ns(BusyPoll{}, kMiB, 2, 1) == 0);
+
+  // MPI's own Alltoall of 1 MiB per peer: the hand-offs inside the node (~90 ms) outweigh the
+  // link (4 MiB leave each node at 125 MB/s: ~34 ms) ...
+  const double blocking = mpi_blocking_ns(m, kSpinning, alltoall(kMiB));
+  CHECK(blocking >= handoff_ns(b, kMiB, 2, 1));
+  // ... while tnbc's yielding threads move them at the memory's rate: its schedule is the link's.
+  const Timeline tl = tnbc_timeline(m, kSpinning, alltoall(kMiB), Execution{}, true);
+  CHECK(tl.total_ns < 0.6 * blocking);
+  CHECK(tl.total_ns > 4 * kMiB * m.at(LevelKind::InterNode).node_out());
+  // Without the evidence both take the node's measured rate.
+  const Machine plain = spinning_nodes(false);
+  CHECK(tnbc_timeline(plain, kSpinning, alltoall(kMiB), Execution{}, true).total_ns >=
+        0.9 * mpi_blocking_ns(plain, kSpinning, alltoall(kMiB)));
+  // yielding() leaves a machine without the evidence as it is, and takes the slices out of one with it.
+  CHECK(yielding(plain).at(LevelKind::IntraNode).L_ns == plain.at(LevelKind::IntraNode).L_ns);
+  CHECK(yielding(m).at(LevelKind::IntraNode).L_ns ==
+        Approx(m.at(LevelKind::IntraNode).os_ns + m.at(LevelKind::IntraNode).or_ns));
+  CHECK(yielding(m).at(LevelKind::IntraNode).node_sweep.empty());
+}
+
+TEST_CASE("decision: ranks that spin make an early return pay where the same node rates without that evidence do not") {
+  // ft-proxy W's transposes: 4 MiB received per call, measured 92 ms blocking, the program reads
+  // at once (T_CURC 0.18 ms, T_CRC 0.55 ms).
+  auto decided = [](const Machine& m) {
+    return trace::decide(site(4 * kMiB, 92 * kMs, 0.18 * kMs, 0.55 * kMs), Kind::Alltoall, 4, judge(m, kSpinning));
+  };
+  const trace::Decision spin = decided(spinning_nodes(true));
+  CHECK(spin.basis == trace::Basis::OverlapPays);
+  REQUIRE(spin.saved_ns);
+  CHECK(spin.margin_ns == Approx(0.15 * std::max(0.0, spin.cost_ns) + 0.45 * 92 * kMs));  // the busy-poll margin
+  const trace::Decision yields = decided(spinning_nodes(false));
+  CHECK(yields.blocking());
+  CHECK(yields.margin_ns >= 92 * kMs);  // the shared node's margin
+  // One rank per CPU: nothing spins, the shared node's margin again.
+  CHECK(trace::decide(site(4 * kMiB, 92 * kMs, 0.18 * kMs, 0.55 * kMs), Kind::Alltoall, 4,
+                      judge(spinning_nodes(true), Topology::block(4, 2, 2, 1)))
+            .blocking());
 }
 
 TEST_CASE("decision: TNBC_EARLY_RETURN_COST_US set replaces the model by the fixed rule") {

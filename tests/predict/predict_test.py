@@ -180,7 +180,6 @@ def uneven_blocks(e):
     return f"uneven Alltoallv {t:.4f} s, mean block {t_mean:.4f} s"
 
 
-
 def busy_polling(e):
     """2 ranks per node that busy-poll on 1 core (slice 4 ms): their shared-memory exchange moves a
     32 KiB fragment per two slices each way, so 1 MiB takes 32 x 8 ms, far longer than the link's

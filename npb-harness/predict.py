@@ -198,6 +198,20 @@ def _median(xs):
     return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
 
 
+def block_sources(results):
+    """[(key, how)] for the runs with uneven-size exchanges (Alltoallv, Allgatherv): whether `tnbc
+    predict` simulated the profile's blocks per peer (sub_bytes), found them even, or fell back to
+    the ranks' mean block (a profile merged before sub_bytes existed)."""
+    out = []
+    for key, e in sorted(results.items()):
+        got = sorted({s.get("blocks", "mean") for x in e["np"] for s in x["sites"]
+                      if s["kind"] in ("alltoallv", "allgatherv")})
+        if got:
+            out.append((key, "/".join({"per_peer": "per peer", "even": "even (per peer)",
+                                       "mean": "the ranks' mean block"}.get(g, g) for g in got)))
+    return out
+
+
 def validate(argv=None):
     """Predicted against measured for a finished harness run directory (its summary.json and trace
     profiles): `python3 npb-harness/predict.py OUT [--machine FILE] [--tnbc PATH] [--platform FILE]`.
@@ -276,6 +290,12 @@ def validate(argv=None):
             print(f"{bench:10} {cls:5} {np:>3} {max(r.get('nodes') or 1 for r in group):>5} {p:10} "
                   f"{meas if meas is not None else float('nan'):10.3f} {spread:>7} "
                   f"{pred if pred is not None else float('nan'):11.3f} {'-' if err is None else f'{100 * err:+.1f}%':>7}")
+            if p == "baseline" and comm:
+                print(f"{'':38} comm: measured {comm:.3f} s, simulated {simulated:.3f} s "
+                      f"({100 * (simulated - comm) / comm:+.1f}%)")
+    blocks = block_sources(results)
+    if blocks:
+        print("Alltoallv/Allgatherv blocks: " + "; ".join(f"{b}.{c} np {n}: {how}" for (b, c, n), how in blocks))
     if errors:
         errors.sort()
         print(f"relative error of the tnbc passes: median {100 * _median(errors):.1f}%, worst {100 * errors[-1]:.1f}% "

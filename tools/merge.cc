@@ -149,7 +149,7 @@ RankSite rank_site(int rank, const std::vector<const CallRecord*>& calls, int n)
       guarded(static_cast<std::size_t>(n), false);
   std::vector<double> curc, rcrc, dur;
   std::vector<std::uint64_t> bytes;
-  std::vector<std::vector<double>> gaps;
+  std::vector<std::vector<double>> gaps, sub_bytes(static_cast<std::size_t>(n));
   std::set<std::uint64_t> keys;
   for (const CallRecord* c : calls) {
     keys.insert(c->key);
@@ -157,6 +157,7 @@ RankSite rank_site(int rank, const std::vector<const CallRecord*>& calls, int n)
     std::uint64_t b = 0;
     for (std::size_t i = 0; i < c->subs.size(); ++i) {
       b += c->subs[i].bytes;
+      if (i < sub_bytes.size()) sub_bytes[i].push_back(static_cast<double>(c->subs[i].bytes));
       if (c->subs[i].bytes && i < present.size()) present[i] = true;
       if (c->traced && c->subs[i].guarded && !c->subs[i].masked && i < guarded.size()) guarded[i] = true;
     }
@@ -207,6 +208,7 @@ RankSite rank_site(int rank, const std::vector<const CallRecord*>& calls, int n)
   }
   rs.keys.assign(keys.begin(), keys.end());
   rs.bytes_per_call = bytes.empty() ? 0 : static_cast<std::uint64_t>(*median(bytes));
+  for (auto& sb : sub_bytes) rs.sub_bytes.push_back(median(sb).value_or(0));
   rs.curc_ns = median(curc);
   for (auto& g : gaps) rs.gaps_ns.push_back(*median(g));
   rs.r_crc = median(rcrc);
@@ -424,7 +426,9 @@ std::string profile_json(const Profile& p) {
         << ", \"receives\": " << (r.receives ? "true" : "false")
         << ", \"kendall_tau\": " << (r.receives && r.traced ? json_num(r.tau) : "null") << ", \"keys\": [";
       for (std::size_t j = 0; j < r.keys.size(); ++j) o << (j ? ", " : "") << json_str(hex64(r.keys[j]));
-      o << "],\n     \"bytes_per_call\": " << r.bytes_per_call << ", \"duration_ns\": " << json_num(r.dur_ns)
+      o << "],\n     \"bytes_per_call\": " << r.bytes_per_call << ", \"sub_bytes\": [";
+      for (std::size_t j = 0; j < r.sub_bytes.size(); ++j) o << (j ? ", " : "") << json_num(r.sub_bytes[j]);
+      o << "], \"duration_ns\": " << json_num(r.dur_ns)
         << ", \"curc_ns\": " << json_opt(r.curc_ns) << ", \"r_crc_bytes_per_s\": " << json_opt(r.r_crc) << ", \"gaps_ns\": [";
       for (std::size_t j = 0; j < r.gaps_ns.size(); ++j) o << (j ? ", " : "") << json_num(r.gaps_ns[j]);
       o << "],\n     \"shared_page_attributions\": " << r.shared_attributions << ", \"masked\": " << r.masked

@@ -43,6 +43,7 @@ struct RankSite {
   double tau = 1.0;                  // vs the consensus (receivers only)
   std::vector<std::uint64_t> keys;   // instance keys (site + size signature) seen
   std::uint64_t bytes_per_call = 0;  // received bytes (median over calls)
+  std::vector<double> sub_bytes;     // per sub-message (exchanges: per peer), bytes received per call (median)
   std::optional<double> curc_ns;     // median over calls of the first touch time
   std::vector<double> gaps_ns;       // median gap before the k+1-th first touch, per k
   std::optional<double> r_crc;       // median over calls, bytes/s

@@ -82,6 +82,60 @@ std::string hex(std::uint64_t v) {
   return b;
 }
 
+// What a rank receives per call from each peer in the traced run (exchanges).
+struct Blocks {
+  double mean_total = 0;        // bytes received per call, mean over the ranks that called the site
+  std::vector<double> per_peer; // [dst * np + src] from sub_bytes; empty: not in the profile
+  double least = 0, most = 0;   // the smallest and largest block between two ranks
+  bool uneven = false;          // blocks differ by more than kEvenBlocks
+  bool filled = false;          // ranks that did not call the site took the mean of the others' rows
+  std::string filled_note;
+};
+
+constexpr double kEvenBlocks = 0.01;  // blocks within 1 % of each other are simulated as the mean
+
+Blocks traced_blocks(const trace::ProfileSite& ps, int np) {
+  Blocks b;
+  int callers = 0;
+  for (const auto& r : ps.ranks)
+    if (r.bytes_per_call) b.mean_total += static_cast<double>(*r.bytes_per_call), ++callers;
+  if (callers > 0) b.mean_total /= callers;
+  const auto n = static_cast<std::size_t>(np);
+  if (ps.sub_messages != np) return b;
+  std::vector<double> m(n * n, -1), mean_row(n, 0);
+  int rows = 0;
+  for (const auto& r : ps.ranks) {
+    if (r.sub_bytes.size() != n) return b;  // an older profile (or a rank without them): the mean
+    const auto row = static_cast<std::ptrdiff_t>(static_cast<std::size_t>(r.rank) * n);
+    std::copy(r.sub_bytes.begin(), r.sub_bytes.end(), m.begin() + row);
+    for (std::size_t k = 0; k < n; ++k) mean_row[k] += r.sub_bytes[k];
+    ++rows;
+  }
+  if (rows == 0) return b;
+  for (double& x : mean_row) x /= rows;
+  std::string missing;
+  for (std::size_t d = 0; d < n; ++d)
+    if (m[d * n] < 0) {
+      std::copy(mean_row.begin(), mean_row.end(), m.begin() + static_cast<std::ptrdiff_t>(d * n));
+      missing += (missing.empty() ? "" : ", ") + std::to_string(d);
+    }
+  if (!missing.empty()) {
+    b.filled = true;
+    b.filled_note = "rank(s) " + missing + " did not call it here: their blocks are the mean of the others'";
+  }
+  b.least = b.most = -1;
+  for (std::size_t d = 0; d < n; ++d)
+    for (std::size_t s = 0; s < n; ++s) {
+      if (s == d) continue;
+      const double x = m[d * n + s];
+      b.least = b.least < 0 ? x : std::min(b.least, x);
+      b.most = std::max(b.most, x);
+    }
+  b.uneven = b.most > 0 && b.most - std::max(0.0, b.least) > kEvenBlocks * b.most;
+  b.per_peer = std::move(m);
+  return b;
+}
+
 }  // namespace
 
 std::vector<std::vector<double>> leading_calls(const trace::LoadedProfile& p, int k, std::vector<std::string>& notes) {
@@ -176,12 +230,28 @@ Result<std::vector<SimSite>> sites_at(const trace::LoadedProfile& p, int np, Sca
     const double curc_scale = (s == Scaling::Strong ? n0 / n : 1.0) * data_scale;
     double received0 = e.bytes, received = e.bytes * data_scale;
     if (exchange_kind(*kind)) {
-      const double per_peer0 = e.bytes * data_scale / n0;
-      double per_peer = per_peer0;
-      if (s == Scaling::Weak) per_peer = per_peer0 * n0 / n;
-      if (s == Scaling::Strong) per_peer = per_peer0 * (n0 / n) * (n0 / n);
-      site.bytes = std::max(1.0, std::round(per_peer));
+      // A block at N is the traced one times this (per peer: the data over np^2 resp. np).
+      const double rule = s == Scaling::Strong ? (n0 / n) * (n0 / n) : s == Scaling::Weak ? n0 / n : 1.0;
+      const Blocks blocks = traced_blocks(ps, p.np);
+      received0 = blocks.mean_total;
+      site.bytes = std::max(1.0, std::round(blocks.mean_total / n0 * data_scale * rule));
       received = site.bytes * n;
+      const std::string name = ps.where.empty() || ps.where == "?" ? hex(ps.site) : ps.where;
+      if (!blocks.per_peer.empty() && blocks.uneven) {
+        site.blocks0 = blocks.per_peer;
+        for (double& b : site.blocks0) b *= data_scale;
+        site.np0 = p.np;
+        site.block_scale = rule;
+        site.blocks = "per_peer";
+        notes.push_back("site " + name + " (" + ps.kind + "): blocks per peer from the profile, " +
+                        format_bytes(blocks.least) + " to " + format_bytes(blocks.most) + " in the traced run (mean " +
+                        format_bytes(blocks.mean_total / n0) + ")" + (blocks.filled ? "; " + blocks.filled_note : ""));
+      } else if (blocks.per_peer.empty() && (*kind == Kind::Alltoallv || *kind == Kind::Allgatherv)) {
+        site.blocks = "mean";
+        notes.push_back("site " + name + " (" + ps.kind + "): the profile has no blocks per peer (sub_bytes: merged "
+                        "by an older tnbc): every block simulated as the ranks' mean, " + format_bytes(site.bytes) +
+                        "; uneven blocks (a rank receiving more than the others) are not seen (merge the trace again)");
+      }
       site.order = stretch(ps.consensus, p.np, np);
     } else {
       site.bytes = e.bytes * data_scale;
@@ -453,7 +523,8 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
     for (std::size_t s = 0; s < S.size(); ++s) {
       const SimResult& r = R[s];
       o << (s ? ",\n" : "\n") << " {\"site\": " << quote(S[s].name) << ", \"kind\": \"" << kind_name(S[s].kind)
-        << "\", \"calls\": " << S[s].calls << ", \"bytes\": " << S[s].bytes << ", \"curc_s\": " << S[s].curc_ns / 1e9
+        << "\", \"calls\": " << S[s].calls << ", \"bytes\": " << S[s].bytes
+        << ", \"blocks\": \"" << S[s].blocks << "\", \"curc_s\": " << S[s].curc_ns / 1e9
         << ", \"crc_s\": " << S[s].crc_ns / 1e9 << ", \"blocking_s\": " << r.v[0].call_ns / 1e9
         << ", \"blocking_total_s\": " << r.v[0].total_ns / 1e9;
       for (int v = 1; v < kVariants; ++v)

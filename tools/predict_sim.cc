@@ -17,6 +17,12 @@ namespace sg = simgrid::s4u;
 
 namespace tnbc::tools {
 
+double SimSite::block(int dst, int src, int n) const {
+  if (blocks0.empty() || np0 < 1 || n < 1) return bytes;
+  const auto at = [&](int r) { return static_cast<std::size_t>(static_cast<long long>(r) * np0 / n); };
+  return std::max(1.0, std::round(blocks0[at(dst) * static_cast<std::size_t>(np0) + at(src)] * block_scale));
+}
+
 const char* variant_name(Variant v) {
   switch (v) {
     case Variant::Blocking: return "blocking";
@@ -436,21 +442,25 @@ bool is_bcast(Kind k) { return k == Kind::Bcast; }
 
 // The MPI library's exchange: all pairs at once (a schedule without dependencies), or pairwise
 // (step k: send to rank + k, receive from rank - k, after step k - 1 is done both ways).
-Schedule blocking_exchange(int rank, int n, std::size_t bytes) {
+// send[p] / recv[p]: the bytes sent to / received from rank p.
+Schedule blocking_exchange(int rank, int n, const std::vector<std::size_t>& send, const std::vector<std::size_t>& recv) {
   Schedule s;
+  auto step = [&](StepKind k, int peer, int d) {
+    const std::size_t bytes = (k == StepKind::Send ? send : recv)[static_cast<std::size_t>(peer)];
+    return Step{k, peer, 0, bytes, 0, 0, d, peer, false};
+  };
   if (n < kPairwiseFrom) {
     for (int d = 1; d < n; ++d) {
-      s.add(Step{StepKind::Recv, (rank - d + n) % n, 0, bytes, 0, 0, d, (rank - d + n) % n, false});
-      s.add(Step{StepKind::Send, (rank + d) % n, 0, bytes, 0, 0, d, (rank + d) % n, false});
+      s.add(step(StepKind::Recv, (rank - d + n) % n, d));
+      s.add(step(StepKind::Send, (rank + d) % n, d));
     }
     return s;
   }
   int prev_send = -1, prev_recv = -1;  // steps alternate Recv, Send (pairwise() runs them in pairs)
   for (int d = 1; d < n; ++d) {
-    const int from = (rank - d + n) % n, to = (rank + d) % n;
-    const int r = s.add(Step{StepKind::Recv, from, 0, bytes, 0, 0, d, from, false});
-    const int sd = prev_send < 0 ? s.add(Step{StepKind::Send, to, 0, bytes, 0, 0, d, to, false})
-                                 : s.add(Step{StepKind::Send, to, 0, bytes, 0, 0, d, to, false}, {prev_send, prev_recv});
+    const int r = s.add(step(StepKind::Recv, (rank - d + n) % n, d));
+    const int sd = prev_send < 0 ? s.add(step(StepKind::Send, (rank + d) % n, d))
+                                 : s.add(step(StepKind::Send, (rank + d) % n, d), {prev_send, prev_recv});
     prev_send = sd;
     prev_recv = r;
   }
@@ -460,6 +470,7 @@ Schedule blocking_exchange(int rank, int n, std::size_t bytes) {
 struct Built {
   Schedule sched;
   std::vector<double> sub_bytes;
+  double own = 0, sent = 0;  // exchanges: the own block (copied in place), the bytes sent to the others
 };
 
 Built build(const SimConfig& cfg, const SimSite& site, int rank, Variant v, const PieceRule& pieces, int segments) {
@@ -482,19 +493,23 @@ Built build(const SimConfig& cfg, const SimSite& site, int rank, Variant v, cons
     for (const Chunk& c : chunks) b.sub_bytes.push_back(rank == 0 ? 0.0 : static_cast<double>(c.length));
     return b;
   }
-  const auto bytes = static_cast<std::size_t>(site.bytes);
-  b.sub_bytes.assign(static_cast<std::size_t>(n), static_cast<double>(bytes));
-  b.sub_bytes[static_cast<std::size_t>(rank)] = 0;  // its own block: copied in the call
+  std::vector<std::size_t> recv(static_cast<std::size_t>(n)), send(static_cast<std::size_t>(n));
+  for (int p = 0; p < n; ++p) {
+    recv[static_cast<std::size_t>(p)] = static_cast<std::size_t>(site.block(rank, p, n));
+    send[static_cast<std::size_t>(p)] = static_cast<std::size_t>(site.block(p, rank, n));
+  }
+  const auto me = static_cast<std::size_t>(rank);
+  b.own = static_cast<double>(recv[me]);
+  recv[me] = send[me] = 0;  // its own block: copied in the call
+  b.sub_bytes.assign(recv.begin(), recv.end());
+  for (std::size_t x : send) b.sent += static_cast<double>(x);
   if (v == Variant::Blocking) {
-    b.sched = blocking_exchange(rank, n, bytes);
+    b.sched = blocking_exchange(rank, n, send, recv);
     return b;
   }
-  std::vector<std::size_t> sizes(static_cast<std::size_t>(n), bytes);
-  sizes[static_cast<std::size_t>(rank)] = 0;
-  const auto off = prefix(sizes);
   std::vector<int> order;
   if (v != Variant::Nbc) order = site.order;
-  b.sched = build_exchange(rank, n, sizes, off, sizes, off, page, order, pieces);
+  b.sched = build_exchange(rank, n, send, prefix(send), recv, prefix(recv), page, order, pieces);
   return b;
 }
 
@@ -522,7 +537,11 @@ void rank_main(int r, std::vector<SimSite> sites) {
       Built b = build(cfg, site, r, v, pieces, segments);
       double total_bytes = 0;
       for (double x : b.sub_bytes) total_bytes += x;
-      const double send_bytes = is_bcast(site.kind) ? (r == 0 ? site.bytes : 0) : site.bytes * (cfg.np - 1);
+      const double send_bytes = is_bcast(site.kind) ? (r == 0 ? site.bytes : 0) : b.sent;
+      // T_CRC is the mean rank's: a rank that receives more than the mean reads longer.
+      const double crc_ns = is_bcast(site.kind) || site.bytes <= 0
+                                ? site.crc_ns
+                                : site.crc_ns * (total_bytes + b.own) / (site.bytes * cfg.np);
       ++sequence;
       g->barrier->wait();
       setup(me, std::move(b.sched), b.sub_bytes, v != Variant::Blocking, v == Variant::OptimizeNode, sequence);
@@ -536,13 +555,12 @@ void rank_main(int r, std::vector<SimSite> sites) {
         wait_until(me, [&] { return me.call.recv_left == 0; });
         stop_spin(me);
         out.call_ns = (sg::Engine::get_clock() - t0) * 1e9;
-        compute(site.curc_ns + site.crc_ns);
+        compute(site.curc_ns + crc_ns);
         out.total_ns = (sg::Engine::get_clock() - t0) * 1e9;
       } else {
         // Tinit's work (runtime/coll/exchange.cc, bcast.cc): the own block copied into place, the
         // staging copy of what is sent, holding back the received pages (emptied and registered).
-        const double own_bytes = is_bcast(site.kind) ? 0.0 : site.bytes;
-        const double work_ns = m.memcpy_cost.at(own_bytes) + m.memcpy_cost.at(send_bytes) +
+        const double work_ns = m.memcpy_cost.at(b.own) + m.memcpy_cost.at(send_bytes) +
                                (cfg.x.guard >= 0 ? m.guard[guard].hold.at(total_bytes) : 0.0);
         compute(work_ns);
         start_spin(me);
@@ -570,7 +588,7 @@ void rank_main(int r, std::vector<SimSite> sites) {
             return in;
           });
           if (waited && cfg.x.guard >= 0) compute(m.guard[guard].fault_ns);
-          if (total_bytes > 0) compute(site.crc_ns * me.call.sub_bytes[su] / total_bytes);
+          if (total_bytes > 0) compute(crc_ns * me.call.sub_bytes[su] / total_bytes);
         }
         out.total_ns = (sg::Engine::get_clock() - t0) * 1e9;
         progress->join();

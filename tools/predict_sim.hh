@@ -58,6 +58,18 @@ struct SimSite {
   double crc_ns = 0;         // T_CRC per call (all the sub-messages)
   std::vector<int> order;    // the profile's consensus read order at N (sub-message indices)
   bool mpi = false;          // below tnbc's size threshold: every variant runs the MPI library's call
+  // Exchanges with blocks per peer (the profile's sub_bytes; empty: every block is `bytes`, then
+  // the ranks' mean): blocks0[dst * np0 + src] the bytes rank dst received from src per call in the
+  // traced run (times --data-scale), stretched to N (rank r at N takes the place of r * np0 / N)
+  // and times block_scale (the scaling rule's per-block factor). `bytes` is then their mean.
+  std::vector<double> blocks0;
+  // Where the blocks come from: "even" (all alike: Alltoall, or blocks per peer within 1 %),
+  // "per_peer" (blocks0), "mean" (uneven-size exchange whose profile lacks them: the ranks' mean).
+  const char* blocks = "even";
+  int np0 = 0;
+  double block_scale = 1;
+  // Bytes rank `dst` receives from rank `src` at N ranks.
+  double block(int dst, int src, int n) const;
 };
 
 struct SimConfig {

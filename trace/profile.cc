@@ -200,6 +200,11 @@ LoadedProfile parse_or_throw(const std::string& text, const std::string& name) {
       rank.traced = r.opt_count(rv, rp, "traced");
       for (double x : r.opt_numbers(rv, rp, "first_calls")) rank.first_calls.push_back(static_cast<std::uint64_t>(x));
       rank.bytes_per_call = r.opt_count(rv, rp, "bytes_per_call");
+      rank.sub_bytes = r.opt_numbers(rv, rp, "sub_bytes");
+      if (!rank.sub_bytes.empty() && rank.sub_bytes.size() != static_cast<std::size_t>(site.sub_messages))
+        r.fail(rp + ".sub_bytes", *rv.find("sub_bytes"),
+               std::to_string(rank.sub_bytes.size()) + " entries, the site has " + std::to_string(site.sub_messages) +
+                   " sub-messages");
       rank.duration_ns = r.opt_number(rv, rp, "duration_ns");
       rank.curc_ns = r.opt_number(rv, rp, "curc_ns");
       rank.r_crc = r.opt_number(rv, rp, "r_crc_bytes_per_s");

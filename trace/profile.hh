@@ -43,6 +43,9 @@ struct ProfileSite {
     std::vector<std::uint64_t> keys;     // instance keys (site + size signature) seen
     // Estimates of the trace pass (trace/gain.hh); absent or null in the file: unknown.
     std::optional<std::uint64_t> calls, traced, bytes_per_call;
+    // Bytes received per call from each sub-message (exchanges: from each peer; median over the
+    // calls); empty: not recorded (a profile written before the field existed).
+    std::vector<double> sub_bytes;
     // The place of the site's first calls (up to kFirstCalls) in this rank's sequence of collectives,
     // 0-based; empty: not recorded (a profile written before the field existed).
     std::vector<std::uint64_t> first_calls;

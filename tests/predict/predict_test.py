@@ -10,7 +10,9 @@ physics    a blocking Alltoall between two nodes of 1 Gb/s takes the bytes over 
            twice their CURC (the cores are shared), and a trace taken so (--traced-ranks-per-node)
            gives back the measured time; 2 ranks per node that busy-poll on 1 core (platform
            slice) exchange through shared memory a fragment per two slices, far slower than on 2
-           cores, while with ranks <= cores, or ranks that yield, nothing changes
+           cores, while with ranks <= cores, or ranks that yield, nothing changes; an Alltoallv
+           with uneven blocks per peer (the profile's sub_bytes) is slower than its mean-block
+           version where one rank's link carries the most, and a profile without them says so
 variants   a program that computes long enough after the call hides most of the transfer (nbc,
            optimize: hidden share > 60%, speedup > 1); one that reads at once hides nothing and
            optimize completes it in the call as MPI's ('plain'); the JSON has every figure; weak,
@@ -48,12 +50,17 @@ def machine(mpi=""):
 
 
 def profile(np=2, per_peer=1 << 20, curc=50e6, rcrc=1e9, kind="alltoall", calls=10, exe="/nonexistent/app",
-            version=1, subs=None):
+            version=1, subs=None, blocks=None):
+    """blocks: [dst][src] bytes received per call (an exchange's `sub_bytes`), instead of per_peer."""
     subs = subs or np
     order = list(range(subs))
     ranks = [{"rank": r, "calls": calls, "traced": calls, "order": order, "receives": not (kind == "bcast" and r == 0),
               "keys": ["0x1"], "bytes_per_call": per_peer * (np if kind != "bcast" else 1), "duration_ns": 5e6,
               "curc_ns": curc, "r_crc_bytes_per_s": rcrc, "gaps_ns": []} for r in range(np)]
+    if blocks:
+        for r in ranks:
+            r["sub_bytes"] = blocks[r["rank"]]
+            r["bytes_per_call"] = sum(blocks[r["rank"]])
     return {"format": "tnbc-profile", "version": version, "np": np, "executable": exe, "sites": [
         {"site": "0x18fdad14da2165e1", "kind": kind, "comm_size": np, "frames": [], "sub_messages": subs,
          "consensus_order": order, "ranks": ranks}]}
@@ -137,8 +144,40 @@ def physics(e):
     if "share the cores" not in out or "CPU work / 2" not in out:
         fail("no note on the shared cores and the traced node's oversubscription", out)
     spin = busy_polling(e)
+    skew = uneven_blocks(e)
     print(f"physics ok: Alltoall {s['blocking_s']:.4f} s (link: {expect:.4f} s), Bcast 2 -> 8 nodes "
-          f"{times[0]:.4f} -> {times[1]:.4f} s; {spin}")
+          f"{times[0]:.4f} -> {times[1]:.4f} s; {spin}; {skew}")
+
+
+def uneven_blocks(e):
+    """An Alltoallv whose rank 0 sends 4 MiB to every peer and the others 256 KiB, one rank per node
+    of 1 Gb/s: with the profile's blocks per peer (sub_bytes) rank 0's link carries 12 MiB (~101 ms);
+    the same profile without them (an older merge) is simulated with the ranks' mean block, 3.6 MiB
+    per link (~30 ms), and says so. Blocks per peer of an Alltoall are even: nothing changes."""
+    big, small = 4 << 20, 256 << 10
+    blocks = [[big] + [small] * 3 for _ in range(4)]
+    plat = "nodes 4\ncores 1\nlink_bw 1Gbps\nlink_lat 50us\n"
+    args = ("--np", "4", "--ranks-per-node", "1")
+    skewed, out = e.json(profile(np=4, kind="alltoallv", blocks=blocks, curc=1e6, rcrc=1e12), machine(), *args,
+                         platform=plat)
+    mean, out_mean = e.json(profile(np=4, kind="alltoallv", per_peer=(big + 3 * small) // 4, curc=1e6, rcrc=1e12),
+                            machine(), *args, platform=plat)
+    t, t_mean = skewed["sites"][0]["blocking_s"], mean["sites"][0]["blocking_s"]
+    expect = 3 * big / (1e9 / 8)
+    if abs(t - expect) / expect > 0.10:
+        fail(f"uneven Alltoallv: blocking {t:.4f} s, expected rank 0's link, {expect:.4f} s", out)
+    if not t > 2.5 * t_mean:
+        fail(f"uneven Alltoallv {t:.4f} s is not slower than its mean-block version {t_mean:.4f} s", out)
+    if skewed["sites"][0]["blocks"] != "per_peer" or mean["sites"][0]["blocks"] != "mean":
+        fail("the JSON's blocks does not say which site used blocks per peer", out)
+    if "blocks per peer from the profile" not in out or "no blocks per peer" not in out_mean:
+        fail("the output does not say whether blocks per peer were used", out + out_mean)
+    even, out_even = e.json(profile(np=4, per_peer=1 << 20, blocks=[[1 << 20] * 4] * 4), machine(), *args,
+                            platform=plat)
+    plain, _ = e.json(profile(np=4, per_peer=1 << 20), machine(), *args, platform=plat)
+    if even["sites"] != plain["sites"] or "blocks per peer" in out_even:
+        fail("even blocks per peer changed an Alltoall's prediction", out_even)
+    return f"uneven Alltoallv {t:.4f} s, mean block {t_mean:.4f} s"
 
 
 def busy_polling(e):

@@ -130,6 +130,50 @@ TEST_CASE("profile: the merge's output is read back") {
   CHECK(check_profile_run(p, 2, "/work/app/ft.x").ok());
 }
 
+TEST_CASE("profile: blocks per peer (sub_bytes) from the merge, read back; older profiles load without them") {
+  // Rank r receives 4 KiB x (1 + k) from peer k in its first call, twice that in the second and
+  // three times in the third: the profile keeps each peer's median (the second call's).
+  std::vector<TraceFile> traces;
+  for (int r = 0; r < 2; ++r) {
+    TraceFile t;
+    t.rank = r;
+    t.size = 2;
+    t.executable = "/work/app/is.x";
+    t.run_id = "23814d3d785c9bc7";
+    t.clock = "monotonic";
+    t.ended_by = "finalize";
+    t.sites.push_back({kSite, "alltoallv", 2, {{"is.x", 0x1654, "rank"}}});
+    for (std::uint64_t call : {1, 3, 2}) {
+      CallRecord c;
+      c.seq = call;
+      c.site = kSite;
+      c.key = kKey0 + call;
+      c.subs.resize(2);
+      for (std::size_t k = 0; k < 2; ++k) c.subs[k].bytes = call * 4096 * (1 + k + static_cast<std::size_t>(r));
+      t.calls.push_back(c);
+    }
+    traces.push_back(t);
+  }
+  const std::string text = profile_json(must(merge(traces)));
+  TempDir dir;
+  const LoadedProfile p = must(read_profile(dir.write("v.profile", text)));
+  REQUIRE(p.sites.size() == 1);
+  REQUIRE(p.sites[0].ranks.size() == 2);
+  CHECK(p.sites[0].ranks[0].sub_bytes == std::vector<double>{8192, 16384});
+  CHECK(p.sites[0].ranks[1].sub_bytes == std::vector<double>{16384, 24576});
+  // A profile merged before the field existed loads, without blocks per peer.
+  const std::string old = replace_once(replace_once(text, "\"sub_bytes\": [8192, 16384], ", ""),
+                                       "\"sub_bytes\": [16384, 24576], ", "");
+  const LoadedProfile o = must(read_profile(dir.write("old.profile", old)));
+  CHECK(o.sites[0].ranks[0].sub_bytes.empty());
+  CHECK(o.sites[0].ranks[1].bytes_per_call == 40960u);
+  // One entry per sub-message, each a number >= 0.
+  CHECK_THAT(rejection(dir, replace_once(text, "[8192, 16384]", "[8192]")),
+             Catch::Contains("sites[0].ranks[0].sub_bytes: 1 entries, the site has 2 sub-messages"));
+  CHECK_THAT(rejection(dir, replace_once(text, "[8192, 16384]", "[8192, -1]")),
+             Catch::Contains("sites[0].ranks[0].sub_bytes[1]: expected a number >= 0"));
+}
+
 TEST_CASE("profile: look-up by site, instance key and rank") {
   TempDir dir;
   const ProfileIndex index(must(read_profile(dir.write("app.profile", merged_profile_text()))));

@@ -54,9 +54,11 @@
 // and compares when the receivers have the first-read chunk (their mean) and when the last rank
 // has everything, with the same CPU shares.
 //
-// with M the ranks of the node on its link and the margin TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT (the
-// one the early-return decision uses). Rank-local: it changes when this rank's sends start,
-// never which messages exist.
+// with M the ranks of the node on its link and the margin a share of the model's blocking time
+// (node_margin_share below: TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT for a first read judged alone,
+// TNBC_EARLY_RETURN_MARGIN_COST_PCT with the program: a reader faster than the data, Table 1 (c),
+// gains 10-28 % measured at 4 MiB, ~20 % modelled, below the first read's 45 %).
+// Rank-local: it changes when this rank's sends start, never which messages exist.
 //
 // Pure: no MPI (the policy, `tnbc merge` and the unit tests call it).
 #pragma once
@@ -95,6 +97,13 @@ struct NodeChoice {
 // and some rank of `t` is reached over the link (another node, or TNBC_NODE_LOCAL_SENDS=link),
 // else 0. (A running rank counts its communicator's board: node_link_senders, node_gate.hh.)
 int link_senders(const model::Topology& t, int node, bool local_on_link);
+
+// The margin's share of the model's blocking time (Policy::node_priorities, `tnbc merge`): a first
+// read judged alone, `of_tcomm` (TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT: the model's error on it);
+// with the `program` known, `of_cost` (TNBC_EARLY_RETURN_MARGIN_COST_PCT: both ends of reading come
+// from one model run twice, so what matters is its error on their difference, as on tnbc's own
+// costs; measured within ~10 % of the program's end, docs/benchmarks.md node priorities session 9).
+inline double node_margin_share(double of_tcomm, double of_cost, bool program) { return program ? of_cost : of_tcomm; }
 
 // The model's verdict for collective `c` over `comm` with `x` where `senders` ranks of this
 // node send over its link; `margin_share` of the model's blocking time is the gain to exceed.

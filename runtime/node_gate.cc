@@ -1,8 +1,12 @@
 #include "runtime/node_gate.hh"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
 
 #include "runtime/futex.hh"
+#include "runtime/log.hh"
 #include "runtime/stats.hh"
 
 namespace tnbc {
@@ -59,8 +63,47 @@ void NodeGate::sent(InFlight& f, int step, long long now_ns) {
   if (node_arbitrated(f, s)) f.node.link->arbiter->remove(node_key(f.sequence, s.priority), now_ns);
 }
 
+namespace {
+
+// TNBC_LOG=debug: when each received sub-message (an exchange's: its peer; a broadcast's: its
+// chunk) was complete here (ms after the call), in the order the schedule starts them (lowest
+// priority first: the read order), arbitrated or not — what node-level priorities move, for
+// every call (the summary's `timelines` have the first calls' arrivals and first touches).
+void log_arrivals(const InFlight& f) {
+  struct Sub {
+    std::int64_t priority;
+    int sub;
+    long long done;
+  };
+  std::vector<Sub> subs;
+  for (std::size_t i = 0; i < f.schedule.size(); ++i) {
+    const Step& s = f.schedule[i];
+    if (!lands(s.kind) || s.sub < 0 || !f.done(i)) continue;
+    auto it = std::find_if(subs.begin(), subs.end(), [&](const Sub& x) { return x.sub == s.sub; });
+    if (it == subs.end()) it = subs.insert(subs.end(), {INT64_MAX, s.sub, f.done_ns[i]});
+    if (!s.edge) it->priority = std::min(it->priority, s.priority);
+    it->done = std::max(it->done, f.done_ns[i]);
+  }
+  std::sort(subs.begin(), subs.end(), [](const Sub& a, const Sub& b) { return a.priority < b.priority; });
+  char line[512];
+  int n = 0;
+  for (const Sub& s : subs) {
+    if (n >= static_cast<int>(sizeof line) - 32) break;
+    n += std::snprintf(line + n, sizeof line - static_cast<std::size_t>(n), " %d:%.1f", s.sub,
+                       static_cast<double>(s.done - f.times.called) / 1e6);
+  }
+  line[std::min(n, static_cast<int>(sizeof line) - 1)] = '\0';
+  log(LogLevel::Debug, "%s #%llu arrivals (sub-message:ms after the call, read order)%s; node priorities %s, holds %u, "
+      "hold timeouts %u", kind_name(f.kind), static_cast<unsigned long long>(f.sequence), line,
+      f.node.link ? "on" : "off", f.node.holds.load(), f.node.hold_timeouts.load());
+}
+
+}  // namespace
+
 void NodeGate::finished(InFlight& f) {
-  if (!f.node.link || f.node.recorded.exchange(true)) return;
+  if (f.node.recorded.exchange(true)) return;
+  if (log_enabled(LogLevel::Debug)) log_arrivals(f);
+  if (!f.node.link) return;
   if (stats_)
     stats_->record_node(f.kind, f.site, {true, f.node.choice, f.node.holds.load(), f.node.hold_timeouts.load(), first_read_ns(f)});
 }

@@ -95,7 +95,9 @@ std::string node_verdict(const trace::ProfileSite& site, const Settings& s, cons
   const std::optional<model::Program> sp = trace::site_program(e);
   const std::optional<model::Program> program =
       sp && e.comm_ns ? model_program({*sp, *e.comm_ns}, mach, t, c) : std::nullopt;
-  const NodeChoice n = node_choice(mach, t, c, judge.exec, senders, judge.margin_of_tcomm, program ? &*program : nullptr);
+  const NodeChoice n = node_choice(mach, t, c, judge.exec, senders,
+                                   node_margin_share(judge.margin_of_tcomm, judge.margin_of_cost, program.has_value()),
+                                   program ? &*program : nullptr);
   if (n.basis == NodeBasis::OneSender) return "";  // one rank per node: nothing to arbitrate
   char b[256];
   std::snprintf(b, sizeof b, "; node-level priorities %s (%s", n.on ? "on" : "off", node_basis_name(n.basis));

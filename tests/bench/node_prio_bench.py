@@ -20,12 +20,16 @@ configuration, OUT/machine.kK.json) and --machine K=FILE,... gives one per node 
 of that configuration (trace, merge's verdicts, every setting) then uses it as TNBC_MACHINE, so
 auto decides on a calibrated machine and not on the start-up probe's.
 
+The trace passes of every configuration come first; then --reps rounds, each running every
+configuration and setting once (so --time-limit, or an outer timeout, leaves every configuration
+with runs; the raw runs are written after each round).
+
 --program table1 runs the Table 1 micro-benchmark instead (tests/bench/table1_alltoall, scenarios
 (b)-(e)) in the same way and reports tnbc's achieved/ideal and total time per scenario, on vs off.
 
 usage: node_prio_bench.py --build-dir BUILD [--program first_read|table1] [--np 4] [--nodes 1,2]
                           [--bytes 1M,4M] [--orders seq,swap] [--settings on,off,auto] [--reps 6] [--auto-reps N]
-                          [--iterations 8] [--calibration N] [--rate 1gbit] [--calibrate | --machine 1=F1,2=F2]
+                          [--iterations 8] [--calibration N] [--time-limit S] [--rate 1gbit] [--calibrate | --machine 1=F1,2=F2]
                           [--out DIR]
 """
 import argparse
@@ -36,6 +40,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -103,6 +108,65 @@ def machine_files(a, out):
     return files
 
 
+def summarize(a, cfg, settings, per, counters):
+    """One configuration's row from its runs so far (medians over the runs), printed."""
+    tag = cfg["tag"]
+    row = {"nodes": cfg["nodes"], "np": a.np, "bytes": cfg["size"], "order": cfg["order"], "rate": a.rate,
+           "reps": {x: len(per[x]) for x in settings}, "iterations": a.iterations, "machine": cfg["machine"],
+           "merge_verdicts": cfg["verdicts"], "counters": counters, "runs": per}
+    for setting in settings:
+        c = counters[setting]
+        print(f"{tag} {setting}: {len(per[setting])} runs, arbitrated calls {sum(x['calls'] for x in c)}, not "
+              f"{sum(x['off_calls'] for x in c)}, holds {sum(x['holds'] for x in c)}, hold timeouts "
+              f"{sum(x['hold_timeouts'] for x in c)}, bases {sorted({b for x in c for b in x['bases']})}",
+              flush=True)
+    done = [x for x in settings if per[x]]
+    if a.program == "table1":
+        for setting in done:
+            for run_json in per[setting]:
+                for sc in run_json["scenarios"]:
+                    t = {v["name"]: v for v in sc["variants"]}["tnbc"]
+                    r = row.setdefault(sc["id"], {x: {"ach": [], "total_ms": []} for x in settings})
+                    r[setting]["ach"].append(t["achieved_over_ideal"])
+                    r[setting]["total_ms"].append(t["total_s"] * 1e3)
+        for sc in "bcde":
+            r = row.get(sc)
+            if not r:
+                continue
+            line = []
+            for setting in done:
+                x = r[setting]
+                x["ach_median"] = statistics.median(x["ach"])
+                x["total_median_ms"] = statistics.median(x["total_ms"])
+                line.append(f"{setting} ach/ideal {x['ach_median']:.2f} [{min(x['ach']):.2f}-{max(x['ach']):.2f}]"
+                            f" total {x['total_median_ms']:.1f} ms [{min(x['total_ms']):.1f}-"
+                            f"{max(x['total_ms']):.1f}]")
+            if "on" in done and "off" in done:
+                r["total_ratio"] = r["on"]["total_median_ms"] / r["off"]["total_median_ms"]
+                line.append(f"on/off total {r['total_ratio']:.2f}")
+            print(f"{tag} ({sc}): " + "; ".join(line), flush=True)
+        return row
+    for setting in done:
+        row[f"first_{setting}_ms"] = statistics.median(r["first_ms"] for r in per[setting])
+        row[f"all_{setting}_ms"] = statistics.median(r["all_ms"] for r in per[setting])
+        row[f"first_{setting}_runs"] = [r["first_ms"] for r in per[setting]]
+        row[f"all_{setting}_runs"] = [r["all_ms"] for r in per[setting]]
+        row[f"holds_{setting}"] = sum(c["holds"] for c in counters[setting])
+        row[f"hold_timeouts_{setting}"] = sum(c["hold_timeouts"] for c in counters[setting])
+        row[f"arbitrated_calls_{setting}"] = sum(c["calls"] for c in counters[setting])
+    line = []
+    for setting in done:
+        runs = row[f"first_{setting}_runs"]
+        line.append(f"first-read {setting} {row[f'first_{setting}_ms']:.1f} [{min(runs):.1f}-{max(runs):.1f}] ms"
+                    f", all {row[f'all_{setting}_ms']:.1f} ms")
+    if "on" in done and "off" in done:
+        row["first_ratio"] = row["first_on_ms"] / row["first_off_ms"]
+        row["all_ratio"] = row["all_on_ms"] / row["all_off_ms"]
+        line.append(f"on/off first {row['first_ratio']:.2f} all {row['all_ratio']:.2f}")
+    print(f"{tag}: " + "; ".join(line), flush=True)
+    return row
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build-dir", required=True)
@@ -118,9 +182,11 @@ def main():
     ap.add_argument("--reps", type=int, default=6)
     ap.add_argument("--iterations", type=int, default=8)
     ap.add_argument("--calibration", type=int, help="table1: blocking calls that measure Tcomm first (its default: 5)")
+    ap.add_argument("--time-limit", type=float, help="seconds: start no run after this (the rounds so far are reported)")
     ap.add_argument("--rate", default="1gbit")
     ap.add_argument("--out")
     a = ap.parse_args()
+    begun = time.monotonic()
     out = a.out or tempfile.mkdtemp(prefix="tnbc-node-prio-bench-")
     os.makedirs(out, exist_ok=True)
     tool = os.path.join(a.build_dir, "tools", "tnbc")
@@ -128,7 +194,9 @@ def main():
     if not settings or any(x not in ("on", "off", "auto") for x in settings):
         sys.exit("--settings: a list of on, off, auto")
     machines = machine_files(a, out)
-    results = []
+    # Every configuration's trace pass and auto's verdicts first; then the rounds, each running every
+    # configuration and setting once, so that a time limit leaves every configuration with runs.
+    configs = []
     for nodes in [int(x) for x in a.nodes.split(",")]:
         for size in a.bytes.split(","):
             for order in a.orders.split(","):
@@ -154,77 +222,45 @@ def main():
                 verdicts = [l.strip() for l in m.stdout.splitlines() if "node-level priorities" in l]
                 for l in verdicts:
                     print(f"{tag}: merge: {l}", flush=True)
-                if a.reps == 0:  # --reps 0: the trace pass and auto's verdicts only
-                    results.append({"nodes": nodes, "bytes": size, "order": order, "machine": machines.get(nodes),
-                                    "merge_verdicts": verdicts})
+                configs.append({"tag": tag, "nodes": nodes, "size": size, "order": order, "args": args, "base": base,
+                                "profile": profile, "verdicts": verdicts, "machine": machines.get(nodes),
+                                "per": {x: [] for x in settings}, "counters": {x: [] for x in settings}})
+    results_path = os.path.join(out, "node_prio_bench.json")
+
+    def write(rows):
+        with open(results_path, "w") as f:
+            json.dump(rows, f, indent=1)
+
+    if a.reps == 0:  # --reps 0: the trace passes and auto's verdicts only
+        write([{"nodes": c["nodes"], "bytes": c["size"], "order": c["order"], "machine": c["machine"],
+                "merge_verdicts": c["verdicts"]} for c in configs])
+        print(f"results: {results_path}")
+        return
+    cut = False
+    for rep in range(a.reps):
+        for cfg in configs:
+            for setting in settings[rep % len(settings):] + settings[:rep % len(settings)]:
+                if setting == "auto" and a.auto_reps is not None and rep >= a.auto_reps:
                     continue
-                per = {x: [] for x in settings}
-                counters = {x: [] for x in settings}
-                for rep in range(a.reps):
-                    for setting in settings[rep % len(settings):] + settings[:rep % len(settings)]:
-                        if setting == "auto" and a.auto_reps is not None and rep >= a.auto_reps:
-                            continue
-                        d = os.path.join(out, tag, f"{setting}{rep}")
-                        js = d + ".json"
-                        env = {**base, "TNBC_MODE": "optimize", "TNBC_PROFILE": profile, "TNBC_PROFILE_BLOCKING": "off",
-                               "TNBC_NODE_PRIORITIES": setting}
-                        run(a, nodes, env, args + ["--json", js], d)
-                        with open(js) as f:
-                            per[setting].append(json.load(f))
-                        counters[setting].append(node_counters(d))
-                row = {"nodes": nodes, "np": a.np, "bytes": size, "order": order, "rate": a.rate, "reps": a.reps,
-                       "iterations": a.iterations, "machine": machines.get(nodes), "merge_verdicts": verdicts,
-                       "counters": counters}
-                for setting in settings:
-                    c = counters[setting]
-                    print(f"{tag} {setting}: arbitrated calls {sum(x['calls'] for x in c)}, not "
-                          f"{sum(x['off_calls'] for x in c)}, holds {sum(x['holds'] for x in c)}, hold timeouts "
-                          f"{sum(x['hold_timeouts'] for x in c)}, bases {sorted({b for x in c for b in x['bases']})}",
-                          flush=True)
-                if a.program == "table1":
-                    for setting in settings:
-                        for run_json in per[setting]:
-                            for sc in run_json["scenarios"]:
-                                t = {v["name"]: v for v in sc["variants"]}["tnbc"]
-                                r = row.setdefault(sc["id"], {x: {"ach": [], "total_ms": []} for x in settings})
-                                r[setting]["ach"].append(t["achieved_over_ideal"])
-                                r[setting]["total_ms"].append(t["total_s"] * 1e3)
-                    for sc in "bcde":
-                        r = row.get(sc)
-                        if not r:
-                            continue
-                        line = []
-                        for setting in settings:
-                            x = r[setting]
-                            x["ach_median"] = statistics.median(x["ach"])
-                            x["total_median_ms"] = statistics.median(x["total_ms"])
-                            line.append(f"{setting} ach/ideal {x['ach_median']:.2f} [{min(x['ach']):.2f}-{max(x['ach']):.2f}]"
-                                        f" total {x['total_median_ms']:.1f} ms [{min(x['total_ms']):.1f}-"
-                                        f"{max(x['total_ms']):.1f}]")
-                        print(f"{tag} ({sc}): " + "; ".join(line), flush=True)
-                    results.append(row)
-                    continue
-                for setting in settings:
-                    row[f"first_{setting}_ms"] = statistics.median(r["first_ms"] for r in per[setting])
-                    row[f"all_{setting}_ms"] = statistics.median(r["all_ms"] for r in per[setting])
-                    row[f"first_{setting}_runs"] = [r["first_ms"] for r in per[setting]]
-                    row[f"holds_{setting}"] = sum(c["holds"] for c in counters[setting])
-                    row[f"hold_timeouts_{setting}"] = sum(c["hold_timeouts"] for c in counters[setting])
-                    row[f"arbitrated_calls_{setting}"] = sum(c["calls"] for c in counters[setting])
-                results.append(row)
-                line = []
-                for setting in settings:
-                    runs = row[f"first_{setting}_runs"]
-                    line.append(f"first-read {setting} {row[f'first_{setting}_ms']:.1f} [{min(runs):.1f}-{max(runs):.1f}] ms"
-                                f", all {row[f'all_{setting}_ms']:.1f} ms")
-                if "on" in settings and "off" in settings:
-                    row["first_ratio"] = row["first_on_ms"] / row["first_off_ms"]
-                    row["all_ratio"] = row["all_on_ms"] / row["all_off_ms"]
-                    line.append(f"on/off first {row['first_ratio']:.2f} all {row['all_ratio']:.2f}")
-                print(f"{tag}: " + "; ".join(line), flush=True)
-    with open(os.path.join(out, "node_prio_bench.json"), "w") as f:
-        json.dump(results, f, indent=1)
-    print(f"results: {os.path.join(out, 'node_prio_bench.json')}")
+                if a.time_limit is not None and time.monotonic() - begun > a.time_limit:
+                    cut = True
+                    break
+                d = os.path.join(out, cfg["tag"], f"{setting}{rep}")
+                js = d + ".json"
+                env = {**cfg["base"], "TNBC_MODE": "optimize", "TNBC_PROFILE": cfg["profile"],
+                       "TNBC_PROFILE_BLOCKING": "off", "TNBC_NODE_PRIORITIES": setting}
+                run(a, cfg["nodes"], env, cfg["args"] + ["--json", js], d)
+                with open(js) as f:
+                    cfg["per"][setting].append(json.load(f))
+                cfg["counters"][setting].append(node_counters(d))
+        # raw runs after every round: a run cut by an outer time limit keeps the rounds before it
+        write([{"tag": c["tag"], "runs": c["per"], "counters": c["counters"]} for c in configs])
+        print(f"round {rep} done at {time.monotonic() - begun:.0f} s", flush=True)
+        if cut:
+            print(f"--time-limit {a.time_limit:.0f} s: no run started after it (round {rep} incomplete)", flush=True)
+            break
+    write([summarize(a, c, settings, c["per"], c["counters"]) for c in configs])
+    print(f"results: {results_path}")
 
 
 if __name__ == "__main__":

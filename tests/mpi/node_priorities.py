@@ -6,7 +6,9 @@ usage: node_priorities.py --lib LIBTNBC --tool TNBC --prog NODE_PRIO --np N --no
 
 Runs node_prio (tests/mpi/node_prio.c: Alltoall and Alltoallv read in orders that differ between
 ranks and iterations, checked byte for byte against PMPI_*) under npb-harness/netrun.py --nodes K
-(ranks block-wise, M = ceil(N / K) per node, one shaped link per node): a trace pass, `tnbc merge`,
+(ranks block-wise, M = ceil(N / K) per node, one shaped link per node; K = 1: one node whose N
+ranks reach each other over its shaped loopback (Open MPI over TCP), TNBC_NODE_LOCAL_SENDS=link,
+M = N: np 8 on 1 node is M = 8 on 2 cores, oversubscribed): a trace pass, `tnbc merge`,
 then the optimize pass with that profile (TNBC_NODE_PRIORITIES=on; case auto: auto). Checks:
   plain  every byte equal; on every rank of a node with several ranks the summary's sites have
          `node_priorities` (arbitration ran) and, summed over the job, some send was held back;
@@ -53,6 +55,8 @@ def run(a, exports, args, timeout):
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     exports = dict({"TNBC_MIN_BYTES": str(3 * os.sysconf("SC_PAGE_SIZE")), "LD_PRELOAD": os.path.abspath(a.lib)},
                    **exports)
+    if a.nodes == 1:  # one node: its ranks reach each other over the shaped loopback, which they share
+        exports["TNBC_NODE_LOCAL_SENDS"] = "link"
     for kv in a.env:  # as run_mpi_test.run_mpirun: the sanitized build's options, its runtime first
         k, v = kv.split("=", 1)
         exports[k] = v

@@ -99,6 +99,8 @@ class EngineImpl final : public Engine {
     CpuShare cpus = measure_cpu_share(world.comm);
     policy_->set_cpu_share(cpus);
     place_progress_thread(cpus);
+    policy_->set_cpu_share(cpus);  // again: the send window depends on where the thread runs
+    progress_window_->set_window(policy_->send_window(Driver::ProgressThread));
     progress_->set_yield(policy_->waiting().yield);
     const std::string problem = cpu_share_problem(cpus);
     stats_.set_node(cpus, problem);
@@ -121,7 +123,8 @@ class EngineImpl final : public Engine {
     }
     const cpu_set_t got = progress_->place(want);
     cpus.progress_cpus = CPU_COUNT(&got);
-    progress_->set_shares_caller_cpu(CPU_COUNT(&got) == 1 && CPU_EQUAL(&got, &cpus.own_set));
+    cpus.progress_on_own_cpu = CPU_COUNT(&got) == 1 && CPU_EQUAL(&got, &cpus.own_set);
+    progress_->set_shares_caller_cpu(cpus.progress_on_own_cpu);
     if (cpus.node_rank == 0)
       log(LogLevel::Info, "the progress thread runs on CPUs %s (the rank's binding: %s; TNBC_PROGRESS_CPUS)",
           cpu_list(got).c_str(), cpu_list(cpus.own_set).c_str());

@@ -60,6 +60,9 @@ class WindowGate final : public SendGate {
  public:
   explicit WindowGate(int window) : window_(window) {}
   Verdict admit(const InFlight& f, const Step& s, int in_flight) override;
+  // Once the progress thread is placed (Policy::send_window depends on where), before the first
+  // collective.
+  void set_window(int window) { window_ = window; }
 
  private:
   int window_;  // < 1: no limit

@@ -140,15 +140,25 @@ class ModelPolicy final : public Policy {
   }
   std::span<const GuardKind> guards() const override { return guards_; }
   bool swap_pages() const override { return s_.uffd_publish == UffdPublish::Auto; }
+  // A window needs a driver that notices each completion soon and starts the next send. A
+  // progress thread on its rank's only CPU cannot: while the program is inside any MPI call
+  // (a barrier, a wait) that thread holds the CPU and the MPI library's progress lock, so a send
+  // held back by the window waits for the thread's next turn (one per tens of ms under UCX,
+  // docs/benchmarks.md, "The link broadcast"). There every send starts as soon as it is ready,
+  // and any thread's MPI progress moves it. Rank-local: it changes when messages start, not which.
   int send_window(Driver d) const override {
-    return d == Driver::ProgressThread ? static_cast<int>(s_.send_window) : 0;
+    if (d != Driver::ProgressThread || progress_on_own_cpu_) return 0;
+    return static_cast<int>(s_.send_window);
   }
   // Back-to-back polls; yielding once TNBC_POLL_MIN_US passed idle only where the node's ranks
   // outnumber its CPUs (then another rank needs this CPU).
   Waiting waiting() const override {
     return {std::max<long long>(s_.poll_min_us * 1000, 1000), oversubscribed_, s_.timeout_s * 1000000000LL};
   }
-  void set_cpu_share(const CpuShare& c) override { oversubscribed_ = c.node_ranks > c.node_cpus && c.node_cpus > 0; }
+  void set_cpu_share(const CpuShare& c) override {
+    oversubscribed_ = c.node_ranks > c.node_cpus && c.node_cpus > 0;
+    progress_on_own_cpu_ = c.progress_on_own_cpu;
+  }
   ProgressCpus progress_cpus(const CpuShare& c) const override {
     if (s_.progress_cpus != ProgressCpus::Auto) return s_.progress_cpus;
     return c.node_cpus > c.own_cpus ? ProgressCpus::Node : ProgressCpus::Allowed;
@@ -258,6 +268,7 @@ class ModelPolicy final : public Policy {
   std::map<std::uint64_t, double> scales_;
   std::map<std::tuple<std::uint64_t, int, std::uint64_t, int, int, int>, NodeChoice> node_;
   bool oversubscribed_ = false;
+  bool progress_on_own_cpu_ = false;  // set_cpu_share after the progress thread is placed
   RmaFacts rma_;
 };
 

@@ -83,6 +83,18 @@ TEST_CASE("policy: guard backends and send windows from the settings") {
   REQUIRE(p->guards().size() == 1);
   CHECK(p->guards()[0] == GuardKind::ProtNone);
   CHECK(p->send_window(Driver::ProgressThread) == 7);
+  // A progress thread on its rank's only CPU keeps no window (a send held back would wait for
+  // that thread's next turn on the CPU; docs/benchmarks.md, "The link broadcast").
+  CpuShare shared;
+  shared.own_cpus = shared.node_cpus = shared.progress_cpus = 1;
+  shared.progress_on_own_cpu = true;
+  p->set_cpu_share(shared);
+  CHECK(p->send_window(Driver::ProgressThread) == 0);
+  shared.progress_on_own_cpu = false;  // a CPU of its own (or several): the setting
+  shared.progress_cpus = 2;
+  p->set_cpu_share(shared);
+  CHECK(p->send_window(Driver::ProgressThread) == 7);
+  CHECK(p->send_window(Driver::CallingThread) == 0);
   s.guard = GuardChoice::Auto;
   auto q = make_policy(s, kPage, nullptr);
   REQUIRE(q->guards().size() == 2);

@@ -144,7 +144,7 @@ class ModelPolicy final : public Policy {
   // progress thread on its rank's only CPU cannot: while the program is inside any MPI call
   // (a barrier, a wait) that thread holds the CPU and the MPI library's progress lock, so a send
   // held back by the window waits for the thread's next turn (one per tens of ms under UCX,
-  // docs/benchmarks.md, "The link broadcast"). There every send starts as soon as it is ready,
+  // docs/benchmarks.md, "Session 8: the link broadcast"). There every send starts as soon as it is ready,
   // and any thread's MPI progress moves it. Rank-local: it changes when messages start, not which.
   int send_window(Driver d) const override {
     if (d != Driver::ProgressThread || progress_on_own_cpu_) return 0;

@@ -84,7 +84,7 @@ TEST_CASE("policy: guard backends and send windows from the settings") {
   CHECK(p->guards()[0] == GuardKind::ProtNone);
   CHECK(p->send_window(Driver::ProgressThread) == 7);
   // A progress thread on its rank's only CPU keeps no window (a send held back would wait for
-  // that thread's next turn on the CPU; docs/benchmarks.md, "The link broadcast").
+  // that thread's next turn on the CPU; docs/benchmarks.md, "Session 8: the link broadcast").
   CpuShare shared;
   shared.own_cpus = shared.node_cpus = shared.progress_cpus = 1;
   shared.progress_on_own_cpu = true;

@@ -157,7 +157,9 @@ class ModelPolicy final : public Policy {
   }
   void set_cpu_share(const CpuShare& c) override {
     oversubscribed_ = c.node_ranks > c.node_cpus && c.node_cpus > 0;
-    progress_on_own_cpu_ = c.progress_on_own_cpu;
+    // Not where the node's ranks outnumber its CPUs: there node-level priorities pace the sends
+    // through the window (tests/mpi/node_priorities.py, np 3 on 2 nodes, held nothing without it).
+    progress_on_own_cpu_ = c.progress_on_own_cpu && !oversubscribed_;
   }
   ProgressCpus progress_cpus(const CpuShare& c) const override {
     if (s_.progress_cpus != ProgressCpus::Auto) return s_.progress_cpus;

@@ -90,6 +90,10 @@ TEST_CASE("policy: guard backends and send windows from the settings") {
   shared.progress_on_own_cpu = true;
   p->set_cpu_share(shared);
   CHECK(p->send_window(Driver::ProgressThread) == 0);
+  shared.node_ranks = 2;  // oversubscribed: the window stays (node-level priorities pace through it)
+  p->set_cpu_share(shared);
+  CHECK(p->send_window(Driver::ProgressThread) == 7);
+  shared.node_ranks = 1;
   shared.progress_on_own_cpu = false;  // a CPU of its own (or several): the setting
   shared.progress_cpus = 2;
   p->set_cpu_share(shared);

@@ -136,6 +136,8 @@ def main():
         svg = os.path.join(out_dir, "predict-is.S.svg")
         if not os.path.isfile(svg) or "<svg" not in open(svg).read():
             fail(f"--what-if-np: {svg} missing or not an SVG picture", out)
+        if '<section id="predict">' not in page or "predict-is.S.svg" not in page:
+            fail("--what-if-np: the picture is not in the comparison page", out)
         print("harness reports: OK")
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -72,9 +72,28 @@ def predict_runs(a, tnbc, out, runs, profiles, per_node_for):
             entry["what_if"][n] = got if got else {"error": err}
         results[(bench, cls, np)] = entry
         if entry["what_if"]:
-            write_svg(os.path.join(out, f"predict-{bench}.{cls}.svg"), f"{bench}.{cls} from np {np}",
-                      {n: j for n, j in entry["what_if"].items() if "program" in j})
+            svg = os.path.join(out, f"predict-{bench}.{cls}.svg")
+            write_svg(svg, f"{bench}.{cls} from np {np}", {n: j for n, j in entry["what_if"].items() if "program" in j})
+            add_to_page(os.path.join(out, f"compare-{bench}.{cls}.np{np}.html"), svg)
     return results
+
+
+def add_to_page(page, svg):
+    """The what-if picture in the benchmark's comparison page (`tnbc report`'s HTML), inline, before
+    its end; nothing when the page or the picture is missing."""
+    if not (os.path.exists(page) and os.path.exists(svg)):
+        return
+    with open(page) as f:
+        html = f.read()
+    with open(svg) as f:
+        picture = f.read().replace(' xmlns="http://www.w3.org/2000/svg"', "")  # HTML5 needs no namespace inline
+    section = ('<section id="predict"><h2>Predicted at other process counts</h2><p><code>tnbc predict</code> '
+               'from this run\'s trace profile, strong scaling (docs/predict.md): ' + os.path.basename(svg) +
+               '</p>' + picture + '</section>')
+    end = html.rfind("</body>")
+    html = html + section if end < 0 else html[:end] + section + html[end:]
+    with open(page, "w") as f:
+        f.write(html)
 
 
 def predicted_time(base_time, pred, pass_name):

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <queue>
 #include <tuple>
 #include <vector>
@@ -39,22 +40,56 @@ namespace {
 // when only one rank's own limits count).
 constexpr double kUnsharedNsPerByte = 1e-9;
 
-// The verdict from the two timelines' figures.
-NodeChoice judge(double first_on, double first_off, double end_on, double end_off, double margin) {
+}  // namespace
+
+Wakes wakes(const model::Machine& m, const model::Level& link, const model::Execution& x, int senders, int cpus,
+            double sends, double bytes) {
+  Wakes w;
+  // The node's ranks compute and one driver runs (the held ones sleep): a wake-up waits for a
+  // CPU where they outnumber the node's CPUs.
+  if (senders < 2 || senders + 1 <= std::max(1, cpus) || m.wake_loaded_ns <= 0) return w;
+  w.handoff_ns = m.wake_loaded_ns;
+  if (sends < 1) return w;
+  const double piece = bytes / sends;
+  const double cover = x.window > 0 ? (x.window - 1) * link.g(piece) : std::numeric_limits<double>::infinity();
+  w.send_ns = std::max(0.0, m.wake_loaded_ns - cover);
+  w.rank_ns = sends * w.send_ns;
+  return w;
+}
+
+namespace {
+
+// When a reader of `n` sub-messages has read them all: it computes T_CURC from the return, reads
+// the first-read one once it is complete, then the rest at its pace (T_CRC in all), and cannot
+// finish before the last one is in and read (1/n of T_CRC).
+double program_done(const model::Program& p, int n, double in_call, double first, double end) {
+  const double read_last = p.crc_ns / std::max(1, n);
+  return std::max(end + read_last, std::max(in_call + p.curc_ns, first) + p.crc_ns);
+}
+
+// The verdict from the two timelines' figures. Without the program: the first read's gain net
+// of a later end; with it: when it has read everything, with against without.
+NodeChoice judge(double first_on, double first_off, double end_on, double end_off, double margin,
+                 const model::Program* program, double in_call, int n) {
   NodeChoice r;
   r.first_on_ns = first_on;
   r.first_off_ns = first_off;
   r.end_on_ns = end_on;
   r.end_off_ns = end_off;
   r.margin_ns = margin;
-  const double gain = first_off - first_on, cost = std::max(0.0, end_on - end_off);
-  r.on = gain - cost > margin;
+  const double gain = first_off - first_on;
+  if (program) {
+    r.done_on_ns = program_done(*program, n, in_call, first_on, end_on);
+    r.done_off_ns = program_done(*program, n, in_call, first_off, end_off);
+  }
+  const double net = program ? r.done_off_ns - r.done_on_ns : gain - std::max(0.0, end_on - end_off);
+  r.on = net > margin;
   r.basis = r.on ? NodeBasis::Gains : gain > margin ? NodeBasis::Costs : NodeBasis::NoGain;
   return r;
 }
 
 NodeChoice exchange_choice(const model::Machine& m, const model::Topology& comm, const model::Coll& c,
-                           const model::Execution& plain, int senders, double margin) {
+                           const model::Execution& plain, int senders, double margin, const model::Program* program) {
   const model::Timeline tl = model::tnbc_timeline(m, comm, c, plain, true);
   const double after = std::max(0.0, tl.total_ns - tl.in_call_ns);
   const double M = senders;
@@ -76,11 +111,13 @@ NodeChoice exchange_choice(const model::Machine& m, const model::Topology& comm,
   const model::Level& top = m.at(model::LevelKind::InterNode).measured || !m.at(model::LevelKind::IntraNode).measured
                                 ? m.at(model::LevelKind::InterNode)
                                 : m.at(model::LevelKind::IntraNode);
-  const double handoffs = (M - 1) * (top.L_ns + m.O_r_ns());
+  const Wakes w = wakes(m, top, plain, senders, comm.cpus_per_node, tl.messages * linked,
+                        c.bytes * std::max(1, n - 1) * linked);
+  const double handoffs = (M - 1) * (top.L_ns + m.O_r_ns() + w.handoff_ns);
   const double flow_on = std::max({after, serial, cpu_on});
-  const double after_off = std::max(after, cpu_off), after_on = flow_on + handoffs;
-  return judge(tl.in_call_ns + flow_on / M, tl.in_call_ns + after_off * (1.0 - tl.last_share / 2),
-               tl.in_call_ns + after_on, tl.in_call_ns + after_off, margin);
+  const double after_off = std::max(after, cpu_off), after_on = flow_on + handoffs + M * w.rank_ns;
+  return judge(tl.in_call_ns + flow_on / M + w.rank_ns, tl.in_call_ns + after_off * (1.0 - tl.last_share / 2),
+               tl.in_call_ns + after_on, tl.in_call_ns + after_off, margin, program, tl.in_call_ns, n);
 }
 
 // ---- broadcast: the tree's pieces through the nodes' links ----
@@ -107,7 +144,8 @@ struct Send {
 // then the tree order), each after the one before it ended; else in the order they become
 // ready, at most `window` of a rank's in flight.
 BcastRun run_bcast(const model::Machine& m, const model::Topology& t, int root, const std::vector<double>& sizes,
-                   std::size_t first_piece, const model::Execution& x, const DriverCpu& cpu, bool arbitrate) {
+                   std::size_t first_piece, const model::Execution& x, const DriverCpu& cpu, double handoff_ns,
+                   bool arbitrate) {
   const int n = t.n();
   const std::size_t P = sizes.size();
   const int M = t.max_per_node();
@@ -136,6 +174,7 @@ BcastRun run_bcast(const model::Machine& m, const model::Topology& t, int root, 
   std::vector<std::vector<double>> ends(static_cast<std::size_t>(n));
   std::vector<std::size_t> next(static_cast<std::size_t>(n), 0);
   std::vector<double> rank_free(static_cast<std::size_t>(n), 0), link_free(keyed.size(), 0);
+  std::vector<int> link_owner(keyed.size(), -1);  // who sent last on the node's link
   std::vector<bool> queued(static_cast<std::size_t>(n), false);
   using Item = std::pair<double, int>;  // ready, rank
   std::priority_queue<Item, std::vector<Item>, std::greater<>> ready;
@@ -171,6 +210,9 @@ BcastRun run_bcast(const model::Machine& m, const model::Topology& t, int root, 
     const double q = sizes[s.piece];
     double start = std::max(r, rank_free[V]);
     if (s.link) start = std::max(start, link_free[node]);
+    // Arbitrated: another rank's driver had the link; this one wakes to its turn.
+    if (s.link && arbitrate && link_owner[node] >= 0 && link_owner[node] != v) start += handoff_ns;
+    if (s.link) link_owner[node] = v;
     const double share = s.link && arbitrate ? share_on : share_off;
     const double busy = std::max(l.g(q), l.o_s(q) / std::max(1e-3, share));
     const double end = start + busy;
@@ -202,7 +244,7 @@ BcastRun run_bcast(const model::Machine& m, const model::Topology& t, int root, 
 }
 
 NodeChoice bcast_choice(const model::Machine& m, const model::Topology& comm, const model::Coll& c,
-                        const model::Execution& plain, double margin) {
+                        const model::Execution& plain, double margin, const model::Program* program) {
   NodeChoice r;
   const int n = comm.n();
   const int root = std::clamp(c.root, 0, std::max(0, n - 1));
@@ -225,19 +267,22 @@ NodeChoice bcast_choice(const model::Machine& m, const model::Topology& comm, co
   for (int k : order) sizes.push_back(static_cast<double>(chunks[static_cast<std::size_t>(k)].length));
   const std::size_t first = sizes.size() > 2 ? 2 : 0;  // the first middle chunk: what a reader reads first
   const DriverCpu cpu = driver_cpu(comm.max_per_node(), comm.cpus_per_node);
-  const BcastRun off = run_bcast(m, comm, root, sizes, first, plain, cpu, false);
-  const BcastRun on = run_bcast(m, comm, root, sizes, first, plain, cpu, true);
+  const model::Level& link = m.at(model::LevelKind::InterNode).measured ? m.at(model::LevelKind::InterNode)
+                                                                        : m.at(model::LevelKind::IntraNode);
+  const double handoff = wakes(m, link, plain, comm.max_per_node(), comm.cpus_per_node, 0, 0).handoff_ns;
+  const BcastRun off = run_bcast(m, comm, root, sizes, first, plain, cpu, handoff, false);
+  const BcastRun on = run_bcast(m, comm, root, sizes, first, plain, cpu, handoff, true);
   if (!off.complete || !on.complete) {  // cannot happen (keys follow every rank's own order): not judged
     r.basis = NodeBasis::NoGain;
     return r;
   }
-  return judge(on.first_mean, off.first_mean, on.last, off.last, margin);
+  return judge(on.first_mean, off.first_mean, on.last, off.last, margin, program, 0.0, static_cast<int>(sizes.size()));
 }
 
 }  // namespace
 
 NodeChoice node_choice(const model::Machine& m, const model::Topology& comm, const model::Coll& c,
-                       const model::Execution& x, int senders, double margin_share) {
+                       const model::Execution& x, int senders, double margin_share, const model::Program* program) {
   NodeChoice r;
   if (senders < 2) {
     r.basis = NodeBasis::OneSender;
@@ -246,8 +291,8 @@ NodeChoice node_choice(const model::Machine& m, const model::Topology& comm, con
   model::Execution plain = x;
   plain.node_priorities = false;
   const double margin = margin_share * model::mpi_blocking_ns(m, comm, c);
-  if (c.kind == Kind::Bcast) return bcast_choice(m, comm, c, plain, margin);
-  return exchange_choice(m, comm, c, plain, senders, margin);
+  if (c.kind == Kind::Bcast) return bcast_choice(m, comm, c, plain, margin, program);
+  return exchange_choice(m, comm, c, plain, senders, margin, program);
 }
 
 }  // namespace tnbc

@@ -21,15 +21,27 @@
 //              M computing threads compete with its progress threads for C CPUs:
 //                cpu_off = M D / min(M, C / 2)          M drivers at once, each min(1, C / 2M)
 //                cpu_on  = M D / min(1, C / (M + 1))    one driver at a time (the held ones sleep)
-//     hand-off (M - 1) x (L + notice): the next rank's progress thread sees its turn
-//   after_off = max(after, cpu_off)            after_on = max(after, serial, cpu_on) + hand-offs
+//     hand-off (M - 1) x (L + notice + wake): the next rank's progress thread sees its turn
+//     stalls   M x sends x max(0, wake - (window - 1) g(piece)): the one driver wakes for each
+//              completed send; while it waits for a CPU only its own window keeps the link busy
+//              (off, the other ranks' windows do)
+//     wake     where the node's M computing ranks and the one driver outnumber its CPUs
+//              (M + 1 > C), the machine's measured wake-up on a busy CPU (Machine::wake_loaded_ns,
+//              `tnbc calibrate`); else, or not measured, 0
+//   after_off = max(after, cpu_off)            after_on = max(after, serial, cpu_on) + hand-offs + stalls
 //   first_off = in_call + after_off x (1 - last / 2)   every rank sends piece k to every peer, then
 //                                                      piece k+1: a sub-message's last piece comes
 //                                                      in the last round
-//   first_on  = in_call + max(after, serial, cpu_on) / M   the node's most urgent sender (the one
-//                                                      every receiver reads first) has the link first
+//   first_on  = in_call + max(after, serial, cpu_on) / M + its stalls   the node's most urgent
+//                                                      sender (the one every receiver reads first)
+//                                                      has the link first
 //   on when   (first_off - first_on) - max(0, after_on - after_off) > margin x the MPI library's
 //             blocking time
+//   or, where the profile gives the program's T_CURC and T_CRC at the site (model::Program), when
+//   it has read everything earlier by more than the margin:
+//     done = max(end + T_CRC / n, max(in_call + T_CURC, first) + T_CRC)
+//   (a program that reads all of it right after the call gains nothing from an earlier first
+//   read and loses whatever the end loses: is-proxy's Alltoallv with early return forced)
 //
 // so a link that one rank's driver cannot keep busy alone (window, CPU: ranks and progress
 // threads outnumber the node's CPUs, as 2 ranks per core on this project's 2-core machine) turns
@@ -38,8 +50,9 @@
 // Broadcast: which ranks of a node forward over its link depends on the root (a binomial tree,
 // runtime/coll/bcast.cc); the model simulates the tree's pieces through every node's link, in
 // the order they become ready (off) or in the arbitration's key order (on: a piece earlier in
-// the read order first, node-wide), and compares when the receivers have the first-read chunk
-// (their mean) and when the last rank has everything, with the same CPU shares.
+// the read order first, node-wide; a wake-up where the link passes to another rank's driver),
+// and compares when the receivers have the first-read chunk (their mean) and when the last rank
+// has everything, with the same CPU shares.
 //
 // with M the ranks of the node on its link and the margin TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT (the
 // one the early-return decision uses). Rank-local: it changes when this rank's sends start,
@@ -64,7 +77,8 @@ enum class NodeBasis {
   NoProfile,    // off: auto without a profile (no read order worth keeping node-wide)
   NoModel,      // on: auto in mode optimize, but no cost model to judge with
   Costs,        // off: the first read comes earlier, but the transfer ends later by more (one
-                // driver at a time cannot keep the link busy: CPUs shared, window)
+                // driver at a time cannot keep the link busy: CPUs shared, window, wake-ups),
+                // or the program, which reads it all soon after the call, finishes no earlier
 };
 const char* node_basis_name(NodeBasis b);
 
@@ -73,6 +87,7 @@ struct NodeChoice {
   NodeBasis basis = NodeBasis::Setting;
   double first_on_ns = -1, first_off_ns = -1;  // the model's first read with, without (-1: not judged)
   double end_on_ns = -1, end_off_ns = -1;      // the model's end of the transfer with, without
+  double done_on_ns = -1, done_off_ns = -1;    // the program has read everything, with, without (-1: unknown program)
   double margin_ns = 0;
 };
 
@@ -83,8 +98,11 @@ int link_senders(const model::Topology& t, int node, bool local_on_link);
 
 // The model's verdict for collective `c` over `comm` with `x` where `senders` ranks of this
 // node send over its link; `margin_share` of the model's blocking time is the gain to exceed.
+// `program`: the code after the call at its site (the profile's estimates; nullptr: unknown,
+// the first read's gain is judged alone).
 NodeChoice node_choice(const model::Machine& m, const model::Topology& comm, const model::Coll& c,
-                       const model::Execution& x, int senders, double margin_share);
+                       const model::Execution& x, int senders, double margin_share,
+                       const model::Program* program = nullptr);
 
 // The CPU the node's progress threads have together while its `ranks` ranks compute, in CPUs:
 // all `ranks` driving at once (off), or one at a time (on). `cpus`: the node's.
@@ -92,5 +110,16 @@ struct DriverCpu {
   double off = 1, on = 1;
 };
 DriverCpu driver_cpu(int ranks, int cpus);
+
+// What waking up costs arbitration on a node of `cpus` CPUs whose `senders` ranks compute while
+// one driver at a time has the link: per hand-off of the link (the next driver's wake-up on a
+// busy CPU), per send of the driver that has it (that wake-up less what its window's other
+// sends in flight cover, `sends` sends of `bytes` in all on `link`), and for all of one rank's
+// sends. All 0 where the CPUs suffice or the machine has no measured wake-up.
+struct Wakes {
+  double handoff_ns = 0, send_ns = 0, rank_ns = 0;
+};
+Wakes wakes(const model::Machine& m, const model::Level& link, const model::Execution& x, int senders, int cpus,
+            double sends, double bytes);
 
 }  // namespace tnbc

@@ -1,11 +1,20 @@
 #include "runtime/policy.hh"
 
 #include <algorithm>
+#include <bit>
 #include <map>
 #include <mutex>
 #include <tuple>
 
 namespace tnbc {
+
+std::optional<model::Program> model_program(const SiteProgram& p, const model::Machine& m, const model::Topology& comm,
+                                            const model::Coll& c) {
+  const double model_ns = model::mpi_blocking_ns(m, comm, c);
+  if (!(p.blocking_ns > 0) || !(model_ns > 0)) return std::nullopt;
+  const double f = model_ns / p.blocking_ns;
+  return model::Program{p.program.curc_ns * f, p.program.crc_ns * f};
+}
 
 model::Execution execution(const Settings& s, int guard_index) {
   model::Execution x;
@@ -208,8 +217,9 @@ class ModelPolicy final : public Policy {
            (s_.node_priorities == NodePriorities::Auto && s_.mode == Mode::Optimize);
   }
   // auto: mode optimize with a profile, several of the node's ranks on its link, and the model's
-  // first read earlier, net of a later end, by more than the margin (runtime/node_choice.hh;
-  // without a model: on).
+  // first read earlier, net of a later end, by more than the margin; where the profile has the
+  // program's T_CURC and T_CRC at the site, its end of reading earlier by more than the margin
+  // (runtime/node_choice.hh; without a model: on).
   NodeChoice node_priorities(const CallShape& call, const model::Topology& comm, int senders) override {
     NodeChoice c;
     if (s_.node_priorities != NodePriorities::Auto) {
@@ -234,9 +244,15 @@ class ModelPolicy final : public Policy {
     // edges and the middle segments.
     const int root = call.kind == Kind::Bcast ? call.root : -1;
     const int segments = call.kind == Kind::Bcast ? std::max(1, static_cast<int>(call.recv_bytes.size()) - 2) : 0;
+    // What the program does after the call at this site (the profile's measured times).
+    const std::optional<SiteProgram> program = orders_->program(call);
+    const std::uint64_t program_key =
+        program ? std::bit_cast<std::uint64_t>(program->program.curc_ns) * 31 ^ std::bit_cast<std::uint64_t>(program->program.crc_ns) ^
+                      std::bit_cast<std::uint64_t>(program->blocking_ns) * 17
+                : 0;
     std::lock_guard lock(mutex_);
     if (node_.size() >= kNodeCacheEntries) node_.clear();  // Alltoallv: sizes may differ every call
-    auto [it, fresh] = node_.try_emplace({key_of(comm), static_cast<int>(call.kind), per, senders, root, segments});
+    auto [it, fresh] = node_.try_emplace({key_of(comm), static_cast<int>(call.kind), per, senders, root, segments, program_key});
     if (fresh) {
       model::Coll coll;
       coll.kind = call.kind;
@@ -245,8 +261,9 @@ class ModelPolicy final : public Policy {
       coll.root = std::max(0, root);
       coll.segments = std::max(1, segments);
       if (call.kind != Kind::Bcast) coll.pieces = pieces_locked(call.kind, comm);
+      const std::optional<model::Program> p = program ? model_program(*program, model_->machine, comm, coll) : std::nullopt;
       it->second = node_choice(model_->machine, comm, coll, exec(), senders,
-                               static_cast<double>(s_.early_return_margin_tcomm_pct) / 100.0);
+                               static_cast<double>(s_.early_return_margin_tcomm_pct) / 100.0, p ? &*p : nullptr);
     }
     return it->second;
   }
@@ -268,7 +285,7 @@ class ModelPolicy final : public Policy {
   std::map<std::pair<std::uint64_t, std::size_t>, int> segments_;
   std::map<std::pair<std::uint64_t, std::size_t>, BcastBackend> bcast_choice_;
   std::map<std::uint64_t, double> scales_;
-  std::map<std::tuple<std::uint64_t, int, std::uint64_t, int, int, int>, NodeChoice> node_;
+  std::map<std::tuple<std::uint64_t, int, std::uint64_t, int, int, int, std::uint64_t>, NodeChoice> node_;
   bool oversubscribed_ = false;
   bool progress_on_own_cpu_ = false;  // set_cpu_share after the progress thread is placed
   RmaFacts rma_;

@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -139,6 +140,13 @@ class Policy {
 // profile of mode optimize (nullptr: default orders, never blocking). Until start() it answers
 // with the built-in rules (the unit tests, a run where nothing could be measured).
 std::unique_ptr<Policy> make_policy(const Settings& s, std::size_t page, std::unique_ptr<ReadOrderSource> orders);
+
+// The program after a call (the profile's wall times) in the model's time: scaled by the model's
+// blocking time over the one the trace pass measured, as model::overlap scales the model's
+// transfer to the measured one (node-level priorities compare it with the model's timeline).
+// Nothing without a measured blocking time.
+std::optional<model::Program> model_program(const SiteProgram& p, const model::Machine& m, const model::Topology& comm,
+                                            const model::Coll& c);
 
 // The model's view of how tnbc runs with these settings (window, poll interval, send copy).
 model::Execution execution(const Settings& s, int guard_index);

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "runtime/fatal.hh"
 #include "runtime/futex.hh"
 #include "runtime/log.hh"
+#include "runtime/sched_slice.hh"
 #include "runtime/send_copy.hh"
 #include "runtime/stats.hh"
 
@@ -84,28 +86,10 @@ double Progress::cpu_seconds() {
 }
 
 namespace {
-// The shortest time slice EEVDF accepts (it clamps requests to 0.1-100 ms).
-constexpr long long kShortSliceNs = 100 * 1000;
-
-// Asks the scheduler for a short time slice (EEVDF, Linux >= 6.12, unprivileged): the thread
-// runs in short bursts, so when it wakes it preempts a computing thread sooner instead of
-// waiting out that thread's slice. Ignored where the kernel does not support it. Only the slice
-// changes: a thread of a program started with `nice` (or SCHED_BATCH/IDLE) keeps its nice value
-// and policy (sched_setattr would otherwise reset nice to 0).
-void request_short_slice(long long slice_ns) {
-  struct {
-    std::uint32_t size, policy;
-    std::uint64_t flags;
-    std::int32_t nice;
-    std::uint32_t priority;
-    std::uint64_t runtime, deadline, period;
-  } attr{};
-  if (syscall(SYS_sched_getattr, 0, &attr, sizeof attr, 0) != 0 || attr.policy != 0 /* SCHED_OTHER */) return;
-  attr.size = sizeof attr;
-  attr.flags = 0;
-  attr.runtime = static_cast<std::uint64_t>(slice_ns);
-  syscall(SYS_sched_setattr, 0, &attr, 0);
-}
+// While a caller on this thread's CPU leaves its call: how often the thread looks whether it has
+// returned, and how long at most it lets it go first (Progress::wait_for_returns).
+constexpr long kReturnLookNs = 10 * 1000;
+constexpr long long kReturnWaitNs = 1000 * 1000;
 }  // namespace
 
 void Progress::retire(InFlight& f) {
@@ -137,6 +121,27 @@ void Progress::retire(InFlight& f) {
   futex::wake_all(finished_word_);
 }
 
+// A sched_yield before the round gave the CPU back too rarely (with the short slice above the
+// scheduler may pick this thread again at once): the caller stayed off its CPU ~0.4 ms per call,
+// 0.04 ms with this sleep (docs/benchmarks.md, session 8). A sleep gives the CPU back for certain; the caller's way out after the hand-over is a few us, so the
+// thread looks again after kReturnLookNs (plus the default timer slack, 50 us: the first look
+// finds it returned), and after kReturnWaitNs it runs anyway (a caller descheduled for another
+// reason must not stall the messages).
+void Progress::wait_for_returns() {
+  const long long start = futex::now_ns();
+  while (true) {
+    std::erase_if(returning_, [](const std::shared_ptr<InFlight>& f) {
+      return f->times.returned.load(std::memory_order_acquire) != 0;
+    });
+    const bool leaving = std::any_of(returning_.begin(), returning_.end(), [](const std::shared_ptr<InFlight>& f) {
+      return f->bodies_released.load(std::memory_order_acquire);
+    });
+    if (!leaving || futex::now_ns() - start > kReturnWaitNs) return;
+    struct timespec ts{0, kReturnLookNs};
+    nanosleep(&ts, nullptr);
+  }
+}
+
 void Progress::run() {
   mark_progress_thread();
   pthread_setname_np(pthread_self(), "tnbc-progress");  // in top -H, perf, gdb
@@ -160,15 +165,9 @@ void Progress::run() {
       adopted_.clear();
     }
     // A calling thread on this thread's only CPU has done its part and is leaving its call (the
-    // wake-up at its end preempted it): let it return first; this round follows in its slice.
-    // (Listed only on such a CPU: elsewhere the round does nothing more.)
-    std::erase_if(returning_, [](const std::shared_ptr<InFlight>& f) {
-      return f->times.returned.load(std::memory_order_acquire) != 0;
-    });
-    if (std::any_of(returning_.begin(), returning_.end(), [](const std::shared_ptr<InFlight>& f) {
-          return f->bodies_released.load(std::memory_order_acquire);
-        }))
-      sched_yield();
+    // hand-over's wake-up preempted it): this thread sleeps until it has returned, so that the
+    // round runs after the call, not in it. (Listed only on such a CPU.)
+    wait_for_returns();
     // Sampled calls whose regions were all opened by their first touches (open_observed pokes).
     std::erase_if(parked_, [this](InFlight* f) {
       if (!f->finished()) return false;

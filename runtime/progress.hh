@@ -52,10 +52,10 @@ class Progress {
   // ranks than CPUs, Policy::waiting()).
   void set_yield(bool yield) { yield_.store(yield, std::memory_order_relaxed); }
   // `shared`: the thread runs only on the rank's own single CPU (a fully subscribed node). Woken
-  // by an early return, it then lets the calling thread leave the call first (a sched_yield
-  // before each round while a caller whose part is done has not returned): woken with a short
-  // slice it would otherwise preempt the caller inside the call and run its copies and posts
-  // there, in the program's Tinit.
+  // by an early return, it then lets the calling thread leave the call first (it sleeps in
+  // steps of ~60 us, at most 1 ms, before its round while a caller whose part is done has not
+  // returned): woken with a short slice it would otherwise preempt the caller inside the call
+  // and run its copies and posts there, in the program's Tinit.
   void set_shares_caller_cpu(bool shared) { shares_caller_cpu_.store(shared, std::memory_order_relaxed); }
   // Ends the thread once nothing is in flight (drain first).
   void stop();
@@ -71,6 +71,8 @@ class Progress {
  private:
   void run();
   void retire(InFlight& f);
+  // Sleeps while a caller on this thread's only CPU is leaving its call (set_shares_caller_cpu).
+  void wait_for_returns();
 
   const long long poll_min_ns_, poll_max_ns_;
   std::function<void(InFlight&)> finished_;

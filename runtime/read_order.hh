@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "runtime/model/estimate.hh"
@@ -30,6 +31,13 @@ struct CallShape {
   int root = -1;                              // bcast only
   std::vector<std::uint64_t> recv_bytes;      // per sub-message (peer, or bcast chunk)
   std::vector<std::uint64_t> send_bytes;      // per peer (all-to-all, not in place), else empty or zeros
+};
+
+// What the program does after a call at one site (the trace pass's medians over its ranks):
+// T_CURC and T_CRC, and the blocking call's time there (Tcomm), all measured wall times.
+struct SiteProgram {
+  model::Program program;
+  double blocking_ns = 0;
 };
 
 class ReadOrderSource {
@@ -64,6 +72,12 @@ class ReadOrderSource {
     (void)comm_size;
     (void)bytes;
     return 0;
+  }
+  // The code after the call at its site as the trace pass measured it, for node-level priorities
+  // (runtime/node_choice.hh); nothing where the profile does not know it. Rank-local, like order().
+  virtual std::optional<SiteProgram> program(const CallShape& call) {
+    (void)call;
+    return std::nullopt;
   }
   // ---- start-up ----
   // A hash of the profile and of the settings that judge it: ranks compare it at MPI_Init.

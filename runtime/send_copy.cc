@@ -67,25 +67,64 @@ bool stage_piece(InFlight& f, std::size_t i, bool wait) {
   return true;
 }
 
-// The regions' hook: a write by the program (fault) or a fence. Everything left is copied and
-// the pages become writable; the access is then retried.
-void on_send_page(Region* r, std::uintptr_t, Access, const void*) {
+std::uintptr_t page_down(std::uintptr_t a, std::size_t page) { return a & ~(static_cast<std::uintptr_t>(page) - 1); }
+std::uintptr_t page_up(std::uintptr_t a, std::size_t page) { return page_down(a + page - 1, page); }
+
+// The page size, for the hook (set by stage_sends before any region exists).
+std::size_t g_page = 4096;
+
+// The span of piece i in the program's send buffer.
+std::pair<std::uintptr_t, std::uintptr_t> span_of(const InFlight& f, std::size_t i) {
+  const auto a = reinterpret_cast<std::uintptr_t>(f.send_src[i]);
+  return {a, a + f.schedule[i].length};
+}
+
+// A write fault at `addr`: copies only the pieces on its page, and makes writable the pages
+// those pieces span (so a program writing on sequentially faults once per piece, not per page),
+// after copying every other piece with a byte on those pages (a neighbour sharing the first or
+// last one). The rest stays read-only until the progress thread has copied it or the program
+// writes there (async-signal-safe). False if no piece lies on that page (then nothing is done).
+bool open_pieces_at(InFlight& f, std::uintptr_t addr) {
+  const std::uintptr_t at = page_down(addr, g_page);
+  std::uintptr_t lo = UINTPTR_MAX, hi = 0;
+  for (std::size_t i = 0; i < f.send_src.size(); ++i) {
+    if (!f.send_src[i]) continue;
+    const auto [a, b] = span_of(f, i);
+    if (a >= at + g_page || b <= at) continue;
+    lo = std::min(lo, page_down(a, g_page));
+    hi = std::max(hi, page_up(b, g_page));
+  }
+  if (lo >= hi) return false;
+  for (std::size_t i = 0; i < f.send_src.size(); ++i) {
+    if (!f.send_src[i]) continue;
+    const auto [a, b] = span_of(f, i);
+    if (a < hi && b > lo) stage_piece(f, i, true);
+  }
+  if (f.send_open.load(std::memory_order_acquire) == kOpen) return true;  // the last copy opened them all
+  if (::mprotect(reinterpret_cast<void*>(lo), hi - lo, PROT_READ | PROT_WRITE) != 0)
+    log_raw("tnbc: cannot make a send buffer writable again (mprotect failed)");
+  return true;
+}
+
+// The regions' hook: a write by the program (fault: `code` is where) copies the pieces on its
+// page and opens their pages (open_pieces_at); a fence (a call on the buffer, free, munmap,
+// fork), or a fault where no piece lies, copies everything left and opens every page. The
+// access is then retried.
+void on_send_page(Region* r, std::uintptr_t addr, Access how, const void* code) {
   auto& f = *static_cast<InFlight*>(r->hook_data);
+  if (code != nullptr && how == Access::Write && open_pieces_at(f, addr)) return;
   for (std::size_t i = 0; i < f.send_src.size(); ++i)
     if (f.send_src[i]) stage_piece(f, i, true);
   open_pages(f);
 }
-
-std::uintptr_t page_down(std::uintptr_t a, std::size_t page) { return a & ~(static_cast<std::uintptr_t>(page) - 1); }
-std::uintptr_t page_up(std::uintptr_t a, std::size_t page) { return page_down(a + page - 1, page); }
 
 // Page runs that hold any byte of a piece left in place, merged.
 std::vector<std::pair<std::uintptr_t, std::uintptr_t>> runs_of(const InFlight& f, std::size_t page) {
   std::vector<std::pair<std::uintptr_t, std::uintptr_t>> spans;
   for (std::size_t i = 0; i < f.send_src.size(); ++i) {
     if (!f.send_src[i]) continue;
-    const auto a = reinterpret_cast<std::uintptr_t>(f.send_src[i]);
-    spans.emplace_back(page_down(a, page), page_up(a + f.schedule[i].length, page));
+    const auto [a, b] = span_of(f, i);
+    spans.emplace_back(page_down(a, page), page_up(b, page));
   }
   std::sort(spans.begin(), spans.end());
   std::vector<std::pair<std::uintptr_t, std::uintptr_t>> runs;
@@ -152,6 +191,7 @@ bool guard_bodies(InFlight& f, const std::vector<const char*>& src, std::size_t 
 }  // namespace
 
 void stage_sends(InFlight& f, const std::vector<const char*>& src, bool lazy, std::size_t page) {
+  g_page = page;
   const bool guarded = lazy && guard_bodies(f, src, page);
   for (std::size_t i = 0; i < f.schedule.size(); ++i) {
     const Step& p = f.schedule[i];

@@ -5,15 +5,16 @@
 // Lazy (TNBC_SEND_COPY=lazy): only the pieces sent from inside the call (edges) are copied there; the
 // pages holding the other pieces become read-only, and the progress thread copies each piece
 // into staging just before it posts it, in priority order. A write by the program to such a
-// page faults; the region's hook copies every piece not yet copied, makes the pages writable
-// again and returns, so the write goes through (one fault, then the program runs on).
+// page faults; the region's hook copies the pieces on that page (and any other piece sharing a
+// page with them), makes their pages writable again and returns, so the write goes through (one
+// fault per piece written, and only what is written is copied in the program's time).
 //
 //   call:      copy edge pieces -> staging; mprotect(body pages, PROT_READ); return
 //   progress:  before Isend(piece i): copy i  (user -> staging) ... last one: pages RW again
 //              the own block's Copy step: user -> receive area directly (coll/exchange.cc;
 //              a write fault's hook copies it there too, never into the send staging)
-//   program:   write to a body page -> SIGSEGV -> hook: copy all left, pages RW -> write retried
-//   fences:    free/munmap/read(2)/MPI calls/fork on those pages: the same hook first
+//   program:   write to a body page -> SIGSEGV -> hook: copy its pieces, their pages RW -> retried
+//   fences:    free/munmap/read(2)/MPI calls/fork on those pages: the hook copies all left, all RW
 //
 // Nothing here waits for another rank: a write fault costs at most the copies left to do.
 #pragma once

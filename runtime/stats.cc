@@ -326,7 +326,12 @@ void site_json(std::ostringstream& j, const SiteCounters& s, const CodeLocation&
                                               ", \"off\": " + std::to_string(s.node.choice.first_off_ns / 1e6) +
                                               ", \"margin\": " + std::to_string(s.node.choice.margin_ns / 1e6) +
                                               ", \"end_on\": " + std::to_string(s.node.choice.end_on_ns / 1e6) +
-                                              ", \"end_off\": " + std::to_string(s.node.choice.end_off_ns / 1e6) + "}")
+                                              ", \"end_off\": " + std::to_string(s.node.choice.end_off_ns / 1e6) +
+                                              (s.node.choice.done_on_ns < 0
+                                                   ? std::string()
+                                                   : ", \"done_on\": " + std::to_string(s.node.choice.done_on_ns / 1e6) +
+                                                         ", \"done_off\": " + std::to_string(s.node.choice.done_off_ns / 1e6)) +
+                                              "}")
       << ", \"holds\": " << s.node.holds
       << ", \"hold_timeouts\": " << s.node.hold_timeouts << ", \"first_read_calls\": " << s.node.first_read_calls
       << ", \"first_read_ms_mean\": "

@@ -89,15 +89,25 @@ std::string node_verdict(const trace::ProfileSite& site, const Settings& s, cons
     for (const auto& r : site.ranks)
       if (!r.receives) c.root = r.rank;
   }
-  const NodeChoice n = node_choice(mach, t, c, judge.exec, senders, judge.margin_of_tcomm);
+  // The program after the call at the site, as the run's policy takes it (runtime/policy.hh).
+  const trace::SiteEstimate e = trace::estimate_site(site);
+  const std::optional<model::Program> sp = trace::site_program(e);
+  const std::optional<model::Program> program =
+      sp && e.comm_ns ? model_program({*sp, *e.comm_ns}, mach, t, c) : std::nullopt;
+  const NodeChoice n = node_choice(mach, t, c, judge.exec, senders, judge.margin_of_tcomm, program ? &*program : nullptr);
   if (n.basis == NodeBasis::OneSender) return "";  // one rank per node: nothing to arbitrate
-  char b[160];
+  char b[256];
   std::snprintf(b, sizeof b, "; node-level priorities %s (%s", n.on ? "on" : "off", node_basis_name(n.basis));
   std::string o = b;
   if (n.first_on_ns >= 0) {
-    std::snprintf(b, sizeof b, ": first read %.2f ms with, %.2f ms without, margin %.2f ms", n.first_on_ns / 1e6,
-                  n.first_off_ns / 1e6, n.margin_ns / 1e6);
+    std::snprintf(b, sizeof b, ": first read %.2f ms with, %.2f ms without, end %.2f / %.2f ms, margin %.2f ms",
+                  n.first_on_ns / 1e6, n.first_off_ns / 1e6, n.end_on_ns / 1e6, n.end_off_ns / 1e6, n.margin_ns / 1e6);
     o += b;
+    if (program) {
+      std::snprintf(b, sizeof b, "; the program: T_CURC %.2f ms, T_CRC %.2f ms (model time)", program->curc_ns / 1e6,
+                    program->crc_ns / 1e6);
+      o += b;
+    }
   }
   return o + ")";
 }

@@ -1,5 +1,6 @@
 #include "tools/platform.hh"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -38,6 +39,10 @@ Result<double> parse_latency(const std::string& word) {
   return number_with_unit(word, "latency", {{"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}});
 }
 
+Result<double> parse_bytes(const std::string& word) {
+  return number_with_unit(word, "size", {{"B", 1}, {"KiB", 1024}, {"MiB", 1024 * 1024}, {"kB", 1e3}, {"MB", 1e6}});
+}
+
 Result<Platform> parse_platform(const std::string& text, const std::string& name) {
   Platform p;
   p.source = name;
@@ -69,21 +74,26 @@ Result<Platform> parse_platform(const std::string& text, const std::string& name
       have_nodes |= key == "nodes";
       continue;
     }
-    const bool bw = key.ends_with("_bw");
-    if (bw || key.ends_with("_lat")) v = bw ? parse_bandwidth(value) : parse_latency(value);
+    const bool bw = key.ends_with("_bw"), size = key == "shm_fragment";
+    if (bw || size) v = bw ? parse_bandwidth(value) : parse_bytes(value);
+    else if (key.ends_with("_lat") || key == "slice") v = parse_latency(value);
     else
       return Status::error(where() + "unknown key '" + key +
-                           "' (nodes, cores, link_bw, link_lat, backbone_bw, backbone_lat, loopback_bw, loopback_lat)");
+                           "' (nodes, cores, link_bw, link_lat, backbone_bw, backbone_lat, loopback_bw, loopback_lat, "
+                           "slice, shm_fragment)");
     if (!v.ok()) return Status::error(where() + v.status().message());
     const double x = v.value();
-    if (x < 0 || (bw && x == 0 && key != "backbone_bw"))
-      return Status::error(where() + key + " must be " + (bw ? "positive" : "zero or more") + ", not '" + value + "'");
+    if (x < 0 || ((bw || size) && x == 0 && key != "backbone_bw"))
+      return Status::error(where() + key + " must be " + (bw || size ? "positive" : "zero or more") + ", not '" +
+                           value + "'");
     if (key == "link_bw") p.link_Bps = x, have_link = true;
     else if (key == "link_lat") p.link_lat_s = x;
     else if (key == "backbone_bw") p.backbone_Bps = x;
     else if (key == "backbone_lat") p.backbone_lat_s = x;
     else if (key == "loopback_bw") p.loopback_Bps = x, have_loop = true;
     else if (key == "loopback_lat") p.loopback_lat_s = x;
+    else if (key == "slice") p.slice_s = x;
+    else if (key == "shm_fragment") p.shm_fragment_B = x;
     else return Status::error(where() + "unknown key '" + key + "'");
   }
   if (!have_nodes) return Status::error(name + ": no 'nodes' line (how many nodes the cluster has)");
@@ -118,6 +128,20 @@ Platform from_machine(const model::Machine& m, const std::string& name) {
   const double loop_ns = per_byte(loop, loop.node_bi_ns_per_byte);
   p.loopback_Bps = loop_ns > 0 ? 1e9 / loop_ns : 4 * p.link_Bps;
   p.loopback_lat_s = loop.L_ns * 1e-9;
+  // More ranks per node than CPUs in the calibration, and a ping-pong inside the node that takes a
+  // scheduler slice: the ranks busy-polled (the launcher did not know the node was oversubscribed,
+  // so MPI does not yield). The intra-node sweep then measured the slices, not the memory: the
+  // slice is its latency, a handoff moves what the largest sizes add per two slices (sender's
+  // copy-in, receiver's copy-out), and the memory itself copies at the level's CPU gap G after o.
+  if (intra.measured && m.ranks_per_node > m.cpus_per_node && intra.L_ns >= kSliceEvidenceNs) {
+    p.slice_s = intra.L_ns * 1e-9;
+    const auto& sw = intra.sweep;
+    const std::size_t n = sw.size();
+    const double slope = n >= 2 ? (sw[n - 1].t_ns - sw[n - 2].t_ns) / (sw[n - 1].bytes - sw[n - 2].bytes) : 0;
+    if (slope > 0) p.shm_fragment_B = std::max(static_cast<double>(m.page), 2 * intra.L_ns / slope);
+    if (intra.G_ns_per_byte > 0) p.loopback_Bps = 1e9 / intra.G_ns_per_byte;
+    p.loopback_lat_s = (intra.os_ns + intra.or_ns) * 1e-9;
+  }
   return p;
 }
 
@@ -141,7 +165,13 @@ std::string describe(const Platform& p) {
                 p.backbone_Bps > 0 ? ("backbone " + std::to_string(p.backbone_Bps * 8 / 1e9) + " Gb/s").c_str()
                                    : "no backbone limit",
                 p.loopback_Bps * 8 / 1e9, p.loopback_lat_s * 1e6);
-  return buf;
+  std::string out = buf;
+  if (p.slice_s > 0) {
+    std::snprintf(buf, sizeof buf, "; a waiting rank busy-polls in slices of %.3g ms, %.3g KiB per handoff inside a node",
+                  p.slice_s * 1e3, p.shm_fragment_B / 1024);
+    out += buf;
+  }
+  return out;
 }
 
 }  // namespace tnbc::tools

@@ -20,6 +20,16 @@
 //   backbone_lat 0
 //   loopback_bw 10GBps  # between ranks of one node (shared by them; default: 4 x link_bw)
 //   loopback_lat 0.3us
+//   slice 0             # how a rank waits on a node with more ranks than cores: 0 (default) it yields
+//                       # its core (MPI knows the node is oversubscribed); a time (`4ms`): it busy-polls
+//                       # and the OS scheduler gives the core away in slices of that length
+//   shm_fragment 32KiB  # with slice > 0: what one handoff moves between two ranks of a node (B, KiB,
+//                       # MiB; default: Open MPI vader's fragment, 32 KiB)
+//
+// From a calibration made with more ranks per node than CPUs (netrun's one CPU per emulated node),
+// the intra-node ping-pong shows how the ranks wait: a latency of a scheduler slice or more
+// (kSliceEvidenceNs) means they busy-poll; slice is that latency and shm_fragment what the sweep's
+// largest sizes move per two slices (docs/predict.md, "CPU").
 //
 // Pure (no SimGrid): the unit tests link it.
 #pragma once
@@ -31,6 +41,11 @@
 
 namespace tnbc::tools {
 
+inline constexpr double kShmFragmentBytes = 32 * 1024;  // Open MPI vader's btl_vader_max_send_size
+// An intra-node latency at least this long is the OS scheduler's slice (Linux EEVDF's base slice is
+// 0.75 ms, and a spinning task keeps its core until a tick), not a message's latency.
+inline constexpr double kSliceEvidenceNs = 500e3;
+
 struct Platform {
   std::string source;        // "calibration of FILE", "FILE"
   std::string xml;           // a SimGrid platform file to load instead of the numbers below
@@ -39,11 +54,14 @@ struct Platform {
   double link_Bps = 0, link_lat_s = 0;          // bytes/s, s
   double backbone_Bps = 0, backbone_lat_s = 0;  // 0: no limit
   double loopback_Bps = 0, loopback_lat_s = 0;
+  double slice_s = 0;                            // 0: waiting ranks yield their core; else busy-poll slices
+  double shm_fragment_B = kShmFragmentBytes;     // bytes per handoff inside a node (with slice_s > 0)
 };
 
-// Bandwidth and latency words of the short form (0 and a message on error).
+// Bandwidth, latency and size words of the short form (0 and a message on error).
 Result<double> parse_bandwidth(const std::string& word);
 Result<double> parse_latency(const std::string& word);
+Result<double> parse_bytes(const std::string& word);
 
 Result<Platform> parse_platform(const std::string& text, const std::string& name);
 Result<Platform> read_platform(const std::string& path);

@@ -357,8 +357,12 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
   }
   if (platform.xml.empty() && per_node > platform.cores)
     notes.push_back(std::to_string(per_node) + " ranks per node on " + std::to_string(platform.cores) +
-                    " cores: the ranks' computation and tnbc's publication share the cores (SimGrid's CPU model); "
-                    "polling is not modelled");
+                    " cores: the ranks' computation and tnbc's publication share the cores (SimGrid's CPU model); " +
+                    (platform.slice_s > 0
+                         ? "a rank waiting in a call busy-polls, holding a core for slices of " +
+                               fmt(platform.slice_s * 1e3) + " ms, and shared memory between two ranks of a node "
+                               "moves " + fmt(platform.shm_fragment_B / 1024) + " KiB per handoff (platform slice)"
+                         : std::string("a rank waiting in a call yields its core (platform slice 0)")));
 
   SimConfig cfg;
   cfg.platform = platform;

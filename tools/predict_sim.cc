@@ -1,5 +1,6 @@
 #include "tools/predict_sim.hh"
 
+#include <simgrid/Exception.hpp>
 #include <simgrid/s4u.hpp>
 
 #include <algorithm>
@@ -69,6 +70,11 @@ struct Rank {
   sg::ConditionVariablePtr cv;
   RankCall call;
   std::unique_ptr<NodeArbiter> arbiter;
+  // Busy-polling (a node with more ranks than cores, platform slice > 0): while the rank waits in
+  // a call it spins, and a spinner actor holds one of the node's cores for a slice at a time.
+  bool spinning = false, holding = false;
+  int spin_generation = 0;
+  sg::ExecPtr spin_exec;
 };
 
 struct World {
@@ -83,6 +89,11 @@ struct World {
   std::vector<std::vector<std::vector<VariantTimes>>> times;
   std::vector<std::vector<double>> comm_done;  // per site, rank (nbc)
   double notice_ns = 0;
+  // Per node: its cores as the OS scheduler's run queue for busy-polling ranks (FIFO: round
+  // robin), and whether its ranks busy-poll (more ranks than cores and a slice > 0).
+  std::vector<sg::SemaphorePtr> cores;
+  std::vector<char> spins;
+  long long shm_transfers = 0;
 };
 
 World* g = nullptr;
@@ -92,6 +103,106 @@ World* g = nullptr;
 // flop/s per core: one flop is one nanosecond of a core.
 void compute(double ns) {
   if (ns > 0) sg::this_actor::execute(ns);
+}
+
+template <class Pred>
+void wait_until(Rank& me, Pred pred) {
+  std::unique_lock lock(*me.mu);
+  while (!pred()) me.cv->wait(lock);
+}
+
+// ---- busy polling on an oversubscribed node (docs/predict.md, "CPU") ----
+//
+// A rank that waits inside a call on a node with more ranks than cores, and whose MPI does not
+// yield (platform slice > 0), spins: it keeps a core for as long as the OS scheduler lets it, one
+// slice, then queues for a core again. Its spinner actor takes one of the node's cores (a
+// semaphore with a token per core: the run queue, FIFO) and executes the slice on the node's host,
+// so the spinning also takes CPU from the node's computing actors (SimGrid shares the host's cores
+// between them). A rank is "on a core" (it can copy shared memory) while its spinner holds a core
+// or while it does not spin at all (it computes, or its progress thread runs).
+
+bool on_core(const Rank& r) { return !r.spinning || r.holding; }
+
+void spin_loop(Rank& me, int generation) {
+  const sg::SemaphorePtr& cores = g->cores[static_cast<std::size_t>(me.node)];
+  const double slice_ns = g->cfg->platform.slice_s * 1e9;
+  while (me.spinning && me.spin_generation == generation) {
+    cores->acquire();
+    if (!me.spinning || me.spin_generation != generation) {
+      cores->release();
+      return;
+    }
+    {
+      std::unique_lock lock(*me.mu);
+      me.holding = true;
+      me.cv->notify_all();
+    }
+    me.spin_exec = sg::this_actor::exec_async(slice_ns);
+    try {
+      me.spin_exec->wait();
+    } catch (const simgrid::Exception&) {  // the call ended during the slice (stop_spin cancels it)
+    }
+    me.spin_exec = nullptr;
+    {
+      std::unique_lock lock(*me.mu);
+      me.holding = false;
+    }
+    cores->release();
+  }
+}
+
+void start_spin(Rank& me) {
+  if (!g->spins[static_cast<std::size_t>(me.node)]) return;
+  std::unique_lock lock(*me.mu);
+  me.spinning = true;
+  const int generation = ++me.spin_generation;
+  sg::Actor::create("spin-" + std::to_string(me.id), me.host, [&me, generation] { spin_loop(me, generation); })
+      ->daemonize();
+}
+
+void stop_spin(Rank& me) {
+  if (!me.spinning) return;
+  {
+    std::unique_lock lock(*me.mu);
+    me.spinning = false;
+    me.cv->notify_all();
+  }
+  if (me.spin_exec) me.spin_exec->cancel();
+}
+
+// Shared memory between two ranks of a spinning node: the sender copies a fragment in while it
+// is on a core, the receiver copies it out while it is on a core; the next fragment waits for
+// both (Open MPI vader's FIFO). Two spinning ranks on one core thus move one fragment per two
+// slices each way. The copies themselves take the node's loopback.
+void* g_sink = nullptr;
+
+void shm_transfer(int src, int dst, double bytes, sg::Mailbox* done) {
+  Rank& s = g->ranks[static_cast<std::size_t>(src)];
+  Rank& d = g->ranks[static_cast<std::size_t>(dst)];
+  const double fragment = std::max(1.0, g->cfg->platform.shm_fragment_B);
+  for (double left = std::max(1.0, bytes); left > 0;) {
+    wait_until(s, [&] { return on_core(s); });
+    const double n = std::min(fragment, left);
+    sg::Comm::sendto(s.host, d.host, static_cast<std::uint64_t>(n));
+    left -= n;
+    wait_until(d, [&] { return on_core(d); });
+  }
+  done->put(&g_sink, 0);
+}
+
+// A message from `me` to `peer`: on SimGrid's network, or through shared memory in fragments
+// when both are on one spinning node.
+sg::CommPtr start_send(Rank& me, int peer, std::size_t bytes) {
+  Rank& to = g->ranks[static_cast<std::size_t>(peer)];
+  ++g->messages;
+  if (to.node != me.node || !g->spins[static_cast<std::size_t>(me.node)])
+    return sg::Comm::sendto_async(me.host, to.host, std::max<std::size_t>(bytes, 1));
+  sg::Mailbox* done = sg::Mailbox::by_name("shm-" + std::to_string(++g->shm_transfers));
+  const int src = me.id;
+  const auto b = static_cast<double>(bytes);
+  sg::Actor::create("shm-" + std::to_string(src) + "-" + std::to_string(peer), me.host,
+                    [src, peer, b, done] { shm_transfer(src, peer, b, done); });
+  return done->get_async<void>(&g_sink);
 }
 
 std::uint64_t recv_key(int peer, int tag) {
@@ -179,10 +290,8 @@ void drive(Rank& me, Scope scope, int window) {
           me.arbiter->moving(now);
         }
         from.erase(from.begin());
-        sg::Host* to = g->ranks[static_cast<std::size_t>(s.peer)].host;
-        flight.push_back(sg::Comm::sendto_async(me.host, to, std::max<std::size_t>(s.length, 1)));
+        flight.push_back(start_send(me, s.peer, s.length));
         flight_step.push_back(i);
-        ++g->messages;
       }
       if (flight.empty()) {
         // Nothing in flight: wait for a receive that releases a send, or for the node's board.
@@ -254,9 +363,7 @@ void pairwise(Rank& me) {
   for (std::size_t i = 0; i + 1 < c.sched.size(); i += 2) {
     const Step& recv = c.sched[i];
     const Step& send = c.sched[i + 1];
-    sg::CommPtr comm = sg::Comm::sendto_async(me.host, g->ranks[static_cast<std::size_t>(send.peer)].host,
-                                              std::max<std::size_t>(send.length, 1));
-    ++g->messages;
+    sg::CommPtr comm = start_send(me, send.peer, send.length);
     comm->wait();
     deliver(send.peer, me.id, send.tag_offset, sg::Engine::get_clock());
     std::unique_lock lock(*me.mu);
@@ -315,12 +422,6 @@ void setup(Rank& me, Schedule sched, const std::vector<double>& sub_bytes, bool 
     for (const Step& s : c.sched)
       if (arbitrated(me, s)) me.arbiter->add(node_key(sequence, s.priority), now);
   }
-}
-
-template <class Pred>
-void wait_until(Rank& me, Pred pred) {
-  std::unique_lock lock(*me.mu);
-  while (!pred()) me.cv->wait(lock);
 }
 
 // ---- the schedules ----
@@ -429,9 +530,11 @@ void rank_main(int r, std::vector<SimSite> sites) {
       const double t0 = sg::Engine::get_clock();
       VariantTimes& out = g->times[si][static_cast<std::size_t>(vi)][static_cast<std::size_t>(r)];
       if (v == Variant::Blocking) {
+        start_spin(me);
         if (!is_bcast(site.kind) && cfg.np >= kPairwiseFrom) pairwise(me);
         else drive(me, Scope::All, 0);
         wait_until(me, [&] { return me.call.recv_left == 0; });
+        stop_spin(me);
         out.call_ns = (sg::Engine::get_clock() - t0) * 1e9;
         compute(site.curc_ns + site.crc_ns);
         out.total_ns = (sg::Engine::get_clock() - t0) * 1e9;
@@ -442,8 +545,10 @@ void rank_main(int r, std::vector<SimSite> sites) {
         const double work_ns = m.memcpy_cost.at(own_bytes) + m.memcpy_cost.at(send_bytes) +
                                (cfg.x.guard >= 0 ? m.guard[guard].hold.at(total_bytes) : 0.0);
         compute(work_ns);
+        start_spin(me);
         drive(me, Scope::Edges, kEdgeWindow);
         wait_until(me, [&] { return me.call.edge_recv_left == 0; });
+        stop_spin(me);
         out.call_ns = (sg::Engine::get_clock() - t0) * 1e9;
         sg::ActorPtr progress =
             sg::Actor::create("progress-" + std::to_string(r), me.host, [&me, &cfg] { drive(me, Scope::Body, cfg.x.window); });
@@ -553,6 +658,14 @@ Result<std::vector<SimResult>> simulate(const SimConfig& c, const std::vector<Si
   w.times.assign(sites.size(), std::vector<std::vector<VariantTimes>>(
                                    kVariants, std::vector<VariantTimes>(static_cast<std::size_t>(c.np))));
   w.comm_done.assign(sites.size(), std::vector<double>(static_cast<std::size_t>(c.np), 0));
+  w.cores.resize(static_cast<std::size_t>(nodes));
+  w.spins.assign(static_cast<std::size_t>(nodes), 0);
+  for (int n = 0; n < nodes; ++n) {
+    const int cores = hosts[static_cast<std::size_t>(n)]->get_core_count();
+    w.cores[static_cast<std::size_t>(n)] = sg::Semaphore::create(static_cast<unsigned>(cores));
+    w.spins[static_cast<std::size_t>(n)] =
+        c.platform.slice_s > 0 && static_cast<int>(w.node_ranks[static_cast<std::size_t>(n)].size()) > cores;
+  }
   for (int r = 0; r < c.np; ++r) {
     Rank& rk = w.ranks[static_cast<std::size_t>(r)];
     rk.id = r;

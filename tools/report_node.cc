@@ -31,7 +31,8 @@ std::string why(const NodeFigures& n) {
   if (n.basis == "no_gain") return "auto: the cost model predicts no gain above the margin" + model;
   if (n.basis == "costs")
     return "auto: the cost model predicts an earlier first read, but a later end by more (one driver at a time "
-           "cannot keep the link busy: the node's CPUs are shared)" + model;
+           "cannot keep the link busy: the node's CPUs are shared, each wake-up waits for one), or the program, "
+           "which reads it all soon after the call, would finish no earlier" + model;
   if (n.basis == "one_sender") return "auto: no other rank of the node sends over its link in these calls";
   if (n.basis == "no_profile") return "auto: no profile (no read order worth keeping node-wide)";
   if (n.basis == "no_model") return "auto: no cost model to judge with (mode optimize: on)";

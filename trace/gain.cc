@@ -99,6 +99,11 @@ Decision decide(const SiteEstimate& e, const CostModel& cost) {
   return d;
 }
 
+std::optional<model::Program> site_program(const SiteEstimate& e) {
+  if (!e.overlap_ns) return std::nullopt;
+  return model::Program{e.curc_ns.value_or(0), std::max(0.0, *e.overlap_ns - e.curc_ns.value_or(0))};
+}
+
 Decision decide(const SiteEstimate& e, Kind kind, int comm_size, const Judge& j) {
   if (j.fixed || !j.model) return decide(e, j.fixed.value_or(CostModel{}));
   Decision d;
@@ -116,7 +121,7 @@ Decision decide(const SiteEstimate& e, Kind kind, int comm_size, const Judge& j)
   // The profile's bytes are what the rank received per call (its own block included for the
   // exchange family); the model wants bytes per peer, or the broadcast's message.
   c.bytes = kind == Kind::Bcast ? e.bytes : e.bytes / comm_size;
-  const model::Program p{e.curc_ns.value_or(0), std::max(0.0, *e.overlap_ns - e.curc_ns.value_or(0))};
+  const model::Program p = *site_program(e);
   const model::Overlap o = model::overlap(j.model->machine, t, c, j.exec, p, *e.comm_ns);
   d.model_blocking_ns = o.model_blocking_ns;
   d.hidden_ns = o.hidden_ns;

@@ -62,6 +62,9 @@ struct SiteEstimate {
   double bytes = 0;                    // most bytes received per call by one rank
 };
 SiteEstimate estimate_site(const ProfileSite& s);
+// T_CURC and T_CRC of a site's estimate (T_CRC: the overlap less T_CURC); nothing without an
+// overlap estimate.
+std::optional<model::Program> site_program(const SiteEstimate& e);
 
 // T_CRC of one rank for `bytes` received per call: bytes / its R_CRC, or without an R_CRC (one
 // sub-message seen) or bytes the sum of its gaps between first touches. Nothing when the rank

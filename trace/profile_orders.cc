@@ -158,6 +158,21 @@ class ProfileOrders final : public ReadOrderSource {
     return d.blocking();
   }
 
+  // From the site's estimate, once per site; the site from the walk order() just made for this
+  // call on this thread where there is one.
+  std::optional<SiteProgram> program(const CallShape& call) override {
+    std::lock_guard lock(mutex_);
+    const Memo& m = memo_[std::this_thread::get_id()];
+    const std::uint64_t site = same_call(m.shape, call) ? m.id.site : identify(call, false).site;
+    auto [it, fresh] = programs_.try_emplace(site);
+    if (fresh)
+      if (const ProfileSite* s = index_.find_site(site)) {
+        const SiteEstimate e = estimate_site(*s);
+        if (const auto p = site_program(e); p && e.comm_ns) it->second = SiteProgram{*p, *e.comm_ns};
+      }
+    return it->second;
+  }
+
   std::vector<int> order(const CallShape& call) override {
     std::lock_guard lock(mutex_);
     const std::string kind = kind_name(call.kind);
@@ -276,6 +291,7 @@ class ProfileOrders final : public ReadOrderSource {
   };
   std::unordered_map<DecisionKey, Decided, DecisionHash> decided_;
   std::unordered_set<std::uint64_t> reported_;  // sites already reported
+  std::unordered_map<std::uint64_t, std::optional<SiteProgram>> programs_;  // per site
   bool unknown_said_ = false, sizes_said_ = false;
 };
 

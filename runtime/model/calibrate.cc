@@ -311,10 +311,17 @@ double node_pattern(Ctx& c, const std::vector<std::vector<int>>& on, std::size_t
       req.push_back(r);
     };
     if (at >= 0 && exchange) {
-      for (int j = 0; j < k; ++j)
-        if (j != at) post(j, peers[static_cast<std::size_t>(j)], false);
-      for (int j = 0; j < k; ++j)
-        if (j != at) post(j, peers[static_cast<std::size_t>(j)], true);
+      // In the order of Open MPI's linear Alltoall (coll_base_alltoall.c, what its fixed rules
+      // run on one node): receives from the next ranks up, sends to the ranks below, so the
+      // first messages form a ring instead of all meeting at one rank.
+      for (int d = 1; d < k; ++d) {
+        const int j = (at + d) % k;
+        post(j, peers[static_cast<std::size_t>(j)], false);
+      }
+      for (int d = 1; d < k; ++d) {
+        const int j = (at + k - d) % k;
+        post(j, peers[static_cast<std::size_t>(j)], true);
+      }
       std::memcpy(c.b.data() + static_cast<std::size_t>(at) * m, c.a.data() + static_cast<std::size_t>(at) * m, m);
     } else if (at >= 0) {
       post(0, peers[static_cast<std::size_t>((at + k - 1) % k)], false);
@@ -500,6 +507,8 @@ Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* 
   if (c.me == 0) {
     Scratch s(16u << 20);
     if (s.user) m.memcpy_cost = memcpy_line(s, {4096, 65536, 1u << 20, 16u << 20}, 20);
+    m.wake_loaded_ns = loaded_wake_ns(o.poll_ns);
+    if (progress) std::fprintf(progress, "a progress thread's wake-up on a busy CPU: %.1f us later\n", m.wake_loaded_ns / 1e3);
     measure_guard(m, page, progress);
   }
   barrier(c);  // the others sleep meanwhile

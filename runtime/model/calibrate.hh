@@ -21,6 +21,10 @@
 //               partner: inside each node (pairs of its ranks) and between nodes (rank i of
 //               node 0 with rank i of node 1): bytes leaving the node per ns (node_out: only one
 //               side sends) and bytes in and out together (node_bi: both send);
+//   node sweep  inside a node, 2..M of its ranks at once, 64 KiB .. --max-bytes per message,
+//               caches first filled with other data: every pair exchanging one message, each
+//               copying its own block, posted in the order of Open MPI's linear Alltoall
+//               (exchange), and each rank sending one to the next (ring);
 //   guard       rank 0, each backend this kernel has (userfaultfd with page moves, with copies;
 //               PROT_NONE with /proc/self/mem): hold back and publish 1, 16, 256 and 1024 pages
 //               (lines through the medians); a reader's wait on a page held back: a SIGSEGV

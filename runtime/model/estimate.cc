@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "runtime/coll/builders.hh"
+#include "runtime/model/mpi_algorithms.hh"
 
 namespace tnbc::model {
 
@@ -332,6 +333,69 @@ Timeline bcast_timeline(const Machine& m, const Topology& t, const Coll& c, cons
   return tl;
 }
 
+// ---- the MPI library's own algorithm on one node (mpi_algorithms.hh) ----
+
+// One round of `flows` whole messages of `bytes` copied at once inside a node (shared memory:
+// each by its receiver's CPU): no faster than one pair's gap g(m) (PLogP's message train), nor
+// than the node's copy rate with as many ranks copying at once as there are flows, at most one
+// per CPU (node_sweep's ring: each of them sends one message to the next); a single flow gets
+// at most the two-rank rate.
+double node_round_ns(const Level& l, const Topology& t, double bytes, int flows) {
+  flows = std::max(1, flows);
+  const int copying = std::max(2, std::min(flows, t.cpus_per_node));
+  return std::max(l.g(bytes), l.node_ring(bytes, copying) * flows * bytes);
+}
+
+// The children of relative rank v in the library's broadcast tree.
+std::vector<int> mpi_tree_children(MpiBcast a, int v, int n) {
+  std::vector<int> out;
+  switch (a) {
+    case MpiBcast::Linear:
+      if (v == 0)
+        for (int c = 1; c < n; ++c) out.push_back(c);
+      break;
+    case MpiBcast::Binary:
+      for (int c : {2 * v + 1, 2 * v + 2})
+        if (c < n) out.push_back(c);
+      break;
+    case MpiBcast::Chain:
+      if (v + 1 < n) out.push_back(v + 1);
+      break;
+    case MpiBcast::Binomial:
+    case MpiBcast::Unknown:
+      out = bcast_children(v, n, 0);
+      break;
+  }
+  return out;
+}
+
+// The whole message down the tree in rounds: every rank that has it sends to all its children
+// at once (the library's generic tree code waits for all of a segment's sends), so a round's
+// flows are the edges leaving the ranks that received in the round before.
+double mpi_bcast_one_node(const Level& l, const Topology& t, double bytes, MpiBcast a) {
+  const int n = t.n();
+  double total = 0;
+  std::vector<int> frontier{0};
+  while (!frontier.empty()) {
+    std::vector<int> next;
+    for (int v : frontier)
+      for (int c : mpi_tree_children(a, v, n)) next.push_back(c);
+    if (next.empty()) break;
+    total += node_round_ns(l, t, bytes, static_cast<int>(next.size())) + l.L_ns;
+    frontier = std::move(next);
+  }
+  return total;
+}
+
+// Linear: every pair at once, the own block copied too (node_sweep's exchange pattern);
+// pairwise: n - 1 rounds of a shifted ring (n flows), then the own block.
+double mpi_exchange_one_node(const Machine& m, const Level& l, const Topology& t, double bytes, MpiExchange a) {
+  const int n = t.n();
+  if (a == MpiExchange::Pairwise)
+    return (n - 1) * (node_round_ns(l, t, bytes, n) + l.L_ns) + bytes * m.memcpy_cost.ns_per_byte;
+  return n * (n - 1.0) * bytes * l.node_exchange(bytes, n) + l.L_ns;
+}
+
 }  // namespace
 
 double bcast_tree_ns(const Machine& m, const Topology& t, double bytes, int root, int pieces, BcastTree shape,
@@ -345,6 +409,16 @@ double bcast_tree_ns(const Machine& m, const Topology& t, double bytes, int root
 
 double mpi_blocking_ns(const Machine& m, const Topology& t, const Coll& c) {
   if (t.n() <= 1) return 0;
+  if (t.nodes() == 1) {  // the library's own algorithm where its rules are known
+    const Level& l = level(m, LevelKind::IntraNode);
+    if (c.kind == Kind::Bcast) {
+      const MpiBcast a = mpi_bcast_algorithm(m.mpi_library, t.n(), c.bytes);
+      if (a != MpiBcast::Unknown) return mpi_bcast_one_node(l, t, c.bytes, a);
+    } else if (c.kind == Kind::Alltoall) {
+      const MpiExchange a = mpi_alltoall_algorithm(m.mpi_library, t.n(), c.bytes);
+      if (a != MpiExchange::Unknown) return mpi_exchange_one_node(m, l, t, c.bytes, a);
+    }
+  }
   if (c.kind == Kind::Bcast) {
     const int pieces = c.bytes >= 2 * kMpiBcastSegment ? static_cast<int>(std::ceil(c.bytes / kMpiBcastSegment)) : 1;
     return bcast_tree_ns(m, t, c.bytes, c.root, pieces, BcastTree::Binomial, 0, Line{}, c.page);

@@ -63,8 +63,12 @@ struct Timeline {
   int messages = 0;          // MPI messages a rank sends
 };
 
-// The MPI library's own blocking collective (Open MPI / MPICH: all pairs at once for the
-// exchange family, a pipelined binomial tree for Bcast).
+// The MPI library's own blocking collective. On one node, where the library's rules are known
+// (mpi_algorithms.hh: Open MPI 4.1's coll/tuned fixed rules), the algorithm it runs at this
+// (np, size) — linear or pairwise exchange, a linear, binomial, binary or chain broadcast of
+// whole messages — costed round by round with the node's copy rate (node_sweep) for the flows
+// that run at once; elsewhere all pairs at once for the exchange family and a pipelined
+// binomial tree for Bcast.
 double mpi_blocking_ns(const Machine& m, const Topology& t, const Coll& c);
 
 // tnbc's schedule returning early (the progress thread drives it after the call), or completed

@@ -173,8 +173,9 @@ std::string machine_json(const Machine& m) {
     o << "{\"hold\": " << line_json(m.guard[b].hold) << ", \"publish\": " << line_json(m.guard[b].publish)
       << ", \"fault_ns\": " << num(m.guard[b].fault_ns) << "}";
   }
-  o << "},\n \"progress\": {\"test_ns\": " << num(m.test_ns) << ", \"sleep_ns\": " << num(m.sleep_ns)
-    << ", \"O_r_ns\": " << num(m.O_r_ns()) << "}}\n";
+  o << "},\n \"progress\": {\"test_ns\": " << num(m.test_ns) << ", \"sleep_ns\": " << num(m.sleep_ns);
+  if (m.wake_loaded_ns >= 0) o << ", \"wake_loaded_ns\": " << num(m.wake_loaded_ns);
+  o << ", \"O_r_ns\": " << num(m.O_r_ns()) << "}}\n";
   return o.str();
 }
 
@@ -311,6 +312,8 @@ Machine parse_or_throw(std::string_view text, const std::string& name) {
   const Value& progress = r.member(root, "", "progress", Value::Type::Object);
   m.test_ns = r.number(progress, "progress", "test_ns");
   m.sleep_ns = r.number(progress, "progress", "sleep_ns");
+  // Optional (files written before it was measured keep loading: not measured, -1).
+  if (progress.find("wake_loaded_ns")) m.wake_loaded_ns = r.number(progress, "progress", "wake_loaded_ns");
   return m;
 }
 

@@ -124,6 +124,11 @@ struct Machine {
   // request arrived (seed 000's RMA broadcast: its Broadcaster's busy-wait), is test + sleep / 2.
   double test_ns = 0, sleep_ns = 0;
   double O_r_ns() const { return test_ns + sleep_ns / 2; }
+  // How much longer that sleep lasts when a busy thread shares the sleeper's CPU (model/measure.hh,
+  // loaded_wake_ns): what a progress thread waits for the scheduler at each wake-up where a node's
+  // threads outnumber its CPUs. Optional in the file (`tnbc calibrate` writes it; files before it
+  // and the start-up probe: -1, not measured, and the model charges no such wait).
+  double wake_loaded_ns = -1;
 
   const Level& at(LevelKind k) const { return level[static_cast<int>(k)]; }
   Level& at(LevelKind k) { return level[static_cast<int>(k)]; }

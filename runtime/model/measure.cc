@@ -1,13 +1,18 @@
 #include "runtime/model/measure.hh"
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <time.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <thread>
 
 #include "runtime/futex.hh"
 #include "runtime/guard_backend.hh"
+#include "runtime/sched_slice.hh"
 
 namespace tnbc::model {
 
@@ -161,6 +166,45 @@ double sleep_ns(long long ns) {
     sleep_for(ns);
     return true;
   }, 5);
+}
+
+double loaded_wake_ns(long long ns) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return -1;
+  int cpu = 0;
+  while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &allowed)) ++cpu;
+  if (cpu == CPU_SETSIZE) return -1;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  constexpr int kReps = 21;
+  std::atomic<bool> stop{false}, spinning{false}, placed{true};
+  double idle = -1, loaded = -1;
+  std::thread sleeper([&] {
+    if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) != 0) {
+      placed = false;
+      return;
+    }
+    request_short_slice(kShortSliceNs);
+    idle = sleep_ns(ns);
+    std::thread busy([&] {
+      if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) != 0) placed = false;
+      spinning = true;
+      while (!stop.load(std::memory_order_relaxed)) {
+      }
+    });
+    while (!spinning.load()) sched_yield();
+    if (placed) loaded = median_ns([&] {
+        sleep_for(ns);
+        return true;
+      }, kReps);
+    stop = true;
+    busy.join();
+  });
+  sleeper.join();
+  if (!placed || idle < 0 || loaded < 0) return -1;
+  return std::max(0.0, loaded - idle);
 }
 
 }  // namespace tnbc::model

@@ -64,5 +64,12 @@ double idle_test_cpu_ns(MPI_Comm comm, int tag, int pending, long long poll_ns, 
 double testsome_ns(MPI_Comm comm, int tag, int pending);
 // How long a sleep of `ns` really lasts here (timer slack included): the median.
 double sleep_ns(long long ns);
+// What a sleep of `ns` lasts longer when the sleeping thread's CPU runs a busy thread: the
+// wait for the scheduler that a progress thread pays at each wake-up on a node whose ranks and
+// progress threads outnumber its CPUs (the sleeper asks for the progress thread's short slice,
+// runtime/sched_slice.hh; the busy thread stands for a computing rank). Both threads on the
+// first CPU the caller may use; the medians with and without the busy thread, their difference
+// (>= 0), ns. -1 when the threads cannot be placed.
+double loaded_wake_ns(long long ns);
 
 }  // namespace tnbc::model

@@ -11,7 +11,7 @@ auto runs what on or off runs, the rounds show which) in mode optimize with
 that profile (TNBC_PROFILE_BLOCKING=off: the calls return early), the order rotating between
 rounds. Each run reports the medians over its iterations; the table gives the median over the
 rounds and the ratio on/off. Per run the summaries say how many calls arbitration ran on and
-auto's basis. On one node (K=1) the ranks reach each other
+auto's basis. --reps 0 runs the trace pass only and prints `tnbc merge`'s verdicts. On one node (K=1) the ranks reach each other
 through the shaped loopback (Open MPI over TCP), so TNBC_NODE_LOCAL_SENDS=link: their sends to
 each other are what shares the link. Run it under tnbc-quiet.
 
@@ -25,7 +25,8 @@ auto decides on a calibrated machine and not on the start-up probe's.
 
 usage: node_prio_bench.py --build-dir BUILD [--program first_read|table1] [--np 4] [--nodes 1,2]
                           [--bytes 1M,4M] [--orders seq,swap] [--settings on,off,auto] [--reps 6] [--auto-reps N]
-                          [--iterations 8] [--rate 1gbit] [--calibrate | --machine 1=F1,2=F2] [--out DIR]
+                          [--iterations 8] [--calibration N] [--rate 1gbit] [--calibrate | --machine 1=F1,2=F2]
+                          [--out DIR]
 """
 import argparse
 import glob
@@ -116,6 +117,7 @@ def main():
     ap.add_argument("--machine")
     ap.add_argument("--reps", type=int, default=6)
     ap.add_argument("--iterations", type=int, default=8)
+    ap.add_argument("--calibration", type=int, help="table1: blocking calls that measure Tcomm first (its default: 5)")
     ap.add_argument("--rate", default="1gbit")
     ap.add_argument("--out")
     a = ap.parse_args()
@@ -134,6 +136,8 @@ def main():
                 args = ["--bytes", size, "--order", order, "--iterations", str(a.iterations)]
                 if a.program == "table1":
                     args += ["--scenarios", "bcde"]
+                    if a.calibration:
+                        args += ["--calibration", str(a.calibration)]
                 base = {"TNBC_NODE_LOCAL_SENDS": "link"} if nodes == 1 else {}
                 if nodes in machines:
                     base["TNBC_MACHINE"] = machines[nodes]
@@ -150,6 +154,10 @@ def main():
                 verdicts = [l.strip() for l in m.stdout.splitlines() if "node-level priorities" in l]
                 for l in verdicts:
                     print(f"{tag}: merge: {l}", flush=True)
+                if a.reps == 0:  # --reps 0: the trace pass and auto's verdicts only
+                    results.append({"nodes": nodes, "bytes": size, "order": order, "machine": machines.get(nodes),
+                                    "merge_verdicts": verdicts})
+                    continue
                 per = {x: [] for x in settings}
                 counters = {x: [] for x in settings}
                 for rep in range(a.reps):

@@ -8,7 +8,9 @@ physics    a blocking Alltoall between two nodes of 1 Gb/s takes the bytes over 
            10%); a broadcast's blocking time grows with the tree; tnbc's time in the call is a
            small part of the blocking time for 1 MiB blocks; 4 ranks on a node of 2 cores take
            twice their CURC (the cores are shared), and a trace taken so (--traced-ranks-per-node)
-           gives back the measured time
+           gives back the measured time; 2 ranks per node that busy-poll on 1 core (platform
+           slice) exchange through shared memory a fragment per two slices, far slower than on 2
+           cores, while with ranks <= cores, or ranks that yield, nothing changes
 variants   a program that computes long enough after the call hides most of the transfer (nbc,
            optimize: hidden share > 60%, speedup > 1); one that reads at once hides nothing and
            optimize completes it in the call as MPI's ('plain'); the JSON has every figure; weak,
@@ -134,8 +136,38 @@ def physics(e):
         fail(f"4 ranks on 2 cores computing 100 ms of CPU: after the call {curc} s, expected 0.2 s", out)
     if "share the cores" not in out or "CPU work / 2" not in out:
         fail("no note on the shared cores and the traced node's oversubscription", out)
+    spin = busy_polling(e)
     print(f"physics ok: Alltoall {s['blocking_s']:.4f} s (link: {expect:.4f} s), Bcast 2 -> 8 nodes "
-          f"{times[0]:.4f} -> {times[1]:.4f} s")
+          f"{times[0]:.4f} -> {times[1]:.4f} s; {spin}")
+
+
+def busy_polling(e):
+    """2 ranks per node that busy-poll on 1 core (slice 4 ms): their shared-memory exchange moves a
+    32 KiB fragment per two slices each way, so 1 MiB takes 32 x 8 ms, far longer than the link's
+    4 MiB per node at 1 Gb/s (34 ms); with 2 cores (ranks <= cores) the slice changes nothing, and
+    ranks that yield (no slice) wait without CPU as before."""
+    base = "nodes 2\nlink_bw 1Gbps\nlink_lat 50us\nloopback_bw 5GBps\nloopback_lat 1us\n"
+    spin = "slice 4ms\nshm_fragment 32KiB\n"
+    got = {}
+    for name, plat in (("1 core, spin", base + "cores 1\n" + spin), ("2 cores, spin", base + "cores 2\n" + spin),
+                       ("2 cores", base + "cores 2\n"), ("1 core, yield", base + "cores 1\n")):
+        j, out = e.json(profile(np=4, per_peer=1 << 20, curc=1e6, rcrc=1e12), machine(), "--np", "4",
+                        "--ranks-per-node", "2", platform=plat)
+        got[name] = (j["sites"][0], out)
+    spun, free = got["1 core, spin"][0]["blocking_s"], got["2 cores, spin"][0]["blocking_s"]
+    if not (spun > 3 * free and 0.2 < spun < 0.4):
+        fail(f"2 busy-polling ranks on 1 core: blocking Alltoall {spun:.4f} s, expected 0.2-0.4 s and > 3 x the "
+             f"{free:.4f} s of 2 cores", got["1 core, spin"][1])
+    if "busy-polls in slices of 4 ms" not in got["1 core, spin"][1]:
+        fail("the output does not state the busy polling", got["1 core, spin"][1])
+    if got["2 cores, spin"][0] != got["2 cores"][0]:
+        fail("ranks <= cores: the slice changed the prediction", got["2 cores, spin"][1])
+    if got["1 core, yield"][0]["blocking_s"] != got["2 cores"][0]["blocking_s"]:
+        fail("ranks that yield: the cores changed the blocking call", got["1 core, yield"][1])
+    nbc = got["1 core, spin"][0]["nbc"]
+    if not nbc["total_s"] > 0:
+        fail("nbc on a busy-polling node", got["1 core, spin"][1])
+    return f"busy polling: 1 core {spun:.3f} s, 2 cores {free:.3f} s"
 
 
 def variants(e):

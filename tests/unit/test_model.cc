@@ -6,11 +6,14 @@
 // answers depend only on inputs every rank has alike.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <memory>
+#include <string>
 
 #include "machines.hh"
 #include "runtime/model/estimate.hh"
 #include "runtime/model/inputs.hh"
+#include "runtime/model/mpi_algorithms.hh"
 #include "runtime/policy.hh"
 #include "trace/gain.hh"
 
@@ -101,6 +104,54 @@ TEST_CASE("model: a broadcast grows with the tree and the bytes") {
   CHECK(four > two);
   c.bytes = 8 * kMiB;
   CHECK(mpi_blocking_ns(m, Topology::block(4, 4, 4, 1), c) > 1.8 * four);
+}
+
+TEST_CASE("model: Open MPI 4.1's own algorithm on one node, by its fixed rules") {
+  const std::string ompi = "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4, repo rev: v4.1.4, May 26, 2022";
+  // coll_tuned_decision_fixed.c: pairwise only between 512 KiB and 1 MiB per peer (3..7 ranks),
+  // one exchange with the peer at np 2; a broadcast unsegmented, linear below 1 MiB at np 4,
+  // a chain from there; another library or no table entry: the generic bound.
+  CHECK(mpi_alltoall_algorithm(ompi, 4, 64 * 1024) == MpiExchange::Linear);
+  CHECK(mpi_alltoall_algorithm(ompi, 4, 768 * 1024) == MpiExchange::Pairwise);
+  CHECK(mpi_alltoall_algorithm(ompi, 4, 4 * kMiB) == MpiExchange::Linear);
+  CHECK(mpi_alltoall_algorithm(ompi, 2, 768 * 1024) == MpiExchange::Linear);
+  CHECK(mpi_bcast_algorithm(ompi, 2, 4 * kMiB) == MpiBcast::Binary);
+  CHECK(mpi_bcast_algorithm(ompi, 4, 256 * 1024) == MpiBcast::Linear);
+  CHECK(mpi_bcast_algorithm(ompi, 4, 4 * kMiB) == MpiBcast::Chain);
+  CHECK(mpi_bcast_algorithm("MPICH Version: 4.0.2", 4, 4 * kMiB) == MpiBcast::Unknown);
+  CHECK(mpi_alltoall_algorithm(ompi, 16, kMiB) == MpiExchange::Unknown);
+
+  // A node whose copies are slower per byte the more ranks copy at once, and one pair's
+  // message train (g) slower than the node's two-rank aggregate.
+  Machine m = test::machine(2000, 1, 2);
+  m.mpi_library = ompi;
+  Level& l = m.level[0];
+  l.sweep = {{65536, 40e3, 1e3, 30e3, 32e3}, {4 * kMiB, 900e3, 1e3, 850e3, 880e3}};
+  l.node_sweep = {{65536, 2, 0.30, 0.20}, {4 * kMiB, 2, 0.20, 0.12}, {65536, 4, 0.40, 0.30}, {4 * kMiB, 4, 0.25, 0.18}};
+  const Topology two = Topology::block(2, 2, 2, 1), four = Topology::block(4, 4, 2, 1);
+  Coll b;
+  b.kind = Kind::Bcast;
+  b.bytes = 4 * kMiB;
+  b.page = kPage;
+  // np 2: one unsegmented message, one pair's gap (not 32 pipelined segments at the node's rate).
+  const double one = l.g(4 * kMiB);
+  CHECK(mpi_blocking_ns(m, two, b) == Approx(one + l.L_ns));  // each round: + L
+  // np 4, 4 MiB: a chain of three whole messages, one after another.
+  CHECK(mpi_blocking_ns(m, four, b) == Approx(3 * (one + l.L_ns)));
+  // np 4, 256 KiB: linear, the root's three messages at once, copied at the two-CPU rate.
+  b.bytes = 256 * 1024;
+  CHECK(mpi_blocking_ns(m, four, b) == Approx(std::max(l.g(b.bytes), 3 * b.bytes * l.node_ring(b.bytes, 2)) + l.L_ns));
+  // Alltoall at np 4: all pairs at once at the exchange rate of four ranks; pairwise: three
+  // rounds of a four-rank ring (at most one copy per CPU), then the own block.
+  CHECK(mpi_blocking_ns(m, four, alltoall(4 * kMiB)) == Approx(12 * 4 * kMiB * l.node_exchange(4 * kMiB, 4) + l.L_ns));
+  const double q = 768 * 1024;
+  const double round = std::max(l.g(q), 4 * q * l.node_ring(q, 2)) + l.L_ns;
+  CHECK(mpi_blocking_ns(m, four, alltoall(q)) == Approx(3 * round + q * m.memcpy_cost.ns_per_byte));
+  // Another library on the same machine: the generic bound (pipelined 128 KiB segments).
+  Machine other = m;
+  other.mpi_library = "Test MPI 1.0";
+  b.bytes = 4 * kMiB;
+  CHECK(mpi_blocking_ns(other, two, b) != Approx(one));
 }
 
 TEST_CASE("model: Eq. 1 and Eq. 3 — computing first hides the transfer, reading at once hides nothing") {

@@ -36,6 +36,8 @@ Coll alltoall(double per_peer) { return test::alltoall(per_peer, kPage); }
 class Orders final : public ReadOrderSource {
  public:
   std::vector<int> order(const CallShape&) override { return {}; }
+  std::optional<SiteProgram> program(const CallShape&) override { return site; }
+  std::optional<SiteProgram> site;  // what the profile says the program does after the call
 };
 
 CallShape shape(Kind k, int n, std::uint64_t per_peer) {
@@ -258,4 +260,138 @@ TEST_CASE("node choice: uncut bodies gain only from more than two senders; who s
   CHECK(link_senders(Topology::block(4, 4, 2, 1), 0, false) == 0);  // one node, shared memory
   CHECK(link_senders(Topology::block(4, 4, 2, 1), 0, true) == 4);   // one node, over its link
   CHECK(link_senders(Topology::block(2, 1, 2, 1), 0, false) == 0);  // one rank per node
+}
+
+namespace {
+
+// A program that reads all it received right after the call, at about the rate the data comes
+// (is-proxy's Alltoallv: T_CRC short against the transfer), or that works long on each block.
+Program reads_at_once(double ms) { return Program{0, ms * 1e6}; }
+
+NodeChoice verdict_of(const Machine& m, const Topology& t, double per_peer, int senders, const Program* p) {
+  Coll c = alltoall(per_peer);
+  c.pieces = PieceRule(std::nullopt, piece_scale(m, t, {}, kPage));
+  return node_choice(m, t, c, {}, senders, 0.30, p);
+}
+
+}  // namespace
+
+TEST_CASE("node choice: wake-ups where a node's threads outnumber its CPUs", "[node]") {
+  // What waking costs: nothing with CPUs to spare or no measured wake-up; on a crowded node a
+  // hand-off costs the wake-up, a send what the driver's window does not cover.
+  Machine m = two_nodes_v2();
+  const Level& link = m.level[1];
+  Execution x;
+  x.window = 4;
+  CHECK(wakes(m, link, x, 2, 1, 10, 10 * kMiB).handoff_ns == 0);  // not measured (older files, the probe)
+  m.wake_loaded_ns = 2e6;
+  const Wakes crowded = wakes(m, link, x, 2, 1, 10, 10 * 64 * 1024.0);
+  CHECK(crowded.handoff_ns == Approx(2e6));
+  CHECK(crowded.send_ns == Approx(2e6 - 3 * link.g(64 * 1024.0)));
+  CHECK(crowded.rank_ns == Approx(10 * crowded.send_ns));
+  CHECK(wakes(m, link, x, 2, 1, 10, 10 * kMiB).send_ns == 0);     // 3 MiB in flight cover 2 ms
+  CHECK(wakes(m, link, x, 2, 4, 10, 10 * kMiB).handoff_ns == 0);  // 2 ranks + 1 driver on 4 CPUs
+  CHECK(wakes(m, link, x, 1, 1, 10, 10 * kMiB).handoff_ns == 0);  // nobody to hand the link to
+
+  // The version 2 placement M = 2 on one CPU per node, bodies cut in 64 KiB pieces (0.5 ms each
+  // on the wire): on, the link bounds it (session 7). A wake-up long against what the window
+  // covers (3 ms against 3 x 0.5 ms: the kernel's slice on a busy CPU) turns each send of the one
+  // driver into a pause of the link: off, basis costs; with CPUs to spare it costs nothing.
+  const Topology t2 = Topology::block(4, 2, 1, 1);
+  Machine slow = two_nodes_v2();
+  slow.wake_loaded_ns = 3e6;
+  for (double mib : {1.0, 4.0}) {
+    CAPTURE(mib);
+    Coll c = alltoall(mib * kMiB);
+    c.pieces = PieceRule(PieceSetting(64 * 1024));
+    CHECK(node_choice(two_nodes_v2(), t2, c, {}, 2, 0.30).on);
+    // The pauses delay the first-read sender's own stream too: no gain left.
+    const NodeChoice w = node_choice(slow, t2, c, {}, 2, 0.30);
+    CHECK_FALSE(w.on);
+    CHECK(w.basis == NodeBasis::NoGain);
+    CHECK(w.end_on_ns > node_choice(two_nodes_v2(), t2, c, {}, 2, 0.30).end_on_ns);
+    CHECK(node_choice(slow, Topology::block(4, 2, 4, 2), c, {}, 2, 0.30).on);
+  }
+  // Pieces that keep the link busy longer than the wake-up (256 KiB: 2 ms each on the wire):
+  // only the hand-off costs, 3 ms later than without; at 4 MiB per peer still on.
+  Coll c = alltoall(4 * kMiB);
+  c.pieces = PieceRule(PieceSetting(256 * 1024));
+  const NodeChoice covered = node_choice(slow, t2, c, {}, 2, 0.30);
+  CHECK(covered.on);
+  CHECK(covered.end_on_ns - node_choice(two_nodes_v2(), t2, c, {}, 2, 0.30).end_on_ns == Approx(3e6));
+}
+
+TEST_CASE("node choice: the program's read time after the call", "[node]") {
+  // M = 2, version 2 machine, a wake-up as `tnbc calibrate` measures it on this VM (~0.1-1 ms).
+  Machine m = two_nodes_v2();
+  m.wake_loaded_ns = 0.5e6;
+  const Topology t2 = Topology::block(4, 2, 1, 1);
+  const Topology t4 = Topology::block(4, 4, 2, 1);
+  for (double mib : {1.0, 4.0}) {
+    CAPTURE(mib);
+    // Unknown program: the first read's gain decides (on).
+    const NodeChoice bare = verdict_of(m, t2, mib * kMiB, 2, nullptr);
+    CHECK(bare.on);
+    // A program that reads everything at once gains nothing from the earlier first read and
+    // waits for the end, which arbitration delays: off (is-proxy with early return forced).
+    const Program quick = reads_at_once(0.02 * mib);
+    const NodeChoice at_once = verdict_of(m, t2, mib * kMiB, 2, &quick);
+    CHECK_FALSE(at_once.on);
+    CHECK(at_once.basis == NodeBasis::Costs);
+    // One that works on what it read for longer than the transfer: the earlier first read is
+    // an earlier end of its work: on (Table 1's slow readers).
+    const Program slow = reads_at_once(4 * bare.end_off_ns / 1e6);
+    CHECK(verdict_of(m, t2, mib * kMiB, 2, &slow).on);
+    // M = 4 on one loopback, crowded (4 ranks + a driver on 2 CPUs): the same two programs.
+    Machine lo = loopback_v2();
+    lo.wake_loaded_ns = 0.5e6;
+    CHECK_FALSE(verdict_of(lo, t4, mib * kMiB, 4, &quick).on);
+    const NodeChoice four = verdict_of(lo, t4, mib * kMiB, 4, nullptr);
+    const Program slow4 = reads_at_once(4 * four.end_off_ns / 1e6);
+    CHECK(four.on);
+    CHECK(verdict_of(lo, t4, mib * kMiB, 4, &slow4).on);
+  }
+}
+
+TEST_CASE("node choice: the machine file's wake-up is optional", "[node]") {
+  Machine m = two_nodes_v2();
+  Result<Machine> none = parse_machine(machine_json(m), "test");
+  REQUIRE(none.ok());
+  CHECK(none.value().wake_loaded_ns < 0);  // files without it: not measured
+  m.wake_loaded_ns = 123e3;
+  Result<Machine> with = parse_machine(machine_json(m), "test");
+  REQUIRE(with.ok());
+  CHECK(with.value().wake_loaded_ns == Approx(123e3));
+  CHECK(machine_hash(with.value()) != machine_hash(none.value()));
+}
+
+TEST_CASE("node choice: the policy weighs the profile's program, in the model's time", "[node]") {
+  const Topology t = Topology::block(4, 2, 1, 1);
+  auto inputs = std::make_shared<Inputs>();
+  inputs->machine = two_nodes_v2();
+  inputs->machine.wake_loaded_ns = 0.5e6;
+  inputs->world = t;
+  const CallShape call = shape(Kind::Alltoall, 4, 4 << 20);
+  Settings s;
+  s.mode = Mode::Optimize;
+  auto orders = std::make_unique<Orders>();
+  Orders* o = orders.get();
+  auto p = make_policy(s, kPage, std::move(orders));
+  p->start(inputs, 0, true);
+  CHECK(p->node_priorities(call, t, 2).on);  // no program known: the first read decides
+  // Measured: the blocking call took 3x the model's; the program reads for 1 % of it.
+  Coll c = alltoall(4 << 20);
+  const double blocking = 3 * mpi_blocking_ns(inputs->machine, t, c);
+  o->site = SiteProgram{Program{0, 0.01 * blocking}, blocking};
+  const NodeChoice quick = p->node_priorities(call, t, 2);
+  CHECK_FALSE(quick.on);
+  CHECK(quick.basis == NodeBasis::Costs);
+  // Scaled into the model's time: a third.
+  const auto scaled = model_program(*o->site, inputs->machine, t, c);
+  REQUIRE(scaled);
+  CHECK(scaled->crc_ns == Approx(0.01 * blocking / 3));
+  CHECK_FALSE(model_program(SiteProgram{Program{0, 1e6}, 0}, inputs->machine, t, c));
+  // A program that works on the data for 4x the blocking time: on.
+  o->site = SiteProgram{Program{0, 4 * blocking}, blocking};
+  CHECK(p->node_priorities(call, t, 2).on);
 }

@@ -61,3 +61,38 @@ TEST_CASE("platform: the calibration's: the inter-node shared link and the node'
   CHECK(p.nodes == 0);  // as many as the run needs
   CHECK(p.cores == m.cpus_per_node);
 }
+
+TEST_CASE("platform: how ranks wait on a node with more ranks than cores") {
+  // The short form: yield by default; slice and shm_fragment when given.
+  auto p = tools::parse_platform("nodes 2\ncores 1\nlink_bw 1Gbps\n", "f").value();
+  CHECK(p.slice_s == 0);
+  CHECK(p.shm_fragment_B == tools::kShmFragmentBytes);
+  p = tools::parse_platform("nodes 2\ncores 1\nlink_bw 1Gbps\nslice 4ms\nshm_fragment 64KiB\n", "f").value();
+  CHECK_THAT(p.slice_s, WithinRel(4e-3, 1e-12));
+  CHECK_THAT(p.shm_fragment_B, WithinRel(65536, 1e-12));
+  CHECK_THAT(tools::describe(p), Contains("busy-polls in slices of 4 ms"));
+  CHECK_THAT(tools::parse_platform("nodes 2\nlink_bw 1Gbps\nshm_fragment 0\n", "f").status().message(),
+             Contains("must be positive"));
+  CHECK_THAT(tools::parse_platform("nodes 2\nlink_bw 1Gbps\nshm_fragment 3GB\n", "f").status().message(),
+             Contains("unknown unit 'GB'"));
+
+  // A calibration with 2 ranks on 1 CPU whose ping-pong inside the node takes a scheduler slice
+  // (netrun's emulated nodes): the ranks busy-poll. The slice is the level's latency; a handoff
+  // moves what the sweep's largest sizes add per two slices.
+  model::Machine m = test::machine(100, 2000, 1);
+  m.ranks_per_node = 2;
+  model::Level& intra = m.at(model::LevelKind::IntraNode);
+  intra.sweep = {{1, 2e6, 1e3, 1e3, 1e3}, {1048576, 92e6, 2e5, 2e5, 5e5}, {4194304, 348e6, 6e5, 6e5, 6e5}};
+  tools::Platform c = tools::from_machine(m, "m.json");
+  CHECK_THAT(c.slice_s, WithinRel(2e-3, 1e-12));
+  const double slope = (348e6 - 92e6) / (4194304.0 - 1048576.0);
+  CHECK_THAT(c.shm_fragment_B, WithinRel(2 * 2e6 / slope, 1e-9));
+  CHECK_THAT(c.loopback_Bps, WithinRel(1e9 / intra.G_ns_per_byte, 1e-9));  // the copies, not the slices
+  // The same with a latency of microseconds (MPI yields: Open MPI knew the node was
+  // oversubscribed), or with as many CPUs as ranks: no busy polling.
+  intra.L_ns = 3e3;
+  CHECK(tools::from_machine(m, "m.json").slice_s == 0);
+  intra.L_ns = 2e6;
+  m.cpus_per_node = 2;
+  CHECK(tools::from_machine(m, "m.json").slice_s == 0);
+}

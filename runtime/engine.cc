@@ -89,18 +89,20 @@ class EngineImpl final : public Engine {
       if (k == GuardKind::ProtNone && publication_available()) backends_.push_back(protect_.get());
     }
     start_model(world.comm);
-    progress_window_ = std::make_unique<WindowGate>(policy_->send_window(Driver::ProgressThread));
+    progress_window_ = std::make_unique<WindowGate>(0);
+    set_windows(*progress_window_, Driver::ProgressThread);
     progress_gate_ = std::make_unique<NodeGate>(*progress_window_, &stats_);
     // Each finished early return goes into the summary from the progress thread.
     progress_ = std::make_unique<Progress>(s, *progress_gate_,
                                            [this](InFlight& f) { stats_.complete(f.kind, f.site, completion_of(f)); });
-    caller_window_ = std::make_unique<WindowGate>(policy_->send_window(Driver::CallingThread));
+    caller_window_ = std::make_unique<WindowGate>(0);
+    set_windows(*caller_window_, Driver::CallingThread);
     caller_gate_ = std::make_unique<NodeGate>(*caller_window_, &stats_);
     CpuShare cpus = measure_cpu_share(world.comm);
     policy_->set_cpu_share(cpus);
     place_progress_thread(cpus);
     policy_->set_cpu_share(cpus);  // again: the send window depends on where the thread runs
-    progress_window_->set_window(policy_->send_window(Driver::ProgressThread));
+    set_windows(*progress_window_, Driver::ProgressThread);
     progress_->set_yield(policy_->waiting().yield);
     const std::string problem = cpu_share_problem(cpus);
     stats_.set_node(cpus, problem);
@@ -381,6 +383,12 @@ class EngineImpl final : public Engine {
     record.reason = why;
     stats_.record(site, record);
     return MPI_SUCCESS;
+  }
+
+  // The policy's send windows for one driver's gate (collectives this rank receives in, and those
+  // it only sends in).
+  void set_windows(WindowGate& g, Driver d) const {
+    g.set_window(policy_->send_window(d, true), policy_->send_window(d, false));
   }
 
   // The calling thread's executor, kept for all its calls (its request arrays stay allocated).

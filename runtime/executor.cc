@@ -12,7 +12,8 @@ namespace tnbc {
 
 SendGate::Verdict WindowGate::admit(const InFlight& f, const Step& s, int in_flight) {
   if (!s.edge && !f.bodies_released.load(std::memory_order_acquire)) return Verdict::Later;
-  if (window_ > 0 && in_flight >= window_) return Verdict::Stop;
+  const int window = f.receives ? window_ : sending_window_;
+  if (window > 0 && in_flight >= window) return Verdict::Stop;
   return Verdict::Start;
 }
 

@@ -58,14 +58,21 @@ class SendGate {
 
 class WindowGate final : public SendGate {
  public:
-  explicit WindowGate(int window) : window_(window) {}
+  // The window of collectives this rank receives in, and of those it only sends in
+  // (Policy::send_window; < 1: no limit).
+  WindowGate(int window, int sending_window) : window_(window), sending_window_(sending_window) {}
+  explicit WindowGate(int window) : WindowGate(window, window) {}
   Verdict admit(const InFlight& f, const Step& s, int in_flight) override;
   // Once the progress thread is placed (Policy::send_window depends on where), before the first
   // collective.
-  void set_window(int window) { window_ = window; }
+  void set_window(int window, int sending_window) {
+    window_ = window;
+    sending_window_ = sending_window;
+  }
 
  private:
-  int window_;  // < 1: no limit
+  int window_;
+  int sending_window_;
 };
 
 class Executor final : private Completions {

@@ -149,14 +149,19 @@ class ModelPolicy final : public Policy {
   }
   std::span<const GuardKind> guards() const override { return guards_; }
   bool swap_pages() const override { return s_.uffd_publish == UffdPublish::Auto; }
-  // A window needs a driver that notices each completion soon and starts the next send. A
-  // progress thread on its rank's only CPU cannot: while the program is inside any MPI call
-  // (a barrier, a wait) that thread holds the CPU and the MPI library's progress lock, so a send
-  // held back by the window waits for the thread's next turn (one per tens of ms under UCX,
-  // docs/benchmarks.md, "Session 8: the link broadcast"). There every send starts as soon as it is ready,
-  // and any thread's MPI progress moves it. Rank-local: it changes when messages start, not which.
-  int send_window(Driver d) const override {
-    if (d != Driver::ProgressThread || progress_on_own_cpu_) return 0;
+  // The window keeps a receiver's pieces in order on the link: MPI shares the link among
+  // concurrent sends to one peer (ob1 interleaves their fragments: they finish together), so
+  // without it an exchange's first piece arrives with its last (docs/benchmarks.md, "Session 9:
+  // the window where its driver starves"). Its price: a send held back waits for its driver's
+  // next round. A progress thread on its rank's only CPU gets that round soon while the program
+  // waits for the collective's data (asleep in tnbc's fault: the CPU is free) or computes (the
+  // scheduler shares the CPU), but rarely while the program is inside another MPI call (under
+  // UCX tens of ms apart: the worker's spinlock, held by the program's polling; "Session 8: the
+  // link broadcast"). A rank that receives nothing in the collective (a broadcast's root) has
+  // none of its data to wait for, so there the thread starts every send as soon as it is ready.
+  // Rank-local: it changes when messages start, not which.
+  int send_window(Driver d, bool receives) const override {
+    if (d != Driver::ProgressThread || (progress_on_own_cpu_ && !receives)) return 0;
     return static_cast<int>(s_.send_window);
   }
   // Back-to-back polls; yielding once TNBC_POLL_MIN_US passed idle only where the node's ranks

@@ -117,6 +117,31 @@ TEST_CASE("executor: a broadcast's forwards start only after their receive; hand
   for (const Rank& rk : ranks) CHECK(rk.recv == ranks[static_cast<std::size_t>(root)].recv);
 }
 
+TEST_CASE("executor: the window gate keeps a collective's own window: receiving ranks, sending-only ranks") {
+  const int n = 4, root = 0;  // binomial: 0 -> 2 -> 3, 0 -> 1
+  const auto chunks = bcast_chunks(40 * kPage, kPage, 3);
+  WindowGate gate(/*window=*/2, /*sending_window=*/0);
+  int forwarders = 0;
+  for (int r = 0; r < n; ++r) {
+    InFlight f;
+    f.schedule = build_bcast(r, n, root, chunks, bcast_chunk_order(chunks.size(), {}), kPage, std::nullopt);
+    f.ready_to_run();
+    CHECK(f.receives == (r != root));  // the root receives nothing
+    const Step* body = nullptr;
+    for (const Step& s : f.schedule)
+      if (s.kind == StepKind::Send && !s.edge) body = &s;
+    if (!body) continue;  // a leaf sends nothing
+    forwarders += r != root;
+    CHECK(gate.admit(f, *body, 1) == SendGate::Verdict::Start);
+    // Two in flight: the receiving rank's window is full, the root's has no limit.
+    CHECK(gate.admit(f, *body, 2) == (r == root ? SendGate::Verdict::Start : SendGate::Verdict::Stop));
+    CHECK(gate.admit(f, *body, 100) == (r == root ? SendGate::Verdict::Start : SendGate::Verdict::Stop));
+    f.bodies_released.store(false);  // the calling thread still in the call: bodies wait either way
+    CHECK(gate.admit(f, *body, 0) == SendGate::Verdict::Later);
+  }
+  CHECK(forwarders == 1);  // rank 2 both receives and sends
+}
+
 TEST_CASE("executor: a Copy step is local, completes like a receive; a step no transport carries is an error") {
   Network net;
   Loopback::finished_.clear();

@@ -82,23 +82,29 @@ TEST_CASE("policy: guard backends and send windows from the settings") {
   auto p = make_policy(s, kPage, nullptr);
   REQUIRE(p->guards().size() == 1);
   CHECK(p->guards()[0] == GuardKind::ProtNone);
-  CHECK(p->send_window(Driver::ProgressThread) == 7);
-  // A progress thread on its rank's only CPU keeps no window (a send held back would wait for
-  // that thread's next turn on the CPU; docs/benchmarks.md, "Session 8: the link broadcast").
+  CHECK(p->send_window(Driver::ProgressThread, true) == 7);
+  CHECK(p->send_window(Driver::ProgressThread, false) == 7);  // not placed yet: the setting
+  // A progress thread on its rank's only CPU keeps no window for a collective this rank only
+  // sends in (a broadcast's root: a send held back would wait for that thread's next turn, rare
+  // while the program is in another MPI call), and keeps it where the rank receives (the window
+  // orders the receivers' pieces; docs/benchmarks.md, "Session 9: the window where its driver starves").
   CpuShare shared;
   shared.own_cpus = shared.node_cpus = shared.progress_cpus = 1;
   shared.progress_on_own_cpu = true;
   p->set_cpu_share(shared);
-  CHECK(p->send_window(Driver::ProgressThread) == 0);
+  CHECK(p->send_window(Driver::ProgressThread, false) == 0);
+  CHECK(p->send_window(Driver::ProgressThread, true) == 7);
   shared.node_ranks = 2;  // oversubscribed: the window stays (node-level priorities pace through it)
   p->set_cpu_share(shared);
-  CHECK(p->send_window(Driver::ProgressThread) == 7);
+  CHECK(p->send_window(Driver::ProgressThread, false) == 7);
   shared.node_ranks = 1;
   shared.progress_on_own_cpu = false;  // a CPU of its own (or several): the setting
   shared.progress_cpus = 2;
   p->set_cpu_share(shared);
-  CHECK(p->send_window(Driver::ProgressThread) == 7);
-  CHECK(p->send_window(Driver::CallingThread) == 0);
+  CHECK(p->send_window(Driver::ProgressThread, false) == 7);
+  CHECK(p->send_window(Driver::ProgressThread, true) == 7);
+  CHECK(p->send_window(Driver::CallingThread, true) == 0);
+  CHECK(p->send_window(Driver::CallingThread, false) == 0);
   s.guard = GuardChoice::Auto;
   auto q = make_policy(s, kPage, nullptr);
   REQUIRE(q->guards().size() == 2);

@@ -385,10 +385,10 @@ class EngineImpl final : public Engine {
     return MPI_SUCCESS;
   }
 
-  // The policy's send windows for one driver's gate (collectives this rank receives in, and those
-  // it only sends in).
+  // The policy's send windows for one driver's gate, per role of the rank's sends.
   void set_windows(WindowGate& g, Driver d) const {
-    g.set_window(policy_->send_window(d, true), policy_->send_window(d, false));
+    for (std::size_t r = 0; r < kSendRoleCount; ++r)
+      g.set_window(static_cast<SendRole>(r), policy_->send_window(d, static_cast<SendRole>(r)));
   }
 
   // The calling thread's executor, kept for all its calls (its request arrays stay allocated).

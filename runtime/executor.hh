@@ -20,6 +20,7 @@
 //   return to the program                         retire what finished
 #pragma once
 
+#include <array>
 #include <memory>
 #include <vector>
 
@@ -58,21 +59,14 @@ class SendGate {
 
 class WindowGate final : public SendGate {
  public:
-  // The window of collectives this rank receives in, and of those it only sends in
-  // (Policy::send_window; < 1: no limit).
-  WindowGate(int window, int sending_window) : window_(window), sending_window_(sending_window) {}
-  explicit WindowGate(int window) : WindowGate(window, window) {}
+  explicit WindowGate(int window) { windows_.fill(window); }  // every collective alike (< 1: no limit)
   Verdict admit(const InFlight& f, const Step& s, int in_flight) override;
-  // Once the progress thread is placed (Policy::send_window depends on where), before the first
-  // collective.
-  void set_window(int window, int sending_window) {
-    window_ = window;
-    sending_window_ = sending_window;
-  }
+  // The window of collectives in which this rank's sends have `role` (Policy::send_window): once
+  // the progress thread is placed (the answer depends on where), before the first collective.
+  void set_window(SendRole role, int window) { windows_[static_cast<std::size_t>(role)] = window; }
 
  private:
-  int window_;
-  int sending_window_;
+  std::array<int, kSendRoleCount> windows_{};
 };
 
 class Executor final : private Completions {

@@ -151,17 +151,19 @@ class ModelPolicy final : public Policy {
   bool swap_pages() const override { return s_.uffd_publish == UffdPublish::Auto; }
   // The window keeps a receiver's pieces in order on the link: MPI shares the link among
   // concurrent sends to one peer (ob1 interleaves their fragments: they finish together), so
-  // without it an exchange's first piece arrives with its last (docs/benchmarks.md, "Session 9:
-  // the window where its driver starves"). Its price: a send held back waits for its driver's
-  // next round. A progress thread on its rank's only CPU gets that round soon while the program
-  // waits for the collective's data (asleep in tnbc's fault: the CPU is free) or computes (the
-  // scheduler shares the CPU), but rarely while the program is inside another MPI call (under
-  // UCX tens of ms apart: the worker's spinlock, held by the program's polling; "Session 8: the
-  // link broadcast"). A rank that receives nothing in the collective (a broadcast's root) has
-  // none of its data to wait for, so there the thread starts every send as soon as it is ready.
-  // Rank-local: it changes when messages start, not which.
-  int send_window(Driver d, bool receives) const override {
-    if (d != Driver::ProgressThread || (progress_on_own_cpu_ && !receives)) return 0;
+  // without it an exchange's first piece, staged with all the others, arrives with its last
+  // (docs/benchmarks.md, "Session 9: the window where its driver starves"). Its price: a send
+  // held back waits for its driver's next round. A progress thread on its rank's only CPU gets
+  // that round soon while the program waits for the collective's data (asleep in tnbc's fault:
+  // the CPU is free) or computes (the scheduler shares the CPU), but rarely while the program is
+  // inside another MPI call (under UCX tens of ms apart: the worker's spinlock, held by the
+  // program's polling; "Session 8: the link broadcast"). That is where a broadcast's sends wait:
+  // the root receives nothing, so its program goes on at once; an inner rank's last forwards
+  // become ready when its program has all its data and goes on. And forwards need no window for
+  // their order: they become ready one by one, as their pieces arrive. So there, only staged
+  // sends of a rank that receives keep it. Rank-local: it changes when messages start, not which.
+  int send_window(Driver d, SendRole role) const override {
+    if (d != Driver::ProgressThread || (progress_on_own_cpu_ && role != SendRole::Staged)) return 0;
     return static_cast<int>(s_.send_window);
   }
   // Back-to-back polls; yielding once TNBC_POLL_MIN_US passed idle only where the node's ranks

@@ -21,6 +21,7 @@ struct CpuShare {
   cpu_set_t own_set{};   // this rank's affinity mask
   cpu_set_t node_set{};  // the union of the node's ranks' masks (own_set where unknown)
   int progress_cpus = 0; // CPUs tnbc's progress thread may run on (0: not placed yet)
+  bool progress_on_own_cpu = false;  // placed, and its only CPU is this rank's only CPU
 };
 
 // Collective over `world` (every rank calls it): splits it by node and ORs the affinity masks.

@@ -90,16 +90,20 @@ class EngineImpl final : public Engine {
       if (k == GuardKind::ProtNone && publication_available()) backends_.push_back(protect_.get());
     }
     start_model(world.comm);
-    progress_window_ = std::make_unique<WindowGate>(policy_->send_window(Driver::ProgressThread));
+    progress_window_ = std::make_unique<WindowGate>(0);
+    set_windows(*progress_window_, Driver::ProgressThread);
     progress_gate_ = std::make_unique<NodeGate>(*progress_window_, &stats_);
     // Each finished early return goes into the summary from the progress thread.
     progress_ = std::make_unique<Progress>(s, *progress_gate_,
                                            [this](InFlight& f) { stats_.complete(f.kind, f.site, completion_of(f)); });
-    caller_window_ = std::make_unique<WindowGate>(policy_->send_window(Driver::CallingThread));
+    caller_window_ = std::make_unique<WindowGate>(0);
+    set_windows(*caller_window_, Driver::CallingThread);
     caller_gate_ = std::make_unique<NodeGate>(*caller_window_, &stats_);
     CpuShare cpus = measure_cpu_share(world.comm);
     policy_->set_cpu_share(cpus);
     place_progress_thread(cpus);
+    policy_->set_cpu_share(cpus);  // again: the send window depends on where the thread runs
+    set_windows(*progress_window_, Driver::ProgressThread);
     progress_->set_yield(policy_->waiting().yield);
     const std::string problem = cpu_share_problem(cpus);
     stats_.set_node(cpus, problem);
@@ -122,7 +126,8 @@ class EngineImpl final : public Engine {
     }
     const cpu_set_t got = progress_->place(want);
     cpus.progress_cpus = CPU_COUNT(&got);
-    progress_->set_shares_caller_cpu(CPU_COUNT(&got) == 1 && CPU_EQUAL(&got, &cpus.own_set));
+    cpus.progress_on_own_cpu = CPU_COUNT(&got) == 1 && CPU_EQUAL(&got, &cpus.own_set);
+    progress_->set_shares_caller_cpu(cpus.progress_on_own_cpu);
     if (cpus.node_rank == 0)
       log(LogLevel::Info, "the progress thread runs on CPUs %s (the rank's binding: %s; TNBC_PROGRESS_CPUS)",
           cpu_list(got).c_str(), cpu_list(cpus.own_set).c_str());
@@ -379,6 +384,12 @@ class EngineImpl final : public Engine {
     record.reason = why;
     stats_.record(site, record);
     return MPI_SUCCESS;
+  }
+
+  // The policy's send windows for one driver's gate, per role of the rank's sends.
+  void set_windows(WindowGate& g, Driver d) const {
+    for (std::size_t r = 0; r < kSendRoleCount; ++r)
+      g.set_window(static_cast<SendRole>(r), policy_->send_window(d, static_cast<SendRole>(r)));
   }
 
   // The calling thread's executor, kept for all its calls (its request arrays stay allocated).

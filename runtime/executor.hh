@@ -20,6 +20,7 @@
 //   return to the program                         retire what finished
 #pragma once
 
+#include <array>
 #include <memory>
 #include <vector>
 
@@ -58,11 +59,14 @@ class SendGate {
 
 class WindowGate final : public SendGate {
  public:
-  explicit WindowGate(int window) : window_(window) {}
+  explicit WindowGate(int window) { windows_.fill(window); }  // every collective alike (< 1: no limit)
   Verdict admit(const InFlight& f, const Step& s, int in_flight) override;
+  // The window of collectives in which this rank's sends have `role` (Policy::send_window): once
+  // the progress thread is placed (the answer depends on where), before the first collective.
+  void set_window(SendRole role, int window) { windows_[static_cast<std::size_t>(role)] = window; }
 
  private:
-  int window_;  // < 1: no limit
+  std::array<int, kSendRoleCount> windows_{};
 };
 
 class Executor final : private Completions {

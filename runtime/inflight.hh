@@ -91,6 +91,7 @@ struct InFlight {
   // False while the calling thread is still in the call: bodies wait so that the edge steps other
   // ranks need before they can return are not queued behind bulk data on the link.
   std::atomic<bool> bodies_released{true};
+  SendRole send_role = SendRole::Staged;  // schedule.send_role(), set by ready_to_run
   CallTimes times;
   NodeCall node;  // node-level priorities (runtime/node_gate.hh): the board, held-back counts
   std::uint64_t polls_at_submit = 0;  // for the debug log
@@ -106,6 +107,7 @@ struct InFlight {
     state = std::make_unique<std::atomic<std::uint8_t>[]>(n);
     done_ns = std::make_unique<long long[]>(n);
     steps_left.store(static_cast<int>(n));
+    send_role = schedule.send_role();
   }
   bool done(std::size_t i) const { return state[i].load(std::memory_order_acquire) == kDone; }
   bool finished() const {

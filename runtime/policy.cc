@@ -149,15 +149,34 @@ class ModelPolicy final : public Policy {
   }
   std::span<const GuardKind> guards() const override { return guards_; }
   bool swap_pages() const override { return s_.uffd_publish == UffdPublish::Auto; }
-  int send_window(Driver d) const override {
-    return d == Driver::ProgressThread ? static_cast<int>(s_.send_window) : 0;
+  // The window keeps a receiver's pieces in order on the link: MPI shares the link among
+  // concurrent sends to one peer (ob1 interleaves their fragments: they finish together), so
+  // without it an exchange's first piece, staged with all the others, arrives with its last
+  // (docs/benchmarks.md, "Session 9: the window where its driver starves"). Its price: a send
+  // held back waits for its driver's next round. A progress thread on its rank's only CPU gets
+  // that round soon while the program waits for the collective's data (asleep in tnbc's fault:
+  // the CPU is free) or computes (the scheduler shares the CPU), but rarely while the program is
+  // inside another MPI call (under UCX tens of ms apart: the worker's spinlock, held by the
+  // program's polling; "Session 8: the link broadcast"). That is where a broadcast's sends wait:
+  // the root receives nothing, so its program goes on at once; an inner rank's last forwards
+  // become ready when its program has all its data and goes on. And forwards need no window for
+  // their order: they become ready one by one, as their pieces arrive. So there, only staged
+  // sends of a rank that receives keep it. Rank-local: it changes when messages start, not which.
+  int send_window(Driver d, SendRole role) const override {
+    if (d != Driver::ProgressThread || (progress_on_own_cpu_ && role != SendRole::Staged)) return 0;
+    return static_cast<int>(s_.send_window);
   }
   // Back-to-back polls; yielding once TNBC_POLL_MIN_US passed idle only where the node's ranks
   // outnumber its CPUs (then another rank needs this CPU).
   Waiting waiting() const override {
     return {std::max<long long>(s_.poll_min_us * 1000, 1000), oversubscribed_, s_.timeout_s * 1000000000LL};
   }
-  void set_cpu_share(const CpuShare& c) override { oversubscribed_ = c.node_ranks > c.node_cpus && c.node_cpus > 0; }
+  void set_cpu_share(const CpuShare& c) override {
+    oversubscribed_ = c.node_ranks > c.node_cpus && c.node_cpus > 0;
+    // Not where the node's ranks outnumber its CPUs: there node-level priorities pace the sends
+    // through the window (tests/mpi/node_priorities.py, np 3 on 2 nodes, held nothing without it).
+    progress_on_own_cpu_ = c.progress_on_own_cpu && !oversubscribed_;
+  }
   ProgressCpus progress_cpus(const CpuShare& c) const override {
     if (s_.progress_cpus != ProgressCpus::Auto) return s_.progress_cpus;
     return c.node_cpus > c.own_cpus ? ProgressCpus::Node : ProgressCpus::Allowed;
@@ -276,6 +295,7 @@ class ModelPolicy final : public Policy {
   std::map<std::uint64_t, double> scales_;
   std::map<std::tuple<std::uint64_t, int, std::uint64_t, int, int, int, std::uint64_t>, NodeChoice> node_;
   bool oversubscribed_ = false;
+  bool progress_on_own_cpu_ = false;  // set_cpu_share after the progress thread is placed
   RmaFacts rma_;
 };
 

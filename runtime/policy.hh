@@ -97,8 +97,9 @@ class Policy {
   virtual std::span<const GuardKind> guards() const = 0;
   // Whether the userfaultfd guard may move pages (UFFDIO_MOVE) instead of copying.
   virtual bool swap_pages() const = 0;
-  // Sends of one collective a driver keeps in flight at once (< 1: no limit).
-  virtual int send_window(Driver d) const = 0;
+  // Sends of one collective a driver keeps in flight at once (< 1: no limit), by how the rank's
+  // sends in it relate to its receives (schedule.hh, SendRole).
+  virtual int send_window(Driver d, SendRole role) const = 0;
   // ---- start-up (MPI_Init, once, before the first collective) ----
   // What the global answers depend on besides the model and the arguments: a hash of the
   // profile and the settings that judge it (0 without a profile). The engine compares it

@@ -110,6 +110,17 @@ std::size_t Schedule::count(StepKind k) const {
 }  // namespace tnbc
 
 namespace tnbc {
+SendRole Schedule::send_role() const {
+  bool receives = false;
+  for (std::size_t i = 0; i < steps_.size(); ++i) {
+    receives = receives || lands(steps_[i].kind);
+    if (steps_[i].kind != StepKind::Send) continue;
+    for (int d : after(i))
+      if (lands(steps_[static_cast<std::size_t>(d)].kind)) return SendRole::Forward;
+  }
+  return receives ? SendRole::Staged : SendRole::Only;
+}
+
 std::size_t Schedule::landing_with_bytes() const {
   return static_cast<std::size_t>(
       std::count_if(steps_.begin(), steps_.end(), [](const Step& s) { return lands(s.kind) && s.length > 0; }));

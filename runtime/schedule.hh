@@ -51,6 +51,14 @@ enum class StepKind : std::uint8_t { Send, Recv, Copy, Put, Flag, Handoff, Await
 const char* step_kind_name(StepKind k);
 // Steps whose data lands in the receive area and is published into the program's buffer.
 inline bool lands(StepKind k) { return k == StepKind::Recv || k == StepKind::Copy || k == StepKind::Await; }
+
+// How one rank's sends in a collective relate to its receives (Schedule::send_role).
+enum class SendRole : std::uint8_t {
+  Staged,   // it receives, and every send's data is there from the start (the exchanges)
+  Forward,  // some send waits for a receive (a broadcast's inner rank forwarding what it got)
+  Only,     // it receives nothing (a broadcast's root)
+};
+inline constexpr std::size_t kSendRoleCount = 3;
 // Steps that hand bytes to another rank (what a timeout report calls "not delivered").
 inline bool delivers(StepKind k) { return k == StepKind::Send || k == StepKind::Put || k == StepKind::Flag; }
 // The counters a Flag or Await step names instead of a request flag (tag_offset, RMA only).
@@ -87,6 +95,8 @@ class Schedule {
   std::size_t count(StepKind k) const;
   // Landing steps that carry bytes (what a guard holds back).
   std::size_t landing_with_bytes() const;
+  // How this rank's sends relate to its receives (what the send window depends on: policy.hh).
+  SendRole send_role() const;
 
  private:
   std::vector<Step> steps_;

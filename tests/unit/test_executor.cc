@@ -117,6 +117,46 @@ TEST_CASE("executor: a broadcast's forwards start only after their receive; hand
   for (const Rank& rk : ranks) CHECK(rk.recv == ranks[static_cast<std::size_t>(root)].recv);
 }
 
+TEST_CASE("executor: the window gate keeps each collective's window by the role of the rank's sends") {
+  // A broadcast at np 4 (binomial: 0 -> 2 -> 3, 0 -> 1): the root only sends, rank 2 forwards,
+  // ranks 1 and 3 only receive; an exchange's sends are staged.
+  const int n = 4, root = 0;
+  const auto chunks = bcast_chunks(40 * kPage, kPage, 3);
+  const SendRole roles[] = {SendRole::Only, SendRole::Staged, SendRole::Forward, SendRole::Staged};
+  WindowGate gate(2);
+  gate.set_window(SendRole::Only, 0);
+  gate.set_window(SendRole::Forward, 1);
+  for (int r = 0; r < n; ++r) {
+    InFlight f;
+    f.schedule = build_bcast(r, n, root, chunks, bcast_chunk_order(chunks.size(), {}), kPage, std::nullopt);
+    f.ready_to_run();
+    CHECK(f.send_role == roles[r]);
+    const Step* body = nullptr;
+    for (const Step& s : f.schedule)
+      if (s.kind == StepKind::Send && !s.edge) body = &s;
+    if (!body) continue;  // a leaf sends nothing
+    CHECK(gate.admit(f, *body, 0) == SendGate::Verdict::Start);
+    // One in flight fills the forwarder's window; the root's has no limit.
+    CHECK(gate.admit(f, *body, 1) == (r == root ? SendGate::Verdict::Start : SendGate::Verdict::Stop));
+    CHECK(gate.admit(f, *body, 100) == (r == root ? SendGate::Verdict::Start : SendGate::Verdict::Stop));
+    f.bodies_released.store(false);  // the calling thread still in the call: bodies wait either way
+    CHECK(gate.admit(f, *body, 0) == SendGate::Verdict::Later);
+  }
+  // An exchange (np 3, 8 pages per peer): staged sends, the window of 2.
+  const std::size_t per = 8 * kPage;
+  std::vector<std::size_t> bytes(3, per), off{0, per, 2 * per};
+  InFlight x;
+  x.schedule = build_exchange(1, 3, bytes, off, bytes, off, kPage, {}, PieceSetting{kPage});
+  x.ready_to_run();
+  CHECK(x.send_role == SendRole::Staged);
+  const Step* body = nullptr;
+  for (const Step& s : x.schedule)
+    if (s.kind == StepKind::Send && !s.edge) body = &s;
+  REQUIRE(body);
+  CHECK(gate.admit(x, *body, 1) == SendGate::Verdict::Start);
+  CHECK(gate.admit(x, *body, 2) == SendGate::Verdict::Stop);
+}
+
 TEST_CASE("executor: a Copy step is local, completes like a receive; a step no transport carries is an error") {
   Network net;
   Loopback::finished_.clear();

@@ -82,7 +82,31 @@ TEST_CASE("policy: guard backends and send windows from the settings") {
   auto p = make_policy(s, kPage, nullptr);
   REQUIRE(p->guards().size() == 1);
   CHECK(p->guards()[0] == GuardKind::ProtNone);
-  CHECK(p->send_window(Driver::ProgressThread) == 7);
+  constexpr SendRole kRoles[] = {SendRole::Staged, SendRole::Forward, SendRole::Only};
+  for (SendRole r : kRoles) CHECK(p->send_window(Driver::ProgressThread, r) == 7);  // not placed yet: the setting
+  // A progress thread on its rank's only CPU keeps the window only for staged sends of a rank
+  // that receives (an exchange: the window orders the receivers' pieces); a broadcast's root and
+  // forwarding ranks have none (a send held back would wait for that thread's next turn, rare
+  // while the program is in another MPI call; docs/benchmarks.md, "Session 9: the window where
+  // its driver starves").
+  CpuShare shared;
+  shared.own_cpus = shared.node_cpus = shared.progress_cpus = 1;
+  shared.progress_on_own_cpu = true;
+  p->set_cpu_share(shared);
+  CHECK(p->send_window(Driver::ProgressThread, SendRole::Staged) == 7);
+  CHECK(p->send_window(Driver::ProgressThread, SendRole::Forward) == 0);
+  CHECK(p->send_window(Driver::ProgressThread, SendRole::Only) == 0);
+  shared.node_ranks = 2;  // oversubscribed: the window stays (node-level priorities pace through it)
+  p->set_cpu_share(shared);
+  for (SendRole r : kRoles) CHECK(p->send_window(Driver::ProgressThread, r) == 7);
+  shared.node_ranks = 1;
+  shared.progress_on_own_cpu = false;  // a CPU of its own (or several): the setting
+  shared.progress_cpus = 2;
+  p->set_cpu_share(shared);
+  for (SendRole r : kRoles) {
+    CHECK(p->send_window(Driver::ProgressThread, r) == 7);
+    CHECK(p->send_window(Driver::CallingThread, r) == 0);
+  }
   s.guard = GuardChoice::Auto;
   auto q = make_policy(s, kPage, nullptr);
   REQUIRE(q->guards().size() == 2);

@@ -11,20 +11,15 @@ message and exit 2.
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from predict_test import fail, machine  # noqa: E402
+from predict_test import fail, machine, run_tnbc  # noqa: E402
 
 
 def run(tool, *args, status=0):
-    p = subprocess.run([tool, "bcast-plan"] + list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    print(p.stdout)
-    if p.returncode != status:
-        fail(f"bcast-plan {' '.join(args)}: exit {p.returncode}, expected {status}", p.stdout)
-    return p.stdout
+    return run_tnbc(tool, "bcast-plan", *args, status=status)
 
 
 def picks(out):

@@ -73,6 +73,15 @@ def fail(msg, out=""):
     sys.exit(1)
 
 
+def run_tnbc(tool, command, *args, status=0):
+    """`tool command args...` (stdout and stderr together), printed; fails unless it exits `status`."""
+    p = subprocess.run([tool, command] + list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    print(p.stdout)
+    if p.returncode != status:
+        fail(f"{command} {' '.join(args)}: exit {p.returncode}, expected {status}", p.stdout)
+    return p.stdout
+
+
 class Env:
     def __init__(self, tool, d):
         self.tool, self.d, self.n = tool, d, 0

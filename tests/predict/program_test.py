@@ -15,22 +15,17 @@ message and exit 2.
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from predict_test import fail, machine  # noqa: E402
+from predict_test import fail, machine, run_tnbc  # noqa: E402
 
 SIZES = "256k,1m,4m"
 
 
 def run(tool, *args, status=0):
-    p = subprocess.run([tool, "predict"] + list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    print(p.stdout)
-    if p.returncode != status:
-        fail(f"predict {' '.join(args)}: exit {p.returncode}, expected {status}", p.stdout)
-    return p.stdout
+    return run_tnbc(tool, "predict", *args, status=status)
 
 
 def rows(out):

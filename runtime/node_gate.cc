@@ -101,8 +101,9 @@ void log_arrivals(const InFlight& f) {
 }  // namespace
 
 void NodeGate::finished(InFlight& f) {
-  if (f.node.recorded.exchange(true)) return;
-  if (log_enabled(LogLevel::Debug)) log_arrivals(f);
+  const bool debug = log_enabled(LogLevel::Debug);
+  if ((!f.node.link && !debug) || f.node.recorded.exchange(true)) return;  // once; nothing to do without either
+  if (debug) log_arrivals(f);
   if (!f.node.link) return;
   if (stats_)
     stats_->record_node(f.kind, f.site, {true, f.node.choice, f.node.holds.load(), f.node.hold_timeouts.load(), first_read_ns(f)});

@@ -23,21 +23,7 @@ std::size_t l2_bytes() {
 #endif
 }
 
-// The last-level cache in bytes (L3, else L2), 0 if the system does not say.
-std::size_t llc_bytes() {
-#ifdef _SC_LEVEL3_CACHE_SIZE
-  static const long bytes = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  if (bytes > 0) return static_cast<std::size_t>(bytes);
-#endif
-  return l2_bytes();
-}
-
 }  // namespace
-
-bool streams_read_soon(std::size_t bytes) {
-  const std::size_t llc = llc_bytes();
-  return streams(bytes) && llc > 0 && bytes > llc;
-}
 
 bool streams(std::size_t total) {
 #if defined(__x86_64__)

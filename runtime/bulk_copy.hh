@@ -16,13 +16,7 @@ namespace tnbc {
 
 // Whether copies that together move `total` bytes should bypass the cache (bulk_copy's `stream`):
 // above this CPU's L2 cache size; false where it is unknown or the CPU has no streaming stores.
-// For staging nobody in the program reads (the eager send copy, a broadcast root's pack).
 bool streams(std::size_t total);
-// The same for a copy the program reads next (the own block into place, read first in order
-// `self`): streamed only above the last-level cache, where it would not stay cached anyway. A
-// streamed own block was read back from memory: Table 1 (c) in order `self` lost ~0.1 of the
-// ideal (docs/benchmarks.md, "Session 10").
-bool streams_read_soon(std::size_t bytes);
 
 // memcpy(dst, src, n), with non-temporal stores when `stream` (edges unaligned to 16 bytes by
 // memcpy); the bytes are globally visible in order with later stores when it returns.

@@ -257,13 +257,18 @@ class EngineImpl final : public Engine {
       f_.recv_block = e_.recv_pool_.acquire(bytes + shift);
       return f_.recv_block.data ? f_.recv_block.data + shift : nullptr;
     }
-    // Staging: read by MPI or the kernel only, so large copies bypass the cache.
     Status pack(const void* src, long long count, MPI_Datatype t, char* dst, std::size_t bytes) override {
-      return copy_in(src, count, t, dst, bytes, streams(bytes));
-    }
-    // The own block: the program reads it next, so it stays cached where it fits.
-    Status place(const void* src, long long count, MPI_Datatype t, char* dst, std::size_t bytes) override {
-      return copy_in(src, count, t, dst, bytes, streams_read_soon(bytes));
+      if (bytes == 0) return {};
+      if (types_.type(t).dense) {
+        bulk_copy(dst, src, bytes, streams(bytes));  // the own block into place: cold, not read in the call
+        // (streamed even though the program reads it next: a memcpy that kept it cached cost the call
+        // 0.15-0.2 ms more and gained nothing, Table 1 (c) in order self; docs/benchmarks.md, session 10)
+        return {};
+      }
+      int pos = 0;
+      const int rc = PMPI_Pack(src, static_cast<int>(count), t, dst, static_cast<int>(bytes), &pos, comm_);
+      if (rc != MPI_SUCCESS) return Status::error("MPI_Pack into tnbc's staging failed: " + mpi_error_text(rc), rc);
+      return {};
     }
     Policy& policy() override { return *e_.policy_; }
     // The policy's choice; an RMA one needs the communicator's windows (made or grown here,
@@ -283,18 +288,6 @@ class EngineImpl final : public Engine {
     BcastBackend backend() const { return backend_; }
 
    private:
-    Status copy_in(const void* src, long long count, MPI_Datatype t, char* dst, std::size_t bytes, bool stream) {
-      if (bytes == 0) return {};
-      if (types_.type(t).dense) {
-        bulk_copy(dst, src, bytes, stream);
-        return {};
-      }
-      int pos = 0;
-      const int rc = PMPI_Pack(src, static_cast<int>(count), t, dst, static_cast<int>(bytes), &pos, comm_);
-      if (rc != MPI_SUCCESS) return Status::error("MPI_Pack into tnbc's staging failed: " + mpi_error_text(rc), rc);
-      return {};
-    }
-
     EngineImpl& e_;
     InFlight& f_;
     PrivateComm& pc_;

@@ -89,11 +89,6 @@ class Services : public Types {
   virtual char* recv_area(std::size_t bytes, const void* user) = 0;
   // `count` elements of `t` at `src` as `bytes` dense bytes at `dst` (memcpy when dense).
   virtual Status pack(const void* src, long long count, MPI_Datatype t, char* dst, std::size_t bytes) = 0;
-  // The same for a block the program reads next (the own block into place): the engine may
-  // keep it in the cache where pack's staging copies bypass it (runtime/bulk_copy.hh).
-  virtual Status place(const void* src, long long count, MPI_Datatype t, char* dst, std::size_t bytes) {
-    return pack(src, count, t, dst, bytes);
-  }
   virtual Policy& policy() = 0;
   // How this broadcast travels: the policy's global choice, or p2p where the RMA windows it
   // needs could not be had on every rank (the engine decides that alike on all ranks; it may

@@ -218,7 +218,7 @@ Status exchange_prepare(Kind kind, const Exchange& x, const Layout& l, bool in_c
   const bool copy_step = (direct_send && direct_recv && x.recv.bytes[self]) || lazy_own;
   if (x.recv.bytes[self] && !(x.in_place && mirror) && !copy_step) {
     char* dst = mirror ? const_cast<char*>(x.recv.base) + roff[self] : out.recv_data + roff[self];
-    if (Status st = s.place(x.send.block(self), x.send.count[self], x.send.type, dst, x.send.bytes[self]); !st.ok())
+    if (Status st = s.pack(x.send.block(self), x.send.count[self], x.send.type, dst, x.send.bytes[self]); !st.ok())
       return st;
   }
   std::vector<std::size_t> sbytes = x.send.bytes;

@@ -41,23 +41,3 @@ TEST_CASE("bulk_copy: streams only data larger than the cache") {
   if (sysconf(_SC_LEVEL2_CACHE_SIZE) > 0) CHECK(streams(std::size_t{1} << 30));
 #endif
 }
-
-TEST_CASE("bulk_copy: a block the program reads next streams only beyond the last-level cache") {
-  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE), l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  const long llc = l3 > 0 ? l3 : l2;
-  for (std::size_t n : {std::size_t{0}, std::size_t{4096}, std::size_t{4} << 20, std::size_t{64} << 20, std::size_t{1} << 30}) {
-    INFO("bytes " << n);
-    if (streams_read_soon(n)) CHECK(streams(n));  // never where staging would not stream
-    if (llc > 0 && n <= static_cast<std::size_t>(llc)) CHECK_FALSE(streams_read_soon(n));
-  }
-#if defined(__x86_64__)
-  // Between L2 and the LLC (4 MiB per peer on this machine: L2 1 MiB, L3 larger) the send copy
-  // streams and the own block does not.
-  if (l2 > 0 && l3 > 2 * l2) {
-    const auto between = static_cast<std::size_t>(2 * l2);
-    CHECK(streams(between));
-    CHECK_FALSE(streams_read_soon(between));
-  }
-  if (llc > 0 && llc < (1L << 29)) CHECK(streams_read_soon(std::size_t{1} << 30));
-#endif
-}

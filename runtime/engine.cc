@@ -261,6 +261,8 @@ class EngineImpl final : public Engine {
       if (bytes == 0) return {};
       if (types_.type(t).dense) {
         bulk_copy(dst, src, bytes, streams(bytes));  // the own block into place: cold, not read in the call
+        // (streamed even though the program reads it next: a memcpy that kept it cached cost the call
+        // 0.15-0.2 ms more and gained nothing, Table 1 (c) in order self; docs/benchmarks.md, session 10)
         return {};
       }
       int pos = 0;

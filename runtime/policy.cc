@@ -166,6 +166,16 @@ class ModelPolicy final : public Policy {
     if (d != Driver::ProgressThread || (progress_on_own_cpu_ && role != SendRole::Staged)) return 0;
     return static_cast<int>(s_.send_window);
   }
+  // A root's sends are all ready at the call. Where its progress thread keeps no window for them
+  // (above: its rank's only CPU), that thread's first round comes only when the program gives the
+  // CPU up — and a root's program goes on at once, often into its next MPI call, where under UCX
+  // it polls holding the worker's spinlock: a 16 KiB broadcast's body waited milliseconds for it
+  // (docs/benchmarks.md, "Session 10"). The calling thread then posts them itself: a few
+  // microseconds per send in the call, and any thread's MPI progress moves them from there.
+  // Elsewhere the window orders them on the link, and a thread on another CPU starts them soon.
+  bool caller_starts_sends(SendRole role) const override {
+    return role == SendRole::Only && send_window(Driver::ProgressThread, role) <= 0;
+  }
   // Back-to-back polls; yielding once TNBC_POLL_MIN_US passed idle only where the node's ranks
   // outnumber its CPUs (then another rank needs this CPU).
   Waiting waiting() const override {

@@ -96,9 +96,15 @@ TEST_CASE("policy: guard backends and send windows from the settings") {
   CHECK(p->send_window(Driver::ProgressThread, SendRole::Staged) == 7);
   CHECK(p->send_window(Driver::ProgressThread, SendRole::Forward) == 0);
   CHECK(p->send_window(Driver::ProgressThread, SendRole::Only) == 0);
+  // There a root's calling thread starts all its sends before it returns (none waits for the
+  // progress thread's first turn); a rank that receives leaves its bodies to that thread.
+  CHECK(p->caller_starts_sends(SendRole::Only));
+  CHECK_FALSE(p->caller_starts_sends(SendRole::Forward));
+  CHECK_FALSE(p->caller_starts_sends(SendRole::Staged));
   shared.node_ranks = 2;  // oversubscribed: the window stays (node-level priorities pace through it)
   p->set_cpu_share(shared);
   for (SendRole r : kRoles) CHECK(p->send_window(Driver::ProgressThread, r) == 7);
+  for (SendRole r : kRoles) CHECK_FALSE(p->caller_starts_sends(r));  // the window orders the root's sends
   shared.node_ranks = 1;
   shared.progress_on_own_cpu = false;  // a CPU of its own (or several): the setting
   shared.progress_cpus = 2;
@@ -106,6 +112,7 @@ TEST_CASE("policy: guard backends and send windows from the settings") {
   for (SendRole r : kRoles) {
     CHECK(p->send_window(Driver::ProgressThread, r) == 7);
     CHECK(p->send_window(Driver::CallingThread, r) == 0);
+    CHECK_FALSE(p->caller_starts_sends(r));
   }
   s.guard = GuardChoice::Auto;
   auto q = make_policy(s, kPage, nullptr);

@@ -183,9 +183,12 @@ class ModelPolicy final : public Policy {
   }
   void set_cpu_share(const CpuShare& c) override {
     oversubscribed_ = c.node_ranks > c.node_cpus && c.node_cpus > 0;
-    // Not where the node's ranks outnumber its CPUs: there node-level priorities pace the sends
-    // through the window (tests/mpi/node_priorities.py, np 3 on 2 nodes, held nothing without it).
-    progress_on_own_cpu_ = c.progress_on_own_cpu && !oversubscribed_;
+    // Where the node's ranks outnumber its CPUs, only if node-level priorities may arbitrate: they
+    // pace the sends through the window (tests/mpi/node_priorities.py, np 3 on 2 nodes, held
+    // nothing without it). Without them a broadcast's window there starves as on one rank's CPU,
+    // worse (np 4 on 2 one-CPU nodes, 256 KiB: 15x PMPI_Bcast with it, 2x without;
+    // docs/benchmarks.md, "Session 10").
+    progress_on_own_cpu_ = c.progress_on_own_cpu && !(oversubscribed_ && node_links());
   }
   ProgressCpus progress_cpus(const CpuShare& c) const override {
     if (s_.progress_cpus != ProgressCpus::Auto) return s_.progress_cpus;

@@ -12,8 +12,9 @@
 //               values agreed by a reduction), the placement (gathered), the profile (its hash
 //               compared at MPI_Init).
 //   rank-local  complete_in_call, read_order, early_return_pays, lazy_send_copy, guards,
-//               send_window, caller_starts_sends: they change who drives which message and when, never which
-//               messages exist, so ranks may answer differently (runtime/read_order.hh).
+//               send_window, caller_starts_sends: they change who drives which message and
+//               when, never which messages exist, so ranks may answer differently
+//               (runtime/read_order.hh).
 #pragma once
 
 #include <cstddef>

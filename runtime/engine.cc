@@ -96,7 +96,7 @@ class EngineImpl final : public Engine {
     // Each finished early return goes into the summary from the progress thread.
     progress_ = std::make_unique<Progress>(s, *progress_gate_,
                                            [this](InFlight& f) { stats_.complete(f.kind, f.site, completion_of(f)); });
-    caller_window_ = std::make_unique<WindowGate>(0);
+    caller_window_ = std::make_unique<WindowGate>(0, /*holds_bodies=*/false);
     set_windows(*caller_window_, Driver::CallingThread);
     caller_gate_ = std::make_unique<NodeGate>(*caller_window_, &stats_);
     CpuShare cpus = measure_cpu_share(world.comm);
@@ -299,17 +299,20 @@ class EngineImpl final : public Engine {
   // The part of an early return done in the call: the calling thread starts the receives of the
   // steps that touch partial pages and every edge send (small, and what other ranks wait for in
   // their calls), so this path does not depend on when the progress threads get a CPU; it
-  // returns once its receives are in and its sends started. The progress thread runs the rest
-  // and takes over the sends still in flight.
+  // returns once its receives are in and its sends started. Where the policy says so
+  // (caller_starts_sends: a broadcast's root whose progress thread shares its only CPU) it
+  // starts every ready send, bodies too, unless node-level priorities pace them. The progress
+  // thread runs the rest and takes over the sends still in flight.
   int return_early(const std::shared_ptr<InFlight>& fp, const CollCall& c, SiteCounters& site, CallEntry record) {
     InFlight& f = *fp;
     const std::size_t n = f.schedule.size();
+    const bool all_sends = !f.node.link && policy_->caller_starts_sends(f.send_role);
     f.by_caller.assign(n, false);
     for (std::size_t i = 0; i < n; ++i) {
       const Step& s = f.schedule[i];
       if (lands(s.kind)) {
         f.by_caller[i] = i < f.in_call.size() && f.in_call[i];
-      } else if (s.kind == StepKind::Send && s.edge) {
+      } else if (s.kind == StepKind::Send && (s.edge || all_sends)) {
         bool after_in_call = true;
         for (int d : f.schedule.after(i)) after_in_call = after_in_call && f.by_caller[static_cast<std::size_t>(d)];
         f.by_caller[i] = after_in_call;

@@ -11,7 +11,7 @@
 namespace tnbc {
 
 SendGate::Verdict WindowGate::admit(const InFlight& f, const Step& s, int in_flight) {
-  if (!s.edge && !f.bodies_released.load(std::memory_order_acquire)) return Verdict::Later;
+  if (holds_bodies_ && !s.edge && !f.bodies_released.load(std::memory_order_acquire)) return Verdict::Later;
   const int window = windows_[static_cast<std::size_t>(f.send_role)];
   if (window > 0 && in_flight >= window) return Verdict::Stop;
   return Verdict::Start;

@@ -59,13 +59,17 @@ class SendGate {
 
 class WindowGate final : public SendGate {
  public:
-  explicit WindowGate(int window) { windows_.fill(window); }  // every collective alike (< 1: no limit)
+  // `window`: every collective alike (< 1: no limit). `holds_bodies`: bodies wait while the
+  // calling thread is in the call (bodies_released) — the progress thread's gate; a calling
+  // thread's own gate starts what its scope gives it (Policy::caller_starts_sends).
+  explicit WindowGate(int window, bool holds_bodies = true) : holds_bodies_(holds_bodies) { windows_.fill(window); }
   Verdict admit(const InFlight& f, const Step& s, int in_flight) override;
   // The window of collectives in which this rank's sends have `role` (Policy::send_window): once
   // the progress thread is placed (the answer depends on where), before the first collective.
   void set_window(SendRole role, int window) { windows_[static_cast<std::size_t>(role)] = window; }
 
  private:
+  bool holds_bodies_;
   std::array<int, kSendRoleCount> windows_{};
 };
 

@@ -166,6 +166,16 @@ class ModelPolicy final : public Policy {
     if (d != Driver::ProgressThread || (progress_on_own_cpu_ && role != SendRole::Staged)) return 0;
     return static_cast<int>(s_.send_window);
   }
+  // A root's sends are all ready at the call. Where its progress thread keeps no window for them
+  // (above: its rank's only CPU), that thread's first round comes only when the program gives the
+  // CPU up — and a root's program goes on at once, often into its next MPI call, where under UCX
+  // it polls holding the worker's spinlock: a 16 KiB broadcast's body waited milliseconds for it
+  // (docs/benchmarks.md, "Session 10"). The calling thread then posts them itself: a few
+  // microseconds per send in the call, and any thread's MPI progress moves them from there.
+  // Elsewhere the window orders them on the link, and a thread on another CPU starts them soon.
+  bool caller_starts_sends(SendRole role) const override {
+    return role == SendRole::Only && send_window(Driver::ProgressThread, role) <= 0;
+  }
   // Back-to-back polls; yielding once TNBC_POLL_MIN_US passed idle only where the node's ranks
   // outnumber its CPUs (then another rank needs this CPU).
   Waiting waiting() const override {
@@ -173,9 +183,12 @@ class ModelPolicy final : public Policy {
   }
   void set_cpu_share(const CpuShare& c) override {
     oversubscribed_ = c.node_ranks > c.node_cpus && c.node_cpus > 0;
-    // Not where the node's ranks outnumber its CPUs: there node-level priorities pace the sends
-    // through the window (tests/mpi/node_priorities.py, np 3 on 2 nodes, held nothing without it).
-    progress_on_own_cpu_ = c.progress_on_own_cpu && !oversubscribed_;
+    // Where the node's ranks outnumber its CPUs, only if node-level priorities may arbitrate: they
+    // pace the sends through the window (tests/mpi/node_priorities.py, np 3 on 2 nodes, held
+    // nothing without it). Without them a broadcast's window there starves as on one rank's CPU,
+    // worse (np 4 on 2 one-CPU nodes, 256 KiB: 15x PMPI_Bcast with it, 2x without;
+    // docs/benchmarks.md, "Session 10").
+    progress_on_own_cpu_ = c.progress_on_own_cpu && !(oversubscribed_ && node_links());
   }
   ProgressCpus progress_cpus(const CpuShare& c) const override {
     if (s_.progress_cpus != ProgressCpus::Auto) return s_.progress_cpus;

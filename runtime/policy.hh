@@ -12,8 +12,9 @@
 //               values agreed by a reduction), the placement (gathered), the profile (its hash
 //               compared at MPI_Init).
 //   rank-local  complete_in_call, read_order, early_return_pays, lazy_send_copy, guards,
-//               send_window: they change who drives which message and when, never which
-//               messages exist, so ranks may answer differently (runtime/read_order.hh).
+//               send_window, caller_starts_sends: they change who drives which message and
+//               when, never which messages exist, so ranks may answer differently
+//               (runtime/read_order.hh).
 #pragma once
 
 #include <cstddef>
@@ -100,6 +101,11 @@ class Policy {
   // Sends of one collective a driver keeps in flight at once (< 1: no limit), by how the rank's
   // sends in it relate to its receives (schedule.hh, SendRole).
   virtual int send_window(Driver d, SendRole role) const = 0;
+  // Whether the calling thread of an early return starts every send of a collective in which the
+  // rank's sends have `role` and whose data is ready in the call (bodies too, not only the edges),
+  // so that none waits for the progress thread's first round after the return. The progress
+  // thread completes them (runtime/engine.cc, return_early).
+  virtual bool caller_starts_sends(SendRole role) const = 0;
   // ---- start-up (MPI_Init, once, before the first collective) ----
   // What the global answers depend on besides the model and the arguments: a hash of the
   // profile and the settings that judge it (0 without a profile). The engine compares it

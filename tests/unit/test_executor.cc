@@ -141,6 +141,10 @@ TEST_CASE("executor: the window gate keeps each collective's window by the role 
     CHECK(gate.admit(f, *body, 100) == (r == root ? SendGate::Verdict::Start : SendGate::Verdict::Stop));
     f.bodies_released.store(false);  // the calling thread still in the call: bodies wait either way
     CHECK(gate.admit(f, *body, 0) == SendGate::Verdict::Later);
+    // ... at the progress thread's gate; a calling thread's own gate starts what its scope holds
+    // (a root's bodies where Policy::caller_starts_sends says so).
+    WindowGate caller(0, /*holds_bodies=*/false);
+    CHECK(caller.admit(f, *body, 0) == SendGate::Verdict::Start);
   }
   // An exchange (np 3, 8 pages per peer): staged sends, the window of 2.
   const std::size_t per = 8 * kPage;

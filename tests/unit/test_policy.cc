@@ -96,9 +96,27 @@ TEST_CASE("policy: guard backends and send windows from the settings") {
   CHECK(p->send_window(Driver::ProgressThread, SendRole::Staged) == 7);
   CHECK(p->send_window(Driver::ProgressThread, SendRole::Forward) == 0);
   CHECK(p->send_window(Driver::ProgressThread, SendRole::Only) == 0);
-  shared.node_ranks = 2;  // oversubscribed: the window stays (node-level priorities pace through it)
+  // There a root's calling thread starts all its sends before it returns (none waits for the
+  // progress thread's first turn); a rank that receives leaves its bodies to that thread.
+  CHECK(p->caller_starts_sends(SendRole::Only));
+  CHECK_FALSE(p->caller_starts_sends(SendRole::Forward));
+  CHECK_FALSE(p->caller_starts_sends(SendRole::Staged));
+  shared.node_ranks = 2;  // oversubscribed, without node-level priorities: as on one rank's CPU
   p->set_cpu_share(shared);
-  for (SendRole r : kRoles) CHECK(p->send_window(Driver::ProgressThread, r) == 7);
+  CHECK(p->send_window(Driver::ProgressThread, SendRole::Staged) == 7);
+  CHECK(p->send_window(Driver::ProgressThread, SendRole::Forward) == 0);
+  CHECK(p->send_window(Driver::ProgressThread, SendRole::Only) == 0);
+  CHECK(p->caller_starts_sends(SendRole::Only));
+  {
+    Settings arbitrated = s;  // node-level priorities pace the sends through the window: it stays
+    arbitrated.node_priorities = NodePriorities::On;
+    auto q = make_policy(arbitrated, kPage, nullptr);
+    q->set_cpu_share(shared);
+    for (SendRole r : kRoles) {
+      CHECK(q->send_window(Driver::ProgressThread, r) == 7);
+      CHECK_FALSE(q->caller_starts_sends(r));  // the window orders the root's sends
+    }
+  }
   shared.node_ranks = 1;
   shared.progress_on_own_cpu = false;  // a CPU of its own (or several): the setting
   shared.progress_cpus = 2;
@@ -106,6 +124,7 @@ TEST_CASE("policy: guard backends and send windows from the settings") {
   for (SendRole r : kRoles) {
     CHECK(p->send_window(Driver::ProgressThread, r) == 7);
     CHECK(p->send_window(Driver::CallingThread, r) == 0);
+    CHECK_FALSE(p->caller_starts_sends(r));
   }
   s.guard = GuardChoice::Auto;
   auto q = make_policy(s, kPage, nullptr);

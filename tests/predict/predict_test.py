@@ -193,7 +193,8 @@ def busy_polling(e):
     """2 ranks per node that busy-poll on 1 core (slice 4 ms): their shared-memory exchange moves a
     32 KiB fragment per two slices each way, so 1 MiB takes 32 x 8 ms, far longer than the link's
     4 MiB per node at 1 Gb/s (34 ms); with 2 cores (ranks <= cores) the slice changes nothing, and
-    ranks that yield (no slice) wait without CPU as before."""
+    ranks that yield (no slice) wait without CPU as before. tnbc's own call does not wait for slices,
+    and a tiny eager exchange takes one slice, not two."""
     base = "nodes 2\nlink_bw 1Gbps\nlink_lat 50us\nloopback_bw 5GBps\nloopback_lat 1us\n"
     spin = "slice 4ms\nshm_fragment 32KiB\n"
     got = {}
@@ -215,7 +216,21 @@ def busy_polling(e):
     nbc = got["1 core, spin"][0]["nbc"]
     if not nbc["total_s"] > 0:
         fail("nbc on a busy-polling node", got["1 core, spin"][1])
-    return f"busy polling: 1 core {spun:.3f} s, 2 cores {free:.3f} s"
+    # tnbc's calling thread yields (Policy::waiting): its edges do not wait for slices.
+    if not nbc["call_s"] < 0.004:
+        fail(f"tnbc's call on a busy-polling node took {nbc['call_s']:.4f} s: it waited for a 4 ms slice",
+             got["1 core, spin"][1])
+    # A 4-byte Alltoall (the MPI library's: below the threshold) between 2 spinning ranks on 1 core:
+    # the first on the core puts its message into the FIFO (an eager send completes there), the
+    # other, on the core a slice later, takes it and puts its own, then leaves the call and the
+    # first takes it at once: about one slice, not two.
+    j, out = e.json(profile(np=4, per_peer=4, curc=0, rcrc=1e12), machine(), "--np", "4", "--ranks-per-node", "2",
+                    platform=base + "cores 1\n" + spin)
+    tiny = j["sites"][0]["blocking_s"]
+    if not 0.0035 < tiny < 0.006:
+        fail(f"a 4-byte Alltoall between 2 busy-polling ranks on 1 core: {tiny * 1e3:.2f} ms, expected about one "
+             f"4 ms slice", out)
+    return f"busy polling: 1 core {spun:.3f} s, 2 cores {free:.3f} s; 4-byte Alltoall {tiny * 1e3:.2f} ms"
 
 
 def variants(e):

@@ -17,6 +17,7 @@
 #include "runtime/json.hh"
 #include "runtime/policy.hh"
 #include "trace/gain.hh"
+#include "trace/profile.hh"
 
 namespace tnbc::tools {
 
@@ -246,7 +247,7 @@ Result<std::vector<SimSite>> sites_at(const trace::LoadedProfile& p, int np, Sca
         notes.push_back("site " + name + " (" + ps.kind + "): blocks per peer from the profile, " +
                         format_bytes(blocks.least) + " to " + format_bytes(blocks.most) + " in the traced run (mean " +
                         format_bytes(blocks.mean_total / n0) + ")" + (blocks.filled ? "; " + blocks.filled_note : ""));
-      } else if (blocks.per_peer.empty() && (*kind == Kind::Alltoallv || *kind == Kind::Allgatherv)) {
+      } else if (blocks.per_peer.empty() && trace::blocks_can_differ(ps.kind)) {
         site.blocks = "mean";
         notes.push_back("site " + name + " (" + ps.kind + "): the profile has no blocks per peer (sub_bytes: merged "
                         "by an older tnbc): every block simulated as the ranks' mean, " + format_bytes(site.bytes) +

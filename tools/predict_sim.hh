@@ -58,6 +58,11 @@ struct SimSite {
   double crc_ns = 0;         // T_CRC per call (all the sub-messages)
   std::vector<int> order;    // the profile's consensus read order at N (sub-message indices)
   bool mpi = false;          // below tnbc's size threshold: every variant runs the MPI library's call
+  // Of `calls`, how many copy their staging into pages never touched before (tnbc's pool keeps a
+  // block per size once made, runtime/pool.hh: the program's first call at a staging size): their
+  // staging copy is priced at the machine's memcpy_cold line (the memcpy line where the file has
+  // none), the others' at its memcpy line.
+  double cold_calls = 0;
   // Exchanges with blocks per peer (the profile's sub_bytes; empty: every block is `bytes`, then
   // the ranks' mean): blocks0[dst * np0 + src] the bytes rank dst received from src per call in the
   // traced run (times --data-scale), stretched to N (rank r at N takes the place of r * np0 / N)

@@ -280,6 +280,22 @@ def variants(e):
     j, out = e.json(lead, machine(), "--np", "2", "--ranks-per-node", "1", "--skip-first", "2", platform=TWO_NODES)
     if [site["calls"] for site in j["sites"]] != [9]:
         fail(f"--skip-first 2: {[x['calls'] for x in j['sites']]}, expected 9 calls of the timed site", out)
+    # tnbc's first staging block of a size is made in untouched pages: the program's first call at
+    # that size (the set-up site) copies at the machine's memcpy_cold line (here 100 ns/B against
+    # 0.1: +105 ms for 1 MiB sent), later calls and sites of that size at its memcpy line; without
+    # the line, at the memcpy line with a note; with the set-up call left out, nothing is cold.
+    cold = machine()
+    cold["guard"]["memcpy_cold"] = {"ns": 0, "ns_per_byte": 100.0}
+    calls = lambda j: {x["calls"]: x["nbc"]["call_s"] for x in j["sites"]}
+    j0, out0 = e.json(lead, machine(), "--np", "2", "--ranks-per-node", "1", platform=TWO_NODES)
+    j1, out1 = e.json(lead, cold, "--np", "2", "--ranks-per-node", "1", platform=TWO_NODES)
+    j2, _ = e.json(lead, cold, "--np", "2", "--ranks-per-node", "1", "--skip-first", "1", platform=TWO_NODES)
+    c0, c1, c2 = calls(j0), calls(j1), calls(j2)
+    if not (0.09 < c1[1] - c0[1] < 0.12 and abs(c1[10] - c0[10]) < 1e-6 and abs(c2[10] - c0[10]) < 1e-6):
+        fail(f"the first call into untouched staging pages: nbc call {c0} without memcpy_cold, {c1} with it, {c2} "
+             f"with the set-up call left out; expected +105 ms at the set-up site only", out1)
+    if "no memcpy_cold line" not in out0 or "memcpy_cold line, 100 ns/B" not in out1:
+        fail("the output does not say how the first staging copy is priced", out0 + out1)
     for site in lead["sites"]:
         for r in site["ranks"]:
             del r["first_calls"]

@@ -8,8 +8,9 @@
 //                 program's CURC and CRC
 //   nbc           tnbc's schedule as runtime/coll/ builds it (build_exchange, build_bcast) with
 //                 the default read order: Tinit's work (staging copy, guard hold: the machine
-//                 file's memcpy and guard lines), the edge pieces from the call, then the return;
-//                 body pieces from the progress thread in priority order through the send window
+//                 file's memcpy and guard lines; memcpy_cold for a first call, SimSite::
+//                 cold_calls), the edge pieces from the call, then the return; body pieces
+//                 from the progress thread in priority order through the send window
 //                 (TNBC_SEND_WINDOW); each landing step published (notice + the guard's publish
 //                 line, one at a time); the program computes T_CURC, then reads the sub-messages
 //                 in the profile's order, each read waiting for its sub-message to be published

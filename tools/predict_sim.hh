@@ -26,10 +26,12 @@
 // cores (4 ranks on a 2-core node) stretches them, as the kernel's scheduler does. Waiting
 // (for messages, for publication) takes no CPU, unless the node has more ranks than cores and
 // the platform says its ranks busy-poll (Platform::slice_s > 0: MPI did not know the node was
-// oversubscribed): then a rank waiting in a call holds one of the node's cores (a semaphore, the
-// OS run queue) for a slice at a time, executing it, and a message between two ranks of that node
-// moves through shared memory one fragment per handoff, each copied in while the sender is on a
-// core and out while the receiver is. The progress thread's polling is not modelled.
+// oversubscribed): then a rank waiting in the MPI library's call (tnbc's own waits yield) holds
+// one of the node's cores (a semaphore, the OS run queue) for a slice at a time, executing it,
+// and a message between two ranks of that node moves through shared memory one fragment per
+// handoff, each copied in while the sender is on a core and out while the receiver is (the
+// sender's request completes with its last fragment in). The progress thread's polling is not
+// modelled.
 #pragma once
 
 #include <string>

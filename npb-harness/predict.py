@@ -18,7 +18,10 @@ import os
 import subprocess
 import tempfile
 
-VARIANTS = {"nbc": "nbc", "optimize": "optimize", "optimize-order": "optimize"}
+# The harness's tnbc passes and the simulated variant each is predicted by (optimize-nodeon: node-level
+# priorities forced on; the simulation's optimize has none, as optimize-nodeoff).
+VARIANTS = {"nbc": "nbc", "optimize": "optimize", "optimize-order": "optimize", "optimize-nodeoff": "optimize",
+            "optimize-nodeon": "optimize+node"}
 # Calls of each collective kind before the benchmark's timed part (`tnbc predict --skip-first`):
 # NPB FT's initial FFT (one transpose) and IS's warm-up ranking (one Alltoall, one Alltoallv);
 # the proxies' untimed iteration 0 (ft-proxy: two transposes; is-proxy: one of each).

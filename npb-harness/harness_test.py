@@ -131,8 +131,8 @@ def main():
         if at is None:
             fail("--predict: no table of predicted against measured times", out)
         rows = [ln for ln in lines[at:at + 8] if ln.startswith("is ")]
-        if not any(" nbc " in r and "%" in r for r in rows):
-            fail(f"--predict: no predicted nbc row with its error: {rows}", out)
+        if not any(" nbc " in r and r.count("%") >= 2 for r in rows):
+            fail(f"--predict: no predicted nbc row with its two errors (simulated, anchored): {rows}", out)
         svg = os.path.join(out_dir, "predict-is.S.svg")
         if not os.path.isfile(svg) or "<svg" not in open(svg).read():
             fail(f"--what-if-np: {svg} missing or not an SVG picture", out)

@@ -16,6 +16,7 @@
 #include "runtime/output_file.hh"
 #include "runtime/vocabulary.hh"
 #include "tools/model_view.hh"
+#include "trace/profile.hh"
 #include "trace/gain.hh"
 
 namespace tnbc::tools {
@@ -137,7 +138,8 @@ std::vector<int> call_order(const CallRecord& c) {
 
 namespace {
 
-RankSite rank_site(int rank, const std::vector<const CallRecord*>& calls, int n) {
+// blocks: keep the blocks per peer (trace::blocks_can_differ).
+RankSite rank_site(int rank, const std::vector<const CallRecord*>& calls, int n, bool blocks) {
   RankSite rs;
   rs.rank = rank;
   rs.calls = calls.size();
@@ -149,7 +151,7 @@ RankSite rank_site(int rank, const std::vector<const CallRecord*>& calls, int n)
       guarded(static_cast<std::size_t>(n), false);
   std::vector<double> curc, rcrc, dur;
   std::vector<std::uint64_t> bytes;
-  std::vector<std::vector<double>> gaps, sub_bytes(static_cast<std::size_t>(n));
+  std::vector<std::vector<double>> gaps, sub_bytes(blocks ? static_cast<std::size_t>(n) : 0);
   std::set<std::uint64_t> keys;
   for (const CallRecord* c : calls) {
     keys.insert(c->key);
@@ -304,7 +306,7 @@ Profile merge_or_throw(const std::vector<TraceFile>& traces, const std::vector<s
     for (int r = 0; r < p.np; ++r) {
       const auto& calls = a->per_rank[static_cast<std::size_t>(r)];
       if (calls.empty()) continue;
-      RankSite rs = rank_site(r, calls, n);
+      RankSite rs = rank_site(r, calls, n, trace::blocks_can_differ(sp.info.kind));
       if (rs.traced && rs.receives) orders.push_back(rs.order);
       sp.calls += rs.calls;
       for (const CallRecord* c : calls)
@@ -426,9 +428,13 @@ std::string profile_json(const Profile& p) {
         << ", \"receives\": " << (r.receives ? "true" : "false")
         << ", \"kendall_tau\": " << (r.receives && r.traced ? json_num(r.tau) : "null") << ", \"keys\": [";
       for (std::size_t j = 0; j < r.keys.size(); ++j) o << (j ? ", " : "") << json_str(hex64(r.keys[j]));
-      o << "],\n     \"bytes_per_call\": " << r.bytes_per_call << ", \"sub_bytes\": [";
-      for (std::size_t j = 0; j < r.sub_bytes.size(); ++j) o << (j ? ", " : "") << json_num(r.sub_bytes[j]);
-      o << "], \"duration_ns\": " << json_num(r.dur_ns)
+      o << "],\n     \"bytes_per_call\": " << r.bytes_per_call;
+      if (!r.sub_bytes.empty()) {
+        o << ", \"sub_bytes\": [";
+        for (std::size_t j = 0; j < r.sub_bytes.size(); ++j) o << (j ? ", " : "") << json_num(r.sub_bytes[j]);
+        o << "]";
+      }
+      o << ", \"duration_ns\": " << json_num(r.dur_ns)
         << ", \"curc_ns\": " << json_opt(r.curc_ns) << ", \"r_crc_bytes_per_s\": " << json_opt(r.r_crc) << ", \"gaps_ns\": [";
       for (std::size_t j = 0; j < r.gaps_ns.size(); ++j) o << (j ? ", " : "") << json_num(r.gaps_ns[j]);
       o << "],\n     \"shared_page_attributions\": " << r.shared_attributions << ", \"masked\": " << r.masked

@@ -4,19 +4,23 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <numeric>
+#include <set>
 #include <sstream>
 
 #include "runtime/config.hh"
 #include "runtime/json.hh"
 #include "runtime/policy.hh"
 #include "trace/gain.hh"
+#include "trace/profile.hh"
 
 namespace tnbc::tools {
 
@@ -138,6 +142,26 @@ Blocks traced_blocks(const trace::ProfileSite& ps, int np) {
 
 }  // namespace
 
+void mark_cold_calls(std::vector<SimSite>& sites, const std::vector<Staging>& staging,
+                     const std::vector<SimSite>& left_out, int np) {
+  // The pool's size class of a rank's staging (runtime/pool.hh: powers of two): an exchange
+  // stages what it sends to the others, a broadcast's root the message.
+  const auto size_class = [np](const SimSite& s) {
+    const double bytes = exchange_kind(s.kind) ? s.bytes * std::max(0, np - 1) : s.bytes;
+    return std::bit_ceil(static_cast<std::uint64_t>(std::max(1.0, bytes)));
+  };
+  std::set<std::uint64_t> warm;  // classes the calls left out (--skip-first) made already
+  for (std::size_t i = 0; i < sites.size(); ++i)
+    if (staging[i].skipped) warm.insert(size_class(sites[i]));
+  for (const SimSite& s : left_out) warm.insert(size_class(s));
+  std::vector<std::size_t> by_first(sites.size());
+  std::iota(by_first.begin(), by_first.end(), std::size_t{0});
+  std::stable_sort(by_first.begin(), by_first.end(),
+                   [&](std::size_t a, std::size_t b) { return staging[a].first < staging[b].first; });
+  for (std::size_t i : by_first)
+    if (warm.insert(size_class(sites[i])).second) sites[i].cold_calls = 1;
+}
+
 std::vector<std::vector<double>> leading_calls(const trace::LoadedProfile& p, int k, std::vector<std::string>& notes) {
   if (k < 1) return {};
   std::vector<std::vector<double>> dropped(p.sites.size(), std::vector<double>(static_cast<std::size_t>(p.np), 0));
@@ -176,6 +200,8 @@ Result<std::vector<SimSite>> sites_at(const trace::LoadedProfile& p, int np, Sca
                          "(give N >= " + std::to_string(p.np) + ", or --scaling weak or fixed)");
   const std::vector<std::vector<double>> dropped = leading_calls(p, skip_first, notes);
   std::vector<SimSite> out;
+  std::vector<Staging> staging;  // per simulated site: where its first simulated call falls
+  std::vector<SimSite> left_out;  // sites whose calls were all left out (--skip-first)
   for (std::size_t psi = 0; psi < p.sites.size(); ++psi) {
     const trace::ProfileSite& ps = p.sites[psi];
     const std::optional<Kind> kind = kind_named(ps.kind);
@@ -215,17 +241,19 @@ Result<std::vector<SimSite>> sites_at(const trace::LoadedProfile& p, int np, Sca
                       ": its ranks called it " + fmt(least) + " to " + fmt(most) +
                       " times (the collective is reached from other sites on other ranks): simulated " + fmt(calls) +
                       " times, the mean over the " + std::to_string(p.np) + " ranks");
-    if (skipped > 0) {
-      const std::string name = ps.where.empty() || ps.where == "?" ? hex(ps.site) : ps.where;
-      if (calls <= 0) {
-        notes.push_back("site " + name + " (" + hex(ps.site) + "): all its calls are among the first " +
-                        std::to_string(skip_first) + " " + ps.kind + " calls (--skip-first): not simulated");
-        continue;
-      }
-      notes.push_back("site " + name + ": " + fmt(skipped / p.np) + " call(s) per rank left out (--skip-first " +
-                      std::to_string(skip_first) + ")");
-    }
+    // A site whose calls were all left out is not simulated, but it made its staging block.
+    const bool all_left_out = skipped > 0 && calls <= 0;
+    const std::size_t notes_before = notes.size();
+    if (skipped > 0 && !all_left_out)
+      notes.push_back("site " + (ps.where.empty() || ps.where == "?" ? hex(ps.site) : ps.where) + ": " +
+                      fmt(skipped / p.np) + " call(s) per rank left out (--skip-first " + std::to_string(skip_first) +
+                      ")");
     site.calls = calls > 0 ? calls : 1.0;
+    Staging st{std::numeric_limits<std::uint64_t>::max(), skipped > 0};
+    for (const auto& r : ps.ranks) {
+      const auto drop = static_cast<std::size_t>(dropped.empty() ? 0.0 : dropped[psi][static_cast<std::size_t>(r.rank)]);
+      if (drop < r.first_calls.size()) st.first = std::min(st.first, r.first_calls[drop]);
+    }
     const double n0 = p.np, n = np;
     const double curc_scale = (s == Scaling::Strong ? n0 / n : 1.0) * data_scale;
     double received0 = e.bytes, received = e.bytes * data_scale;
@@ -246,7 +274,7 @@ Result<std::vector<SimSite>> sites_at(const trace::LoadedProfile& p, int np, Sca
         notes.push_back("site " + name + " (" + ps.kind + "): blocks per peer from the profile, " +
                         format_bytes(blocks.least) + " to " + format_bytes(blocks.most) + " in the traced run (mean " +
                         format_bytes(blocks.mean_total / n0) + ")" + (blocks.filled ? "; " + blocks.filled_note : ""));
-      } else if (blocks.per_peer.empty() && (*kind == Kind::Alltoallv || *kind == Kind::Allgatherv)) {
+      } else if (blocks.per_peer.empty() && trace::blocks_can_differ(ps.kind)) {
         site.blocks = "mean";
         notes.push_back("site " + name + " (" + ps.kind + "): the profile has no blocks per peer (sub_bytes: merged "
                         "by an older tnbc): every block simulated as the ranks' mean, " + format_bytes(site.bytes) +
@@ -262,8 +290,17 @@ Result<std::vector<SimSite>> sites_at(const trace::LoadedProfile& p, int np, Sca
     if (!e.curc_ns)
       notes.push_back("site " + site.name + ": no rank touched the received data in the trace: T_CURC = T_CRC = 0 "
                       "(nothing to overlap)");
+    if (all_left_out) {
+      notes.resize(notes_before);
+      notes.push_back("site " + site.name + " (" + hex(ps.site) + "): all its calls are among the first " +
+                      std::to_string(skip_first) + " " + ps.kind + " calls (--skip-first): not simulated");
+      left_out.push_back(site);
+      continue;
+    }
     out.push_back(site);
+    staging.push_back(st);
   }
+  mark_cold_calls(out, staging, left_out, np);
   if (out.empty()) return Status::error(p.path + " has no call site of MPI_Alltoall(v), MPI_Allgather(v) or MPI_Bcast on "
                                         "MPI_COMM_WORLD with received bytes: nothing to predict");
   return out;
@@ -457,6 +494,17 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
                       "): every variant runs the MPI library's call");
     }
   }
+  int cold_sites = 0;
+  for (const SimSite& s : sites.value()) cold_sites += s.cold_calls > 0 && !s.mpi;
+  if (cold_sites > 0)
+    notes.push_back(
+        std::to_string(cold_sites) + " site(s) make tnbc's first staging block of their size: that call copies into "
+        "pages never touched (" +
+        (mach.value().memcpy_cold_measured()
+             ? "the machine file's memcpy_cold line, " + fmt(mach.value().memcpy_cold.ns_per_byte) + " ns/B against " +
+                   fmt(mach.value().memcpy_cost.ns_per_byte) + ")"
+             : std::string("the machine file has no memcpy_cold line, calibrated before it existed: priced at its "
+                           "memcpy line; `tnbc calibrate` again to have it)")));
   const auto t0 = std::chrono::steady_clock::now();
   Result<std::vector<SimResult>> res = simulate(cfg, sites.value());
   if (!res.ok()) return fail(res.status().message());

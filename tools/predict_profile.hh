@@ -3,6 +3,7 @@
 // pass's profile and a calibrated machine (docs/predict.md). Built only with SimGrid.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,19 @@ std::string scaling_rule(Scaling s);  // one sentence for the output
 // placed by the profile's `first_calls`; a profile without them is simulated whole, with a note.
 Result<std::vector<SimSite>> sites_at(const trace::LoadedProfile& p, int np, Scaling s, std::vector<std::string>& notes,
                                       double data_scale = 1, int skip_first = 0);
+
+// Where a site's first simulated call falls in the ranks' sequences of collectives (the least
+// over the ranks; the largest value: unknown) and whether calls of it were left out (--skip-first).
+struct Staging {
+  std::uint64_t first = 0;
+  bool skipped = false;
+};
+// Each site's cold_calls (SimSite): 1 for the first site in program order of each size class of
+// tnbc's staging pool, unless calls left out made that class already (they ran before: the
+// sites' own left-out calls, `staging[i].skipped`, and the sites all of whose calls were left
+// out, `left_out`); else 0.
+void mark_cold_calls(std::vector<SimSite>& sites, const std::vector<Staging>& staging,
+                     const std::vector<SimSite>& left_out, int np);
 
 // How many of each rank's calls at each site of `p` fall among the rank's first `k` calls of
 // the site's collective kind ([site][rank]; empty and a note when a site lacks `first_calls`).

@@ -179,10 +179,14 @@ void stop_spin(Rank& me) {
 // Shared memory between two ranks of a spinning node: the sender copies a fragment in while it
 // is on a core, the receiver copies it out while it is on a core; the next fragment waits for
 // both (Open MPI vader's FIFO). Two spinning ranks on one core thus move one fragment per two
-// slices each way. The copies themselves take the node's loopback.
+// slices each way. The copies themselves take the node's loopback. The sender's request
+// completes once its last fragment is in the FIFO (`sent`: an eager send does not wait for the
+// receiver), the receiver has the message once it has copied that fragment out: the transfer
+// delivers it itself (deliver()).
 void* g_sink = nullptr;
+void deliver(int dst, int src, int tag, double now_s);
 
-void shm_transfer(int src, int dst, double bytes, sg::Mailbox* done) {
+void shm_transfer(int src, int dst, int tag, double bytes, sg::Mailbox* sent) {
   Rank& s = g->ranks[static_cast<std::size_t>(src)];
   Rank& d = g->ranks[static_cast<std::size_t>(dst)];
   const double fragment = std::max(1.0, g->cfg->platform.shm_fragment_B);
@@ -191,24 +195,27 @@ void shm_transfer(int src, int dst, double bytes, sg::Mailbox* done) {
     const double n = std::min(fragment, left);
     sg::Comm::sendto(s.host, d.host, static_cast<std::uint64_t>(n));
     left -= n;
+    if (left <= 0) sent->put(&g_sink, 0);
     wait_until(d, [&] { return on_core(d); });
   }
-  done->put(&g_sink, 0);
+  deliver(dst, src, tag, sg::Engine::get_clock());
 }
 
-// A message from `me` to `peer`: on SimGrid's network, or through shared memory in fragments
-// when both are on one spinning node.
-sg::CommPtr start_send(Rank& me, int peer, std::size_t bytes) {
+// A message from `me` to `peer`: on SimGrid's network (the sender's driver delivers it when the
+// transfer completes: `*delivers` false), or through shared memory in fragments when both are on
+// one spinning node (the transfer delivers it: `*delivers` true; the returned comm is the
+// sender's completion).
+sg::CommPtr start_send(Rank& me, int peer, int tag, std::size_t bytes, bool* delivers) {
   Rank& to = g->ranks[static_cast<std::size_t>(peer)];
   ++g->messages;
-  if (to.node != me.node || !g->spins[static_cast<std::size_t>(me.node)])
-    return sg::Comm::sendto_async(me.host, to.host, std::max<std::size_t>(bytes, 1));
-  sg::Mailbox* done = sg::Mailbox::by_name("shm-" + std::to_string(++g->shm_transfers));
+  *delivers = to.node == me.node && g->spins[static_cast<std::size_t>(me.node)];
+  if (!*delivers) return sg::Comm::sendto_async(me.host, to.host, std::max<std::size_t>(bytes, 1));
+  sg::Mailbox* sent = sg::Mailbox::by_name("shm-" + std::to_string(++g->shm_transfers));
   const int src = me.id;
   const auto b = static_cast<double>(bytes);
   sg::Actor::create("shm-" + std::to_string(src) + "-" + std::to_string(peer), me.host,
-                    [src, peer, b, done] { shm_transfer(src, peer, b, done); });
-  return done->get_async<void>(&g_sink);
+                    [src, peer, tag, b, sent] { shm_transfer(src, peer, tag, b, sent); });
+  return sent->get_async<void>(&g_sink);
 }
 
 std::uint64_t recv_key(int peer, int tag) {
@@ -271,6 +278,7 @@ void drive(Rank& me, Scope scope, int window) {
   const int b = scope == Scope::Body ? 1 : 0;
   std::vector<sg::CommPtr> flight;
   std::vector<int> flight_step;
+  std::vector<char> flight_delivers;  // the transfer delivers the message itself (shared memory)
   int left = 0;
   for (std::size_t i = 0; i < c.sched.size(); ++i)
     if (c.sched[i].kind == StepKind::Send && (c.bucket[i] & 1) == b) ++left;
@@ -296,8 +304,10 @@ void drive(Rank& me, Scope scope, int window) {
           me.arbiter->moving(now);
         }
         from.erase(from.begin());
-        flight.push_back(start_send(me, s.peer, s.length));
+        bool delivers = false;
+        flight.push_back(start_send(me, s.peer, s.tag_offset, s.length, &delivers));
         flight_step.push_back(i);
+        flight_delivers.push_back(delivers);
       }
       if (flight.empty()) {
         // Nothing in flight: wait for a receive that releases a send, or for the node's board.
@@ -315,10 +325,12 @@ void drive(Rank& me, Scope scope, int window) {
     const ssize_t k = may_change ? sg::Comm::wait_any_for(flight, poll_s) : sg::Comm::wait_any(flight);
     if (k < 0) continue;
     const int i = flight_step[static_cast<std::size_t>(k)];
+    const bool delivered = flight_delivers[static_cast<std::size_t>(k)];
     flight.erase(flight.begin() + k);
     flight_step.erase(flight_step.begin() + k);
+    flight_delivers.erase(flight_delivers.begin() + k);
     const Step& s = c.sched[static_cast<std::size_t>(i)];
-    deliver(s.peer, me.id, s.tag_offset, sg::Engine::get_clock());
+    if (!delivered) deliver(s.peer, me.id, s.tag_offset, sg::Engine::get_clock());
     {
       std::unique_lock lock(*me.mu);
       step_done(me, i);
@@ -369,9 +381,10 @@ void pairwise(Rank& me) {
   for (std::size_t i = 0; i + 1 < c.sched.size(); i += 2) {
     const Step& recv = c.sched[i];
     const Step& send = c.sched[i + 1];
-    sg::CommPtr comm = start_send(me, send.peer, send.length);
+    bool delivers = false;
+    sg::CommPtr comm = start_send(me, send.peer, send.tag_offset, send.length, &delivers);
     comm->wait();
-    deliver(send.peer, me.id, send.tag_offset, sg::Engine::get_clock());
+    if (!delivers) deliver(send.peer, me.id, send.tag_offset, sg::Engine::get_clock());
     std::unique_lock lock(*me.mu);
     c.done[i + 1] = 1;
     while (!c.done[i]) me.cv->wait(lock);
@@ -560,13 +573,19 @@ void rank_main(int r, std::vector<SimSite> sites) {
       } else {
         // Tinit's work (runtime/coll/exchange.cc, bcast.cc): the own block copied into place, the
         // staging copy of what is sent, holding back the received pages (emptied and registered).
-        const double work_ns = m.memcpy_cost.at(b.own) + m.memcpy_cost.at(send_bytes) +
+        // The staging copy: a site's share of calls into untouched pages (SimSite::cold_calls) at
+        // the cold line; the figure is one call x calls, so each call carries that share.
+        const model::Line& cold = m.memcpy_cold_measured() ? m.memcpy_cold : m.memcpy_cost;
+        const double cold_share = site.calls > 0 ? std::min(1.0, site.cold_calls / site.calls) : 0.0;
+        const double staging_ns = (1 - cold_share) * m.memcpy_cost.at(send_bytes) + cold_share * cold.at(send_bytes);
+        const double work_ns = m.memcpy_cost.at(b.own) + staging_ns +
                                (cfg.x.guard >= 0 ? m.guard[guard].hold.at(total_bytes) : 0.0);
         compute(work_ns);
-        start_spin(me);
+        // tnbc's calling thread does not busy-poll where the node's ranks outnumber its CPUs: it
+        // yields between its polls (Policy::waiting), as its progress thread does, so its edges
+        // move without waiting for scheduler slices (the cost model's busy_poll says the same).
         drive(me, Scope::Edges, kEdgeWindow);
         wait_until(me, [&] { return me.call.edge_recv_left == 0; });
-        stop_spin(me);
         out.call_ns = (sg::Engine::get_clock() - t0) * 1e9;
         sg::ActorPtr progress =
             sg::Actor::create("progress-" + std::to_string(r), me.host, [&me, &cfg] { drive(me, Scope::Body, cfg.x.window); });

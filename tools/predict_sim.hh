@@ -8,8 +8,9 @@
 //                 program's CURC and CRC
 //   nbc           tnbc's schedule as runtime/coll/ builds it (build_exchange, build_bcast) with
 //                 the default read order: Tinit's work (staging copy, guard hold: the machine
-//                 file's memcpy and guard lines), the edge pieces from the call, then the return;
-//                 body pieces from the progress thread in priority order through the send window
+//                 file's memcpy and guard lines; memcpy_cold for a first call, SimSite::
+//                 cold_calls), the edge pieces from the call, then the return; body pieces
+//                 from the progress thread in priority order through the send window
 //                 (TNBC_SEND_WINDOW); each landing step published (notice + the guard's publish
 //                 line, one at a time); the program computes T_CURC, then reads the sub-messages
 //                 in the profile's order, each read waiting for its sub-message to be published
@@ -25,10 +26,12 @@
 // cores (4 ranks on a 2-core node) stretches them, as the kernel's scheduler does. Waiting
 // (for messages, for publication) takes no CPU, unless the node has more ranks than cores and
 // the platform says its ranks busy-poll (Platform::slice_s > 0: MPI did not know the node was
-// oversubscribed): then a rank waiting in a call holds one of the node's cores (a semaphore, the
-// OS run queue) for a slice at a time, executing it, and a message between two ranks of that node
-// moves through shared memory one fragment per handoff, each copied in while the sender is on a
-// core and out while the receiver is. The progress thread's polling is not modelled.
+// oversubscribed): then a rank waiting in the MPI library's call (tnbc's own waits yield) holds
+// one of the node's cores (a semaphore, the OS run queue) for a slice at a time, executing it,
+// and a message between two ranks of that node moves through shared memory one fragment per
+// handoff, each copied in while the sender is on a core and out while the receiver is (the
+// sender's request completes with its last fragment in). The progress thread's polling is not
+// modelled.
 #pragma once
 
 #include <string>
@@ -58,6 +61,11 @@ struct SimSite {
   double crc_ns = 0;         // T_CRC per call (all the sub-messages)
   std::vector<int> order;    // the profile's consensus read order at N (sub-message indices)
   bool mpi = false;          // below tnbc's size threshold: every variant runs the MPI library's call
+  // Of `calls`, how many copy their staging into pages never touched before (tnbc's pool keeps a
+  // block per size once made, runtime/pool.hh: the program's first call at a staging size): their
+  // staging copy is priced at the machine's memcpy_cold line (the memcpy line where the file has
+  // none), the others' at its memcpy line.
+  double cold_calls = 0;
   // Exchanges with blocks per peer (the profile's sub_bytes; empty: every block is `bytes`, then
   // the ranks' mean): blocks0[dst * np0 + src] the bytes rank dst received from src per call in the
   // traced run (times --data-scale), stretched to N (rank r at N takes the place of r * np0 / N)

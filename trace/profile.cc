@@ -268,6 +268,11 @@ bool ProfileIndex::key_recorded(const ProfileSite& s, std::uint64_t key) const {
   return std::binary_search(keys.begin(), keys.end(), key);
 }
 
+bool blocks_can_differ(std::string_view kind) {
+  const std::optional<Kind> k = kind_named(kind);
+  return k && (info(*k).unit == SizeUnit::Largest || info(*k).unit == SizeUnit::None);
+}
+
 ProfileIndex::Result ProfileIndex::find(std::uint64_t site, std::uint64_t key, int rank, int sub_messages) const {
   Result r;
   auto it = by_site_.find(site);

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -64,6 +65,13 @@ struct LoadedProfile {
   std::string executable;
   std::vector<ProfileSite> sites;
 };
+
+// Whether a kind's blocks can differ between pairs of ranks, so that the profile keeps each
+// rank's blocks per peer (`sub_bytes`, what `tnbc predict` simulates): the kinds whose size
+// threshold is not one block for all (Alltoallv, Allgatherv; runtime/vocabulary.hh's SizeUnit).
+// Elsewhere every block is the rank's bytes per call over the peers, and the field would only
+// cost space (a number per rank and peer: ~7 MB per site at 1024 ranks).
+bool blocks_can_differ(std::string_view kind);
 
 // An error says what is wrong and names the file; `name` is used in messages (the path).
 Result<LoadedProfile> parse_profile(const std::string& text, const std::string& name);

@@ -193,7 +193,8 @@ def busy_polling(e):
     """2 ranks per node that busy-poll on 1 core (slice 4 ms): their shared-memory exchange moves a
     32 KiB fragment per two slices each way, so 1 MiB takes 32 x 8 ms, far longer than the link's
     4 MiB per node at 1 Gb/s (34 ms); with 2 cores (ranks <= cores) the slice changes nothing, and
-    ranks that yield (no slice) wait without CPU as before."""
+    ranks that yield (no slice) wait without CPU as before. tnbc's own call does not wait for slices,
+    and a tiny eager exchange takes one slice, not two."""
     base = "nodes 2\nlink_bw 1Gbps\nlink_lat 50us\nloopback_bw 5GBps\nloopback_lat 1us\n"
     spin = "slice 4ms\nshm_fragment 32KiB\n"
     got = {}
@@ -215,7 +216,21 @@ def busy_polling(e):
     nbc = got["1 core, spin"][0]["nbc"]
     if not nbc["total_s"] > 0:
         fail("nbc on a busy-polling node", got["1 core, spin"][1])
-    return f"busy polling: 1 core {spun:.3f} s, 2 cores {free:.3f} s"
+    # tnbc's calling thread yields (Policy::waiting): its edges do not wait for slices.
+    if not nbc["call_s"] < 0.004:
+        fail(f"tnbc's call on a busy-polling node took {nbc['call_s']:.4f} s: it waited for a 4 ms slice",
+             got["1 core, spin"][1])
+    # A 4-byte Alltoall (the MPI library's: below the threshold) between 2 spinning ranks on 1 core:
+    # the first on the core puts its message into the FIFO (an eager send completes there), the
+    # other, on the core a slice later, takes it and puts its own, then leaves the call and the
+    # first takes it at once: about one slice, not two.
+    j, out = e.json(profile(np=4, per_peer=4, curc=0, rcrc=1e12), machine(), "--np", "4", "--ranks-per-node", "2",
+                    platform=base + "cores 1\n" + spin)
+    tiny = j["sites"][0]["blocking_s"]
+    if not 0.0035 < tiny < 0.006:
+        fail(f"a 4-byte Alltoall between 2 busy-polling ranks on 1 core: {tiny * 1e3:.2f} ms, expected about one "
+             f"4 ms slice", out)
+    return f"busy polling: 1 core {spun:.3f} s, 2 cores {free:.3f} s; 4-byte Alltoall {tiny * 1e3:.2f} ms"
 
 
 def variants(e):
@@ -265,6 +280,22 @@ def variants(e):
     j, out = e.json(lead, machine(), "--np", "2", "--ranks-per-node", "1", "--skip-first", "2", platform=TWO_NODES)
     if [site["calls"] for site in j["sites"]] != [9]:
         fail(f"--skip-first 2: {[x['calls'] for x in j['sites']]}, expected 9 calls of the timed site", out)
+    # tnbc's first staging block of a size is made in untouched pages: the program's first call at
+    # that size (the set-up site) copies at the machine's memcpy_cold line (here 100 ns/B against
+    # 0.1: +105 ms for 1 MiB sent), later calls and sites of that size at its memcpy line; without
+    # the line, at the memcpy line with a note; with the set-up call left out, nothing is cold.
+    cold = machine()
+    cold["guard"]["memcpy_cold"] = {"ns": 0, "ns_per_byte": 100.0}
+    calls = lambda j: {x["calls"]: x["nbc"]["call_s"] for x in j["sites"]}
+    j0, out0 = e.json(lead, machine(), "--np", "2", "--ranks-per-node", "1", platform=TWO_NODES)
+    j1, out1 = e.json(lead, cold, "--np", "2", "--ranks-per-node", "1", platform=TWO_NODES)
+    j2, _ = e.json(lead, cold, "--np", "2", "--ranks-per-node", "1", "--skip-first", "1", platform=TWO_NODES)
+    c0, c1, c2 = calls(j0), calls(j1), calls(j2)
+    if not (0.09 < c1[1] - c0[1] < 0.12 and abs(c1[10] - c0[10]) < 1e-6 and abs(c2[10] - c0[10]) < 1e-6):
+        fail(f"the first call into untouched staging pages: nbc call {c0} without memcpy_cold, {c1} with it, {c2} "
+             f"with the set-up call left out; expected +105 ms at the set-up site only", out1)
+    if "no memcpy_cold line" not in out0 or "memcpy_cold line, 100 ns/B" not in out1:
+        fail("the output does not say how the first staging copy is priced", out0 + out1)
     for site in lead["sites"]:
         for r in site["ranks"]:
             del r["first_calls"]

@@ -172,6 +172,22 @@ TEST_CASE("profile: blocks per peer (sub_bytes) from the merge, read back; older
              Catch::Contains("sites[0].ranks[0].sub_bytes: 1 entries, the site has 2 sub-messages"));
   CHECK_THAT(rejection(dir, replace_once(text, "[8192, 16384]", "[8192, -1]")),
              Catch::Contains("sites[0].ranks[0].sub_bytes[1]: expected a number >= 0"));
+  // Only where blocks can differ (Alltoallv, Allgatherv): an Alltoall's profile has no sub_bytes
+  // (a number per rank and peer: ~7 MB per site at 1024 ranks) ...
+  CHECK(blocks_can_differ("alltoallv"));
+  CHECK(blocks_can_differ("allgatherv"));
+  CHECK_FALSE(blocks_can_differ("alltoall"));
+  CHECK_FALSE(blocks_can_differ("bcast"));
+  for (TraceFile& t : traces) t.sites[0].kind = "alltoall";
+  const std::string even = profile_json(must(merge(traces)));
+  CHECK(even.find("sub_bytes") == std::string::npos);
+  CHECK(must(read_profile(dir.write("even.profile", even))).sites[0].ranks[0].sub_bytes.empty());
+  // ... while a profile that has them there (merged by session 9's tnbc) still loads.
+  const std::string kind_v = "\"kind\": \"alltoallv\"";
+  REQUIRE(text.find(kind_v) != std::string::npos);
+  const LoadedProfile before = must(read_profile(dir.write("before.profile", replace_once(text, kind_v, "\"kind\": \"alltoall\""))));
+  CHECK(before.sites[0].kind == "alltoall");
+  CHECK(before.sites[0].ranks[0].sub_bytes == std::vector<double>{8192, 16384});
 }
 
 TEST_CASE("profile: look-up by site, instance key and rank") {

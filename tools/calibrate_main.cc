@@ -20,11 +20,10 @@
 namespace {
 
 const char* kUsage =
-    "usage: tnbc calibrate [-o FILE] [--max-bytes SIZE] [--seconds-per-size S] [--idle-sleep-us US] [--quiet]\n"
+    "usage: tnbc calibrate [-o FILE] [--max-bytes SIZE] [--seconds-per-size S] [--quiet]\n"
     "  run under the launcher (mpirun -np 4 tnbc calibrate -o machine.json); at least 2 ranks, 2 on a node\n"
     "  and 2 nodes to measure both levels. FILE (default machine.json) is written by rank 0; use it with\n"
-    "  TNBC_MACHINE=FILE (docs/architecture.md, \"The cost model\"). --idle-sleep-us: the longest sleep between\n"
-    "  tests of a rank waiting while others measure (default 1000; 20 measures as before session 10).\n";
+    "  TNBC_MACHINE=FILE (docs/architecture.md, \"The cost model\").\n";
 
 std::size_t parse_size(const char* s) {
   char* end = nullptr;
@@ -45,15 +44,14 @@ int main(int argc, char** argv) {
     if ((a == "-o" || a == "--output") && i + 1 < argc) out = argv[++i];
     else if (a == "--max-bytes" && i + 1 < argc) o.max_bytes = parse_size(argv[++i]);
     else if (a == "--seconds-per-size" && i + 1 < argc) o.seconds_per_size = std::atof(argv[++i]);
-    else if (a == "--idle-sleep-us" && i + 1 < argc) o.longest_idle_sleep_ns = std::atol(argv[++i]) * 1000;
     else if (a == "--quiet" || a == "-q") quiet = true;
     else {
       std::fprintf(stderr, "tnbc: calibrate: unknown option '%s'\n%s", a.c_str(), kUsage);
       return 2;
     }
   }
-  if (o.max_bytes < 4096 || o.seconds_per_size <= 0 || o.longest_idle_sleep_ns < 1000 || o.longest_idle_sleep_ns > 999999000) {
-    std::fprintf(stderr, "tnbc: calibrate: --max-bytes must be at least 4k, --seconds-per-size positive and --idle-sleep-us 1..999999\n");
+  if (o.max_bytes < 4096 || o.seconds_per_size <= 0) {
+    std::fprintf(stderr, "tnbc: calibrate: --max-bytes must be at least 4k and --seconds-per-size positive\n");
     return 2;
   }
   if (const char* poll = std::getenv("TNBC_POLL_MIN_US")) o.poll_ns = std::atoll(poll) * 1000;

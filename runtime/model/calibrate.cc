@@ -46,19 +46,11 @@ struct Ctx {
 };
 
 // Waits for `r` asleep between tests (MPI's own waits spin): the ranks that wait while others
-// measure must not take the CPU from them. The sleeps double from 20 us to
-// CalibrateOptions::longest_idle_sleep_ns:
-// a waiting rank that woke every 20 us (~90 us with the timer's slack) slowed the ranks being
-// measured on this VM by 40-50 % (2 CPUs, 4 ranks: a chain broadcast's hops 0.123-0.144 ns/B
-// with the finished ranks polling so, 0.086-0.092 with them in MPI's own yielding wait; the
-// 2-rank ring of a 4-rank calibration 0.25 ns/B against 0.13 at 2 ranks: docs/benchmarks.md,
-// session 10), so calibrate's rates at 4 ranks on 2 CPUs were too slow for MPI's collectives.
-void wait_asleep(MPI_Request& r, long longest_ns) {
-  long ns = std::min(20000L, longest_ns);
+// measure must not take the CPU from them.
+void wait_asleep(MPI_Request& r) {
   for (int done = 0; PMPI_Test(&r, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done;) {
-    const struct timespec ts{0, ns};
+    const struct timespec ts{0, 20000};
     nanosleep(&ts, nullptr);
-    ns = std::min(2 * ns, longest_ns);
   }
 }
 
@@ -66,7 +58,7 @@ void wait_asleep(MPI_Request& r, long longest_ns) {
 void barrier(const Ctx& c) {
   MPI_Request r;
   PMPI_Ibarrier(c.comm, &r);
-  wait_asleep(r, c.o.longest_idle_sleep_ns);
+  wait_asleep(r);
 }
 
 // The largest `mine` over the ranks, asleep while waiting (ranks that took no part in a
@@ -75,7 +67,7 @@ double sleeping_max(const Ctx& c, double mine) {
   double worst = 0;
   MPI_Request r;
   PMPI_Iallreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, c.comm, &r);
-  wait_asleep(r, c.o.longest_idle_sleep_ns);
+  wait_asleep(r);
   return worst;
 }
 

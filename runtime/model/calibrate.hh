@@ -55,7 +55,6 @@ struct CalibrateOptions {
   std::size_t max_bytes = 4u << 20;
   double seconds_per_size = 0.05;
   long long poll_ns = 20000;  // TNBC_POLL_MIN_US, as the progress thread sleeps
-  long longest_idle_sleep_ns = 1000000;  // ranks waiting while others measure: sleeps 20 us doubling to this
 };
 
 // `progress` (rank 0, may be null): one line per step.

@@ -217,11 +217,12 @@ SizePoint measure_size(Ctx& c, int x, int y, std::size_t m) {
 // transfer's own rate. The median of kMinReps per size, sizes doubling from 64 KiB up to the
 // buffers, stopping after two sizes from kBufferedFrom whose send waited for most of its message
 // (the buffers are smaller; below it a rendezvous's first fragment and its acknowledgement hide
-// the buffers: ob1 over TCP held 11-13 KiB at 64-128 KiB and MiBs from 256 KiB); the largest median. Measured with the receiver receiving, not asleep: over TCP,
-// ob1's rendezvous (above its eager limit) needs the receiver in MPI before any byte moves,
-// after which the kernel's socket buffers take the message and the send returns (the case of
-// tnbc's exchanges, whose receives are posted first); with the receiver asleep the knee would
-// be the eager limit instead (docs/benchmarks.md, session 10).
+// the buffers: ob1 over TCP held 11-13 KiB at 64-128 KiB and MiBs from 256 KiB); the largest
+// median. Measured with the receiver receiving, not asleep: over TCP, ob1's rendezvous (above
+// its eager limit) needs the receiver in MPI before any byte moves, after which the kernel's
+// socket buffers take the message and the send returns (the case of tnbc's exchanges, whose
+// receives are posted first); with the receiver asleep the knee is the eager limit instead
+// (32 KiB buffered, 64 KiB not: docs/benchmarks.md, session 10).
 double buffered_send_bytes(Ctx& c, int x, int y) {
   double most = 0;
   int waited = 0;

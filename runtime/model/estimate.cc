@@ -381,19 +381,38 @@ std::vector<int> mpi_tree_children(MpiBcast a, int v, int n) {
   return out;
 }
 
+// A round of a broadcast whose senders forward what they received in the round before: their
+// data is still in the cache, so a flow takes the ping-pong's T(m) (a message from a buffer in
+// cache) rather than the message train's g(m) (from memory), one flow per CPU at a time; several
+// flows no faster than the node's copy rate (the 2-rank ring: two flows at once, so not a bound
+// on one flow alone, and at np 4 measured with the other ranks asleep: 0.10-0.25 ns/B at 4 MiB
+// between calibrations). Measured (docs/benchmarks.md, session 10): a chain of
+// MPI_Send/MPI_Recv at np 4 moved 0.086-0.092 ns/B per hop at 1-4 MiB, one flow from the root's
+// buffer 0.10-0.16; session 9 costed every hop at g(m) and predicted MPI's chain +45-54 % slow.
+double forwarded_round_ns(const Level& l, const Topology& t, const BusyPoll& spin, double bytes, int flows) {
+  if (spin.spins()) return node_round_ns(l, t, spin, bytes, flows);
+  flows = std::max(1, flows);
+  const int cpus = std::max(1, t.cpus_per_node);
+  const int copying = std::max(2, std::min(flows, cpus));
+  const double one_at_a_time = l.T(bytes) * ((flows + cpus - 1) / cpus);
+  return flows == 1 ? one_at_a_time : std::max(one_at_a_time, l.node_ring(bytes, copying) * flows * bytes);
+}
+
 // The whole message down the tree in rounds: every rank that has it sends to all its children
 // at once (the library's generic tree code waits for all of a segment's sends), so a round's
-// flows are the edges leaving the ranks that received in the round before.
+// flows are the edges leaving the ranks that received in the round before. The first round
+// reads the root's buffer (node_round_ns); later ones forward (forwarded_round_ns).
 double mpi_bcast_one_node(const Level& l, const Topology& t, const BusyPoll& spin, double bytes, MpiBcast a) {
   const int n = t.n();
   double total = 0;
   std::vector<int> frontier{0};
-  while (!frontier.empty()) {
+  for (bool first = true; !frontier.empty(); first = false) {
     std::vector<int> next;
     for (int v : frontier)
       for (int c : mpi_tree_children(a, v, n)) next.push_back(c);
     if (next.empty()) break;
-    total += node_round_ns(l, t, spin, bytes, static_cast<int>(next.size())) + l.L_ns;
+    const int flows = static_cast<int>(next.size());
+    total += (first ? node_round_ns(l, t, spin, bytes, flows) : forwarded_round_ns(l, t, spin, bytes, flows)) + l.L_ns;
     frontier = std::move(next);
   }
   return total;

@@ -145,8 +145,13 @@ TEST_CASE("model: Open MPI 4.1's own algorithm on one node, by its fixed rules")
   // np 2: one unsegmented message, one pair's gap (not 32 pipelined segments at the node's rate).
   const double one = l.g(4 * kMiB);
   CHECK(mpi_blocking_ns(m, two, b) == Approx(one + l.L_ns));  // each round: + L
-  // np 4, 4 MiB: a chain of three whole messages, one after another.
-  CHECK(mpi_blocking_ns(m, four, b) == Approx(3 * (one + l.L_ns)));
+  // np 4, 4 MiB: a chain of three whole messages, one after another: the first from the root's
+  // buffer (the train's gap), the two forwarded ones from a buffer in cache (the ping-pong's T).
+  CHECK(mpi_blocking_ns(m, four, b) == Approx(one + l.L_ns + 2 * (l.T(4 * kMiB) + l.L_ns)));
+  Machine warm = m;  // a ping-pong faster than the train: forwarding is faster than the first hop
+  warm.level[0].sweep[1].t_ns = 400e3;
+  CHECK(mpi_blocking_ns(warm, four, b) == Approx(one + 2 * 400e3 + 3 * l.L_ns));
+  CHECK(mpi_blocking_ns(warm, two, b) == Approx(one + l.L_ns));  // np 2: one round, from the root's buffer
   // np 4, 256 KiB: linear, the root's three messages at once, copied at the two-CPU rate.
   b.bytes = 256 * 1024;
   CHECK(mpi_blocking_ns(m, four, b) == Approx(std::max(l.g(b.bytes), 3 * b.bytes * l.node_ring(b.bytes, 2)) + l.L_ns));

@@ -97,6 +97,17 @@ std::string model_section(const std::string& dir) {
                       name.c_str(), us(num(l, "L_ns", 0)).c_str(), G, G > 0 ? 1e3 / G : 0.0, us(num(l, "o_s_ns", 0)).c_str(),
                       us(num(l, "o_r_ns", 0)).c_str(), num(l, "node_out_ns_per_byte", 0), num(l, "node_bi_ns_per_byte", 0));
         o << b;
+        if (const double buffered = num(l, "buffered_send_bytes", 0); buffered > 0)
+          o << "    a blocking send returns with up to " << format_bytes(buffered) << " still buffered for its receiver\n";
+      }
+    if (const Value* g = mach->find("guard"); g && g->type == Value::Type::Object)
+      if (const Value* cold = g->find("memcpy_cold"); cold && cold->type == Value::Type::Object) {
+        const Value* warm = g->find("memcpy");
+        char line[160];
+        std::snprintf(line, sizeof line, "  memcpy %s/MiB, into pages never touched %s + %s/MiB\n",
+                      us(warm ? num(*warm, "ns_per_byte", 0) * 1048576 : 0).c_str(), us(num(*cold, "ns", 0)).c_str(),
+                      us(num(*cold, "ns_per_byte", 0) * 1048576).c_str());
+        o << line;
       }
     if (const Value* g = mach->find("guard"); g && g->type == Value::Type::Object)
       for (const auto& [name, b] : g->members) {

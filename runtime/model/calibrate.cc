@@ -29,6 +29,7 @@ constexpr int kMaxReps = 200;
 constexpr int kTag = 7;         // on a duplicate of the world made for the calibration
 constexpr int kTestPending = 8;
 constexpr int kIdlePolls = 40;  // per round of the idle-test measurement (3 rounds)
+constexpr std::size_t kBufferedFrom = 1u << 20;  // buffered_send_bytes: sizes that may end the search
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -210,6 +211,46 @@ SizePoint measure_size(Ctx& c, int x, int y, std::size_t m) {
   return p;
 }
 
+// Level::buffered_send_bytes: x sends one message of m bytes with a blocking MPI_Send, y
+// receives it at once with MPI_Recv (both clocks start as they leave sync_pair); the bytes the
+// transport still held for y when x's send returned are m (t_recv - t_send) / t_recv, at the
+// transfer's own rate. The median of kMinReps per size, sizes doubling from 64 KiB up to the
+// buffers, stopping after two sizes from kBufferedFrom whose send waited for most of its message
+// (the buffers are smaller; below it a rendezvous's first fragment and its acknowledgement hide
+// the buffers: ob1 over TCP held 11-13 KiB at 64-128 KiB and MiBs from 256 KiB); the largest median. Measured with the receiver receiving, not asleep: over TCP,
+// ob1's rendezvous (above its eager limit) needs the receiver in MPI before any byte moves,
+// after which the kernel's socket buffers take the message and the send returns (the case of
+// tnbc's exchanges, whose receives are posted first); with the receiver asleep the knee would
+// be the eager limit instead (docs/benchmarks.md, session 10).
+double buffered_send_bytes(Ctx& c, int x, int y) {
+  double most = 0;
+  int waited = 0;
+  for (std::size_t m = 64 * 1024; m <= c.a.size() && m <= c.b.size() && waited < 2; m *= 2) {
+    std::vector<double> held;
+    for (int i = 0; i <= kMinReps; ++i) {
+      barrier(c);
+      sync_pair(c, x, y);
+      const long long t0 = futex::now_ns();
+      double recv_ns = 0;
+      if (c.me == x) {
+        PMPI_Send(c.a.data(), static_cast<int>(m), MPI_BYTE, y, kTag + 6, c.comm);
+        const double send_ns = static_cast<double>(futex::now_ns() - t0);
+        PMPI_Recv(&recv_ns, 1, MPI_DOUBLE, y, kTag + 6, c.comm, MPI_STATUS_IGNORE);
+        if (i > 0 && recv_ns > 0) held.push_back(static_cast<double>(m) * (recv_ns - send_ns) / recv_ns);
+      } else if (c.me == y) {
+        PMPI_Recv(c.b.data(), static_cast<int>(m), MPI_BYTE, x, kTag + 6, c.comm, MPI_STATUS_IGNORE);
+        recv_ns = static_cast<double>(futex::now_ns() - t0);
+        PMPI_Send(&recv_ns, 1, MPI_DOUBLE, x, kTag + 6, c.comm);
+      }
+    }
+    double h = median(held);
+    PMPI_Bcast(&h, 1, MPI_DOUBLE, x, c.comm);
+    most = std::max(most, h);
+    waited = h < static_cast<double>(m) / 2 && m >= kBufferedFrom ? waited + 1 : 0;
+  }
+  return most;
+}
+
 Level measure_level(Ctx& c, int x, int y, std::FILE* progress) {
   Level l;
   l.measured = true;
@@ -234,6 +275,10 @@ Level measure_level(Ctx& c, int x, int y, std::FILE* progress) {
   l.G_ns_per_byte = fit(x_, g_).ns_per_byte;
   l.Os_ns_per_byte = fit(x_, os_).ns_per_byte;
   l.Or_ns_per_byte = fit(x_, or_).ns_per_byte;
+  l.buffered_send_bytes = buffered_send_bytes(c, x, y);
+  if (progress && c.me == 0)
+    std::fprintf(progress, "  a blocking send returns with up to %.0f KiB still buffered for its receiver\n",
+                 l.buffered_send_bytes / 1024);
   return l;
 }
 
@@ -513,15 +558,24 @@ Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* 
   if (progress && c.me == 0)
     for (int k = 0; k < kLevels; ++k)
       if (m.level[k].measured)
-        std::fprintf(progress, "%s: L %.1f us, G %.3f ns/B, node %.3f ns/B out, %.3f ns/B in+out (%d flows)\n",
+        std::fprintf(progress, "%s: L %.1f us, G %.3f ns/B, node %.3f ns/B out, %.3f ns/B in+out (%d flows), "
+                     "buffered send %.0f KiB\n",
                      level_name(static_cast<LevelKind>(k)), m.level[k].L_ns / 1e3, m.level[k].G_ns_per_byte,
-                     m.level[k].node_out_ns_per_byte, m.level[k].node_bi_ns_per_byte, m.level[k].flows);
+                     m.level[k].node_out_ns_per_byte, m.level[k].node_bi_ns_per_byte, m.level[k].flows,
+                     m.level[k].buffered_send_bytes / 1024);
   m.test_ns = testsome_ns(comm, kTag + 2, kTestPending);
   m.sleep_ns = sleep_ns(o.poll_ns);
   barrier(c);
   if (c.me == 0) {
     Scratch s(16u << 20);
-    if (s.user) m.memcpy_cost = memcpy_line(s, {4096, 65536, 1u << 20, 16u << 20}, 20);
+    if (s.user) {
+      m.memcpy_cost = memcpy_line(s, {4096, 65536, 1u << 20, 16u << 20}, 20);
+      m.memcpy_cold = memcpy_cold_line(s, {4096, 65536, 1u << 20, 16u << 20}, 20);
+      if (progress)
+        std::fprintf(progress, "memcpy: %.1f us + %.1f us/MiB; into pages never touched: %.1f us + %.1f us/MiB\n",
+                     m.memcpy_cost.ns / 1e3, m.memcpy_cost.ns_per_byte * 1048.576, m.memcpy_cold.ns / 1e3,
+                     m.memcpy_cold.ns_per_byte * 1048.576);
+    }
     m.wake_loaded_ns = loaded_wake_ns(o.poll_ns);
     if (progress) std::fprintf(progress, "a progress thread's wake-up on a busy CPU: %.1f us later\n", m.wake_loaded_ns / 1e3);
     measure_guard(m, page, progress);

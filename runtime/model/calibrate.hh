@@ -17,6 +17,9 @@
 //               receiver has them (the gap between back-to-back messages);
 //               then L = T(1) - o_s(1) - o_r(1), G = the slope of g over the three largest
 //               sizes, O_s and O_r the slopes of o_s and o_r there;
+//     buffered  one blocking MPI_Send of m bytes, 64 KiB doubling, the receiver receiving at
+//               once: the bytes still in the transport's buffers when the send returned,
+//               m (t_recv - t_send) / t_recv (median per size); the largest (buffered_send_bytes);
 //   node        every rank of a node at once, 8 messages of 1 MiB (or --max-bytes / 4) to a
 //               partner: inside each node (pairs of its ranks) and between nodes (rank i of
 //               node 0 with rank i of node 1): bytes leaving the node per ns (node_out: only one
@@ -30,7 +33,7 @@
 //               (lines through the medians); a reader's wait on a page held back: a SIGSEGV
 //               round trip on a PROT_NONE page (handler, mprotect, retry) plus the wake-up of a
 //               thread asleep on a futex (what a reader pays besides the data's arrival);
-//   memcpy      4 KiB .. 16 MiB, a line;
+//   memcpy      4 KiB .. 16 MiB, a line; and into a fresh mapping (first-touch faults: memcpy_cold);
 //   progress    one MPI_Testsome over 8 pending receives, one sleep of TNBC_POLL_MIN_US.
 //
 // Medians of repetitions after a warm-up; each size repeated until about --seconds-per-size

@@ -161,9 +161,12 @@ std::string machine_json(const Machine& m) {
         << ", \"exchange_ns_per_byte\": " << num(p.exchange_ns_per_byte)
         << ", \"ring_ns_per_byte\": " << num(p.ring_ns_per_byte) << "}";
     }
-    o << "]}";
+    o << "]";
+    if (l.buffered_send_bytes > 0) o << ",\n   \"buffered_send_bytes\": " << num(l.buffered_send_bytes);
+    o << "}";
   }
   o << "},\n \"guard\": {\"memcpy\": " << line_json(m.memcpy_cost);
+  if (m.memcpy_cold_measured()) o << ", \"memcpy_cold\": " << line_json(m.memcpy_cold);
   for (int b = 0; b < kGuardBackends; ++b) {
     o << ",\n   \"" << kGuardNames[b] << "\": ";
     if (!m.guard_measured[b]) {
@@ -296,9 +299,12 @@ Machine parse_or_throw(std::string_view text, const std::string& name) {
       }
       l.node_sweep.push_back(n);
     }
+    // Optional (files written before it was measured keep loading: 0, not measured).
+    if (lv->find("buffered_send_bytes")) l.buffered_send_bytes = r.number(*lv, p, "buffered_send_bytes");
   }
   const Value& guard = r.member(root, "", "guard", Value::Type::Object);
   m.memcpy_cost = r.line(guard, "guard", "memcpy");
+  if (guard.find("memcpy_cold")) m.memcpy_cold = r.line(guard, "guard", "memcpy_cold");  // optional, as above
   for (int b = 0; b < kGuardBackends; ++b) {
     const std::string key(kGuardNames[b]);
     const Value* g = guard.find(key);

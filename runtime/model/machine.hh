@@ -79,6 +79,12 @@ struct Level {
   int flows = 1;                    // concurrent flows in those two measurements
   std::vector<SizePoint> sweep;     // PLogP table, sorted by size (may be empty)
   std::vector<NodePoint> node_sweep;  // sorted by ranks, then size (may be empty: node_bi / node_out)
+  // The most bytes a blocking MPI_Send left for its receiver in the transport's buffers when it
+  // returned (the receiver receiving at once; the largest over message sizes): a send of up to
+  // this many bytes completes before its receiver has it (TCP: the kernel's socket buffers; a
+  // rendezvous over shared memory: ~0). Optional in the file (`tnbc calibrate` writes it since
+  // session 10); 0: not measured, or nothing buffered.
+  double buffered_send_bytes = 0;
 
   double T(double m) const;    // one message alone, ns
   double g(double m) const;    // gap between back-to-back messages
@@ -119,6 +125,11 @@ struct Machine {
   GuardCost guard[kGuardBackends];
   bool guard_measured[kGuardBackends] = {false, false, false};
   Line memcpy_cost;
+  // memcpy into a destination never touched before (fresh pages: their first-touch faults in
+  // the copy). Optional in the file (`tnbc calibrate` writes it since session 10); {0, 0}: not
+  // measured (the start-up probe, older files).
+  Line memcpy_cold;
+  bool memcpy_cold_measured() const { return memcpy_cold.ns > 0 || memcpy_cold.ns_per_byte > 0; }
   // The progress thread's poll: one MPI_Testsome over pending requests, and how long a sleep
   // of TNBC_POLL_MIN_US really lasts (timer slack). O_r, the cost of noticing that a message or
   // request arrived (seed 000's RMA broadcast: its Broadcaster's busy-wait), is test + sleep / 2.

@@ -78,6 +78,31 @@ Line memcpy_line(Scratch& s, const std::vector<std::size_t>& sizes, int reps) {
   return fit(x, y);
 }
 
+Line memcpy_cold_line(Scratch& s, const std::vector<std::size_t>& sizes, int reps) {
+  std::vector<double> x, y;
+  for (std::size_t b : sizes) {
+    if (b > s.len) continue;
+    void* fresh = MAP_FAILED;
+    auto unmap = [&] {
+      if (fresh != MAP_FAILED) ::munmap(fresh, b);
+      fresh = MAP_FAILED;
+    };
+    const double t = median_ns([&] {
+      if (fresh == MAP_FAILED) return false;
+      std::memcpy(fresh, s.user, b);
+      return true;
+    }, [&] {
+      unmap();
+      fresh = ::mmap(nullptr, b, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    }, reps);
+    unmap();
+    if (t < 0) continue;
+    x.push_back(static_cast<double>(b));
+    y.push_back(t);
+  }
+  return fit(x, y);
+}
+
 bool guard_lines(GuardBackend& b, Scratch& s, const std::vector<std::size_t>& sizes, int reps, Line& hold, Line& publish) {
   std::vector<double> x, h, p;
   for (std::size_t bytes : sizes) {

@@ -39,6 +39,10 @@ struct Scratch {
 
 // memcpy of each size; the line through the medians.
 Line memcpy_line(Scratch& s, const std::vector<std::size_t>& sizes, int reps);
+// The same copies into a destination never touched before (a fresh anonymous mapping per copy,
+// not populated: every page's first-touch fault is in the copy's time, as when a program's
+// receive buffer or tnbc's staging is new); the line through the medians.
+Line memcpy_cold_line(Scratch& s, const std::vector<std::size_t>& sizes, int reps);
 
 // A guard backend's hold back and publish of each size (one region): the lines through the
 // medians. False when the backend fails on scratch memory.

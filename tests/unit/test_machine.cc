@@ -139,3 +139,37 @@ TEST_CASE("machine file: the node sweep is read in order, and interpolated by si
   const std::string swapped = edited(text, "\"ranks\": 4, \"exchange_ns_per_byte\": 0.12", "\"ranks\": 1, \"exchange_ns_per_byte\": 0.12");
   CHECK(refusal(swapped).find("node_sweep[2]") != std::string::npos);
 }
+
+TEST_CASE("machine file: buffered_send_bytes and memcpy_cold are optional: files without them load as not measured") {
+  // Without them (version 3 files written before session 10, the start-up probe): not written,
+  // read back as 0 / not measured.
+  const Machine without = sample();
+  const std::string old_text = machine_json(without);
+  CHECK(old_text.find("buffered_send_bytes") == std::string::npos);
+  CHECK(old_text.find("memcpy_cold") == std::string::npos);
+  const Machine old_back = must(parse_machine(old_text, "m.json"));
+  CHECK(old_back.at(LevelKind::IntraNode).buffered_send_bytes == 0);
+  CHECK(old_back.at(LevelKind::InterNode).buffered_send_bytes == 0);
+  CHECK_FALSE(old_back.memcpy_cold_measured());
+  // With them: written, read back with their values, and part of the hash the ranks compare.
+  Machine with = sample();
+  with.level[1].buffered_send_bytes = 4 << 20;
+  with.memcpy_cold = {1500, 0.31};
+  const std::string text = machine_json(with);
+  CHECK(text.find("\"buffered_send_bytes\": 4194304") != std::string::npos);
+  const Machine back = must(parse_machine(text, "m.json"));
+  CHECK(back.at(LevelKind::InterNode).buffered_send_bytes == 4 << 20);
+  CHECK(back.at(LevelKind::IntraNode).buffered_send_bytes == 0);  // this level's not measured
+  REQUIRE(back.memcpy_cold_measured());
+  CHECK(back.memcpy_cold.ns == Approx(1500));
+  CHECK(back.memcpy_cold.ns_per_byte == Approx(0.31));
+  CHECK(machine_json(back) == text);
+  CHECK(machine_hash(back) != machine_hash(without));
+  // Present but wrong: refused, naming the field.
+  CHECK(refusal(edited(text, "\"buffered_send_bytes\": 4194304", "\"buffered_send_bytes\": \"4m\"")).find(
+            "levels.inter_node.buffered_send_bytes") != std::string::npos);
+  CHECK(refusal(edited(text, "\"buffered_send_bytes\": 4194304", "\"buffered_send_bytes\": -1")).find(
+            "buffered_send_bytes") != std::string::npos);
+  CHECK(refusal(edited(text, "\"memcpy_cold\": {\"ns\"", "\"memcpy_cold\": {\"nanos\"")).find("guard.memcpy_cold") !=
+        std::string::npos);
+}

@@ -7,7 +7,10 @@ namespace tnbc {
 NodeTurn node_turn(const model::Level& link, double kernel_bytes) {
   NodeTurn t;
   t.ns_per_byte = link.G_ns_per_byte > 0 ? link.G_ns_per_byte : 0;
-  if (kernel_bytes > 0) {
+  if (link.buffered_send_bytes > 0) {
+    t.buffered_bytes = link.buffered_send_bytes;
+    t.source = "machine_file";
+  } else if (kernel_bytes > 0) {
     t.buffered_bytes = kernel_bytes;
     t.source = "kernel_tcp_wmem_max";
   } else {

@@ -12,7 +12,8 @@
 // whole, so they complete only as their last buffered bytes go out.
 //
 // The buffered-send size: the machine file's (`buffered_send_bytes` of the link's level, measured
-// by `tnbc calibrate`) where it has one; else the kernel's TCP send-buffer limit
+// by `tnbc calibrate`: model::Level) where it is above 0; else (0: not measured, or nothing
+// buffered, where the rule costs nothing) the kernel's TCP send-buffer limit
 // (net.ipv4.tcp_wmem's maximum, the size its autotuning may grow a socket's buffer to, read once at
 // start-up: runtime/node_segment.hh); else (not readable) every send. Too large a size costs
 // nothing: a send that really completed after its bytes left has `leaves` <= its completion. Too

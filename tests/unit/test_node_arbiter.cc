@@ -285,6 +285,11 @@ TEST_CASE("node turn: which sends wait for their wire time, and where the buffer
   t = node_turn(link, -1);
   CHECK(t.source == "unknown_every_send");
   CHECK(t.by_wire(8 << 20));  // every send: too large a size costs nothing (leaves <= completion)
+  link.buffered_send_bytes = 600 * 1024;  // measured by tnbc calibrate: the file's, not the kernel's
+  t = node_turn(link, 4194304);
+  CHECK(t.source == "machine_file");
+  CHECK(t.by_wire(512 * 1024));
+  CHECK_FALSE(t.by_wire(1 << 20));
   link.G_ns_per_byte = 0;
   t = node_turn(link, 4194304);
   CHECK_FALSE(t.by_wire(1024));

@@ -400,12 +400,10 @@ class EngineImpl final : public Engine {
     return *mine;
   }
 
-  // The cost model (runtime/model/startup.hh): the machine and the placement, then the policy
-  // starts deciding from them. Whether the ranks' profile and judging settings agree is
-  // compared here (one reduction): only then may the profile route calls to plain MPI.
   // When a rank's turn on its node's link passes (runtime/node_turn.hh): the link's G from the
   // model (the inter-node level; on one node, whose ranks reach each other over a link only with
-  // TNBC_NODE_LOCAL_SENDS=link, the intra-node one), the buffered-send size from the kernel.
+  // TNBC_NODE_LOCAL_SENDS=link, the intra-node one), the buffered-send size from that level of the
+  // machine file, else from the kernel.
   NodeTurn node_turn_rule() {
     if (!policy_->node_links() || !model_) return {};
     const bool nodes = model_->world.nodes() > 1;
@@ -415,6 +413,9 @@ class EngineImpl final : public Engine {
     return t;
   }
 
+  // The cost model (runtime/model/startup.hh): the machine and the placement, then the policy
+  // starts deciding from them. Whether the ranks' profile and judging settings agree is
+  // compared here (one reduction): only then may the profile route calls to plain MPI.
   void start_model(MPI_Comm world) {
     GuardBackend* first = backends_.empty() ? nullptr : backends_.front();
     // The guard backend's costs feed global answers (threshold, pieces): every rank must model

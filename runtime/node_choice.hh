@@ -124,16 +124,18 @@ struct DriverCpu {
 };
 DriverCpu driver_cpu(int ranks, int cpus);
 
-// What waking up costs arbitration on a node of `cpus` CPUs whose `senders` ranks compute while
-// one driver at a time has the link: per hand-off of the link (the next driver's wake-up on a
-// busy CPU), per send of the driver that has it (that wake-up less what its window's other
-// sends in flight cover, `sends` sends of `bytes` in all on `link`), and for all of one rank's
-// sends. All 0 where the CPUs suffice or the machine has no measured wake-up.
 // The wake-up charged where the machine has none measured (Machine::wake_loaded_ns < 0): the
 // progress thread's requested time slice (runtime/sched_slice.hh), of the order of what a woken
 // thread with that slice waits for a CPU a computing thread holds (EEVDF, Linux >= 6.12).
 inline constexpr double kUnmeasuredWakeNs = static_cast<double>(kShortSliceNs);
 inline bool unmeasured_wake(const model::Machine& m) { return m.wake_loaded_ns < 0; }
+
+// What waking up costs arbitration on a node of `cpus` CPUs whose `senders` ranks compute while
+// one driver at a time has the link: per hand-off of the link (the next driver's wake-up on a
+// busy CPU), per send of the driver that has it (that wake-up less what its window's other
+// sends in flight cover, `sends` sends of `bytes` in all on `link`), and for all of one rank's
+// sends. All 0 where the CPUs suffice or the measured wake-up is 0; kUnmeasuredWakeNs where
+// the machine has none measured.
 struct Wakes {
   double handoff_ns = 0, send_ns = 0, rank_ns = 0;
 };

@@ -90,15 +90,16 @@ class EngineImpl final : public Engine {
       if (k == GuardKind::ProtNone && publication_available()) backends_.push_back(protect_.get());
     }
     start_model(world.comm);
+    const NodeTurn turn = node_turn_rule();
     progress_window_ = std::make_unique<WindowGate>(0);
     set_windows(*progress_window_, Driver::ProgressThread);
-    progress_gate_ = std::make_unique<NodeGate>(*progress_window_, &stats_);
+    progress_gate_ = std::make_unique<NodeGate>(*progress_window_, &stats_, turn);
     // Each finished early return goes into the summary from the progress thread.
     progress_ = std::make_unique<Progress>(s, *progress_gate_,
                                            [this](InFlight& f) { stats_.complete(f.kind, f.site, completion_of(f)); });
     caller_window_ = std::make_unique<WindowGate>(0, /*holds_bodies=*/false);
     set_windows(*caller_window_, Driver::CallingThread);
-    caller_gate_ = std::make_unique<NodeGate>(*caller_window_, &stats_);
+    caller_gate_ = std::make_unique<NodeGate>(*caller_window_, &stats_, turn);
     CpuShare cpus = measure_cpu_share(world.comm);
     policy_->set_cpu_share(cpus);
     place_progress_thread(cpus);
@@ -402,6 +403,19 @@ class EngineImpl final : public Engine {
     thread_local std::unique_ptr<Executor> mine;
     if (!mine) mine = std::make_unique<Executor>(*caller_gate_, default_transports());
     return *mine;
+  }
+
+  // When a rank's turn on its node's link passes (runtime/node_turn.hh): the link's G from the
+  // model (the inter-node level; on one node, whose ranks reach each other over a link only with
+  // TNBC_NODE_LOCAL_SENDS=link, the intra-node one), the buffered-send size from that level of the
+  // machine file, else from the kernel.
+  NodeTurn node_turn_rule() {
+    if (!policy_->node_links() || !model_) return {};
+    const bool nodes = model_->world.nodes() > 1;
+    const NodeTurn t = node_turn(model_->machine.at(nodes ? model::LevelKind::InterNode : model::LevelKind::IntraNode),
+                                 kernel_send_buffer_bytes());
+    stats_.add_block("node_turn", [t] { return t.json(); });
+    return t;
   }
 
   // The cost model (runtime/model/startup.hh): the machine and the placement, then the policy

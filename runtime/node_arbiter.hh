@@ -19,6 +19,19 @@
 // rank, so exactly one rank holds the node's smallest pair and no two ranks wait for each other
 // (ranks that read in different orders still arbitrate consistently; none can deadlock).
 //
+// The turn passes when the bytes can have left the node, not when MPI says the send completed:
+// over TCP a send below the socket's buffer completes once the kernel holds it, and the next
+// rank's sends would join it on the wire (docs/benchmarks.md, node priorities session 9). So a
+// send that completes before its bytes can have left (`leaves_ns`: the model's wire time of the
+// rank's bytes queued so far, runtime/node_turn.hh) stays on the board as *leaving* until then:
+//
+//   slot r: leaving_key, leaving_until_ns   the least key of rank r's sends still leaving, and
+//                                           when the last of them has left
+//
+// A send is held by slot r's leaving pair while `now < leaving_until_ns` and the pair is more
+// urgent; it ends by itself (no stale-rank judgement: it is a time, not a rank's progress), so
+// a rank that goes to sleep with sends leaving holds nobody after their wire time.
+//
 // Bounded hold: a slot whose key has not changed and whose rank started, completed or was held
 // back on no send for `hold_ns` belongs to a rank that does not move (dead, stalled, in its call
 // waiting for another rank, or one piece that takes that long) and is ignored; the send starts
@@ -43,6 +56,8 @@ inline constexpr std::uint64_t kNoKey = UINT64_MAX;
 struct alignas(64) NodeSlot {
   std::atomic<std::uint64_t> key{kNoKey};
   std::atomic<long long> since_ns{0};
+  std::atomic<std::uint64_t> leaving_key{kNoKey};  // sends completed in MPI whose bytes may still be on their way
+  std::atomic<long long> leaving_until_ns{0};
 };
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free && std::atomic<long long>::is_always_lock_free,
               "the board is shared between processes: its atomics must be lock-free");
@@ -59,7 +74,12 @@ class NodeArbiter {
 
   // A send with `key` is outstanding (from the start of its call until it completes).
   void add(std::uint64_t key, long long now_ns);
-  void remove(std::uint64_t key, long long now_ns);
+  // The send with `key` completed in MPI; its bytes can have left at `leaves_ns` (<= now_ns, or
+  // 0: they have: the turn passes now; later: it passes then, runtime/node_turn.hh).
+  void remove(std::uint64_t key, long long now_ns, long long leaves_ns = 0);
+  // A send of `bytes` starts at `now_ns` on a link of `ns_per_byte`: when its bytes can have left,
+  // after this rank's bytes queued before it (0 where `ns_per_byte` is 0: no wire time known).
+  long long leaves_ns(double bytes, double ns_per_byte, long long now_ns);
   // One of its sends starts (or completes: remove): the rank moves (its slot is not stale,
   // whatever its key).
   void moving(long long now_ns) { board_[me_].since_ns.store(now_ns, std::memory_order_release); }
@@ -80,12 +100,15 @@ class NodeArbiter {
 
  private:
   void publish(long long now_ns);  // under mutex_
+  void publish_leaving(long long now_ns);  // under mutex_
 
   NodeSlot* board_;
   int ranks_, me_;
   long long hold_ns_;
   std::mutex mutex_;                                // this process's threads (caller, progress)
   std::map<std::uint64_t, int> outstanding_;        // key -> sends with that key
+  std::multimap<std::uint64_t, long long> leaving_;  // key -> when its bytes can have left
+  long long wire_free_ns_ = 0;                       // when this rank's bytes queued so far can have left
 };
 
 // A communicator's node link: the board's mapping (its deleter unmaps it: runtime/node_segment.cc;
@@ -103,6 +126,7 @@ struct NodeCall {
   std::shared_ptr<NodeLink> link;                     // nullptr: not arbitrated
   NodeChoice choice;                                  // why it is (Policy::node_priorities)
   std::unique_ptr<std::atomic<std::uint8_t>[]> held;  // per step: 1 held back once, 2 started past a stale rank
+  std::unique_ptr<std::atomic<long long>[]> started_ns;  // per step: when the gate last let it start
   mutable std::atomic<std::uint32_t> holds{0}, hold_timeouts{0};
   std::atomic<bool> recorded{false};
 };

@@ -47,12 +47,14 @@ Wakes wakes(const model::Machine& m, const model::Level& link, const model::Exec
   Wakes w;
   // The node's ranks compute and one driver runs (the held ones sleep): a wake-up waits for a
   // CPU where they outnumber the node's CPUs.
-  if (senders < 2 || senders + 1 <= std::max(1, cpus) || m.wake_loaded_ns <= 0) return w;
-  w.handoff_ns = m.wake_loaded_ns;
+  if (senders < 2 || senders + 1 <= std::max(1, cpus)) return w;
+  const double wake = unmeasured_wake(m) ? kUnmeasuredWakeNs : m.wake_loaded_ns;
+  if (wake <= 0) return w;
+  w.handoff_ns = wake;
   if (sends < 1) return w;
   const double piece = bytes / sends;
   const double cover = x.window > 0 ? (x.window - 1) * link.g(piece) : std::numeric_limits<double>::infinity();
-  w.send_ns = std::max(0.0, m.wake_loaded_ns - cover);
+  w.send_ns = std::max(0.0, wake - cover);
   w.rank_ns = sends * w.send_ns;
   return w;
 }

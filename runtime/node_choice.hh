@@ -27,7 +27,10 @@
 //              (off, the other ranks' windows do)
 //     wake     where the node's M computing ranks and the one driver outnumber its CPUs
 //              (M + 1 > C), the machine's measured wake-up on a busy CPU (Machine::wake_loaded_ns,
-//              `tnbc calibrate`); else, or not measured, 0
+//              `tnbc calibrate`); not measured (the start-up probe, version 2 files, a calibration
+//              that could not pin a thread): kUnmeasuredWakeNs, the slice the progress thread asks
+//              the scheduler for (0.1 ms; measured 0-1.4 us on this project's machines: a stated,
+//              pessimistic default, so an uncalibrated crowded node leans to off); else 0
 //   after_off = max(after, cpu_off)            after_on = max(after, serial, cpu_on) + hand-offs + stalls
 //   first_off = in_call + after_off x (1 - last / 2)   every rank sends piece k to every peer, then
 //                                                      piece k+1: a sub-message's last piece comes
@@ -66,6 +69,7 @@
 #include "runtime/model/estimate.hh"
 #include "runtime/model/machine.hh"
 #include "runtime/model/topology.hh"
+#include "runtime/sched_slice.hh"
 
 namespace tnbc {
 
@@ -120,11 +124,18 @@ struct DriverCpu {
 };
 DriverCpu driver_cpu(int ranks, int cpus);
 
+// The wake-up charged where the machine has none measured (Machine::wake_loaded_ns < 0): the
+// progress thread's requested time slice (runtime/sched_slice.hh), of the order of what a woken
+// thread with that slice waits for a CPU a computing thread holds (EEVDF, Linux >= 6.12).
+inline constexpr double kUnmeasuredWakeNs = static_cast<double>(kShortSliceNs);
+inline bool unmeasured_wake(const model::Machine& m) { return m.wake_loaded_ns < 0; }
+
 // What waking up costs arbitration on a node of `cpus` CPUs whose `senders` ranks compute while
 // one driver at a time has the link: per hand-off of the link (the next driver's wake-up on a
 // busy CPU), per send of the driver that has it (that wake-up less what its window's other
 // sends in flight cover, `sends` sends of `bytes` in all on `link`), and for all of one rank's
-// sends. All 0 where the CPUs suffice or the machine has no measured wake-up.
+// sends. All 0 where the CPUs suffice or the measured wake-up is 0; kUnmeasuredWakeNs where
+// the machine has none measured.
 struct Wakes {
   double handoff_ns = 0, send_ns = 0, rank_ns = 0;
 };

@@ -28,6 +28,7 @@ void node_register(InFlight& f, std::shared_ptr<NodeLink> link, const NodeChoice
   f.node.choice = why;
   const std::size_t n = f.schedule.size();
   f.node.held = std::make_unique<std::atomic<std::uint8_t>[]>(n);
+  f.node.started_ns = std::make_unique<std::atomic<long long>[]>(n);
   const long long now = futex::now_ns();
   for (std::size_t i = 0; i < n; ++i) {
     const Step& s = f.schedule[i];
@@ -46,6 +47,7 @@ SendGate::Verdict NodeGate::admit(const InFlight& f, const Step& s, int in_fligh
   switch (a.admit(node_key(f.sequence, s.priority), now)) {
     case NodeArbiter::Verdict::Start:
       a.moving(now);
+      f.node.started_ns[i].store(now, std::memory_order_relaxed);
       return Verdict::Start;
     case NodeArbiter::Verdict::Hold:
       if (held.exchange(1, std::memory_order_relaxed) == 0) counts.holds.fetch_add(1, std::memory_order_relaxed);
@@ -53,14 +55,22 @@ SendGate::Verdict NodeGate::admit(const InFlight& f, const Step& s, int in_fligh
     case NodeArbiter::Verdict::TimedOut:
       if (held.exchange(2, std::memory_order_relaxed) != 2) counts.hold_timeouts.fetch_add(1, std::memory_order_relaxed);
       a.moving(now);
+      f.node.started_ns[i].store(now, std::memory_order_relaxed);
       return Verdict::Start;
   }
   return Verdict::Start;
 }
 
 void NodeGate::sent(InFlight& f, int step, long long now_ns) {
-  const Step& s = f.schedule[static_cast<std::size_t>(step)];
-  if (node_arbitrated(f, s)) f.node.link->arbiter->remove(node_key(f.sequence, s.priority), now_ns);
+  const auto i = static_cast<std::size_t>(step);
+  const Step& s = f.schedule[i];
+  if (!node_arbitrated(f, s)) return;
+  NodeArbiter& a = *f.node.link->arbiter;
+  // Every arbitrated send queues its bytes on the link (runtime/node_turn.hh); those below the
+  // buffered-send size pass their turn only once those bytes can have left.
+  const auto bytes = static_cast<double>(s.length);
+  const long long leaves = a.leaves_ns(bytes, turn_.ns_per_byte, f.node.started_ns[i].load(std::memory_order_relaxed));
+  a.remove(node_key(f.sequence, s.priority), now_ns, turn_.by_wire(bytes) ? leaves : 0);
 }
 
 namespace {

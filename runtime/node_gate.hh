@@ -5,7 +5,8 @@
 //
 //   engine, as a call starts        node_register(f): every arbitrated send's key on the board
 //   executor, each ready send       NodeGate::admit -> inner verdict, then the arbiter's
-//   executor, a send completed      NodeGate::sent  -> its key off the board
+//   executor, a send completed      NodeGate::sent  -> its key off the board (or leaving until its
+//                                                      bytes can have left: runtime/node_turn.hh)
 //   executor, the last step done    NodeGate::finished -> the call's counters into the summary
 //
 // Which calls are arbitrated is the policy's (Policy::node_priorities); the board exists only
@@ -19,6 +20,7 @@
 
 #include "runtime/executor.hh"
 #include "runtime/node_arbiter.hh"
+#include "runtime/node_turn.hh"
 
 namespace tnbc {
 
@@ -35,8 +37,9 @@ void node_register(InFlight& f, std::shared_ptr<NodeLink> link, const NodeChoice
 
 class NodeGate final : public SendGate {
  public:
-  // `stats`: where each arbitrated call's counters go (nullptr: nowhere; unit tests).
-  NodeGate(SendGate& inner, Stats* stats) : inner_(inner), stats_(stats) {}
+  // `stats`: where each arbitrated call's counters go (nullptr: nowhere; unit tests); `turn`:
+  // when a completed send's turn passes (default: at MPI's completion).
+  NodeGate(SendGate& inner, Stats* stats, NodeTurn turn = {}) : inner_(inner), stats_(stats), turn_(std::move(turn)) {}
   Verdict admit(const InFlight& f, const Step& s, int in_flight) override;
   void sent(InFlight& f, int step, long long now_ns) override;
   void finished(InFlight& f) override;
@@ -44,6 +47,7 @@ class NodeGate final : public SendGate {
  private:
   SendGate& inner_;
   Stats* stats_;
+  NodeTurn turn_;
 };
 
 // The time from the call until its first-read sub-message was complete here (all its steps

@@ -102,4 +102,16 @@ std::shared_ptr<NodeLink> open_node_link(MPI_Comm comm, long long hold_ns, bool 
   return link;
 }
 
+double kernel_send_buffer_bytes() {
+  static const double bytes = [] {
+    std::FILE* f = std::fopen("/proc/sys/net/ipv4/tcp_wmem", "r");
+    if (!f) return -1.0;
+    long long lo = 0, def = 0, hi = 0;
+    const int n = std::fscanf(f, "%lld %lld %lld", &lo, &def, &hi);
+    std::fclose(f);
+    return n == 3 && hi > 0 ? static_cast<double>(hi) : -1.0;
+  }();
+  return bytes;
+}
+
 }  // namespace tnbc

@@ -23,4 +23,9 @@ namespace tnbc {
 // `local_on_link`: sends to ranks of this node use the link too (arbitrated like the others).
 std::shared_ptr<NodeLink> open_node_link(MPI_Comm comm, long long hold_ns, bool local_on_link);
 
+// The kernel's TCP send-buffer limit in bytes: the maximum of net.ipv4.tcp_wmem (what its
+// autotuning may grow one socket's buffer to), read from /proc once; -1 if not readable
+// (runtime/node_turn.hh: the buffered-send size where the machine file has none).
+double kernel_send_buffer_bytes();
+
 }  // namespace tnbc

@@ -30,7 +30,7 @@ with runs; the raw runs are written after each round).
 usage: node_prio_bench.py --build-dir BUILD [--program first_read|table1] [--np 4] [--nodes 1,2]
                           [--bytes 1M,4M] [--orders seq,swap] [--settings on,off,auto] [--reps 6] [--auto-reps N]
                           [--iterations 8] [--calibration N] [--time-limit S] [--rate 1gbit] [--calibrate | --machine 1=F1,2=F2]
-                          [--out DIR]
+                          [--out DIR] [--profiles EARLIER_OUT]
 """
 import argparse
 import glob
@@ -185,6 +185,8 @@ def main():
     ap.add_argument("--time-limit", type=float, help="seconds: start no run after this (the rounds so far are reported)")
     ap.add_argument("--rate", default="1gbit")
     ap.add_argument("--out")
+    ap.add_argument("--profiles", help="an earlier --out: reuse its trace passes (same configurations), so that a "
+                                       "second call adds rounds to the first one's")
     a = ap.parse_args()
     begun = time.monotonic()
     out = a.out or tempfile.mkdtemp(prefix="tnbc-node-prio-bench-")
@@ -210,8 +212,12 @@ def main():
                 if nodes in machines:
                     base["TNBC_MACHINE"] = machines[nodes]
                 trace_dir = os.path.join(out, tag, "trace")
-                run(a, nodes, {**base, "TNBC_MODE": "trace"}, args, trace_dir)
                 profile = os.path.join(out, tag, "profile.json")
+                reuse = a.profiles and os.path.exists(os.path.join(a.profiles, tag, "trace"))
+                if reuse:  # an earlier call's trace pass (--profiles): its runs continue that call's
+                    trace_dir = os.path.join(a.profiles, tag, "trace")
+                else:
+                    run(a, nodes, {**base, "TNBC_MODE": "trace"}, args, trace_dir)
                 # merge prints auto's verdict per site (on the machine file, with the runs' settings).
                 m = subprocess.run([tool, "merge", trace_dir, "-o", profile] +
                                    (["--machine", machines[nodes]] if nodes in machines else []),

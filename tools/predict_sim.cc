@@ -201,15 +201,19 @@ void shm_transfer(int src, int dst, int tag, double bytes, sg::Mailbox* sent) {
   deliver(dst, src, tag, sg::Engine::get_clock());
 }
 
-// A message from `me` to `peer`: on SimGrid's network (the sender's driver delivers it when the
-// transfer completes: `*delivers` false), or through shared memory in fragments when both are on
-// one spinning node (the transfer delivers it: `*delivers` true; the returned comm is the
-// sender's completion).
-sg::CommPtr start_send(Rank& me, int peer, int tag, std::size_t bytes, bool* delivers) {
+// Whether a message from `me` to `peer` goes through shared memory in fragments (both on one
+// spinning node): then the transfer delivers it itself (shm_transfer); else the sender's driver
+// delivers it when SimGrid's transfer completes.
+bool through_shm(const Rank& me, int peer) {
+  return g->ranks[static_cast<std::size_t>(peer)].node == me.node && g->spins[static_cast<std::size_t>(me.node)];
+}
+
+// A message from `me` to `peer`: on SimGrid's network, or through shared memory (through_shm;
+// the returned comm is then the sender's completion).
+sg::CommPtr start_send(Rank& me, int peer, int tag, std::size_t bytes) {
   Rank& to = g->ranks[static_cast<std::size_t>(peer)];
   ++g->messages;
-  *delivers = to.node == me.node && g->spins[static_cast<std::size_t>(me.node)];
-  if (!*delivers) return sg::Comm::sendto_async(me.host, to.host, std::max<std::size_t>(bytes, 1));
+  if (!through_shm(me, peer)) return sg::Comm::sendto_async(me.host, to.host, std::max<std::size_t>(bytes, 1));
   sg::Mailbox* sent = sg::Mailbox::by_name("shm-" + std::to_string(++g->shm_transfers));
   const int src = me.id;
   const auto b = static_cast<double>(bytes);
@@ -278,7 +282,6 @@ void drive(Rank& me, Scope scope, int window) {
   const int b = scope == Scope::Body ? 1 : 0;
   std::vector<sg::CommPtr> flight;
   std::vector<int> flight_step;
-  std::vector<char> flight_delivers;  // the transfer delivers the message itself (shared memory)
   int left = 0;
   for (std::size_t i = 0; i < c.sched.size(); ++i)
     if (c.sched[i].kind == StepKind::Send && (c.bucket[i] & 1) == b) ++left;
@@ -304,10 +307,8 @@ void drive(Rank& me, Scope scope, int window) {
           me.arbiter->moving(now);
         }
         from.erase(from.begin());
-        bool delivers = false;
-        flight.push_back(start_send(me, s.peer, s.tag_offset, s.length, &delivers));
+        flight.push_back(start_send(me, s.peer, s.tag_offset, s.length));
         flight_step.push_back(i);
-        flight_delivers.push_back(delivers);
       }
       if (flight.empty()) {
         // Nothing in flight: wait for a receive that releases a send, or for the node's board.
@@ -325,12 +326,10 @@ void drive(Rank& me, Scope scope, int window) {
     const ssize_t k = may_change ? sg::Comm::wait_any_for(flight, poll_s) : sg::Comm::wait_any(flight);
     if (k < 0) continue;
     const int i = flight_step[static_cast<std::size_t>(k)];
-    const bool delivered = flight_delivers[static_cast<std::size_t>(k)];
     flight.erase(flight.begin() + k);
     flight_step.erase(flight_step.begin() + k);
-    flight_delivers.erase(flight_delivers.begin() + k);
     const Step& s = c.sched[static_cast<std::size_t>(i)];
-    if (!delivered) deliver(s.peer, me.id, s.tag_offset, sg::Engine::get_clock());
+    if (!through_shm(me, s.peer)) deliver(s.peer, me.id, s.tag_offset, sg::Engine::get_clock());
     {
       std::unique_lock lock(*me.mu);
       step_done(me, i);
@@ -381,10 +380,9 @@ void pairwise(Rank& me) {
   for (std::size_t i = 0; i + 1 < c.sched.size(); i += 2) {
     const Step& recv = c.sched[i];
     const Step& send = c.sched[i + 1];
-    bool delivers = false;
-    sg::CommPtr comm = start_send(me, send.peer, send.tag_offset, send.length, &delivers);
+    sg::CommPtr comm = start_send(me, send.peer, send.tag_offset, send.length);
     comm->wait();
-    if (!delivers) deliver(send.peer, me.id, send.tag_offset, sg::Engine::get_clock());
+    if (!through_shm(me, send.peer)) deliver(send.peer, me.id, send.tag_offset, sg::Engine::get_clock());
     std::unique_lock lock(*me.mu);
     c.done[i + 1] = 1;
     while (!c.done[i]) me.cv->wait(lock);

@@ -332,7 +332,7 @@ void read_through(const std::vector<char>& v) {
   constexpr std::size_t kLine = 64;
   unsigned long sum = 0;
   for (std::size_t i = 0; i < v.size(); i += kLine) sum += static_cast<unsigned char>(v[i]);
-  static volatile unsigned long sink;
+  [[maybe_unused]] static volatile unsigned long sink;
   sink = sum;
 }
 
@@ -570,8 +570,9 @@ Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* 
   if (c.me == 0) {
     Scratch s(16u << 20);
     if (s.user) {
-      m.memcpy_cost = memcpy_line(s, {4096, 65536, 1u << 20, 16u << 20}, 20);
-      m.memcpy_cold = memcpy_cold_line(s, {4096, 65536, 1u << 20, 16u << 20}, 20);
+      const std::vector<std::size_t> sizes{4096, 65536, 1u << 20, 16u << 20};
+      m.memcpy_cost = memcpy_line(s, sizes, 20);
+      m.memcpy_cold = memcpy_cold_line(s, sizes, 20);
       if (progress)
         std::fprintf(progress, "memcpy: %.1f us + %.1f us/MiB; into pages never touched: %.1f us + %.1f us/MiB\n",
                      m.memcpy_cost.ns / 1e3, m.memcpy_cost.ns_per_byte * 1048.576, m.memcpy_cold.ns / 1e3,

@@ -9,6 +9,8 @@
 //   tnbc calibrate [-o machine.json]
 //                    under the launcher: measures the machine for the cost model (execs the MPI
 //                    program tnbc-calibrate on every rank: tools/calibrate_main.cc)
+//   tnbc calibrate --combine A.json B.json ... [-o machine.json]
+//                    without a launcher: the median of several calibrations (tools/calibrate_combine.hh)
 //   tnbc --help      this text and every setting
 // Later commands (predict) join here.
 #include <limits.h>
@@ -26,6 +28,7 @@
 #include "tools/report.hh"
 #include "tools/merge.hh"
 #include "tools/bcast_plan.hh"
+#include "tools/calibrate_combine.hh"
 #include "tools/predict.hh"
 #ifdef TNBC_HAVE_SIMGRID
 #include "tools/predict_profile.hh"
@@ -65,6 +68,9 @@ const char* kUsage =
     "                 under the launcher (mpirun -np 4 tnbc calibrate -o machine.json; 2 ranks on each of 2\n"
     "                 nodes measure both levels): LogGP parameters per level, the node's shared link, the\n"
     "                 guard's costs, memcpy; the cost model uses the file with TNBC_MACHINE=FILE\n"
+    "  calibrate --combine A.json B.json ... [-o FILE]\n"
+    "                 one machine file, each field the median of several calibrations of the same placement\n"
+    "                 (each launch of calibrate is one draw: launches differ by up to 1.5x on a busy node)\n"
     "  bcast-plan MACHINE --np N [--per-node M] --rma L,o,G,O_r [--sizes LIST]\n"
     "                 what TNBC_BCAST_BACKEND=auto chooses: per size the cost model's time of each broadcast\n"
     "                 backend, from the machine file and the RMA probe's figures (its TNBC_LOG=info line)\n"
@@ -174,6 +180,7 @@ int cmd_exec(std::vector<std::string> args) {
 // Runs tnbc-calibrate (next to this program, or in the install tree's bindir) in its place,
 // without libtnbc.so preloaded (its calls must be the MPI library's own).
 int cmd_calibrate(std::vector<std::string> args) {
+  if (!args.empty() && args[0] == "--combine") return tnbc::tools::calibrate_combine({args.begin() + 1, args.end()});
   const fs::path dir = self_dir();
   std::string helper;
   for (const fs::path& p : {dir / "tnbc-calibrate"}) {

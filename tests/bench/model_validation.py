@@ -2,7 +2,8 @@
 """The cost model against measurements (docs/benchmarks.md, "The cost model against measurements").
 
 usage: model_validation.py [--build-dir build] [--np 2] [--nodes 2] [--rate 1gbit | --net none]
-                           [--sizes 64k,256k,1m,4m,16m] [--iterations 9] [--runs 1] [--machine FILE]
+                           [--sizes 64k,256k,1m,4m,16m] [--iterations 9] [--runs 1]
+                           [--calibrations 1] [--launches 1] [--machine FILE ...]
                            [--out DIR] [--measured BLOCKING_TIMES_JSON ...]
 
 On the emulated link (npb-harness/netrun.py, K emulated nodes, ranks block-wise) or on shared
@@ -17,6 +18,12 @@ benchmark: run it under tnbc-quiet, never as a timed test.
 by up to 1.5x between launches: docs/benchmarks.md); a case's measured time is the median of the
 R runs' medians, its spread (max - min) / median over the runs, and the output gives the error
 against each run alone too.
+
+--calibrations K --launches L: K calibrations, each the median of L launches of `tnbc calibrate`
+(`tnbc calibrate --combine`; launches interleaved with blocking_times' when --runs allows), each
+validated against the same measured runs: per calibration its median and worst error, then over
+the K calibrations the largest median (is the goal met whichever calibration a user got?).
+--machine FILE ...: several machine files (no calibration), the same per-file report.
 """
 import argparse
 import json
@@ -76,31 +83,63 @@ def main():
     ap.add_argument("--sizes", default="64k,256k,1m,4m,16m")
     ap.add_argument("--iterations", type=int, default=9)
     ap.add_argument("--runs", type=int, default=1, help="launches of blocking_times (medians over them)")
-    ap.add_argument("--machine")
+    ap.add_argument("--calibrations", type=int, default=1, help="calibrations, each validated on its own")
+    ap.add_argument("--launches", type=int, default=1, help="launches of tnbc calibrate per calibration (median)")
+    ap.add_argument("--machine", nargs="+", help="machine files to validate (instead of calibrating)")
     ap.add_argument("--measured", nargs="+", help="blocking_times' JSONs of earlier runs (with --machine): predict "
                                                   "again, measure nothing (after a change to the estimators)")
     ap.add_argument("--out", default="model-validation")
     a = parse_placement(ap)
     os.makedirs(a.out, exist_ok=True)
     tnbc = os.path.join(a.build_dir, "tools", "tnbc")
-    machine = a.machine or os.path.join(a.out, "machine.json")
-    if not a.machine:
-        run(launcher(a, [tnbc, "calibrate", "-o", machine, "--max-bytes", "4m", "--quiet"]))
     if a.measured and not a.machine:
         sys.exit("model_validation: --measured needs the --machine those times were measured with")
-    if a.runs < 1:
-        sys.exit("model_validation: --runs must be at least 1")
+    if a.runs < 1 or a.calibrations < 1 or a.launches < 1:
+        sys.exit("model_validation: --runs, --calibrations and --launches must be at least 1")
     measured_jsons = a.measured or [os.path.join(a.out, "blocking_times.json" if a.runs == 1 else
                                                  f"blocking_times.{i}.json") for i in range(a.runs)]
+    launches = [os.path.join(a.out, f"machine.{k}.{j}.json") for k in range(a.calibrations) for j in range(a.launches)]
+    steps = []  # calibrate and blocking_times launches, interleaved
+    if not a.machine:
+        steps += [("cal", p) for p in launches]
     if not a.measured:
-        for path in measured_jsons:
+        bts = [("bt", p) for p in measured_jsons]
+        steps = [x for pair in zip(steps, bts) for x in pair] + steps[len(bts):] + bts[len(steps):]
+    for what, path in steps:
+        if what == "cal":
+            run(launcher(a, [tnbc, "calibrate", "-o", path, "--max-bytes", "4m", "--quiet"]))
+        else:
             run(launcher(a, [os.path.join(a.build_dir, "tests", "bench", "blocking_times"), "--sizes", a.sizes,
                              "--iterations", str(a.iterations), "--json", path]))
+    machines = a.machine
+    if not machines:
+        machines = []
+        for k in range(a.calibrations):
+            group = launches[k * a.launches:(k + 1) * a.launches]
+            if len(group) == 1:
+                machines.append(group[0])
+                continue
+            machines.append(os.path.join(a.out, f"machine.{k}.json"))
+            run([tnbc, "calibrate", "--combine"] + group + ["-o", machines[-1]])
+    runs = [{(r["kind"], r["bytes"]): r["median_s"] for r in json.load(open(path))["results"]}
+            for path in measured_jsons]
+    where = f"np={a.np}, {a.nodes} node(s), " + (f"emulated link {a.rate}" if a.net == "shaped" else "shared memory")
+    per_machine = [validate(a, tnbc, machine, runs, where) for machine in machines]
+    medians = [v["median_abs_error"] for v in per_machine if v["median_abs_error"] is not None]
+    if len(per_machine) > 1 and medians:
+        print(f"\nover {len(per_machine)} calibrations ({where}): median |error| per calibration " +
+              ", ".join(f"{100 * e:.0f}%" for e in medians) + f"; largest {100 * max(medians):.0f}%, worst case "
+              f"{100 * max(v['worst_abs_error'] for v in per_machine):.0f}%")
+    with open(os.path.join(a.out, "validation.json"), "w") as f:
+        json.dump({"format": "tnbc-model-validation", "version": 3, "where": where, "runs": len(runs),
+                   "launches_per_calibration": a.launches, "calibrations": per_machine}, f, indent=1)
+
+
+def validate(a, tnbc, machine, runs, where):
+    """The model from one machine file against the measured runs: rows and summary."""
     per_node = (a.np + a.nodes - 1) // a.nodes
     pred = json.loads(run([tnbc, "predict", machine, "--np", str(a.np), "--per-node", str(per_node),
                            "--sizes", a.sizes, "--json"]))
-    runs = [{(r["kind"], r["bytes"]): r["median_s"] for r in json.load(open(path))["results"]}
-            for path in measured_jsons]
     predicted = {(r["kind"], r["bytes"]): r["blocking_s"] for r in pred["results"]}
     rows, errors, spreads = [], [], []
     per_run = [[] for _ in runs]
@@ -118,14 +157,14 @@ def main():
             per_run[i].append(abs((p - t) / t))
         rows.append({"kind": key[0], "bytes": key[1], "measured_s": m, "runs_s": times, "spread": spread,
                      "predicted_s": p, "relative_error": err})
-    where = f"np={a.np}, {a.nodes} node(s), " + (f"emulated link {a.rate}" if a.net == "shaped" else "shared memory")
     print(f"\nthe model against the MPI library's blocking calls ({where}; machine {machine}; "
           f"{len(runs)} run(s), measured = the median of the runs' medians):")
     print(f"  {'kind':9} {'bytes':>10} {'measured us':>12} {'spread':>7} {'predicted us':>13} {'error':>8}")
     for r in rows:
         print(f"  {r['kind']:9} {r['bytes']:>10} {r['measured_s'] * 1e6:12.1f} {100 * r['spread']:6.0f}% "
               f"{r['predicted_s'] * 1e6:13.1f} {100 * r['relative_error']:+7.0f}%")
-    summary = {"median_abs_error": median(errors) if errors else None, "worst_abs_error": max(errors) if errors else None,
+    summary = {"machine": machine, "median_abs_error": median(errors) if errors else None,
+               "worst_abs_error": max(errors) if errors else None,
                "median_spread": median(spreads) if spreads else None,
                "per_run_median_abs_error": [median(e) if e else None for e in per_run]}
     if errors:
@@ -134,9 +173,7 @@ def main():
         if len(runs) > 1:
             print("  median |error| against each run alone: " +
                   ", ".join(f"{100 * e:.0f}%" for e in summary["per_run_median_abs_error"]))
-    with open(os.path.join(a.out, "validation.json"), "w") as f:
-        json.dump({"format": "tnbc-model-validation", "version": 2, "where": where, "machine": machine,
-                   "runs": len(runs), "rows": rows, **summary}, f, indent=1)
+    return {**summary, "rows": rows}
 
 
 if __name__ == "__main__":

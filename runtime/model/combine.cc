@@ -1,0 +1,126 @@
+#include "runtime/model/combine.hh"
+
+#include <algorithm>
+#include <cstddef>
+#include <functional>
+
+namespace tnbc::model {
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t k = v.size() / 2;
+  return v.size() % 2 ? v[k] : (v[k - 1] + v[k]) / 2;
+}
+
+// Sets field(out) to the median of field(each file); remembers the field whose values spread
+// the most ((max - min) / median).
+struct Median {
+  const std::vector<Machine>& ms;
+  Machine& out;
+  Spread& widest;
+  template <class Get>
+  void operator()(const char* name, Get field) {
+    std::vector<double> v;
+    v.reserve(ms.size());
+    for (const Machine& m : ms) v.push_back(field(m));
+    const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+    const double spread_lo = *lo, spread_hi = *hi;
+    field(out) = median(std::move(v));
+    const double mid = field(out);
+    if (mid > 0 && (spread_hi - spread_lo) / mid > widest.relative) widest = {(spread_hi - spread_lo) / mid, name};
+  }
+};
+
+// The first way `b` describes another placement or another method than `a`; empty if none.
+std::string differs(const Machine& a, const Machine& b) {
+  if (a.method != b.method) return "method (\"" + a.method + "\" and \"" + b.method + "\")";
+  if (a.mpi_library != b.mpi_library) return "mpi_library (\"" + a.mpi_library + "\" and \"" + b.mpi_library + "\")";
+  if (a.ranks != b.ranks) return "ranks (" + std::to_string(a.ranks) + " and " + std::to_string(b.ranks) + ")";
+  if (a.nodes != b.nodes) return "nodes (" + std::to_string(a.nodes) + " and " + std::to_string(b.nodes) + ")";
+  if (a.ranks_per_node != b.ranks_per_node) return "ranks_per_node";
+  if (a.cpus_per_node != b.cpus_per_node) return "cpus_per_node";
+  if (a.page != b.page) return "page";
+  for (int k = 0; k < kLevels; ++k) {
+    const Level &x = a.level[k], &y = b.level[k];
+    const std::string at = std::string("levels.") + level_name(static_cast<LevelKind>(k));
+    if (x.measured != y.measured) return at + " (measured in one, not in the other)";
+    if (x.flows != y.flows) return at + ".flows";
+    if (x.sweep.size() != y.sweep.size()) return at + ".sweep (other sizes: calibrate with the same --max-bytes)";
+    for (std::size_t i = 0; i < x.sweep.size(); ++i)
+      if (x.sweep[i].bytes != y.sweep[i].bytes) return at + ".sweep (other sizes: calibrate with the same --max-bytes)";
+    if (x.node_sweep.size() != y.node_sweep.size()) return at + ".node_sweep (other sizes or rank counts)";
+    for (std::size_t i = 0; i < x.node_sweep.size(); ++i)
+      if (x.node_sweep[i].bytes != y.node_sweep[i].bytes || x.node_sweep[i].ranks != y.node_sweep[i].ranks)
+        return at + ".node_sweep (other sizes or rank counts)";
+  }
+  for (int g = 0; g < kGuardBackends; ++g)
+    if (a.guard_measured[g] != b.guard_measured[g]) return "guard." + std::string(kGuardNames[g]) + " (measured in one only)";
+  if (a.memcpy_cold_measured() != b.memcpy_cold_measured()) return "guard.memcpy_cold (measured in one only)";
+  if ((a.wake_loaded_ns >= 0) != (b.wake_loaded_ns >= 0)) return "progress.wake_loaded_ns (measured in one only)";
+  return {};
+}
+
+}  // namespace
+
+Result<Combined> combine_machines(const std::vector<Machine>& ms, const std::vector<std::string>& names) {
+  if (ms.size() < 2 || names.size() != ms.size())
+    return Status::error("calibrate --combine: give at least 2 machine files (the median of each field is kept)");
+  for (std::size_t i = 1; i < ms.size(); ++i)
+    if (std::string d = differs(ms[0], ms[i]); !d.empty())
+      return Status::error("calibrate --combine: " + names[i] + " differs from " + names[0] + " in " + d +
+                           "; combine only calibrations of the same placement, MPI library and options");
+  Combined c{ms[0], {}};
+  Machine& out = c.machine;
+  out.created = std::max_element(ms.begin(), ms.end(), [](const Machine& a, const Machine& b) {
+                  return a.created < b.created;
+                })->created;  // ISO times: the newest
+  Median med{ms, out, c.widest};
+  for (int k = 0; k < kLevels; ++k) {
+    if (!out.level[k].measured) continue;
+    const std::string at = std::string("levels.") + level_name(static_cast<LevelKind>(k)) + ".";
+    med((at + "L_ns").c_str(), [k](auto& m) -> auto& { return m.level[k].L_ns; });
+    med((at + "o_s_ns").c_str(), [k](auto& m) -> auto& { return m.level[k].os_ns; });
+    med((at + "o_r_ns").c_str(), [k](auto& m) -> auto& { return m.level[k].or_ns; });
+    med((at + "g_ns").c_str(), [k](auto& m) -> auto& { return m.level[k].g_ns; });
+    med((at + "G_ns_per_byte").c_str(), [k](auto& m) -> auto& { return m.level[k].G_ns_per_byte; });
+    med((at + "O_s_ns_per_byte").c_str(), [k](auto& m) -> auto& { return m.level[k].Os_ns_per_byte; });
+    med((at + "O_r_ns_per_byte").c_str(), [k](auto& m) -> auto& { return m.level[k].Or_ns_per_byte; });
+    med((at + "node_out_ns_per_byte").c_str(), [k](auto& m) -> auto& { return m.level[k].node_out_ns_per_byte; });
+    med((at + "node_bi_ns_per_byte").c_str(), [k](auto& m) -> auto& { return m.level[k].node_bi_ns_per_byte; });
+    med((at + "buffered_send_bytes").c_str(), [k](auto& m) -> auto& { return m.level[k].buffered_send_bytes; });
+    for (std::size_t i = 0; i < out.level[k].sweep.size(); ++i) {
+      const std::string p = at + "sweep[" + std::to_string(i) + "].";
+      med((p + "T_ns").c_str(), [k, i](auto& m) -> auto& { return m.level[k].sweep[i].t_ns; });
+      med((p + "o_s_ns").c_str(), [k, i](auto& m) -> auto& { return m.level[k].sweep[i].os_ns; });
+      med((p + "o_r_ns").c_str(), [k, i](auto& m) -> auto& { return m.level[k].sweep[i].or_ns; });
+      med((p + "g_ns").c_str(), [k, i](auto& m) -> auto& { return m.level[k].sweep[i].g_ns; });
+    }
+    for (std::size_t i = 0; i < out.level[k].node_sweep.size(); ++i) {
+      const std::string p = at + "node_sweep[" + std::to_string(i) + "].";
+      med((p + "exchange_ns_per_byte").c_str(),
+          [k, i](auto& m) -> auto& { return m.level[k].node_sweep[i].exchange_ns_per_byte; });
+      med((p + "ring_ns_per_byte").c_str(), [k, i](auto& m) -> auto& { return m.level[k].node_sweep[i].ring_ns_per_byte; });
+    }
+  }
+  for (int g = 0; g < kGuardBackends; ++g) {
+    if (!out.guard_measured[g]) continue;
+    const std::string p = "guard." + std::string(kGuardNames[g]) + ".";
+    med((p + "hold.ns").c_str(), [g](auto& m) -> auto& { return m.guard[g].hold.ns; });
+    med((p + "hold.ns_per_byte").c_str(), [g](auto& m) -> auto& { return m.guard[g].hold.ns_per_byte; });
+    med((p + "publish.ns").c_str(), [g](auto& m) -> auto& { return m.guard[g].publish.ns; });
+    med((p + "publish.ns_per_byte").c_str(), [g](auto& m) -> auto& { return m.guard[g].publish.ns_per_byte; });
+    med((p + "fault_ns").c_str(), [g](auto& m) -> auto& { return m.guard[g].fault_ns; });
+  }
+  med("guard.memcpy.ns", [](auto& m) -> auto& { return m.memcpy_cost.ns; });
+  med("guard.memcpy.ns_per_byte", [](auto& m) -> auto& { return m.memcpy_cost.ns_per_byte; });
+  med("guard.memcpy_cold.ns", [](auto& m) -> auto& { return m.memcpy_cold.ns; });
+  med("guard.memcpy_cold.ns_per_byte", [](auto& m) -> auto& { return m.memcpy_cold.ns_per_byte; });
+  med("progress.test_ns", [](auto& m) -> auto& { return m.test_ns; });
+  med("progress.sleep_ns", [](auto& m) -> auto& { return m.sleep_ns; });
+  med("progress.wake_loaded_ns", [](auto& m) -> auto& { return m.wake_loaded_ns; });
+  return c;
+}
+
+}  // namespace tnbc::model

@@ -1,0 +1,92 @@
+// `tnbc calibrate --combine` (runtime/model/combine.hh): each field of the combined machine file
+// is the median of the files' values (an odd count: the middle one; even: the mean of the middle
+// two), the widest spread is named, and files that describe another placement, MPI library or
+// sweep are refused with one message naming the file and the field.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "machines.hh"
+#include "results.hh"
+#include "runtime/model/combine.hh"
+#include "runtime/model/machine.hh"
+
+using namespace tnbc;
+using namespace tnbc::model;
+
+namespace {
+
+// A calibration whose time-like fields are all scaled by `f` (a fast or slow launch).
+Machine launch(double f, const std::string& created) {
+  Machine m = test::machine(125);
+  m.created = created;
+  Level& l = m.level[0];
+  l.L_ns *= f;
+  l.G_ns_per_byte *= f;
+  l.sweep = {{65536, 40e3 * f, 5e3, 6e3, 30e3 * f}, {1 << 20, 300e3 * f, 8e3, 9e3, 250e3 * f}};
+  l.node_sweep = {{65536, 2, 0.10 * f, 0.20 * f}, {1 << 20, 2, 0.16 * f, 0.14 * f}};
+  m.memcpy_cost = {100 * f, 0.07 * f};
+  m.test_ns = 300 * f;
+  return m;
+}
+
+std::string refusal(const std::vector<Machine>& ms) {
+  const auto r = combine_machines(ms, {"a.json", "b.json", "c.json"});
+  REQUIRE_FALSE(r.ok());
+  return r.status().message();
+}
+
+}  // namespace
+
+TEST_CASE("calibrate --combine: every field the median, the newest date, the widest spread named") {
+  const std::vector<Machine> ms = {launch(1.5, "2026-11-25T02:00:00Z"), launch(1.0, "2026-11-25T02:10:00Z"),
+                                   launch(1.1, "2026-11-25T02:05:00Z")};
+  const Combined c = must(combine_machines(ms, {"a.json", "b.json", "c.json"}));
+  const Level& l = c.machine.at(LevelKind::IntraNode);
+  const Level& mid = ms[2].at(LevelKind::IntraNode);  // the 1.1x launch is the median of every field
+  CHECK(l.L_ns == Approx(mid.L_ns));
+  CHECK(l.G_ns_per_byte == Approx(mid.G_ns_per_byte));
+  CHECK(l.sweep[1].t_ns == Approx(330e3));
+  CHECK(l.sweep[1].g_ns == Approx(275e3));
+  CHECK(l.node_sweep[0].exchange_ns_per_byte == Approx(0.11));
+  CHECK(l.node_sweep[0].ring_ns_per_byte == Approx(0.22));
+  CHECK(c.machine.memcpy_cost.ns_per_byte == Approx(0.077));
+  CHECK(c.machine.test_ns == Approx(330));
+  CHECK(c.machine.created == "2026-11-25T02:10:00Z");
+  // (1.5 - 1.0) / 1.1 in every scaled field; the first such field is named.
+  CHECK(c.widest.relative == Approx(0.5 / 1.1));
+  CHECK(c.widest.field == "levels.intra_node.L_ns");
+  // Fields equal in every file are kept as they are; the result writes and reads back.
+  CHECK(l.os_ns == Approx(ms[0].at(LevelKind::IntraNode).os_ns));
+  CHECK(machine_json(must(parse_machine(machine_json(c.machine), "c.json"))) == machine_json(c.machine));
+  // Two files: the mean of the two.
+  const Combined two = must(combine_machines({ms[0], ms[1]}, {"a.json", "b.json"}));
+  CHECK(two.machine.at(LevelKind::IntraNode).sweep[1].t_ns == Approx(375e3));
+}
+
+TEST_CASE("calibrate --combine: another placement, library or sweep is refused, naming the file and the field") {
+  const Machine a = launch(1.0, "x"), b = launch(1.2, "y");
+  CHECK(combine_machines({a}, {"a.json"}).status().message().find("at least 2") != std::string::npos);
+  Machine c = launch(1.1, "z");
+  c.mpi_library = "Other MPI 2.0";
+  CHECK(refusal({a, b, c}).find("c.json differs from a.json in mpi_library") != std::string::npos);
+  c = launch(1.1, "z");
+  c.nodes = 2;
+  CHECK(refusal({a, b, c}).find("c.json differs from a.json in nodes") != std::string::npos);
+  c = launch(1.1, "z");
+  c.ranks = 2;
+  CHECK(refusal({a, c, b}).find("b.json differs from a.json in ranks (4 and 2)") != std::string::npos);  // 2nd named b
+  c = launch(1.1, "z");
+  c.level[0].sweep.pop_back();
+  CHECK(refusal({a, b, c}).find("levels.intra_node.sweep") != std::string::npos);
+  c = launch(1.1, "z");
+  c.level[0].node_sweep[1].ranks = 4;
+  CHECK(refusal({a, b, c}).find("levels.intra_node.node_sweep") != std::string::npos);
+  c = launch(1.1, "z");
+  c.level[1] = test::level(60, 117, 12, 280);
+  CHECK(refusal({a, b, c}).find("levels.inter_node (measured in one") != std::string::npos);
+  c = launch(1.1, "z");
+  c.memcpy_cold = {1500, 0.3};
+  CHECK(refusal({a, b, c}).find("guard.memcpy_cold") != std::string::npos);
+}

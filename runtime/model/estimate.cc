@@ -398,10 +398,27 @@ double forwarded_round_ns(const Level& l, const Topology& t, const BusyPoll& spi
   return flows == 1 ? one_at_a_time : std::max(one_at_a_time, l.node_ring(bytes, copying) * flows * bytes);
 }
 
+// The root's round when it sends to several ranks at once (the linear broadcast, a binary tree's
+// first round): over shared memory each receiver copies the message out of the root's buffer
+// (vader's single copy), and that buffer is in the cache (the program broadcasts what it has
+// just written, or reuses the buffer): each copy takes the ping-pong's T(m) (a message from a
+// buffer in cache), and the copies run at once on the CPUs the root leaves free (it waits in
+// MPI on a CPU of its own), the others after them. Measured (docs/benchmarks.md, session 11,
+// tests/bench/node_patterns.c, np 4 on 2 CPUs): the root's three MPI_Isend at 64 KiB took 39 us
+// with the program's buffers (MPI_Bcast 40 us), 29 us without the idle ranks' sleeping waits,
+// and 74 us after the caches were emptied: the node sweep's 2-rank ring, measured after
+// emptying them (0.31-0.84 ns/B at 64 KiB between launches), priced these rounds 1.4-3.5x slow.
+double root_round_ns(const Level& l, const Topology& t, const BusyPoll& spin, double bytes, int flows) {
+  if (spin.spins() || flows <= 1) return node_round_ns(l, t, spin, bytes, flows);
+  const int at_once = std::max(1, std::min(flows, t.cpus_per_node - 1));
+  return std::max(l.g(bytes), l.T(bytes) * ((flows + at_once - 1) / at_once));
+}
+
 // The whole message down the tree in rounds: every rank that has it sends to all its children
 // at once (the library's generic tree code waits for all of a segment's sends), so a round's
 // flows are the edges leaving the ranks that received in the round before. The first round
-// reads the root's buffer (node_round_ns); later ones forward (forwarded_round_ns).
+// reads the root's buffer (one flow: node_round_ns; several: root_round_ns); later ones forward
+// (forwarded_round_ns).
 double mpi_bcast_one_node(const Level& l, const Topology& t, const BusyPoll& spin, double bytes, MpiBcast a) {
   const int n = t.n();
   double total = 0;
@@ -412,7 +429,7 @@ double mpi_bcast_one_node(const Level& l, const Topology& t, const BusyPoll& spi
       for (int c : mpi_tree_children(a, v, n)) next.push_back(c);
     if (next.empty()) break;
     const int flows = static_cast<int>(next.size());
-    total += (first ? node_round_ns(l, t, spin, bytes, flows) : forwarded_round_ns(l, t, spin, bytes, flows)) + l.L_ns;
+    total += (first ? root_round_ns(l, t, spin, bytes, flows) : forwarded_round_ns(l, t, spin, bytes, flows)) + l.L_ns;
     frontier = std::move(next);
   }
   return total;

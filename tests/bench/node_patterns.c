@@ -1,6 +1,7 @@
 /* Why `tnbc calibrate`'s node rates ran slow at np 4 on 2 CPUs (docs/benchmarks.md, "Session 10"
  * of "The cost model against measurements"): the node sweep's exchange pattern and MPI's own
- * MPI_Alltoall / MPI_Bcast, a chain of MPI_Send / MPI_Recv, one flow and a 2-rank ring, each
+ * MPI_Alltoall / MPI_Bcast, a chain of MPI_Send / MPI_Recv, a linear broadcast by hand (the root's
+ * MPI_Isend to every rank at once: Open MPI's linear MPI_Bcast), one flow and a 2-rank ring, each
  * under two harnesses, interleaved in one launch (variants and sizes rotated every iteration):
  *   bt   blocking_times' (MPI_Barrier; the call; MPI_Allreduce of the slowest rank's time): ranks
  *        that wait do so in MPI's own (yielding) wait;
@@ -86,16 +87,25 @@ static void chain(char* b, size_t m) {
   if (me > 0) MPI_Recv(b, m, MPI_BYTE, me - 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   if (me + 1 < n) MPI_Send(b, m, MPI_BYTE, me + 1, 7, MPI_COMM_WORLD);
 }
+static void linear(char* b, size_t m) { /* MPI's linear broadcast by hand: the root sends to all at once */
+  if (me == 0) {
+    MPI_Request q[8];
+    for (int d = 1; d < n; d++) MPI_Isend(b, m, MPI_BYTE, d, 9, MPI_COMM_WORLD, &q[d - 1]);
+    MPI_Waitall(n - 1, q, MPI_STATUSES_IGNORE);
+  } else
+    MPI_Recv(b, m, MPI_BYTE, 0, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+}
 static void one(char* a, char* b, size_t m) { /* 0 -> 1 alone, others idle: T(m)-like single flow */
   if (me == 0)
     MPI_Send(a, m, MPI_BYTE, 1, 8, MPI_COMM_WORLD);
   else if (me == 1)
     MPI_Recv(b, m, MPI_BYTE, 0, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 }
-#define NV 15
-static const char* names[NV] = {"A2A/bt",      "A2A/cal",  "pat/bt",    "pat/cal",  "pat/cal-noev",
-                                "patfirst/bt", "Bcast/bt", "Bcast/cal", "chain/bt", "chain/cal",
-                                "ring2/cal",   "one/cal",  "one/bt",    "ring2/bt", "chain/cal-noev"};
+#define NV 18
+static const char* names[NV] = {"A2A/bt",      "A2A/cal",  "pat/bt",    "pat/cal",       "pat/cal-noev",
+                                "patfirst/bt", "Bcast/bt", "Bcast/cal", "chain/bt",      "chain/cal",
+                                "ring2/cal",   "one/cal",  "one/bt",    "ring2/bt",      "chain/cal-noev",
+                                "linear/bt",   "linear/cal", "linear/cal-noev"};
 int main(int c, char** v) {
   MPI_Init(&c, &v);
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
@@ -156,6 +166,9 @@ int main(int c, char** v) {
         case 14:
           chain(bb, m);
           break;
+        default:
+          linear(bb, m);
+          break;
       }
       double w = post(calh, now() - t0);
       if (it >= 0) t[k * its + it] = w;
@@ -176,7 +189,7 @@ int main(int c, char** v) {
             }
         double med = x[its / 2];
         double bytes = vv < 6                   ? (double)n * (n - 1) * sizes[s]
-                       : (vv < 10 || vv == 14)  ? (double)(n - 1) * sizes[s]
+                       : (vv < 10 || vv >= 14)  ? (double)(n - 1) * sizes[s]
                        : (vv == 10 || vv == 13) ? 2.0 * sizes[s]
                                                 : sizes[s];
         printf(" %s %.0f (%.3f)", names[vv], med * 1e6, med * 1e9 / bytes);

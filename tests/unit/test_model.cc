@@ -152,9 +152,19 @@ TEST_CASE("model: Open MPI 4.1's own algorithm on one node, by its fixed rules")
   warm.level[0].sweep[1].t_ns = 400e3;
   CHECK(mpi_blocking_ns(warm, four, b) == Approx(one + 2 * 400e3 + 3 * l.L_ns));
   CHECK(mpi_blocking_ns(warm, two, b) == Approx(one + l.L_ns));  // np 2: one round, from the root's buffer
-  // np 4, 256 KiB: linear, the root's three messages at once, copied at the two-CPU rate.
+  // np 4, 256 KiB: linear, the root's three messages at once from its buffer in cache, each
+  // copied by its receiver in the ping-pong's T(m), one at a time on the CPU the waiting root
+  // leaves free (2 CPUs): 3 T, not the node's ring rate (measured after emptying the caches).
   b.bytes = 256 * 1024;
-  CHECK(mpi_blocking_ns(m, four, b) == Approx(std::max(l.g(b.bytes), 3 * b.bytes * l.node_ring(b.bytes, 2)) + l.L_ns));
+  const double lin = 3 * l.T(b.bytes) + l.L_ns;
+  CHECK(mpi_blocking_ns(m, four, b) == Approx(lin));
+  CHECK(lin < 3 * b.bytes * l.node_ring(b.bytes, 2) + l.L_ns);
+  // With a CPU for every rank the three copies run at once: one T (the train's gap at least).
+  const Topology roomy = Topology::block(4, 4, 4, 1);
+  CHECK(mpi_blocking_ns(m, roomy, b) == Approx(std::max(l.g(b.bytes), l.T(b.bytes)) + l.L_ns));
+  // np 3, 256 KiB (linear, two messages): one after the other on 2 CPUs.
+  const Topology three_b = Topology::block(3, 3, 2, 1);
+  CHECK(mpi_blocking_ns(m, three_b, b) == Approx(2 * l.T(b.bytes) + l.L_ns));
   // Alltoall at np 4: all pairs at once at the exchange rate of four ranks; pairwise: three
   // rounds of a four-rank ring (at most one copy per CPU), then the own block.
   CHECK(mpi_blocking_ns(m, four, alltoall(4 * kMiB)) == Approx(12 * 4 * kMiB * l.node_exchange(4 * kMiB, 4) + l.L_ns));

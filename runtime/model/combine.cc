@@ -14,14 +14,15 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[k] : (v[k - 1] + v[k]) / 2;
 }
 
-// Sets field(out) to the median of field(each file); remembers the field whose values spread
-// the most ((max - min) / median).
+// Sets field(out) to the median of field(each file); for the times the estimators lean on
+// (`watched`: the sweeps' T, g and node rates, memcpy) remembers the one whose values spread the
+// most ((max - min) / median; CPU overheads near 0 would name noise).
 struct Median {
   const std::vector<Machine>& ms;
   Machine& out;
   Spread& widest;
   template <class Get>
-  void operator()(const char* name, Get field) {
+  void operator()(const char* name, Get field, bool watched = false) {
     std::vector<double> v;
     v.reserve(ms.size());
     for (const Machine& m : ms) v.push_back(field(m));
@@ -29,7 +30,7 @@ struct Median {
     const double spread_lo = *lo, spread_hi = *hi;
     field(out) = median(std::move(v));
     const double mid = field(out);
-    if (mid > 0 && (spread_hi - spread_lo) / mid > widest.relative) widest = {(spread_hi - spread_lo) / mid, name};
+    if (watched && mid > 0 && (spread_hi - spread_lo) / mid > widest.relative) widest = {(spread_hi - spread_lo) / mid, name};
   }
 };
 
@@ -92,16 +93,16 @@ Result<Combined> combine_machines(const std::vector<Machine>& ms, const std::vec
     med((at + "buffered_send_bytes").c_str(), [k](auto& m) -> auto& { return m.level[k].buffered_send_bytes; });
     for (std::size_t i = 0; i < out.level[k].sweep.size(); ++i) {
       const std::string p = at + "sweep[" + std::to_string(i) + "].";
-      med((p + "T_ns").c_str(), [k, i](auto& m) -> auto& { return m.level[k].sweep[i].t_ns; });
+      med((p + "T_ns").c_str(), [k, i](auto& m) -> auto& { return m.level[k].sweep[i].t_ns; }, true);
       med((p + "o_s_ns").c_str(), [k, i](auto& m) -> auto& { return m.level[k].sweep[i].os_ns; });
       med((p + "o_r_ns").c_str(), [k, i](auto& m) -> auto& { return m.level[k].sweep[i].or_ns; });
-      med((p + "g_ns").c_str(), [k, i](auto& m) -> auto& { return m.level[k].sweep[i].g_ns; });
+      med((p + "g_ns").c_str(), [k, i](auto& m) -> auto& { return m.level[k].sweep[i].g_ns; }, true);
     }
     for (std::size_t i = 0; i < out.level[k].node_sweep.size(); ++i) {
       const std::string p = at + "node_sweep[" + std::to_string(i) + "].";
       med((p + "exchange_ns_per_byte").c_str(),
-          [k, i](auto& m) -> auto& { return m.level[k].node_sweep[i].exchange_ns_per_byte; });
-      med((p + "ring_ns_per_byte").c_str(), [k, i](auto& m) -> auto& { return m.level[k].node_sweep[i].ring_ns_per_byte; });
+          [k, i](auto& m) -> auto& { return m.level[k].node_sweep[i].exchange_ns_per_byte; }, true);
+      med((p + "ring_ns_per_byte").c_str(), [k, i](auto& m) -> auto& { return m.level[k].node_sweep[i].ring_ns_per_byte; }, true);
     }
   }
   for (int g = 0; g < kGuardBackends; ++g) {
@@ -114,7 +115,7 @@ Result<Combined> combine_machines(const std::vector<Machine>& ms, const std::vec
     med((p + "fault_ns").c_str(), [g](auto& m) -> auto& { return m.guard[g].fault_ns; });
   }
   med("guard.memcpy.ns", [](auto& m) -> auto& { return m.memcpy_cost.ns; });
-  med("guard.memcpy.ns_per_byte", [](auto& m) -> auto& { return m.memcpy_cost.ns_per_byte; });
+  med("guard.memcpy.ns_per_byte", [](auto& m) -> auto& { return m.memcpy_cost.ns_per_byte; }, true);
   med("guard.memcpy_cold.ns", [](auto& m) -> auto& { return m.memcpy_cold.ns; });
   med("guard.memcpy_cold.ns_per_byte", [](auto& m) -> auto& { return m.memcpy_cold.ns_per_byte; });
   med("progress.test_ns", [](auto& m) -> auto& { return m.test_ns; });

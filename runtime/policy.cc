@@ -22,6 +22,7 @@ model::Execution execution(const Settings& s, int guard_index) {
   x.guard = guard_index;
   x.eager_copy = s.send_copy != SendCopy::Lazy;
   x.poll_min_ns = static_cast<double>(s.poll_min_us) * 1e3;
+  x.bcast_max_segments = static_cast<int>(std::max<std::int64_t>(1, s.bcast_max_segments));
   return x;
 }
 

@@ -329,7 +329,10 @@ Timeline bcast_timeline(const Machine& m, const Topology& t, const Coll& c, cons
   }
   tl.in_call_ns = std::max(root_call, leaf_call);
   tl.in_call_work_ns = std::max(root_call, early ? g.hold.at(S) : 0.0);
-  const TreeResult r = tree(m, t, c.root, sizes, BcastTree::Binomial, root_call, notice,
+  // After an early return the root's progress thread takes the sends over: it notices the
+  // call (the hand-off) before the tree moves on from the root.
+  const double handoff = early ? notice : 0;
+  const TreeResult r = tree(m, t, c.root, sizes, BcastTree::Binomial, root_call + handoff, notice,
                             early ? inner.publish : Line{}, sizes.size() > 2 ? 2 : 0);
   const double bound = bcast_node_bound(m, t, S, c.root, BcastTree::Binomial) + top.L_ns;
   tl.total_ns = std::max({r.last, root_call + bound, tl.in_call_ns});
@@ -524,11 +527,36 @@ double in_call_penalty_ns(const Machine& m, const Topology& t, const Coll& c, co
   return tnbc_timeline(m, t, c, x, false).total_ns - mpi_blocking_ns(m, t, c);
 }
 
+BcastBalance bcast_balance(const Machine& m, const Topology& t, const Execution& x, double bytes, int segments,
+                           std::size_t page) {
+  BcastBalance b;
+  if (t.n() <= 1 || bytes <= 0) return b;
+  Coll c;
+  c.kind = Kind::Bcast;
+  c.bytes = bytes;
+  c.segments = std::max(1, segments);
+  c.page = page;
+  b.blocking_ns = mpi_blocking_ns(m, t, c);
+  // Reading at once: the reader waits for every region (a wake-up each), after the whole
+  // transfer; computing past it: only the time in the call and the driver's CPU remain.
+  const Overlap at_once = overlap(m, t, c, x, Program{0, 0});
+  const Overlap hidden = overlap(m, t, c, x, Program{at_once.early_total_ns, 0});
+  b.read_at_once_ns = at_once.early_total_ns;
+  b.loss_ns = std::max(0.0, -at_once.saved_ns);
+  b.gain_ns = std::max(0.0, hidden.saved_ns);
+  return b;
+}
+
 std::size_t threshold_bytes(const Machine& m, const Topology& t, Kind k, const Execution& x, std::size_t page) {
   const std::size_t floor = kMinGuardablePages * page;
   if (t.n() <= 1) return floor;
   const GuardCost g = guard_of(m, x);
   auto pays = [&](std::size_t bytes) {
+    // A broadcast: the most it can gain must outweigh what it loses read at once (bcast_balance).
+    if (k == Kind::Bcast) {
+      const double s = static_cast<double>(bytes);
+      return bcast_balance(m, t, x, s, bcast_segments(m, t, s, x, x.bcast_max_segments, page), page).pays();
+    }
     Coll c;
     c.kind = k;
     c.bytes = static_cast<double>(bytes);
@@ -564,11 +592,14 @@ int bcast_segments(const Machine& m, const Topology& t, double bytes, const Exec
     return tnbc_timeline(m, t, c, x, true).total_ns;
   };
   const double one = finish(1);
+  // A reader waiting on a segment is woken once for it (the guard's fault round trip).
+  const double wake = guard_of(m, x).fault_ns;
   std::vector<double> f(static_cast<std::size_t>(max_segments) + 1, 0);
   double best = 0;
   for (int s = 1; s <= max_segments; ++s) {
-    // A reader that reads as fast as the whole message arrives still reads the last segment after it.
-    f[static_cast<std::size_t>(s)] = finish(s) + one / s;
+    // A reader that reads as fast as the whole message arrives still reads the last segment
+    // after it, and waits for each segment in turn.
+    f[static_cast<std::size_t>(s)] = finish(s) + one / s + s * wake;
     if (s == 1 || f[static_cast<std::size_t>(s)] < best) best = f[static_cast<std::size_t>(s)];
   }
   for (int s = 1; s <= max_segments; ++s)

@@ -35,6 +35,7 @@ struct Execution {
   bool unaligned = true;         // receive buffers begin inside a page: edge pieces arrive in the call
   bool node_priorities = false;  // a node's senders give its link to what receivers read first (issue 19)
   double poll_min_ns = 20000;    // TNBC_POLL_MIN_US: how soon a driver polls again after progress
+  int bcast_max_segments = 5;    // TNBC_BCAST_MAX_SEGMENTS: the most segments a broadcast is cut into
 };
 
 // A collective as the estimators see it.
@@ -110,9 +111,24 @@ double in_call_penalty_ns(const Machine& m, const Topology& t, const Coll& c, co
 
 // ---- decisions (the policy asks; inputs equal on every rank give answers equal on every rank) ----
 
+// An early-returning broadcast for a program whose reading mode nbc cannot know: what it gains at
+// best (the program computes past the whole transfer before it reads: Tcomm - Tinit - the driver's
+// stolen CPU) against what it loses at worst (the program reads at once: tnbc's whole transfer,
+// the reader's wake-up per region, minus Tcomm), both by `overlap` with tnbc's costs.
+struct BcastBalance {
+  double blocking_ns = 0;      // the MPI library's own MPI_Bcast
+  double read_at_once_ns = 0;  // call to last byte read with an early return, read at once
+  double gain_ns = 0;          // at best (>= 0)
+  double loss_ns = 0;          // at worst (>= 0)
+  bool pays() const { return blocking_ns > 0 && gain_ns >= loss_ns; }
+};
+BcastBalance bcast_balance(const Machine& m, const Topology& t, const Execution& x, double bytes, int segments,
+                           std::size_t page);
+
 // The smallest sub-message (bytes per peer; a broadcast's whole message) whose transfer takes
-// at least what returning early adds (time in the call, publication, a reader's wake-up): a
-// whole number of pages, at least kMinGuardablePages; SIZE_MAX when no size up to 1 GiB pays.
+// at least what returning early adds (time in the call, publication, a reader's wake-up; a
+// broadcast: whose bcast_balance pays, with the segment count bcast_segments gives): a whole
+// number of pages, at least kMinGuardablePages; SIZE_MAX when no size up to 1 GiB pays.
 std::size_t threshold_bytes(const Machine& m, const Topology& t, Kind k, const Execution& x, std::size_t page);
 
 // The broadcast's segment count in 1..max_segments: the one that lets a reader that reads as

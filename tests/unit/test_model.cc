@@ -397,6 +397,15 @@ TEST_CASE("model: broadcast segments stay in 1..max and one is enough for a smal
   CHECK(bcast_segments(m, Topology::block(1, 1, 1, 1), 16.0 * kMiB, {}, 8, kPage) == 1);
 }
 
+TEST_CASE("model: a reader's wake-up per segment makes a broadcast take fewer segments") {
+  Machine m = test::machine(125);
+  const Topology four = Topology::block(4, 4, 4, 1);
+  const int cheap = bcast_segments(m, four, 4.0 * kMiB, {}, 8, kPage);
+  for (int b = 0; b < kGuardBackends; ++b) m.guard[b].fault_ns = 1e9;  // 1 s per wake-up: more than the transfer
+  CHECK(bcast_segments(m, four, 4.0 * kMiB, {}, 8, kPage) == 1);
+  CHECK(cheap > 1);  // with 30 us the segments still pipeline the 1 Gbit/s tree
+}
+
 TEST_CASE("policy: the model's global answers depend on the machine and the placement only") {
   Settings s;
   auto a = make_policy(s, kPage, nullptr);

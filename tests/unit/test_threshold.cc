@@ -18,7 +18,10 @@ const model::Topology kFour = model::Topology::block(4, 4, 2, 1);
 TEST_CASE("threshold: a slow link pays from the floor of three pages") {
   const model::Machine m = test::machine(125);  // 1 Gbit/s shared by the node's ranks
   CHECK(model::threshold_bytes(m, kFour, Kind::Alltoall, {}, kPage) == kMinGuardablePages * kPage);
-  CHECK(model::threshold_bytes(m, kFour, Kind::Bcast, {}, kPage) == kMinGuardablePages * kPage);
+  // A broadcast weighs its loss read at once too (bcast_balance): a few pages more, far below 1 MiB.
+  const std::size_t b = model::threshold_bytes(m, kFour, Kind::Bcast, {}, kPage);
+  CHECK(b >= kMinGuardablePages * kPage);
+  CHECK(b < 64 * kPage);
 }
 
 TEST_CASE("threshold: a fast link pays from a larger size, in whole pages, and never below the floor") {
@@ -39,6 +42,42 @@ TEST_CASE("threshold: a fast link pays from a larger size, in whole pages, and n
 TEST_CASE("threshold: no size pays when tnbc's own work per byte outruns the link") {
   const model::Machine m = test::machine(1e6, 0.5, 2, 0.1, 0);  // 1 TB/s: nothing is slower than a memcpy
   CHECK(model::threshold_bytes(m, kFour, Kind::Alltoall, {}, kPage) == kNeverPays);
+}
+
+TEST_CASE("threshold: a broadcast returns early from the size whose best gain outweighs its loss read at once") {
+  const model::Machine m = test::machine(1000, 2, 2, 1, 50);  // 1 GB/s, 2 us, little CPU
+  const model::Topology two = model::Topology::block(2, 2, 2, 1);
+  model::Execution x;
+  const std::size_t t = model::threshold_bytes(m, two, Kind::Bcast, x, kPage);
+  REQUIRE(t != kNeverPays);
+  CHECK(t % kPage == 0);
+  const auto balance = [&](std::size_t bytes) {
+    const double s = static_cast<double>(bytes);
+    return model::bcast_balance(m, two, x, s, model::bcast_segments(m, two, s, x, x.bcast_max_segments, kPage), kPage);
+  };
+  const model::BcastBalance at = balance(t);
+  CHECK(at.pays());
+  CHECK(at.gain_ns >= at.loss_ns);
+  CHECK(at.read_at_once_ns > at.blocking_ns);  // read at once, an early return is never free
+  if (t > kMinGuardablePages * kPage) CHECK_FALSE(balance(t - kPage).pays());
+  // The read-at-once loss holds the reader's wake-ups: one per region it waits for.
+  CHECK(at.loss_ns >= m.guard[0].fault_ns);
+}
+
+TEST_CASE("threshold: a broadcast never returns early where tnbc's own costs outgrow what it can hide") {
+  model::Machine m = test::machine(20000, 2, 2, 1, 50);
+  // Publication as slow as a copy at 1 GB/s and a 200 us wake-up per region: more than the
+  // library's whole call at every size.
+  for (int b : {0, 1, 2}) {
+    m.guard_measured[b] = true;
+    m.guard[b] = {{10e3, 20e3 / 1048576.0}, {4e3, 1e6 / 1048576.0}, 200e3};
+  }
+  const model::Topology two = model::Topology::block(2, 2, 2, 1);
+  CHECK(model::threshold_bytes(m, two, Kind::Bcast, {}, kPage) == kNeverPays);
+  // The same costs on a slow link: the transfer hides them, the broadcast returns early.
+  model::Machine slow = test::machine(125);
+  for (int b : {0, 1, 2}) slow.guard[b] = m.guard[b], slow.guard_measured[b] = true;
+  CHECK(model::threshold_bytes(slow, two, Kind::Bcast, {}, kPage) < kNeverPays);
 }
 
 TEST_CASE("threshold: one rank has nothing to exchange") {

@@ -288,13 +288,13 @@ def check_bad_input(tool, work):
     page = os.path.join(work, "p.html")
     _, err = report(tool, run, "--html", page, "--predicted", os.path.join(work, "none.json"))
     expect_in(err, [f"no predicted section: {work}/none.json: no such file"])
-    if "what-if" in open(page).read():
+    if "<section id=\"what-if\">" in open(page).read():
         fail("a predicted section from a missing file", open(page).read())
     _, err = report(tool, run, "--html", page, "--predicted", profile)
     expect_in(err, [f"no predicted section: {profile}: not a `tnbc predict --json` output"])
     _, err = report(tool, run, "--html", page, "--profile", profile, "--what-if-np", "8,64")
     expect_in(err, ["no predicted section: --what-if-np needs --machine (a `tnbc calibrate` file)"])
-    if len(err.strip().splitlines()) != 1 or "what-if" in open(page).read():
+    if len(err.strip().splitlines()) != 1 or "<section id=\"what-if\">" in open(page).read():
         fail("--what-if-np without --machine: one message, no section", err)
     _, err = report(tool, run, "--what-if-np", "8,x", "--machine", profile, expect_status=2)
     expect_in(err, ["--what-if-np wants process counts from 1 to 1048576, not 'x'"])

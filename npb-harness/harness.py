@@ -352,10 +352,11 @@ def tnbc_report(tnbc, args, text_path):
     return r
 
 
-def overlap_reports(tnbc, out, runs, profiles):
+def overlap_reports(tnbc, out, runs, profiles, extra=None):
     """Each tnbc run's overlap report (RUN/report.txt, .json, .html; docs/reports.md), with the ideal of
     Eq. 1 from its benchmark's trace profile, and one comparison page per (benchmark, class, np) of the
-    passes' last repetitions. Records the figures in the runs; returns the comparisons."""
+    passes' last repetitions (with `extra[key]`'s options: --what-if-np's picture, npb-harness/predict.py).
+    Records the figures in the runs; returns the comparisons."""
     for r in runs:
         if r["pass"] == "baseline" or not r.get("tnbc_report") or not os.path.isdir(r["tnbc_report"]):
             continue
@@ -394,6 +395,7 @@ def overlap_reports(tnbc, out, runs, profiles):
         args += ["--labels", ",".join(passes), "--html", page, "--json", page[:-len(".html")] + ".json"]
         if profiles.get(key):
             args += ["--profile", profiles[key]]
+        args += (extra or {}).get(key, [])
         if tnbc_report(tnbc, args, page[:-len(".html")] + ".txt") is not None:
             comparisons.append({"benchmark": key[0], "class": key[1], "np": key[2], "passes": passes, "html": page,
                                 "json": page[:-len(".html")] + ".json", "text": page[:-len(".html")] + ".txt"})
@@ -611,8 +613,8 @@ def main():
                             log(f"  !!! {found} of {np} ranks left a tnbc summary in {os.path.join(rundir, 'tnbc')}: "
                                 f"is {out} on a file system every node sees, and did the ranks form one MPI job "
                                 f"(srun's --mpi)?")
-    comparisons = overlap_reports(tnbc, out, runs, profiles)
     predictions = predict.predict_runs(a, tnbc, out, runs, profiles, lambda np: -(-np // nodes_for(np)))
+    comparisons = overlap_reports(tnbc, out, runs, profiles, predict.report_args(predictions))
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump({"format": "tnbc-harness-summary", "version": 1, "runs": runs, "comparisons": comparisons}, f,
                   indent=1)

@@ -133,11 +133,12 @@ def main():
         rows = [ln for ln in lines[at:at + 8] if ln.startswith("is ")]
         if not any(" nbc " in r and r.count("%") >= 2 for r in rows):
             fail(f"--predict: no predicted nbc row with its two errors (simulated, anchored): {rows}", out)
-        svg = os.path.join(out_dir, "predict-is.S.svg")
-        if not os.path.isfile(svg) or "<svg" not in open(svg).read():
-            fail(f"--what-if-np: {svg} missing or not an SVG picture", out)
-        if '<section id="predict">' not in page or "predict-is.S.svg" not in page:
-            fail("--what-if-np: the picture is not in the comparison page", out)
+        # --what-if-np 4: tnbc report's predicted section (tools/predict_picture.cc) in the comparison page,
+        # from the harness's own prediction (--predicted predict-is.S.np2-at4.json): the picture's six
+        # lines and the table's row for N = 4.
+        if ('<svg class="what-if"' not in page or page.count('class="what-if-line"') != 6
+                or page.count('<tr class="what-if-row"><td>4</td>') != 1):
+            fail("--what-if-np: the predicted picture and table are not in the comparison page", out)
         print("harness reports: OK")
     finally:
         shutil.rmtree(work, ignore_errors=True)

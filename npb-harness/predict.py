@@ -1,6 +1,9 @@
 """`--predict` and `--what-if-np N` of the harness (docs/predict.md): `tnbc predict --profile`
 on each benchmark's trace profile, with the trace run's machine (tnbc-machine.json), next to the
-measured passes, and a what-if table and picture (SVG) for other process counts.
+measured passes, and a what-if table and picture (SVG) for other process counts: the picture is
+`tnbc report`'s section "predicted at other process counts" (tools/predict_picture.cc, the one
+source of it), put in each benchmark's comparison page by passing it the predictions
+(`--predicted`, report_args below).
 
 The rest of the program is not in the profile, so it is taken as measured; two predictions of a
 pass's time (docs/predict.md, "Checked against runs here"):
@@ -11,7 +14,7 @@ pass's time (docs/predict.md, "Checked against runs here"):
 - anchored: the measured baseline time - the predicted saving of the pass's collective sections
   (blocking call + CURC + CRC against tnbc's, x calls): an error the simulation makes alike in both
   variants cancels, so it flatters.
-Kept apart from harness.py (which only calls `add_arguments`, `predict_runs` and `print_tables`).
+Kept apart from harness.py (which only calls `add_arguments`, `predict_runs`, `report_args` and `print_tables`).
 """
 import json
 import os
@@ -40,8 +43,8 @@ def add_arguments(ap):
                     help="next to each measured pass, the time `tnbc predict` gives from the trace profile "
                          "(docs/predict.md)")
     ap.add_argument("--what-if-np", default=None, metavar="N[,N...]",
-                    help="also predict each benchmark at these process counts (strong scaling): a table and "
-                         "OUT/predict-BENCH.CLASS.svg")
+                    help="also predict each benchmark at these process counts (strong scaling): a table, and a "
+                         "picture in its comparison page (OUT/compare-BENCH.CLASS.npN.html)")
 
 
 def _predict(tnbc, profile, machine, np, per_node, out_json, scaling="strong", skip_first=0):
@@ -69,40 +72,27 @@ def predict_runs(a, tnbc, out, runs, profiles, per_node_for):
         if not os.path.exists(machine):
             results[(bench, cls, np)] = {"error": f"no machine file next to {profile}"}
             continue
-        entry = {"what_if": {}}
+        entry = {"what_if": {}, "what_if_files": []}
         per_node = per_node_for(np)
         skip = untimed_calls(runs, bench)
         got, err = _predict(tnbc, profile, machine, np, per_node,
                             os.path.join(out, f"predict-{bench}.{cls}.np{np}.json"), skip_first=skip)
         entry["np"], entry["error"] = got, err
         for n in what_if:
-            got, err = _predict(tnbc, profile, machine, n, per_node,
-                                os.path.join(out, f"predict-{bench}.{cls}.np{np}-at{n}.json"), skip_first=skip)
+            path = os.path.join(out, f"predict-{bench}.{cls}.np{np}-at{n}.json")
+            got, err = _predict(tnbc, profile, machine, n, per_node, path, skip_first=skip)
             entry["what_if"][n] = got if got else {"error": err}
+            if got:
+                entry["what_if_files"].append(path)
         results[(bench, cls, np)] = entry
-        if entry["what_if"]:
-            svg = os.path.join(out, f"predict-{bench}.{cls}.svg")
-            write_svg(svg, f"{bench}.{cls} from np {np}", {n: j for n, j in entry["what_if"].items() if "program" in j})
-            add_to_page(os.path.join(out, f"compare-{bench}.{cls}.np{np}.html"), svg)
     return results
 
 
-def add_to_page(page, svg):
-    """The what-if picture in the benchmark's comparison page (`tnbc report`'s HTML), inline, before
-    its end; nothing when the page or the picture is missing."""
-    if not (os.path.exists(page) and os.path.exists(svg)):
-        return
-    with open(page) as f:
-        html = f.read()
-    with open(svg) as f:
-        picture = f.read().replace(' xmlns="http://www.w3.org/2000/svg"', "")  # HTML5 needs no namespace inline
-    section = ('<section id="predict"><h2>Predicted at other process counts</h2><p><code>tnbc predict</code> '
-               'from this run\'s trace profile, strong scaling (docs/predict.md): ' + os.path.basename(svg) +
-               '</p>' + picture + '</section>')
-    end = html.rfind("</body>")
-    html = html + section if end < 0 else html[:end] + section + html[end:]
-    with open(page, "w") as f:
-        f.write(html)
+def report_args(results):
+    """{(benchmark, class, np): the `tnbc report` options that put its what-if picture and table in its
+    comparison page} (`--predicted` with the `tnbc predict --json` files of --what-if-np)."""
+    return {key: ["--predicted", ",".join(e["what_if_files"])] for key, e in results.items()
+            if e.get("what_if_files")}
 
 
 def predicted_time(base_time, pred, pass_name):
@@ -186,49 +176,6 @@ def print_tables(results, runs, median):
             p = j["program"]
             cells = " ".join(f"{100 * p[c]['hidden_share']:>10.0f}% {p[c]['speedup']:>9.3f}x" for c in CURVES)
             print(f"{n:>6} {p['blocking_s']:>9.3f} {cells}")
-
-
-def write_svg(path, title, points):
-    """Hidden share and speedup against N, one line per variant (plain SVG, no dependency)."""
-    if not points:
-        return
-    ns = sorted(points)
-    w, h, pad = 640, 300, 50
-    colors = {"nbc": "#1f77b4", "optimize": "#2ca02c", "optimize+node": "#d62728"}
-
-    def xs(n):
-        if len(ns) == 1:
-            return pad + (w - 2 * pad) / 2
-        import math
-        lo, hi = math.log2(ns[0]), math.log2(ns[-1])
-        return pad + (w - 2 * pad) * (math.log2(n) - lo) / (hi - lo)
-
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{2 * h}" font-family="sans-serif" '
-             f'font-size="11">', f'<text x="{pad}" y="18" font-size="13">{title}: predicted, against N</text>']
-    for panel, (key, label, top) in enumerate((("hidden_share", "hidden share of Tcomm", 1.0),
-                                               ("speedup", "speedup", None))):
-        y0 = panel * h + 50  # below the title
-        vals = [points[n]["program"][c][key] for n in ns for c in CURVES]
-        hi = top if top is not None else max(1.05, max(vals) * 1.05)
-        lo = min(0.0, min(vals)) if key == "hidden_share" else min(0.95, min(vals) * 0.95)
-
-        def ys(v):
-            return y0 + (h - 2 * pad) * (1 - (v - lo) / (hi - lo if hi > lo else 1))
-        parts.append(f'<text x="{pad}" y="{y0 - 6}">{label}</text>')
-        parts.append(f'<line x1="{pad}" y1="{ys(lo)}" x2="{w - pad}" y2="{ys(lo)}" stroke="#888"/>')
-        parts.append(f'<line x1="{pad}" y1="{ys(lo)}" x2="{pad}" y2="{ys(hi)}" stroke="#888"/>')
-        for v in (lo, hi):
-            parts.append(f'<text x="4" y="{ys(v) + 4}">{v:.2f}</text>')
-        for n in ns:
-            parts.append(f'<text x="{xs(n) - 8}" y="{ys(lo) + 14}">{n}</text>')
-        parts.append(f'<text x="{w - pad + 6}" y="{ys(lo) + 4}">N</text>')
-        for i, c in enumerate(CURVES):
-            pts = " ".join(f"{xs(n):.1f},{ys(points[n]['program'][c][key]):.1f}" for n in ns)
-            parts.append(f'<polyline fill="none" stroke="{colors[c]}" stroke-width="2" points="{pts}"/>')
-            parts.append(f'<text x="{w - pad - 100}" y="{y0 + 12 * i + 4}" fill="{colors[c]}">{c}</text>')
-    parts.append("</svg>")
-    with open(path, "w") as f:
-        f.write("\n".join(parts))
 
 
 def _median(xs):

@@ -7,6 +7,7 @@
 #include "tools/report.hh"
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -16,6 +17,7 @@
 #include "tools/report_sections.hh"
 #include "tools/report_model.hh"
 #include "tools/report_node.hh"
+#include "tools/predict_picture.hh"
 
 namespace tnbc::tools {
 
@@ -23,14 +25,20 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: tnbc report DIR [--compare DIR2]... [--labels L1,L2,...] [--profile FILE] [--json FILE] [--html FILE]\n"
-    "                   [--no-source]\n"
+    "                   [--no-source] [--machine FILE --what-if-np N,... [--ranks-per-node M] [--platform FILE]\n"
+    "                   [--scaling strong|weak|fixed]] [--predicted FILE.json,...]\n"
     "  DIR        TNBC_OUTPUT_DIR of a run (or a harness run directory, or a report JSON of tnbc report --json)\n"
     "  --compare  another run (pass) to compare with, e.g. the trace or nbc pass of the same program\n"
     "  --labels   names of DIR and each --compare run in the comparison (default: their modes)\n"
     "  --profile  the trace profile (tnbc merge) whose T_CURC and R_CRC give the ideal (Eq. 1); default: the\n"
     "             one a mode optimize run used\n"
     "  --json     write the report as JSON (docs/formats.md); --html: a self-contained page with timelines\n"
-    "  --no-source  show call sites as module+offset (no file:line from debug information)\n";
+    "  --no-source  show call sites as module+offset (no file:line from debug information)\n"
+    "  --what-if-np  a section \"predicted at other process counts\" (picture and table: hidden share and speedup\n"
+    "             against N for nbc, optimize, optimize with node priorities): runs `tnbc predict` with the profile\n"
+    "             and --machine (a `tnbc calibrate` file) at each N; --ranks-per-node, --platform, --scaling as there\n"
+    "             (docs/predict.md). Inputs that do not fit: one message, the report without the section\n"
+    "  --predicted  the same section from `tnbc predict --json` files already made\n";
 
 Result<std::vector<report::Run>> load(const std::string& source, const report::LoadOptions& opt) {
   std::error_code ec;
@@ -77,6 +85,8 @@ int cmd_report(const std::vector<std::string>& args) {
   std::string main, json, html, labels;
   std::vector<std::string> compare;
   report::LoadOptions opt;
+  WhatIfRequest what_if;
+  std::string nps, per_node, predicted;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](std::string& into) {
@@ -89,11 +99,19 @@ int cmd_report(const std::vector<std::string>& args) {
         : a == "--html" ? !value(html)
         : a == "--profile" ? !value(opt.profile)
         : a == "--labels" ? !value(labels)
+        : a == "--machine" ? !value(what_if.machine)
+        : a == "--what-if-np" ? !value(nps)
+        : a == "--ranks-per-node" ? !value(per_node)
+        : a == "--platform" ? !value(what_if.platform)
+        : a == "--scaling" ? !value(what_if.scaling)
+        : a == "--predicted" ? !value(predicted)
                           : false) {
       std::fprintf(stderr, "tnbc: report: %s needs a value\n%s", a.c_str(), kUsage);
       return 2;
     }
-    if (a == "--json" || a == "--html" || a == "--profile" || a == "--labels") continue;
+    if (a == "--json" || a == "--html" || a == "--profile" || a == "--labels" || a == "--machine" ||
+        a == "--what-if-np" || a == "--ranks-per-node" || a == "--platform" || a == "--scaling" || a == "--predicted")
+      continue;
     if (a == "--compare") {
       if (!value(c)) {
         std::fprintf(stderr, "tnbc: report: --compare needs a directory\n%s", kUsage);
@@ -119,6 +137,38 @@ int cmd_report(const std::vector<std::string>& args) {
     std::fputs(kUsage, stderr);
     return 2;
   }
+  // --what-if-np N,...: process counts; --predicted: files (comma-separated lists).
+  auto split = [](const std::string& list) {
+    std::vector<std::string> out;
+    std::size_t at = 0;
+    while (at <= list.size() && !list.empty()) {
+      const std::size_t comma = std::min(list.find(',', at), list.size());
+      if (comma > at) out.push_back(list.substr(at, comma - at));
+      at = comma + 1;
+    }
+    return out;
+  };
+  for (const std::string& n : split(nps)) {
+    char* end = nullptr;
+    const long v = std::strtol(n.c_str(), &end, 10);
+    if (*end || v < 1 || v > 1 << 20) {
+      std::fprintf(stderr, "tnbc: report: --what-if-np wants process counts from 1 to 1048576, not '%s'\n%s",
+                   n.c_str(), kUsage);
+      return 2;
+    }
+    what_if.nps.push_back(static_cast<int>(v));
+  }
+  if (!per_node.empty()) {
+    char* end = nullptr;
+    const long v = std::strtol(per_node.c_str(), &end, 10);
+    if (*end || v < 1 || v > 1 << 20) {
+      std::fprintf(stderr, "tnbc: report: --ranks-per-node wants a number from 1, not '%s'\n%s", per_node.c_str(),
+                   kUsage);
+      return 2;
+    }
+    what_if.per_node = static_cast<int>(v);
+  }
+  what_if.predicted = split(predicted);
   std::vector<report::Run> runs;
   for (const std::string& source : [&] {
          std::vector<std::string> all{main};
@@ -139,6 +189,28 @@ int cmd_report(const std::vector<std::string>& args) {
       const std::size_t comma = std::min(labels.find(',', at), labels.size());
       runs[k++].label = labels.substr(at, comma - at);
       at = comma + 1;
+    }
+  }
+  if (what_if.wanted() && !runs.empty() && !runs.front().worlds.empty()) {
+    // The profile: the one given, else the one the reported run's optimize pass used.
+    what_if.profile = opt.profile.empty() ? runs.front().worlds.front().profile_file : opt.profile;
+    std::string missing;
+    if (!what_if.nps.empty() && what_if.profile.empty()) missing = "--profile (a `tnbc merge` profile)";
+    if (!what_if.nps.empty() && what_if.machine.empty())
+      missing += (missing.empty() ? "" : " and ") + std::string("--machine (a `tnbc calibrate` file)");
+    std::error_code ec;
+    const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+    if (!missing.empty()) what_if.nps.clear();
+    WhatIf got = gather_what_if(what_if, ec ? std::string("tnbc") : self);
+    if (!missing.empty()) got.failures.insert(got.failures.begin(), "--what-if-np needs " + missing);
+    if (got.points.empty()) {
+      std::fprintf(stderr, "tnbc: report: no predicted section: %s\n",
+                   got.failures.empty() ? "nothing predicted" : got.failures.front().c_str());
+      for (std::size_t k = 1; k < got.failures.size(); ++k)
+        std::fprintf(stderr, "tnbc: report:   also %s\n", got.failures[k].c_str());
+    } else {
+      for (const std::string& f : got.failures) std::fprintf(stderr, "tnbc: report: not predicted: %s\n", f.c_str());
+      runs.front().worlds.front().sections.push_back(what_if_section(got));
     }
   }
   std::fputs(report::render_text(runs).c_str(), stdout);

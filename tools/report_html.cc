@@ -292,6 +292,11 @@ std::string render_html(const std::vector<Run>& runs) {
        "// And how many rows of the node-level priorities table (tools/report_node.cc).\n"
        "document.getElementById('rendered').dataset.nodeRows = [...document.querySelectorAll('table.node-priorities "
        "tr.node-site')].filter(r => r.getBoundingClientRect().height > 0).length;\n"
+       "// And the predicted section's picture (tools/predict_picture.cc): its lines and points laid out.\n"
+       "const drawn = (sel) => [...document.querySelectorAll(sel)].filter(e => { const b = e.getBoundingClientRect(); "
+       "return b.width > 0 || b.height > 0; }).length;\n"
+       "document.getElementById('rendered').dataset.whatIfLines = drawn('svg.what-if polyline.what-if-line');\n"
+       "document.getElementById('rendered').dataset.whatIfPoints = drawn('svg.what-if circle');\n"
        "</script>\n</body></html>\n";
   return o;
 }

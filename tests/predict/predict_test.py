@@ -2,7 +2,7 @@
 """`tnbc predict --profile` (docs/predict.md) on synthetic profiles and machine files with known
 numbers: the SimGrid simulation against what the platform must give, and bad input.
 
-usage: predict_test.py --tool TNBC (physics | variants | bad-input)
+usage: predict_test.py --tool TNBC (physics | variants | bad-input | report)
 
 physics    a blocking Alltoall between two nodes of 1 Gb/s takes the bytes over the link (within
            10%); a broadcast's blocking time grows with the tree; tnbc's time in the call is a
@@ -25,6 +25,11 @@ bad-input  one clear message each, exit status 2, never a traceback: a profile o
            (--program), a machine file of another MPI library, N below the profile's np under
            strong scaling, a platform with too few nodes, a bad --skip-first, a bad bandwidth unit,
            an unknown key, an XML platform with too few hosts
+report     `tnbc report RUN --html PAGE --profile P --machine M --what-if-np N,...`: the page's section
+           "predicted at other process counts" holds, per N, the figures `tnbc predict --json` gives
+           for the same inputs (picture and table); inputs that do not fit (N below the profile's np
+           under strong scaling, a machine file of another MPI library) give one message each and the
+           page without the section, or with the N that could be predicted
 """
 import argparse
 import json
@@ -359,14 +364,65 @@ def bad_input(e):
     print(f"bad-input ok: {len(cases) + 2} cases")
 
 
+def report(e):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "report"))
+    import synthetic  # the report tests' run of known numbers (tests/report/synthetic.py)
+    run = os.path.join(e.d, "run")
+    synthetic.write_run(run, with_spawned=False)
+    prof = e.file("app.profile", profile(np=2, per_peer=1 << 20, curc=20e6))
+    mach = e.file("m.json", machine())
+    plat = e.file("eight.txt", TWO_NODES.replace("nodes 2", "nodes 8"))
+    page, data = os.path.join(e.d, "page.html"), os.path.join(e.d, "page.json")
+    common = ["--profile", prof, "--machine", mach, "--ranks-per-node", "1", "--platform", plat]
+
+    def tnbc_report(*args):
+        r = subprocess.run([e.tool, "report", run, "--html", page, "--json", data, *args], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=600)
+        if r.returncode != 0 or "Traceback" in r.stderr or "terminate called" in r.stderr:
+            fail(f"tnbc report {' '.join(args)}: exit {r.returncode}", r.stdout + r.stderr)
+        sections = [s for s in json.load(open(data))["runs"][0]["worlds"][0]["sections"] if s["key"] == "what_if"]
+        return sections, open(page).read(), r.stderr
+
+    sections, html, err = tnbc_report(*common, "--what-if-np", "2,4,8")
+    if len(sections) != 1 or err.strip():
+        fail("--what-if-np 2,4,8: one predicted section, no message", err + html)
+    points = json.loads(sections[0]["data"])["points"] if isinstance(sections[0]["data"], str) else \
+        sections[0]["data"]["points"]
+    if [p["np"] for p in points] != [2, 4, 8]:
+        fail(f"the section's points are for N = {[p['np'] for p in points]}, not 2, 4, 8", html)
+    j, _ = e.json(profile(np=2, per_peer=1 << 20, curc=20e6), machine(), "--np", "4", "--ranks-per-node", "1",
+                  platform=TWO_NODES.replace("nodes 2", "nodes 8"))
+    at4 = points[1]
+    for v in ("nbc", "optimize", "optimize+node"):
+        for k in ("hidden_share", "speedup"):
+            if abs(at4[v][k] - j["program"][v][k]) > 1e-6:
+                fail(f"N = 4, {v} {k}: the report's {at4[v][k]} is not tnbc predict's {j['program'][v][k]}", html)
+    if html.count('<svg class="what-if"') != 1 or html.count('class="what-if-line"') != 6 or \
+            html.count('<tr class="what-if-row">') != 3:
+        fail("the page lacks the picture (6 lines) or the table (3 rows)", html)
+    # N below the profile's np under strong scaling: the others are shown, the message names N = 1.
+    sections, html, err = tnbc_report(*common, "--what-if-np", "1,4")
+    if len(sections) != 1 or "not predicted: N = 1: --np 1 is below the profile's 2 processes" not in err:
+        fail("--what-if-np 1,4: the section for N = 4 and one message for N = 1", err)
+    # Nothing fits (a machine file of another MPI library): one message, the page without the section.
+    other = e.file("other.json", machine("Intel(R) MPI Library 2021.9 for Linux* OS"))
+    sections, html, err = tnbc_report("--profile", prof, "--machine", other, "--what-if-np", "2,4")
+    if sections or "<section id=\"what-if\">" in html or len(err.strip().splitlines()) != 1 or \
+            "no predicted section: N = 2, 4: " not in err or "calibrated with Intel(R) MPI Library" not in err:
+        fail("a machine file of another MPI library: one message, no section", err)
+    if "<svg class=\"timeline\"" not in html:
+        fail("the page without the section lacks the rest of the report", html)
+    print("report ok: the predicted section for N = 2, 4, 8 matches tnbc predict; 2 bad inputs")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tool", required=True)
-    ap.add_argument("what", choices=["physics", "variants", "bad-input"])
+    ap.add_argument("what", choices=["physics", "variants", "bad-input", "report"])
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="tnbc-predict-") as d:
         e = Env(a.tool, d)
-        {"physics": physics, "variants": variants, "bad-input": bad_input}[a.what](e)
+        {"physics": physics, "variants": variants, "bad-input": bad_input, "report": report}[a.what](e)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,10 @@ bad-input  one clear message each, never a traceback, what can be reported still
            not a directory, a truncated file, summaries of two runs, of two versions, of a newer
            version, a rank missing, a profile of another program
 browser    the HTML page in headless Chromium: the rendered DOM has one timeline per call site (the
-           page's script counts those the browser laid out) and the comparison bars
+           page's script counts those the browser laid out) and the comparison bars; with --predicted
+           (`tnbc predict --json` files of known figures), the section "predicted at other process
+           counts": its picture laid out with its six lines (hidden share and speedup, three variants)
+           and a point per N each, and its table with the files' figures
 """
 import argparse
 import json
@@ -280,6 +283,21 @@ def check_bad_input(tool, work):
     open(os.path.join(d, "tnbc-summary.0.json"), "w").write("{")
     _, err = report(tool, d, expect_status=2)
     expect_in(err, ["no summary could be read:", "tnbc-summary.0.json is truncated or not valid JSON"])
+    # The predicted section (tools/predict_picture.cc): inputs that do not fit give one message and
+    # the report without the section; a bad list is a usage error.
+    page = os.path.join(work, "p.html")
+    _, err = report(tool, run, "--html", page, "--predicted", os.path.join(work, "none.json"))
+    expect_in(err, [f"no predicted section: {work}/none.json: no such file"])
+    if "<section id=\"what-if\">" in open(page).read():
+        fail("a predicted section from a missing file", open(page).read())
+    _, err = report(tool, run, "--html", page, "--predicted", profile)
+    expect_in(err, [f"no predicted section: {profile}: not a `tnbc predict --json` output"])
+    _, err = report(tool, run, "--html", page, "--profile", profile, "--what-if-np", "8,64")
+    expect_in(err, ["no predicted section: --what-if-np needs --machine (a `tnbc calibrate` file)"])
+    if len(err.strip().splitlines()) != 1 or "<section id=\"what-if\">" in open(page).read():
+        fail("--what-if-np without --machine: one message, no section", err)
+    _, err = report(tool, run, "--what-if-np", "8,x", "--machine", profile, expect_status=2)
+    expect_in(err, ["--what-if-np wants process counts from 1 to 1048576, not 'x'"])
     # Bad arguments.
     _, err = report(tool, expect_status=2)
     _, err = report(tool, run, "--bogus", expect_status=2)
@@ -287,11 +305,30 @@ def check_bad_input(tool, work):
     print("bad-input: OK")
 
 
+# `tnbc predict --json` outputs of known figures at three process counts (format tnbc-predict).
+WHAT_IF = {8: (0.5, 0.42, 1.30), 64: (1.5, 0.21, 1.12), 256: (4.0, -0.05, 0.97)}
+
+
+def predicted_files(work):
+    files = []
+    for n, (tcomm, hidden, speedup) in WHAT_IF.items():
+        v = {"call_s": 0.01, "total_s": 1.0, "hidden_share": hidden, "speedup": speedup}
+        j = {"format": "tnbc-predict", "version": 1, "np": n, "ranks_per_node": 8, "scaling": "strong", "sites": [],
+             "program": {"blocking_s": tcomm, "blocking_total_s": tcomm, "nbc": v, "optimize": v,
+                         "optimize+node": dict(v, hidden_share=hidden + 0.1)}}
+        files.append(os.path.join(work, f"at{n}.json"))
+        synthetic.write_json(files[-1], j)
+    return ",".join(files)
+
+
 def check_browser(tool, work, screenshot):
     run, profile, trace = setup(work)
     page = os.path.join(work, "report.html")
     out, _ = report(tool, run, "--profile", profile, "--compare", trace, "--html", page, "--json",
-                    os.path.join(work, "r.json"))
+                    os.path.join(work, "r.json"), "--predicted", predicted_files(work))
+    expect_in(out, ["predicted at other process counts (tnbc predict):"])
+    expect_lines(out, ["      64         8      1.500 |       21%     1.120x |       21%     1.120x |"
+                       "       31%     1.120x |"])
     sites = sum(len(w["sites"]) for w in json.load(open(os.path.join(work, "r.json")))["runs"][0]["worlds"])
     html = open(page).read()
     for bad in ("http://", "https://", "<link", "src="):
@@ -323,12 +360,21 @@ def check_browser(tool, work, screenshot):
         fail("the comparison bars are missing")
     if dom.count('<g class="arrival">') != 2 or dom.count('<g class="access">') != 2:
         fail("the timeline of site 1 lacks its arrivals and first accesses")
+    # The predicted section: one picture, its 6 lines (2 panels x 3 variants) and 18 points laid out
+    # by the browser (the page's script counts them), a table row per N with the files' figures.
+    lines, points = 2 * 3, 2 * 3 * len(WHAT_IF)
+    if (dom.count('<svg class="what-if"') != 1 or f'data-what-if-lines="{lines}"' not in dom
+            or f'data-what-if-points="{points}"' not in dom):
+        said = dom[dom.find('id="rendered"'):][:200]
+        fail(f"the predicted picture is missing or empty (want {lines} lines, {points} points laid out): {said}")
+    if dom.count('<tr class="what-if-row">') != len(WHAT_IF) or "<td>-5%</td><td>0.970x</td>" not in dom:
+        fail("the predicted table lacks its rows or figures")
     if screenshot:
         r = subprocess.run([chromium, *flags, "--window-size=1000,1500", "--hide-scrollbars",
                             "--screenshot=" + os.path.abspath(screenshot), "file://" + page],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=180)
         print(r.stdout[-300:])
-    print(f"browser: OK ({drawn} timelines for {sites} call sites)")
+    print(f"browser: OK ({drawn} timelines for {sites} call sites; the predicted picture with {lines} lines)")
 
 
 def main():

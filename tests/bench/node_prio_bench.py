@@ -89,6 +89,42 @@ def node_counters(outdir):
     return {"calls": calls, "off_calls": off_calls, "holds": holds, "hold_timeouts": timeouts, "bases": sorted(bases)}
 
 
+def read_order(order, n):
+    """first_read.c's read order of the blocks (seq: 0..n-1; swap: n-1, 1, .., n-2, 0)."""
+    return [n - 1] + list(range(1, n - 1)) + [0] if order == "swap" and n > 1 else list(range(n))
+
+
+def runtime_arrivals(outdir, order, n):
+    """The runtime's own per-sub-message arrival times (the summaries' `timelines`: the observed
+    calls of each site, docs/formats.md), per observed call but the site's first (first_read's
+    warm-up): the time from the call until EVERY rank had its first-read block (the first block of
+    the read order, as first_read.c reads it: a rank whose first block is its own has it at the
+    return, 0 here) and until every rank had every block, ms. Calls observed on fewer than n ranks
+    are left out. (The summary's own `first_read_ms_mean` skips a rank's own block: at the rank
+    every other reads from first, it is the next block's time.)"""
+    per_call = {}
+    for path in glob.glob(os.path.join(outdir, "tnbc-summary.*.json")):
+        with open(path) as f:
+            s = json.load(f)
+        me = s["rank"]
+        for site in s["sites"]:
+            if site["kind"] != "alltoall":
+                continue
+            for t in site.get("timelines") or []:
+                if t["call"] == 0:
+                    continue
+                arr = t["arrival_ns"]
+                got = [arr[b] for b in range(len(arr)) if b != me]
+                b0 = read_order(order, n)[0]
+                first = 0 if b0 == me else (arr[b0] if b0 < len(arr) else None)
+                if first is None or first < 0 or min(got) < 0:
+                    continue
+                per_call.setdefault(t["call"], []).append((first / 1e6, max(got) / 1e6))
+    calls = [v for _, v in sorted(per_call.items()) if len(v) == n]
+    return {"runtime_first_ms": [max(x[0] for x in v) for v in calls],
+            "runtime_all_ms": [max(x[1] for x in v) for v in calls]}
+
+
 def machine_files(a, out):
     """Node count -> machine file: --machine K=FILE, or with --calibrate `tnbc calibrate` run now
     in each configuration (np ranks; one node: over the shaped loopback, as the runs)."""
@@ -154,15 +190,26 @@ def summarize(a, cfg, settings, per, counters):
         row[f"holds_{setting}"] = sum(c["holds"] for c in counters[setting])
         row[f"hold_timeouts_{setting}"] = sum(c["hold_timeouts"] for c in counters[setting])
         row[f"arbitrated_calls_{setting}"] = sum(c["calls"] for c in counters[setting])
+        for what in ("first", "all"):  # the runtime's arrival times: every observed call of every run
+            calls = [x for c in counters[setting] for x in c.get(f"runtime_{what}_ms", [])]
+            row[f"runtime_{what}_{setting}_calls"] = calls
+            row[f"runtime_{what}_{setting}_ms"] = statistics.median(calls) if calls else None
     line = []
     for setting in done:
         runs = row[f"first_{setting}_runs"]
+        rt, n = row[f"runtime_first_{setting}_ms"], len(row[f"runtime_first_{setting}_calls"])
         line.append(f"first-read {setting} {row[f'first_{setting}_ms']:.1f} [{min(runs):.1f}-{max(runs):.1f}] ms"
-                    f", all {row[f'all_{setting}_ms']:.1f} ms")
+                    f", all {row[f'all_{setting}_ms']:.1f} ms; runtime's arrivals: first "
+                    + (f"{rt:.1f} ms, all {row[f'runtime_all_{setting}_ms']:.1f} ms ({n} calls)" if n else "-"))
     if "on" in done and "off" in done:
         row["first_ratio"] = row["first_on_ms"] / row["first_off_ms"]
         row["all_ratio"] = row["all_on_ms"] / row["all_off_ms"]
         line.append(f"on/off first {row['first_ratio']:.2f} all {row['all_ratio']:.2f}")
+        if row["runtime_first_on_ms"] and row["runtime_first_off_ms"]:
+            row["runtime_first_ratio"] = row["runtime_first_on_ms"] / row["runtime_first_off_ms"]
+            row["runtime_all_ratio"] = row["runtime_all_on_ms"] / row["runtime_all_off_ms"]
+            line.append(f"runtime's arrivals on/off first {row['runtime_first_ratio']:.2f} "
+                        f"all {row['runtime_all_ratio']:.2f}")
     print(f"{tag}: " + "; ".join(line), flush=True)
     return row
 
@@ -259,6 +306,8 @@ def main():
                 with open(js) as f:
                     cfg["per"][setting].append(json.load(f))
                 cfg["counters"][setting].append(node_counters(d))
+                if a.program == "first_read":
+                    cfg["counters"][setting][-1].update(runtime_arrivals(d, cfg["order"], a.np))
         # raw runs after every round: a run cut by an outer time limit keeps the rounds before it
         write([{"tag": c["tag"], "runs": c["per"], "counters": c["counters"]} for c in configs])
         print(f"round {rep} done at {time.monotonic() - begun:.0f} s", flush=True)

@@ -43,9 +43,9 @@ const std::vector<Option> kOptions = {
      "auto: the userfaultfd guard moves the buffer's own pages out and back (Linux >= 6.8), copying where it cannot; "
      "copy: it empties the pages and installs copies.",
      &Settings::uffd_publish},
-    {"send_copy", OptionType::Choice, "auto", "auto|eager|lazy",
+    {"send_copy", OptionType::Choice, "auto", "auto|eager|lazy|lazy-sends",
      "When the bytes to send are copied out of the program's buffer: eager, all in the call; lazy, each just before "
-     "it is sent, the pages staying read-only until then; auto, whichever the cost model finds cheaper in the call.",
+     "it is sent (pages read-only until then); lazy-sends, lazy but the own block in the call; auto, as the cost model finds.",
      &Settings::send_copy},
     {"min_bytes", OptionType::Bytes, "auto", "",
      "Smallest sub-message (bytes per peer, or per broadcast) that returns early; smaller collectives run blocking. "

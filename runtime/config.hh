@@ -20,7 +20,8 @@ enum class LogLevel { Error, Warn, Info, Debug };
 enum class GuardChoice { Auto, Uffd, Protect };
 // When the bytes to send are copied out of the program's send buffer (runtime/send_copy.hh);
 // auto: as the cost model finds cheaper (runtime/model/estimate.hh, lazy_copy_pays).
-enum class SendCopy { Auto, Eager, Lazy };
+// lazy-sends: the pieces sent lazily, the block a rank sends to itself still copied in the call.
+enum class SendCopy { Auto, Eager, Lazy, LazySends };
 // How the userfaultfd guard publishes a region (runtime/uffd.hh): moving pages where it can.
 enum class UffdPublish { Auto, Copy };
 // Mode optimize: whether call sites where the profile shows nothing to gain run blocking

@@ -91,6 +91,7 @@ Status Executor::start_ready(Entry& e, bool& moved) {
     std::uint8_t idle = kIdle;
     if (!f.state[k].compare_exchange_strong(idle, kStarted, std::memory_order_acq_rel)) continue;
     moved = true;
+    f.started_ns[k] = futex::now_ns();
     if (s.kind == StepKind::Copy) {  // local: no transport
       run_copy_step(f, i);  // from the send area, or the program's read-only send buffer
       completed(f, i, false, futex::now_ns());

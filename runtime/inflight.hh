@@ -86,6 +86,7 @@ struct InFlight {
   // Execution (runtime/executor.hh).
   std::unique_ptr<std::atomic<std::uint8_t>[]> state;  // StepState per step
   std::unique_ptr<long long[]> done_ns;                // per step, when it completed
+  std::unique_ptr<long long[]> started_ns;             // per step, when it was started (debug log)
   std::atomic<int> steps_left{0};
   std::atomic<int> regions_remaining{0};
   // False while the calling thread is still in the call: bodies wait so that the edge steps other
@@ -106,6 +107,7 @@ struct InFlight {
     const std::size_t n = schedule.size();
     state = std::make_unique<std::atomic<std::uint8_t>[]>(n);
     done_ns = std::make_unique<long long[]>(n);
+    started_ns = std::make_unique<long long[]>(n);
     steps_left.store(static_cast<int>(n));
     send_role = schedule.send_role();
   }

@@ -20,7 +20,7 @@ model::Execution execution(const Settings& s, int guard_index) {
   model::Execution x;
   x.window = static_cast<int>(s.send_window);
   x.guard = guard_index;
-  x.eager_copy = s.send_copy != SendCopy::Lazy;
+  x.eager_copy = s.send_copy != SendCopy::Lazy && s.send_copy != SendCopy::LazySends;
   x.poll_min_ns = static_cast<double>(s.poll_min_us) * 1e3;
   x.bcast_max_segments = static_cast<int>(std::max<std::int64_t>(1, s.bcast_max_segments));
   return x;
@@ -145,8 +145,11 @@ class ModelPolicy final : public Policy {
   // auto: lazy only where it costs the call less even when the program overwrites its send
   // buffer at once (as NPB FT and IS do): nothing in the call knows whether it will.
   bool lazy_send_copy(std::uint64_t bytes) const override {
-    if (s_.send_copy != SendCopy::Auto) return s_.send_copy == SendCopy::Lazy;
+    if (s_.send_copy != SendCopy::Auto) return s_.send_copy == SendCopy::Lazy || s_.send_copy == SendCopy::LazySends;
     return model_ && model::lazy_copy_pays(model_->machine, static_cast<double>(bytes), true, page_);
+  }
+  bool lazy_own_block(std::uint64_t bytes) const override {
+    return s_.send_copy != SendCopy::LazySends && lazy_send_copy(bytes);
   }
   std::span<const GuardKind> guards() const override { return guards_; }
   bool swap_pages() const override { return s_.uffd_publish == UffdPublish::Auto; }

@@ -94,6 +94,9 @@ class Policy {
   virtual std::vector<int> read_order(const CallShape& call) = 0;
   // Whether `bytes` to send are copied lazily (runtime/send_copy.hh) rather than in the call.
   virtual bool lazy_send_copy(std::uint64_t bytes) const = 0;
+  // Whether the own block (Alltoall/Alltoallv) is then a Copy step after the return too (not
+  // under TNBC_SEND_COPY=lazy-sends: there it is copied into place in the call).
+  virtual bool lazy_own_block(std::uint64_t bytes) const = 0;
   // The guard backends to try, in order.
   virtual std::span<const GuardKind> guards() const = 0;
   // Whether the userfaultfd guard may move pages (UFFDIO_MOVE) instead of copying.

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <string>
 
 #include "runtime/fatal.hh"
 #include "runtime/futex.hh"
@@ -90,6 +92,22 @@ namespace {
 // returned, and how long at most it lets it go first (Progress::wait_for_returns).
 constexpr long kReturnLookNs = 10 * 1000;
 constexpr long long kReturnWaitNs = 1000 * 1000;
+
+// Debug log: each step's start and completion (ms after the call), in schedule order: where a
+// transfer stretches (a send started late, or started on time and slow on the wire).
+void log_step_times(const InFlight& f) {
+  std::string line;
+  char item[96];
+  constexpr std::size_t kMostChars = 1900;  // the log line's limit; a longer schedule is cut
+  for (std::size_t i = 0; i < f.schedule.size() && line.size() < kMostChars; ++i) {
+    const Step& s = f.schedule[i];
+    std::snprintf(item, sizeof item, " %s%d/%zuK:%.1f-%.1f", step_kind_name(s.kind), s.peer, s.length >> 10,
+                  (f.started_ns[i] ? f.started_ns[i] - f.times.called : 0) / 1e6, (f.done_ns[i] - f.times.called) / 1e6);
+    line += item;
+  }
+  log(LogLevel::Debug, "%s #%llu steps (kind peer/KiB:started-done ms after the call):%s", kind_name(f.kind),
+      static_cast<unsigned long long>(f.sequence), line.c_str());
+}
 }  // namespace
 
 void Progress::retire(InFlight& f) {
@@ -110,6 +128,7 @@ void Progress::retire(InFlight& f) {
         "threads blocked on it %.3f ms", kind_name(f.kind), static_cast<unsigned long long>(f.sequence),
         (f.times.last_step.load() - f.times.called) / 1e6, (now - f.submitted_ns) / 1e6,
         static_cast<unsigned long long>(polls_ - f.polls_at_submit), blocked / 1e6);
+    log_step_times(f);
   }
   if (finished_) finished_(f);
   {

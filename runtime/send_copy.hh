@@ -2,7 +2,8 @@
 // as soon as the call returns, so tnbc must hold the bytes it still has to send.
 //
 // Eager (TNBC_SEND_COPY=eager): every send piece is copied into staging inside the call.
-// Lazy (TNBC_SEND_COPY=lazy): only the pieces sent from inside the call (edges) are copied there; the
+// Lazy (TNBC_SEND_COPY=lazy; lazy-sends: the same without the own block's Copy step, which is then
+// copied into place in the call): only the pieces sent from inside the call (edges) are copied there; the
 // pages holding the other pieces become read-only, and the progress thread copies each piece
 // into staging just before it posts it, in priority order. A write by the program to such a
 // page faults; the region's hook copies the pieces on that page (and any other piece sharing a

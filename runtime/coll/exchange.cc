@@ -28,8 +28,9 @@
 //            published piece by piece; otherwise packed per peer and unpacked at the end (the
 //            call then completes in it: noncontiguous_datatype).
 //   own      the block to self goes straight into place (nothing is guarded yet), or into the
-//            receive area when that is unpacked at the end; with the lazy send copy it is a
-//            Copy step run after the return (its source read-only until then, its pages held).
+//            receive area when that is unpacked at the end; with the lazy send copy
+//            (TNBC_SEND_COPY=lazy, not lazy-sends) it is a Copy step run after the return (its
+//            source read-only until then, its pages held).
 //   in the call (no overlap to gain): with dense types and displacements >= 0, MPI sends from
 //            and receives into the program's buffers: the same messages, only rank-local
 //            offsets follow the program's layout.
@@ -214,7 +215,7 @@ Status exchange_prepare(Kind kind, const Exchange& x, const Layout& l, bool in_c
   // from the program's send buffer, which stays read-only until then; a write to it copies the
   // block into place first, a reader waits only for this local copy.
   const bool lazy_own = !in_call && mirror && sdense && !pack_sends && !direct_send && x.recv.bytes[self] &&
-                        s.policy().lazy_send_copy(l.sent);
+                        s.policy().lazy_own_block(l.sent);
   const bool copy_step = (direct_send && direct_recv && x.recv.bytes[self]) || lazy_own;
   if (x.recv.bytes[self] && !(x.in_place && mirror) && !copy_step) {
     char* dst = mirror ? const_cast<char*>(x.recv.base) + roff[self] : out.recv_data + roff[self];

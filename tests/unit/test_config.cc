@@ -148,6 +148,14 @@ TEST_CASE("TNBC_MACHINE and TNBC_SEND_COPY=auto are read from the table") {
   CHECK(r.settings.send_copy == tnbc::SendCopy::Auto);
   g_env.clear();
   CHECK(tnbc::load_config(&fake_getenv).settings.send_copy == tnbc::SendCopy::Auto);  // the default
+  g_env = {{"TNBC_SEND_COPY", "lazy-sends"}};
+  r = tnbc::load_config(&fake_getenv);
+  REQUIRE(r.errors.empty());
+  CHECK(r.settings.send_copy == tnbc::SendCopy::LazySends);
+  g_env = {{"TNBC_SEND_COPY", "lazy-own"}};  // not a value: one error, the default kept
+  r = tnbc::load_config(&fake_getenv);
+  CHECK(r.errors.size() == 1);
+  CHECK(r.settings.send_copy == tnbc::SendCopy::Auto);
 }
 
 TEST_CASE("TNBC_PIECE_BYTES: auto by default, 0 for no cut, a byte count") {

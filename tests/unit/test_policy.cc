@@ -148,3 +148,20 @@ TEST_CASE("policy: where the progress thread runs (TNBC_PROGRESS_CPUS)") {
   CHECK(q->progress_cpus(bound) == ProgressCpus::Rank);
   CHECK(q->progress_cpus(packed) == ProgressCpus::Rank);
 }
+
+TEST_CASE("policy: TNBC_SEND_COPY decides the sends' copy and the own block's apart") {
+  Settings s;
+  const std::uint64_t kBytes = 8ull << 20;
+  s.send_copy = SendCopy::Eager;
+  auto eager = make_policy(s, kPage, nullptr);
+  CHECK_FALSE(eager->lazy_send_copy(kBytes));
+  CHECK_FALSE(eager->lazy_own_block(kBytes));
+  s.send_copy = SendCopy::Lazy;
+  auto lazy = make_policy(s, kPage, nullptr);
+  CHECK(lazy->lazy_send_copy(kBytes));
+  CHECK(lazy->lazy_own_block(kBytes));  // the own block a Copy step after the return too
+  s.send_copy = SendCopy::LazySends;
+  auto sends = make_policy(s, kPage, nullptr);
+  CHECK(sends->lazy_send_copy(kBytes));
+  CHECK_FALSE(sends->lazy_own_block(kBytes));  // copied into place in the call
+}

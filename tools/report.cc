@@ -66,6 +66,28 @@ bool write(const std::string& path, const std::string& text) {
   return true;
 }
 
+// The largest process or rank count the options take (as `tnbc predict`).
+constexpr int kMaxCount = 1 << 20;
+
+// A comma-separated option value. Positional lists (--labels) keep empty entries; lists of
+// values (--what-if-np, --predicted) drop them.
+std::vector<std::string> split_list(const std::string& list, bool keep_empty) {
+  std::vector<std::string> out;
+  for (std::size_t at = 0; !list.empty() && at <= list.size();) {
+    const std::size_t comma = std::min(list.find(',', at), list.size());
+    if (keep_empty || comma > at) out.push_back(list.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return out;
+}
+
+// A count from 1 to kMaxCount, or -1 when the text is not one.
+int parse_count(const std::string& text) {
+  char* end = nullptr;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  return text.empty() || *end || v < 1 || v > kMaxCount ? -1 : static_cast<int>(v);
+}
+
 }  // namespace
 
 namespace report {
@@ -138,37 +160,24 @@ int cmd_report(const std::vector<std::string>& args) {
     return 2;
   }
   // --what-if-np N,...: process counts; --predicted: files (comma-separated lists).
-  auto split = [](const std::string& list) {
-    std::vector<std::string> out;
-    std::size_t at = 0;
-    while (at <= list.size() && !list.empty()) {
-      const std::size_t comma = std::min(list.find(',', at), list.size());
-      if (comma > at) out.push_back(list.substr(at, comma - at));
-      at = comma + 1;
-    }
-    return out;
-  };
-  for (const std::string& n : split(nps)) {
-    char* end = nullptr;
-    const long v = std::strtol(n.c_str(), &end, 10);
-    if (*end || v < 1 || v > 1 << 20) {
-      std::fprintf(stderr, "tnbc: report: --what-if-np wants process counts from 1 to 1048576, not '%s'\n%s",
+  for (const std::string& n : split_list(nps, false)) {
+    const int v = parse_count(n);
+    if (v < 0) {
+      std::fprintf(stderr, "tnbc: report: --what-if-np wants process counts from 1 to %d, not '%s'\n%s", kMaxCount,
                    n.c_str(), kUsage);
       return 2;
     }
-    what_if.nps.push_back(static_cast<int>(v));
+    what_if.nps.push_back(v);
   }
   if (!per_node.empty()) {
-    char* end = nullptr;
-    const long v = std::strtol(per_node.c_str(), &end, 10);
-    if (*end || v < 1 || v > 1 << 20) {
-      std::fprintf(stderr, "tnbc: report: --ranks-per-node wants a number from 1, not '%s'\n%s", per_node.c_str(),
-                   kUsage);
+    what_if.per_node = parse_count(per_node);
+    if (what_if.per_node < 0) {
+      std::fprintf(stderr, "tnbc: report: --ranks-per-node wants a number from 1 to %d, not '%s'\n%s", kMaxCount,
+                   per_node.c_str(), kUsage);
       return 2;
     }
-    what_if.per_node = static_cast<int>(v);
   }
-  what_if.predicted = split(predicted);
+  what_if.predicted = split_list(predicted, false);
   std::vector<report::Run> runs;
   for (const std::string& source : [&] {
          std::vector<std::string> all{main};
@@ -184,12 +193,8 @@ int cmd_report(const std::vector<std::string>& args) {
     for (report::Run& x : r.value()) runs.push_back(std::move(x));
   }
   if (!labels.empty()) {
-    std::size_t k = 0, at = 0;
-    while (k < runs.size() && at <= labels.size()) {
-      const std::size_t comma = std::min(labels.find(',', at), labels.size());
-      runs[k++].label = labels.substr(at, comma - at);
-      at = comma + 1;
-    }
+    const std::vector<std::string> names = split_list(labels, true);  // positional: empty ones kept
+    for (std::size_t k = 0; k < runs.size() && k < names.size(); ++k) runs[k].label = names[k];
   }
   if (what_if.wanted() && !runs.empty() && !runs.front().worlds.empty()) {
     // The profile: the one given, else the one the reported run's optimize pass used.

@@ -67,6 +67,15 @@ Transport* Executor::transport_for(StepKind k) {
 Status Executor::start_ready(Entry& e, bool& moved) {
   InFlight& f = *e.f;
   bool sends_stopped = false;
+  // Local copies (the own block after an early return: Copy steps) take this thread's CPU from
+  // the transfer: the progress thread starts none while the caller is still in its call (they
+  // are work after the return, and the caller's CPU may be this thread's), and one per round,
+  // after the sends, so that the transports are polled between them. A copy run in one piece
+  // before or right after the first sends delayed one rank's posting and polling by ~1-2 ms
+  // per 8 MiB, enough to put the two directions of a 2-rank exchange out of step for the whole
+  // exchange (each window's rendezvous waiting behind the other direction's data): NPB IS.A
+  // at 0.67 of blocking (docs/benchmarks.md, core efficiency, "Session 12").
+  bool copy_now = e.scope != Scope::Progress || f.bodies_released.load(std::memory_order_acquire);
   std::size_t w = 0;
   for (std::size_t r = 0; r < e.to_start.size(); ++r) {
     const int i = e.to_start[r];
@@ -76,7 +85,7 @@ Status Executor::start_ready(Entry& e, bool& moved) {
     if (f.state[k].load(std::memory_order_acquire) != kIdle) continue;  // started elsewhere: not ours to track
     bool ready = true;
     for (int d : f.schedule.after(k)) ready = ready && f.done(static_cast<std::size_t>(d));
-    if (!ready || (sends_stopped && s.kind == StepKind::Send)) {
+    if (!ready || (sends_stopped && s.kind == StepKind::Send) || (s.kind == StepKind::Copy && !copy_now)) {
       keep();
       continue;
     }
@@ -93,6 +102,7 @@ Status Executor::start_ready(Entry& e, bool& moved) {
     moved = true;
     f.started_ns[k] = futex::now_ns();
     if (s.kind == StepKind::Copy) {  // local: no transport
+      copy_now = false;     // the next one in a later round
       run_copy_step(f, i);  // from the send area, or the program's read-only send buffer
       completed(f, i, false, futex::now_ns());
       continue;

@@ -12,8 +12,9 @@
 //
 //   call:      copy edge pieces -> staging; mprotect(body pages, PROT_READ); return
 //   progress:  before Isend(piece i): copy i  (user -> staging) ... last one: pages RW again
-//              the own block's Copy step: user -> receive area directly (coll/exchange.cc;
-//              a write fault's hook copies it there too, never into the send staging)
+//              the own block's Copy steps (whole-page pieces, one per round once the caller
+//              has left: executor.cc): user -> receive area directly (coll/exchange.cc; a
+//              write fault's hook copies them there too, never into the send staging)
 //   program:   write to a body page -> SIGSEGV -> hook: copy its pieces, their pages RW -> retried
 //   fences:    free/munmap/read(2)/MPI calls/fork on those pages: the hook copies all left, all RW
 //

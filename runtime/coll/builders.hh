@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "runtime/schedule.hh"
@@ -18,6 +19,12 @@ Schedule build_exchange(int rank, int size, const std::vector<std::size_t>& send
                         const std::vector<std::size_t>& send_offset, const std::vector<std::size_t>& recv_bytes,
                         const std::vector<std::size_t>& recv_offset, std::size_t page, const std::vector<int>& order,
                         const PieceRule& pieces);
+// The own block's Copy steps under the lazy send copy: a block of `len` bytes at address `at` of
+// the program's send buffer, cut at its first and last page boundary (the partial pages at
+// either end are copied in the call) and its whole pages into pieces of at most `limit` bytes
+// (body_cuts), so that the progress thread copies it one piece per round, polling the transfer
+// between them. Returns the cut points including 0 and len; {0, len} without a whole page.
+std::vector<std::size_t> lazy_own_cuts(std::uintptr_t at, std::size_t len, std::size_t page, std::size_t limit);
 
 // ---- broadcast (runtime/coll/bcast.cc) ----
 struct Chunk {

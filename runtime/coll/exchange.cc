@@ -111,6 +111,20 @@ ExchangeSide exchange_side(const void* base, MPI_Datatype type, int n, int count
   return s;
 }
 
+std::vector<std::size_t> lazy_own_cuts(std::uintptr_t at, std::size_t len, std::size_t page, std::size_t limit) {
+  const std::uintptr_t first = (at + page - 1) / page * page, last = (at + len) / page * page;
+  if (first >= last) return {0, len};
+  std::vector<std::size_t> cuts{0};
+  auto add = [&](std::size_t c) {
+    if (c != cuts.back()) cuts.push_back(c);
+  };
+  add(first - at);
+  for (const std::size_t c : body_cuts(first, last, page, limit)) add(c - at);
+  add(last - at);
+  add(len);
+  return cuts;
+}
+
 namespace {
 // The memory a block touches: its dense bytes, or what the type's extents say.
 ByteRange block_span(const ExchangeSide& side, std::size_t p, Types& types) {
@@ -224,19 +238,15 @@ Status exchange_prepare(Kind kind, const Exchange& x, const Layout& l, bool in_c
   }
   std::vector<std::size_t> sbytes = x.send.bytes;
   if (x.n == 1) sbytes.assign(N, 0);
+  const PieceRule pieces = s.policy().pieces(kind, *ctx.topology);
   out.schedule = build_exchange(x.me, x.n, sbytes, soff, x.recv.bytes, roff, ctx.page, s.policy().read_order(l.shape),
-                                s.policy().pieces(kind, *ctx.topology));
+                                pieces);
   if (copy_step) {
-    // Lazily, only whole pages of the program's send buffer may turn read-only (the bytes around
-    // them can share a page with anything: the allocator's data, tnbc's staging): the block's
-    // parts before its first and after its last page boundary are edge steps, staged in the call.
     const std::size_t len = x.recv.bytes[self];
-    std::vector<std::size_t> cuts{0, len};
-    if (lazy_own) {
-      const auto at = reinterpret_cast<std::uintptr_t>(x.send.block(self));
-      const std::uintptr_t pg = ctx.page, first = (at + pg - 1) / pg * pg, last = (at + len) / pg * pg;
-      if (first < last) cuts = {0, first - at, last - at, len};
-    }
+    const std::vector<std::size_t> cuts =
+        lazy_own ? lazy_own_cuts(reinterpret_cast<std::uintptr_t>(x.send.block(self)), len, ctx.page,
+                                 piece_limit(len, ctx.page, pieces))
+                 : std::vector<std::size_t>{0, len};
     for (std::size_t k = 0; k + 1 < cuts.size(); ++k) {
       if (cuts[k] == cuts[k + 1]) continue;
       Step own;
@@ -246,7 +256,10 @@ Status exchange_prepare(Kind kind, const Exchange& x, const Layout& l, bool in_c
       own.offset = roff[self] + cuts[k];
       own.length = cuts[k + 1] - cuts[k];
       own.sub = x.me;
-      own.edge = lazy_own && !(cuts.size() == 4 && k == 1);
+      // Lazily, the parts before the first and after the last page boundary are edges (staged
+      // in the call); the whole-page pieces between them are copied after the return.
+      const auto at = reinterpret_cast<std::uintptr_t>(x.send.block(self));
+      own.edge = lazy_own && ((at + cuts[k]) % ctx.page != 0 || (at + cuts[k + 1]) % ctx.page != 0);
       out.schedule.add(own);
     }
   }

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <numeric>
 #include <tuple>
@@ -15,6 +16,26 @@
 
 using namespace tnbc;
 using namespace tnbc::test;
+
+namespace {
+// A collective of Copy steps only (source, offset, length each), between `send` and `recv`.
+std::shared_ptr<InFlight> copies(std::vector<char>& send, std::vector<char>& recv,
+                                 const std::vector<std::array<std::size_t, 3>>& steps) {
+  auto f = std::make_shared<InFlight>();
+  for (const auto& [source, offset, length] : steps) {
+    Step copy;
+    copy.kind = StepKind::Copy;
+    copy.source = source;
+    copy.offset = offset;
+    copy.length = length;
+    f->schedule.add(copy);
+  }
+  f->send_data = send.data();
+  f->recv_data = recv.data();
+  f->ready_to_run();
+  return f;
+}
+}  // namespace
 
 TEST_CASE("executor: an exchange of 4 ranks delivers every byte, sends in priority order within the window") {
   const int n = 4;
@@ -167,16 +188,7 @@ TEST_CASE("executor: a Copy step is local, completes like a receive; a step no t
   WindowGate gate(0);
   std::vector<char> send(3 * kPage), recv(3 * kPage, 0);
   std::iota(send.begin(), send.end(), 0);
-  auto f = std::make_shared<InFlight>();
-  Step copy;
-  copy.kind = StepKind::Copy;
-  copy.source = kPage;
-  copy.offset = 0;
-  copy.length = 2 * kPage;
-  f->schedule.add(copy);
-  f->send_data = send.data();
-  f->recv_data = recv.data();
-  f->ready_to_run();
+  auto f = copies(send, recv, {{kPage, 0, 2 * kPage}});
   net.rank_of[f.get()] = 0;
   Executor ex(gate, loopback(net));
   ex.add(f, Scope::All);
@@ -200,4 +212,37 @@ TEST_CASE("executor: a Copy step is local, completes like a receive; a step no t
   const Status st = ex2.poll(moved);
   CHECK_FALSE(st.ok());
   CHECK(st.message().find("no transport carries put steps") != std::string::npos);
+}
+
+TEST_CASE("executor: the progress thread's copies wait for the caller to leave, then run one per round") {
+  Network net;
+  Loopback::finished_.clear();
+  WindowGate gate(0);
+  std::vector<char> send(3 * kPage), recv(3 * kPage, 0);
+  std::iota(send.begin(), send.end(), 0);
+  auto f = copies(send, recv, {{0, 0, kPage}, {kPage, kPage, kPage}, {2 * kPage, 2 * kPage, kPage}});
+  f->bodies_released.store(false);  // the caller is still in its call
+  net.rank_of[f.get()] = 0;
+  Executor ex(gate, loopback(net));
+  ex.add(f, Scope::Progress);
+  bool moved = false;
+  REQUIRE(ex.poll(moved).ok());
+  CHECK_FALSE(moved);
+  CHECK(f->steps_left.load() == 3);
+  f->bodies_released.store(true);  // returned: one copy per round
+  for (int round = 1; round <= 3; ++round) {
+    moved = false;
+    REQUIRE(ex.poll(moved).ok());
+    CHECK(moved);
+    CHECK(f->steps_left.load() == 3 - round);
+  }
+  CHECK(std::equal(recv.begin(), recv.end(), send.begin()));
+
+  // The calling thread's own copies (a call that completes in it) do not wait for a release.
+  auto g = copies(send, recv, {{0, 0, kPage}});
+  g->bodies_released.store(false);
+  Executor mine(gate, loopback(net));
+  mine.add(g, Scope::All);
+  REQUIRE(mine.poll(moved).ok());
+  CHECK(g->steps_left.load() == 0);
 }

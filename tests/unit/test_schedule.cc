@@ -22,6 +22,34 @@ TEST_CASE("split points cut heads and tails of long sub-messages") {
   CHECK(split_points(2 * kPage + 1, kPage) == std::vector<std::size_t>{0, kPage, kPage + 1, 2 * kPage + 1});
 }
 
+TEST_CASE("the lazy own block: partial pages at its ends, whole-page pieces of at most the limit between") {
+  const std::uintptr_t base = 1000 * kPage;
+  SECTION("a block starting and ending inside pages") {
+    const std::uintptr_t at = base + 100;
+    const std::size_t len = 20 * kPage + 50, limit = 3 * kPage;
+    const auto cuts = lazy_own_cuts(at, len, kPage, limit);
+    REQUIRE(cuts.size() >= 4);
+    CHECK(cuts.front() == 0);
+    CHECK(cuts.back() == len);
+    CHECK(cuts[1] == kPage - 100);                                 // up to the first page boundary
+    CHECK(cuts[cuts.size() - 2] == (at + len) / kPage * kPage - at);  // from the last one
+    for (std::size_t k = 1; k + 1 < cuts.size(); ++k) CHECK((at + cuts[k]) % kPage == 0);
+    for (std::size_t k = 1; k + 2 < cuts.size(); ++k) {
+      CHECK(cuts[k + 1] > cuts[k]);
+      CHECK(cuts[k + 1] - cuts[k] <= limit);
+    }
+    CHECK(cuts.size() - 3 >= (20 * kPage - kPage) / limit);  // the whole pages are cut, not one step
+  }
+  SECTION("a page-aligned block: no empty piece at either end") {
+    const auto cuts = lazy_own_cuts(base, 8 * kPage, kPage, 2 * kPage);
+    CHECK(cuts == std::vector<std::size_t>{0, 2 * kPage, 4 * kPage, 6 * kPage, 8 * kPage});
+  }
+  SECTION("no whole page: one piece (an edge, copied in the call)") {
+    CHECK(lazy_own_cuts(base + 10, kPage, kPage, kPage) == std::vector<std::size_t>{0, kPage});
+    CHECK(lazy_own_cuts(base + 10, 100, kPage, kPage) == std::vector<std::size_t>{0, 100});
+  }
+}
+
 TEST_CASE("alltoallv pieces match between every pair of ranks") {
   const int n = 5;
   // bytes[i][j]: what rank i sends to rank j (varied, including zeros and page-crossing sizes)

@@ -49,7 +49,8 @@ struct Coll {
   std::size_t page = 4096;
 };
 
-enum class BcastTree { Binomial, Linear };
+// Chain: each rank sends to the next (the MPI library's pipelined chain; tnbc's schedules are binomial or linear).
+enum class BcastTree { Binomial, Linear, Chain };
 
 // What one of tnbc's schedules does, for the slowest rank (ns from the call's entry).
 struct Timeline {

@@ -42,6 +42,9 @@ enum class ProgressCpus { Auto, Rank, Node, Allowed };
 
 // TNBC_TIMEOUT's default, in seconds (the table's default text says the same; a unit test checks).
 inline constexpr std::int64_t kDefaultTimeoutS = 600;
+// TNBC_BCAST_MAX_SEGMENTS's default (the table's default text says the same; a unit test checks;
+// the cost model's Execution and `tnbc predict`'s simulation start from it too).
+inline constexpr std::int64_t kDefaultBcastMaxSegments = 5;
 
 // Effective settings, filled from the table below.
 struct Settings {
@@ -55,7 +58,7 @@ struct Settings {
   SendCopy send_copy = SendCopy::Auto;
   UffdPublish uffd_publish = UffdPublish::Auto;
   std::optional<std::uint64_t> min_bytes;   // nullopt = "auto" (from the cost model)
-  std::int64_t bcast_max_segments = 5;
+  std::int64_t bcast_max_segments = kDefaultBcastMaxSegments;
   std::optional<std::uint64_t> piece_bytes; // nullopt = "auto" (runtime/schedule.hh); 0 = no cut
   std::int64_t send_window = 4;
   std::int64_t poll_min_us = 20;

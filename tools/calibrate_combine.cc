@@ -8,6 +8,23 @@
 
 namespace tnbc::tools {
 
+std::optional<std::vector<std::string>> combine_request(const std::vector<std::string>& args) {
+  std::vector<std::string> rest;
+  bool combine = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if ((args[i] == "-o" || args[i] == "--output") && i + 1 < args.size()) {
+      rest.push_back(args[i]);
+      rest.push_back(args[++i]);
+    } else if (args[i] == "--combine") {
+      combine = true;
+    } else {
+      rest.push_back(args[i]);
+    }
+  }
+  if (!combine) return std::nullopt;
+  return rest;
+}
+
 int calibrate_combine(const std::vector<std::string>& args) {
   std::string out = "machine.json";
   std::vector<std::string> names;

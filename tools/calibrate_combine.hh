@@ -5,12 +5,18 @@
 //   tnbc calibrate --combine m1.json m2.json m3.json -o machine.json
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace tnbc::tools {
 
-// `args`: what follows `--combine`. Returns the exit code (0; 2 with one message on stderr).
+// `args`: what follows `calibrate`. The arguments other than `--combine` (in order) when `--combine`
+// is one of them, wherever it stands (`tnbc calibrate -o F --combine A B`; not as the value of
+// -o); nullopt when it is not (a calibration to launch).
+std::optional<std::vector<std::string>> combine_request(const std::vector<std::string>& args);
+
+// `args`: the arguments other than `--combine`. Returns the exit code (0; 2 with one message on stderr).
 int calibrate_combine(const std::vector<std::string>& args);
 
 }  // namespace tnbc::tools

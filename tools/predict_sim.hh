@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/config.hh"
 #include "runtime/model/estimate.hh"
 #include "runtime/model/machine.hh"
 #include "runtime/status.hh"
@@ -85,7 +86,7 @@ struct SimConfig {
   model::Machine machine;
   model::Execution x;        // the send window, guard backend, poll interval
   int np = 0, per_node = 1;
-  int bcast_max_segments = 5;
+  int bcast_max_segments = static_cast<int>(kDefaultBcastMaxSegments);  // TNBC_BCAST_MAX_SEGMENTS
 };
 
 struct VariantTimes {

@@ -180,7 +180,7 @@ int cmd_exec(std::vector<std::string> args) {
 // Runs tnbc-calibrate (next to this program, or in the install tree's bindir) in its place,
 // without libtnbc.so preloaded (its calls must be the MPI library's own).
 int cmd_calibrate(std::vector<std::string> args) {
-  if (!args.empty() && args[0] == "--combine") return tnbc::tools::calibrate_combine({args.begin() + 1, args.end()});
+  if (auto rest = tnbc::tools::combine_request(args)) return tnbc::tools::calibrate_combine(*rest);
   const fs::path dir = self_dir();
   std::string helper;
   for (const fs::path& p : {dir / "tnbc-calibrate"}) {

@@ -190,8 +190,11 @@ double exchange_mpi(const Machine& m, const Topology& t, const Coll& c) {
 std::vector<int> tree_children(int v, int n, BcastTree shape) {
   if (shape == BcastTree::Binomial) return bcast_children(v, n, 0);
   std::vector<int> all;
-  if (v == 0)
+  if (shape == BcastTree::Chain) {
+    if (v + 1 < n) all.push_back(v + 1);
+  } else if (v == 0) {
     for (int c = 1; c < n; ++c) all.push_back(c);
+  }
   return all;
 }
 
@@ -266,12 +269,15 @@ double bcast_node_bound(const Machine& m, const Topology& t, double bytes, int r
   }
   const Level &li = level(m, LevelKind::IntraNode), &lo = level(m, LevelKind::InterNode);
   const BusyPoll spin = spins_on(m, t) ? busy_poll(m) : BusyPoll{};
-  double worst = 0;
+  double worst = 0, handoffs = 0;
   for (std::size_t j = 0; j < out.size(); ++j) {
     const int ranks = t.ranks_on(static_cast<int>(j));
-    // Spinning ranks: the node's edges hand their fragments off in the same rounds.
-    const double shm = spin.spins() ? (intra[j] > 0 ? handoff_ns(spin, bytes, ranks, t.cpus_per_node) : 0)
-                                    : intra[j] * li.node_ring(bytes, ranks);
+    // Spinning ranks: the node's edges hand their fragments off in the same rounds, and the
+    // hand-offs of different nodes add up rather than overlap: measured, np 4 on 2 one-CPU nodes,
+    // the library's chain from 1 MiB (one edge through shared memory on each node) took 2.1-2.3x
+    // one node's hand-offs (docs/benchmarks.md, the cost model, session 12).
+    if (spin.spins()) handoffs += intra[j] > 0 ? handoff_ns(spin, bytes, ranks, t.cpus_per_node) : 0;
+    const double shm = spin.spins() ? handoffs : intra[j] * li.node_ring(bytes, ranks);
     worst = std::max({worst, shm,
                       std::max(out[j], in[j]) * lo.node_out(), (out[j] + in[j]) * lo.node_bi()});
   }
@@ -438,6 +444,17 @@ double mpi_bcast_one_node(const Level& l, const Topology& t, const BusyPoll& spi
   return total;
 }
 
+// The library's broadcast tree across nodes, where its rules are known (they do not look at the
+// nodes): a linear broadcast or a chain as such, every other tree as the binomial one. Used where
+// the ranks spin (the shared-memory edges decide the time there: which node holds them).
+BcastTree mpi_tree_shape(const Machine& m, const Topology& t, double bytes) {
+  switch (mpi_bcast_algorithm(m.mpi_library, t.n(), bytes)) {
+    case MpiBcast::Linear: return BcastTree::Linear;
+    case MpiBcast::Chain: return BcastTree::Chain;
+    default: return BcastTree::Binomial;
+  }
+}
+
 // Linear: every pair at once, the own block copied too (node_sweep's exchange pattern);
 // pairwise: n - 1 rounds of a shifted ring (n flows), then the own block.
 double mpi_exchange_one_node(const Machine& m, const Level& l, const Topology& t, const BusyPoll& spin, double bytes,
@@ -477,7 +494,8 @@ double mpi_blocking_ns(const Machine& m, const Topology& t, const Coll& c) {
   }
   if (c.kind == Kind::Bcast) {
     const int pieces = c.bytes >= 2 * kMpiBcastSegment ? static_cast<int>(std::ceil(c.bytes / kMpiBcastSegment)) : 1;
-    return bcast_tree_ns(m, t, c.bytes, c.root, pieces, BcastTree::Binomial, 0, Line{}, c.page);
+    return bcast_tree_ns(m, t, c.bytes, c.root, pieces, spins_on(m, t) ? mpi_tree_shape(m, t, c.bytes) : BcastTree::Binomial,
+                         0, Line{}, c.page);
   }
   return exchange_mpi(m, t, c);
 }

@@ -19,6 +19,7 @@
 
 #include <cstddef>
 
+#include "runtime/config.hh"
 #include "runtime/model/machine.hh"
 #include "runtime/model/topology.hh"
 #include "runtime/schedule.hh"
@@ -35,7 +36,7 @@ struct Execution {
   bool unaligned = true;         // receive buffers begin inside a page: edge pieces arrive in the call
   bool node_priorities = false;  // a node's senders give its link to what receivers read first (issue 19)
   double poll_min_ns = 20000;    // TNBC_POLL_MIN_US: how soon a driver polls again after progress
-  int bcast_max_segments = 5;    // TNBC_BCAST_MAX_SEGMENTS: the most segments a broadcast is cut into
+  int bcast_max_segments = static_cast<int>(kDefaultBcastMaxSegments);  // TNBC_BCAST_MAX_SEGMENTS: the most segments a broadcast is cut into
 };
 
 // A collective as the estimators see it.
@@ -48,7 +49,8 @@ struct Coll {
   std::size_t page = 4096;
 };
 
-enum class BcastTree { Binomial, Linear };
+// Chain: each rank sends to the next (the MPI library's pipelined chain; tnbc's schedules are binomial or linear).
+enum class BcastTree { Binomial, Linear, Chain };
 
 // What one of tnbc's schedules does, for the slowest rank (ns from the call's entry).
 struct Timeline {

@@ -11,6 +11,7 @@
 #include "results.hh"
 #include "runtime/model/combine.hh"
 #include "runtime/model/machine.hh"
+#include "tools/calibrate_combine.hh"
 
 using namespace tnbc;
 using namespace tnbc::model;
@@ -95,4 +96,15 @@ TEST_CASE("calibrate --combine: another placement, library or sweep is refused, 
   c = launch(1.1, "z");
   c.memcpy_cold = {1500, 0.3};
   CHECK(refusal({a, b, c}).find("guard.memcpy_cold") != std::string::npos);
+}
+
+TEST_CASE("`tnbc calibrate` recognises --combine wherever it stands, not as -o's value") {
+  using V = std::vector<std::string>;
+  CHECK(tools::combine_request({"--combine", "a.json", "b.json"}) == V{"a.json", "b.json"});
+  CHECK(tools::combine_request({"-o", "m.json", "--combine", "a.json", "b.json"}) == V{"-o", "m.json", "a.json", "b.json"});
+  CHECK(tools::combine_request({"a.json", "--combine", "b.json", "--output", "m.json"}) ==
+        V{"a.json", "b.json", "--output", "m.json"});
+  CHECK_FALSE(tools::combine_request({"-o", "m.json", "--max-bytes", "4m"}));
+  CHECK_FALSE(tools::combine_request({"-o", "--combine"}));  // a file named --combine: a calibration
+  CHECK_FALSE(tools::combine_request({}));
 }

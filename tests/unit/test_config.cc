@@ -5,6 +5,7 @@
 #include <string>
 
 #include "runtime/config.hh"
+#include "runtime/model/estimate.hh"
 #include "runtime/schedule.hh"
 
 namespace {
@@ -175,6 +176,13 @@ TEST_CASE("TNBC_TIMEOUT's default is the named constant") {
   g_env.clear();
   CHECK(tnbc::load_config(&fake_getenv).settings.timeout_s == tnbc::kDefaultTimeoutS);
   CHECK(tnbc::Settings{}.timeout_s == tnbc::kDefaultTimeoutS);
+}
+
+TEST_CASE("TNBC_BCAST_MAX_SEGMENTS's default is the named constant, the cost model's too") {
+  g_env.clear();
+  CHECK(tnbc::load_config(&fake_getenv).settings.bcast_max_segments == tnbc::kDefaultBcastMaxSegments);
+  CHECK(tnbc::Settings{}.bcast_max_segments == tnbc::kDefaultBcastMaxSegments);
+  CHECK(tnbc::model::Execution{}.bcast_max_segments == tnbc::kDefaultBcastMaxSegments);
 }
 
 TEST_CASE("settings that shape the messages are compared between ranks") {

@@ -438,3 +438,26 @@ TEST_CASE("policy: the model's global answers depend on the machine and the plac
   CHECK(c->threshold(Kind::Alltoall, w) == std::size_t{1} << 20);
   CHECK(c->route(Kind::Alltoall, false, w, (1 << 20) - 1) == Reason::BelowThreshold);
 }
+
+TEST_CASE("model: the library's broadcast across nodes whose ranks spin pays each node's hand-offs in turn") {
+  Machine m = spinning_nodes(true);
+  m.mpi_library = "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4, repo rev: v4.1.4, May 26, 2022";
+  const BusyPoll b = busy_poll(m);
+  Coll c;
+  c.kind = Kind::Bcast;
+  c.page = kPage;
+  // From 1 MiB Open MPI's rules at np 4 run a chain 0 -> 1 -> 2 -> 3: one edge through shared
+  // memory on each node, and their hand-offs add up (measured: 2.1-2.3x one node's).
+  c.bytes = 4 * kMiB;
+  CHECK(mpi_blocking_ns(m, kSpinning, c) >= 2 * handoff_ns(b, c.bytes, 2, 1));
+  // Below it a linear broadcast: the root's node alone has an edge through shared memory.
+  c.bytes = 512 * 1024;
+  CHECK(mpi_blocking_ns(m, kSpinning, c) >= handoff_ns(b, c.bytes, 2, 1));
+  CHECK(mpi_blocking_ns(m, kSpinning, c) < 1.5 * handoff_ns(b, c.bytes, 2, 1));
+  // Ranks that yield: the node rates, one node's edges at a time as before (no hand-offs).
+  const Machine plain = spinning_nodes(false);
+  c.bytes = 4 * kMiB;
+  CHECK(mpi_blocking_ns(plain, kSpinning, c) < handoff_ns(b, c.bytes, 2, 1));
+  // tnbc's own broadcast there yields: the slices do not enter its schedule.
+  CHECK(tnbc_timeline(m, kSpinning, c, Execution{}, true).total_ns < handoff_ns(b, c.bytes, 2, 1));
+}

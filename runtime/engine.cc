@@ -481,8 +481,8 @@ class EngineImpl final : public Engine {
                               "set TNBC_MIN_BYTES to override)"
                             : " (from the cost model; per kind in the summary's model block)");
       if (log_enabled(LogLevel::Info))
-        log(LogLevel::Info, "TNBC_MIN_BYTES=%s: MPI_Bcast on MPI_COMM_WORLD returns early: %s", s_.min_bytes ? "set" : "auto",
-            policy_->early_return_sizes(Kind::Bcast, model_->world).text().c_str());
+        log(LogLevel::Info, "MPI_Bcast on MPI_COMM_WORLD returns early: %s (TNBC_MIN_BYTES %s)",
+            policy_->early_return_sizes(Kind::Bcast, model_->world).text().c_str(), s_.min_bytes ? "set" : "auto");
     }
   }
 

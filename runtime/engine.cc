@@ -454,14 +454,18 @@ class EngineImpl final : public Engine {
     const char* basis = s_.min_bytes ? "set" : model_->world.n() <= 1 ? "single_rank" : !first ? "nothing_to_guard"
                       : model_->source == "file" ? "machine_file" : "measured";
     stats_.set_threshold({t, basis, c, true});
-    std::string per_kind = "{";
+    std::string per_kind = "{", sizes = "{";
     for (const CollectiveInfo& k : collectives()) {
       if (k.unit == SizeUnit::None) continue;
       const std::size_t v = policy_->threshold(k.kind, model_->world);
       per_kind += std::string(per_kind.size() > 1 ? ", " : "") + "\"" + k.name + "\": " +
                   (v == kNeverPays ? std::string("null") : std::to_string(v));
+      sizes += std::string(sizes.size() > 1 ? ", " : "") + "\"" + k.name + "\": " +
+               policy_->early_return_sizes(k.kind, model_->world).json();
     }
     model_->summary->note("thresholds", per_kind + "}");
+    // The ranges of sizes that return early ([from, to or null]): a broadcast's may be bands.
+    model_->summary->note("early_return_sizes", sizes + "}");
     model_->summary->note("piece_rule", policy_->pieces(Kind::Alltoall, model_->world).setting
                                             ? "\"set\""
                                             : "{\"scale_bytes\": " +
@@ -476,6 +480,9 @@ class EngineImpl final : public Engine {
             t == kNeverPays ? " (the cost model: returning early does not pay at any size here, collectives run blocking; "
                               "set TNBC_MIN_BYTES to override)"
                             : " (from the cost model; per kind in the summary's model block)");
+      if (log_enabled(LogLevel::Info))
+        log(LogLevel::Info, "MPI_Bcast on MPI_COMM_WORLD returns early: %s (TNBC_MIN_BYTES %s)",
+            policy_->early_return_sizes(Kind::Bcast, model_->world).text().c_str(), s_.min_bytes ? "set" : "auto");
     }
   }
 

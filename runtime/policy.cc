@@ -52,7 +52,7 @@ class ModelPolicy final : public Policy {
   Reason route(Kind kind, bool intercommunicator, const model::Topology& comm, std::size_t unit) override {
     if (intercommunicator) return Reason::Intercommunicator;
     if (comm.n() <= 1) return Reason::SingleRank;
-    if (unit != SIZE_MAX && unit < threshold(kind, comm)) return Reason::BelowThreshold;  // SIZE_MAX: kNoUnit
+    if (unit != SIZE_MAX && !pays_at(kind, comm, unit)) return Reason::BelowThreshold;  // SIZE_MAX: kNoUnit
     return Reason::None;
   }
 
@@ -101,7 +101,7 @@ class ModelPolicy final : public Policy {
     // The model's thresholds are per peer for the exchange family, the whole message for Bcast.
     const double per_peer = kind == Kind::Bcast ? static_cast<double>(received)
                                                 : static_cast<double>(received) / std::max(1, comm.n() - 1);
-    return model_ && !s_.min_bytes ? per_peer >= static_cast<double>(min) : received >= min;
+    return model_ && !s_.min_bytes ? pays_at(kind, comm, static_cast<std::size_t>(per_peer)) : received >= min;
   }
 
   BcastBackend bcast_backend(std::size_t bytes, const model::Topology& comm) override {
@@ -212,7 +212,7 @@ class ModelPolicy final : public Policy {
       model_ = std::move(model);
       guard_ = guard_index;
       agreed_ = agreed;
-      thresholds_.clear();
+      bands_.clear();
       segments_.clear();
       bcast_choice_.clear();
       scales_.clear();
@@ -223,14 +223,29 @@ class ModelPolicy final : public Policy {
 
   std::shared_ptr<const model::Inputs> inputs() const override { return model_; }
 
-  // TNBC_MIN_BYTES as set; without a model its floor (three pages); else the model's.
+  // TNBC_MIN_BYTES as set (every size from it); without a model from its floor (three pages);
+  // else the model's sizes (model::early_return_bands: a broadcast's balance per size).
   std::size_t threshold(Kind kind, const model::Topology& comm) override {
     if (s_.min_bytes) return static_cast<std::size_t>(std::min<std::uint64_t>(*s_.min_bytes, SIZE_MAX));
     if (!model_) return kMinGuardablePages * page_;
     std::lock_guard lock(mutex_);
+    return bands_locked(kind, comm).first();
+  }
+  model::SizeBands early_return_sizes(Kind kind, const model::Topology& comm) override {
+    if (s_.min_bytes || !model_) return model::SizeBands::from(threshold(kind, comm));
+    std::lock_guard lock(mutex_);
+    return bands_locked(kind, comm);
+  }
+  // Whether `bytes` (the table's unit) is a size at which early return pays.
+  bool pays_at(Kind kind, const model::Topology& comm, std::size_t bytes) {
+    if (s_.min_bytes || !model_) return bytes >= threshold(kind, comm);
+    std::lock_guard lock(mutex_);
+    return bands_locked(kind, comm).contains(bytes);
+  }
+  const model::SizeBands& bands_locked(Kind kind, const model::Topology& comm) {  // under mutex_, with a model
     const Kind k = kind == Kind::Alltoallv ? Kind::Alltoall : kind == Kind::Allgatherv ? Kind::Allgather : kind;
-    auto [it, fresh] = thresholds_.try_emplace({key_of(comm), static_cast<int>(k)}, 0);
-    if (fresh) it->second = model::threshold_bytes(model_->machine, comm, k, exec(), page_);
+    auto [it, fresh] = bands_.try_emplace({key_of(comm), static_cast<int>(k)});
+    if (fresh) it->second = model::early_return_bands(model_->machine, comm, k, exec(), page_);
     return it->second;
   }
 
@@ -306,7 +321,7 @@ class ModelPolicy final : public Policy {
   int guard_ = 0;
   bool agreed_ = false;
   std::mutex mutex_;  // the caches: calls on several threads ask at once
-  std::map<std::pair<std::uint64_t, int>, std::size_t> thresholds_;
+  std::map<std::pair<std::uint64_t, int>, model::SizeBands> bands_;
   std::map<std::pair<std::uint64_t, std::size_t>, int> segments_;
   std::map<std::pair<std::uint64_t, std::size_t>, BcastBackend> bcast_choice_;
   std::map<std::uint64_t, double> scales_;

@@ -25,6 +25,7 @@
 
 #include "runtime/bcast_cost.hh"
 #include "runtime/config.hh"
+#include "runtime/model/bands.hh"
 #include "runtime/model/estimate.hh"
 #include "runtime/model/inputs.hh"
 #include "runtime/model/machine.hh"
@@ -120,8 +121,13 @@ class Policy {
   virtual void start(std::shared_ptr<const model::Inputs> model, int guard_index, bool agreed) = 0;
   // The model's inputs (nullptr before start() or without a model).
   virtual std::shared_ptr<const model::Inputs> inputs() const = 0;
-  // The size threshold for `kind` on `comm`: bytes per the table's unit (SIZE_MAX: no size pays).
+  // The size threshold for `kind` on `comm`: bytes per the table's unit (SIZE_MAX: no size pays),
+  // the smallest of early_return_sizes.
   virtual std::size_t threshold(Kind kind, const model::Topology& comm) = 0;
+  // The sizes at which `kind` returns early on `comm` (route and early_return_pays decide by
+  // them): from TNBC_MIN_BYTES up as set, else the model's (model::early_return_bands: a
+  // broadcast where its balance pays at the call's size, which may be a band).
+  virtual model::SizeBands early_return_sizes(Kind kind, const model::Topology& comm) = 0;
   // How a calling thread waits for its steps (runtime/executor.hh, drive).
   virtual Waiting waiting() const = 0;
   // Start-up input: the CPUs of this rank's node (runtime/cpu_share.hh).

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "runtime/json.hh"
+#include "runtime/model/bands.hh"
 #include "runtime/model/busy_poll.hh"
 #include "runtime/model/estimate.hh"
 #include "runtime/model/startup.hh"
@@ -132,12 +133,15 @@ std::vector<std::string> site_verdicts(const trace::LoadedProfile& p, const Sett
     const SizeUnit unit = kind ? info(*kind).unit : SizeUnit::None;
     const double bytes = trace::estimate_site(site).bytes;
     const double compared = unit == SizeUnit::PerPeer ? bytes / std::max(1, site.comm_size) : bytes;
-    std::size_t min = s.min_bytes ? *s.min_bytes : 0;
-    if (!s.min_bytes && m && kind)
-      min = model::threshold_bytes(m->inputs->machine, judge.topology(site.comm_size), *kind, judge.exec,
-                                   m->inputs->machine.page);
-    if ((unit == SizeUnit::PerPeer || unit == SizeUnit::Whole) && min > 0 && compared < static_cast<double>(min)) {
-      out.push_back("plain MPI anyway: below TNBC_MIN_BYTES (" + bytes_text(min) + (s.min_bytes ? ", set)" : ", from the cost model)"));
+    // The sizes that return early (Policy::route): from TNBC_MIN_BYTES up, else the model's.
+    const model::SizeBands sizes =
+        s.min_bytes ? model::SizeBands::from(*s.min_bytes)
+        : m && kind ? model::early_return_bands(m->inputs->machine, judge.topology(site.comm_size), *kind, judge.exec,
+                                                m->inputs->machine.page)
+                    : model::SizeBands::from(0);
+    if ((unit == SizeUnit::PerPeer || unit == SizeUnit::Whole) && !sizes.contains(static_cast<std::size_t>(compared))) {
+      out.push_back("plain MPI anyway: outside the sizes that return early (" + sizes.text() +
+                    (s.min_bytes ? ", TNBC_MIN_BYTES set)" : ", from the cost model)"));
       continue;
     }
     if (!judge.fixed && !m) {

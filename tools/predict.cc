@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "runtime/config.hh"
+#include "runtime/model/bands.hh"
 #include "runtime/model/estimate.hh"
 #include "runtime/model/machine.hh"
 #include "runtime/policy.hh"
@@ -119,6 +120,10 @@ int cmd_predict(const std::vector<std::string>& args) {
       first = false;
     }
   if (json) std::printf("]}\n");
+  else
+    std::printf("  TNBC_MIN_BYTES=auto: MPI_Bcast returns early: %s; MPI_Alltoall: %s per peer\n",
+                model::early_return_bands(machine, t, Kind::Bcast, x, machine.page).text().c_str(),
+                model::early_return_bands(machine, t, Kind::Alltoall, x, machine.page).text().c_str());
   return 0;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "runtime/model/bands.hh"
 #include "runtime/model/estimate.hh"
 #include "runtime/model/inputs.hh"
 #include "runtime/policy.hh"
@@ -42,14 +43,16 @@ PlainRun judge_plain_run(const Settings& s, const std::string& executable, const
   for (const ProfileSite& site : prof.sites) {
     const std::optional<Kind> kind = kind_named(site.kind);
     if (!kind) return r;
-    // Below the size threshold the call is plain MPI anyway (Policy::route).
+    // Outside the sizes that return early the call is plain MPI anyway (Policy::route).
     const SizeUnit unit = info(*kind).unit;
     const double bytes = estimate_site(site).bytes;
     const double compared = unit == SizeUnit::PerPeer ? bytes / std::max(1, site.comm_size) : bytes;
-    std::size_t min = s.min_bytes ? static_cast<std::size_t>(*s.min_bytes) : 0;
-    if (!s.min_bytes && in)
-      min = model::threshold_bytes(in->machine, judge.topology(site.comm_size), *kind, judge.exec, in->machine.page);
-    const bool below = (unit == SizeUnit::PerPeer || unit == SizeUnit::Whole) && min > 0 && compared < static_cast<double>(min);
+    const model::SizeBands sizes =
+        s.min_bytes ? model::SizeBands::from(static_cast<std::size_t>(*s.min_bytes))
+        : in        ? model::early_return_bands(in->machine, judge.topology(site.comm_size), *kind, judge.exec,
+                                                in->machine.page)
+                    : model::SizeBands::from(0);
+    const bool below = (unit == SizeUnit::PerPeer || unit == SizeUnit::Whole) && !sizes.contains(static_cast<std::size_t>(compared));
     const Decision d = decide(&site, true, judge);
     if (!below && !d.blocking()) {
       r.because = "a site returns early (" + site.where + ")";

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "runtime/coll/builders.hh"
+#include "runtime/model/bands.hh"
 #include "runtime/model/busy_poll.hh"
 #include "runtime/model/mpi_algorithms.hh"
 
@@ -568,13 +569,11 @@ BcastBalance bcast_balance(const Machine& m, const Topology& t, const Execution&
 std::size_t threshold_bytes(const Machine& m, const Topology& t, Kind k, const Execution& x, std::size_t page) {
   const std::size_t floor = kMinGuardablePages * page;
   if (t.n() <= 1) return floor;
+  // A broadcast: the most it can gain must outweigh what it loses read at once (bcast_balance),
+  // which may hold in a band of sizes only (bands.hh): its smallest size.
+  if (k == Kind::Bcast) return early_return_bands(m, t, k, x, page).first();
   const GuardCost g = guard_of(m, x);
   auto pays = [&](std::size_t bytes) {
-    // A broadcast: the most it can gain must outweigh what it loses read at once (bcast_balance).
-    if (k == Kind::Bcast) {
-      const double s = static_cast<double>(bytes);
-      return bcast_balance(m, t, x, s, bcast_segments(m, t, s, x, x.bcast_max_segments, page), page).pays();
-    }
     Coll c;
     c.kind = k;
     c.bytes = static_cast<double>(bytes);

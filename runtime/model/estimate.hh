@@ -129,7 +129,8 @@ BcastBalance bcast_balance(const Machine& m, const Topology& t, const Execution&
 
 // The smallest sub-message (bytes per peer; a broadcast's whole message) whose transfer takes
 // at least what returning early adds (time in the call, publication, a reader's wake-up; a
-// broadcast: whose bcast_balance pays, with the segment count bcast_segments gives): a whole
+// broadcast: the smallest size whose bcast_balance pays, with the segment count bcast_segments
+// gives; it may pay in a band only: bands.hh, early_return_bands, decides per size): a whole
 // number of pages, at least kMinGuardablePages; SIZE_MAX when no size up to 1 GiB pays.
 std::size_t threshold_bytes(const Machine& m, const Topology& t, Kind k, const Execution& x, std::size_t page);
 

@@ -146,6 +146,15 @@ double polled_exchange(MPI_Comm comm, int to, int from, int tag, char* send, cha
   return static_cast<double>(futex::now_ns() - t0);
 }
 
+void sleeping_barrier(MPI_Comm comm, long long poll_ns) {
+  MPI_Request r = MPI_REQUEST_NULL;
+  if (PMPI_Ibarrier(comm, &r) != MPI_SUCCESS) return;
+  for (int done = 0; !done;) {
+    if (PMPI_Test(&r, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return;
+    if (!done) sleep_for(std::max(poll_ns, 1000LL));
+  }
+}
+
 double idle_test_cpu_ns(MPI_Comm comm, int tag, int pending, long long poll_ns, int polls, int rounds) {
   std::vector<MPI_Request> req(static_cast<std::size_t>(std::max(1, pending)));
   std::vector<char> buf(req.size());

@@ -63,6 +63,11 @@ double polled_exchange(MPI_Comm comm, int to, int from, int tag, char* send, cha
 // nothing costs, to take out of a polled transfer's CPU (polled_exchange, calibrate's trains).
 double idle_test_cpu_ns(MPI_Comm comm, int tag, int pending, long long poll_ns, int polls, int rounds);
 
+// A barrier over `comm` that waits asleep: MPI_Ibarrier, tested once every `poll_ns`. Ranks
+// that wait in it leave their CPUs to the ranks that measure (a rank waiting in MPI's own barrier
+// polls back to back: on a node with more ranks than CPUs it takes a CPU from them).
+void sleeping_barrier(MPI_Comm comm, long long poll_ns);
+
 // One MPI_Testsome over `pending` receives that cannot complete (posted on `comm` with `tag`,
 // then cancelled): the median, ns.
 double testsome_ns(MPI_Comm comm, int tag, int pending);

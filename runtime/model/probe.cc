@@ -24,7 +24,7 @@ constexpr int kRepetitions = 5;
 constexpr int kIdlePolls = 10;  // per round of the idle-test measurement (2 rounds)
 // Tags on tnbc's duplicate of MPI_COMM_WORLD, before any collective uses it: every probe
 // message is matched before the reduction that ends the probe.
-constexpr int kRingTag = 0, kPolledTag = 1, kTestTag = 2;
+constexpr int kRingTag = 0, kPolledTag = 1, kTestTag = 2, kAloneTag = 3;
 constexpr int kTestPending = 8;  // receives MPI_Testsome looks at, as for a collective in flight
 
 }  // namespace
@@ -156,8 +156,52 @@ namespace {
 enum Slot {
   kCopyNs, kCopyPerByte, kHoldNs, kHoldPerByte, kPublishNs, kPublishPerByte, kTest, kSleep,
   kLevelBase,  // then per level: link fixed, link per byte, CPU fixed, CPU per byte
-  kSlots = kLevelBase + 4 * kLevels
+  kAloneBase = kLevelBase + 4 * kLevels,  // then per level: one message alone, fixed and per byte (0: not measured)
+  kSlots = kAloneBase + 2 * kLevels
 };
+
+// Where a node has more ranks than CPUs, the ring's flows share fewer CPUs than there are flows
+// (and Open MPI's ranks poll back to back while they wait): a ring flow's time there is the
+// CPUs' share of a message, not a message's T(m) (np 4 on 2 CPUs: G 0.28-0.56 ns/B per flow
+// against 0.07-0.09 at np 2; docs/benchmarks.md, "Session 12"). There each level's message
+// alone is measured: a ping-pong on the first ring edge at that level while every other rank
+// waits asleep (sleeping_barrier). Its half round trip per size; the line through the medians
+// into `v` at kAloneBase, on the edge's first rank only (the others leave 0: the reduction takes
+// the largest).
+void measure_alone(MPI_Comm comm, const Topology& t, int me, const std::vector<std::size_t>& sizes, char* send,
+                   char* recv, long long poll_ns, std::array<double, kSlots>& v) {
+  const int n = t.n();
+  for (int k = 0; k < kLevels; ++k) {
+    int a = -1;
+    for (int r = 0; r < n && a < 0; ++r)
+      if (static_cast<int>(t.level(r, (r + 1) % n)) == k) a = r;
+    if (a < 0) continue;
+    const int b = (a + 1) % n;
+    if (me == a || me == b) {
+      const int peer = me == a ? b : a;
+      std::vector<double> x, y;
+      for (std::size_t bytes : sizes) {
+        const int count = static_cast<int>(bytes);
+        auto send_one = [&] { return PMPI_Send(send, count, MPI_BYTE, peer, kAloneTag, comm) == MPI_SUCCESS; };
+        auto recv_one = [&] {
+          return PMPI_Recv(recv, count, MPI_BYTE, peer, kAloneTag, comm, MPI_STATUS_IGNORE) == MPI_SUCCESS;
+        };
+        if (me == a) {
+          x.push_back(static_cast<double>(bytes));
+          y.push_back(median_ns([&] { return send_one() && recv_one(); }, kRepetitions) / 2);
+        } else {
+          for (int i = 0; i <= kRepetitions; ++i) (void)(recv_one() && send_one());  // median_ns: a warm-up + reps
+        }
+      }
+      if (me == a) {
+        const Line alone = fit(x, y);
+        v[kAloneBase + 2 * k + 0] = alone.ns;
+        v[kAloneBase + 2 * k + 1] = alone.ns_per_byte;
+      }
+    }
+    sleeping_barrier(comm, poll_ns);
+  }
+}
 
 std::array<double, kSlots> measure(MPI_Comm comm, const World& w, GuardBackend* backend, std::size_t page,
                                    long long poll_min_ns) {
@@ -207,11 +251,16 @@ std::array<double, kSlots> measure(MPI_Comm comm, const World& w, GuardBackend* 
     cpu.push_back(c[c.size() / 2]);
   }
   const Line link = fit(x, t), work = fit(x, cpu);
-  const int k = static_cast<int>(w.topology().level(me, right));
+  const Topology top = w.topology();
+  const int k = static_cast<int>(top.level(me, right));
   v[kLevelBase + 4 * k + 0] = link.ns;
   v[kLevelBase + 4 * k + 1] = link.ns_per_byte;
   v[kLevelBase + 4 * k + 2] = work.ns;
   v[kLevelBase + 4 * k + 3] = work.ns_per_byte;
+  if (top.max_per_node() > std::max(1, w.cpus_per_node)) {
+    sleeping_barrier(comm, poll_min_ns);
+    measure_alone(comm, top, me, sizes, send.data(), recv.data(), poll_min_ns, v);
+  }
   return v;
 }
 
@@ -261,9 +310,13 @@ Machine from_probe(const std::array<double, kSlots>& v, const World& w, GuardBac
     // is both ends' overhead on one thread.
     l.os_ns = l.or_ns = c0 / 2;
     l.Os_ns_per_byte = l.Or_ns_per_byte = c1 / 2;
-    l.L_ns = std::max(0.0, a - c0);
+    // A message alone where it was measured (a node with more ranks than CPUs: measure_alone),
+    // else the ring's flow.
+    const double alone_ns = v[kAloneBase + 2 * k], alone_per_byte = v[kAloneBase + 2 * k + 1];
+    const bool alone = alone_ns > 0 || alone_per_byte > 0;
+    l.L_ns = std::max(0.0, (alone ? alone_ns : a) - c0);
     l.g_ns = l.os_ns;
-    l.G_ns_per_byte = b;
+    l.G_ns_per_byte = alone ? alone_per_byte : b;
     const bool inter = k == static_cast<int>(LevelKind::InterNode);
     const int flows = inter ? std::max(1, most_out) : std::max(1, most_intra);
     l.flows = flows;

@@ -1,0 +1,94 @@
+#include "runtime/model/bands.hh"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "runtime/config.hh"
+
+namespace tnbc::model {
+
+namespace {
+
+// Grid sizes per doubling the broadcast's balance is asked at (then each edge to a page).
+constexpr int kBandSteps = 4;
+// The largest size searched (as threshold_bytes: a transfer this long pays wherever any does).
+constexpr double kLargestBand = 1024.0 * 1024.0 * 1024.0;
+
+}  // namespace
+
+bool SizeBands::contains(std::size_t bytes) const {
+  for (const auto& [from, to] : ranges)
+    if (bytes >= from && bytes < to) return true;
+  return false;
+}
+
+std::size_t SizeBands::first() const { return ranges.empty() ? SIZE_MAX : ranges.front().first; }
+
+SizeBands SizeBands::from(std::size_t threshold) {
+  SizeBands b;
+  if (threshold != SIZE_MAX) b.ranges.emplace_back(threshold, SIZE_MAX);
+  return b;
+}
+
+std::string SizeBands::text() const {
+  if (ranges.empty()) return "never";
+  std::string out;
+  for (const auto& [from, to] : ranges) {
+    if (!out.empty()) out += ", ";
+    out += to == SIZE_MAX ? "from " + format_bytes(static_cast<double>(from))
+                          : format_bytes(static_cast<double>(from)) + "-" + format_bytes(static_cast<double>(to));
+  }
+  return out;
+}
+
+std::string SizeBands::json() const {
+  std::string out = "[";
+  for (const auto& [from, to] : ranges)
+    out += std::string(out.size() > 1 ? ", " : "") + "[" + std::to_string(from) + ", " +
+           (to == SIZE_MAX ? std::string("null") : std::to_string(to)) + "]";
+  return out + "]";
+}
+
+SizeBands scan_bands(FunctionRef<bool(std::size_t)> pays, std::size_t floor, std::size_t page, double largest) {
+  SizeBands b;
+  page = std::max<std::size_t>(page, 1);
+  floor = std::max(floor, page) / page * page;
+  // The first size of [lo, hi] with `pays` equal to pays(hi) (pays(lo) differs), to a page.
+  auto edge = [&](std::size_t lo, std::size_t hi) {
+    const bool at_hi = pays(hi);
+    while (hi - lo > page) {
+      const std::size_t mid = (lo + hi) / 2 / page * page;
+      if (mid <= lo) break;
+      (pays(mid) == at_hi ? hi : lo) = mid;
+    }
+    return hi;
+  };
+  const double step = std::exp2(1.0 / kBandSteps);
+  std::size_t prev = floor;
+  bool inside = pays(floor);
+  if (inside) b.ranges.emplace_back(floor, SIZE_MAX);
+  while (static_cast<double>(prev) < largest) {
+    const auto scaled = static_cast<std::size_t>(static_cast<double>(prev) * step) / page * page;
+    const std::size_t next = std::max(prev + page, scaled);
+    const bool now = pays(next);
+    if (now != inside) {
+      const std::size_t at = edge(prev, next);
+      if (now) b.ranges.emplace_back(at, SIZE_MAX);
+      else b.ranges.back().second = at;
+      inside = now;
+    }
+    prev = next;
+  }
+  return b;
+}
+
+SizeBands early_return_bands(const Machine& m, const Topology& t, Kind k, const Execution& x, std::size_t page) {
+  if (k != Kind::Bcast || t.n() <= 1) return SizeBands::from(threshold_bytes(m, t, k, x, page));
+  return scan_bands([&](std::size_t bytes) {
+    const double s = static_cast<double>(bytes);
+    return bcast_balance(m, t, x, s, bcast_segments(m, t, s, x, x.bcast_max_segments, page), page).pays();
+  }, kMinGuardablePages * page, page, kLargestBand);
+}
+
+}  // namespace tnbc::model

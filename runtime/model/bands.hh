@@ -1,0 +1,47 @@
+// The sizes at which an early return pays (TNBC_MIN_BYTES=auto), as ranges of sizes rather than
+// one threshold: an early-returning broadcast's balance (estimate.hh, bcast_balance) may pay in a
+// band and not above it (the MPI library's own broadcast changes algorithm with the size, and
+// tnbc's costs read at once grow with it), so the decision is the balance at the call's size.
+// The exchange family's transfer grows faster than what returning early adds: one range from
+// its threshold up.
+//
+// Pure (no MPI): the policy caches one SizeBands per communicator placement and kind; its
+// inputs (the machine, the placement, the call's size) are equal on every rank, so are the
+// answers.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/function_ref.hh"
+#include "runtime/model/estimate.hh"
+
+namespace tnbc::model {
+
+struct SizeBands {
+  // Sorted, disjoint [from, to) ranges; `to` SIZE_MAX: every larger size.
+  std::vector<std::pair<std::size_t, std::size_t>> ranges;
+  bool contains(std::size_t bytes) const;
+  std::size_t first() const;  // the smallest size in a range; SIZE_MAX: none
+  // [threshold, every larger size); none for SIZE_MAX.
+  static SizeBands from(std::size_t threshold);
+  // "12 KiB-96 KiB, from 2 MiB", "never", for messages; as JSON: [[from, to or null], ...].
+  std::string text() const;
+  std::string json() const;
+};
+
+// The ranges of whole pages from `floor` where `pays` holds, found on a geometric grid of
+// kBandSteps sizes per doubling up to `largest` (the last range open when `largest` pays) and
+// each edge between two grid points bisected to a page. A band narrower than a grid step can be
+// missed: the answer is the same on every rank, and a call's size between two grid points takes
+// the nearer edge's verdict.
+SizeBands scan_bands(FunctionRef<bool(std::size_t)> pays, std::size_t floor, std::size_t page, double largest);
+
+// The sizes (bytes per peer; a broadcast's whole message) at which returning early pays on `t`:
+// a broadcast where its bcast_balance pays (at bcast_segments' count), the exchange family from
+// threshold_bytes up.
+SizeBands early_return_bands(const Machine& m, const Topology& t, Kind k, const Execution& x, std::size_t page);
+
+}  // namespace tnbc::model

@@ -243,10 +243,9 @@ Status exchange_prepare(Kind kind, const Exchange& x, const Layout& l, bool in_c
                                 pieces);
   if (copy_step) {
     const std::size_t len = x.recv.bytes[self];
+    const auto at = reinterpret_cast<std::uintptr_t>(x.send.block(self));
     const std::vector<std::size_t> cuts =
-        lazy_own ? lazy_own_cuts(reinterpret_cast<std::uintptr_t>(x.send.block(self)), len, ctx.page,
-                                 piece_limit(len, ctx.page, pieces))
-                 : std::vector<std::size_t>{0, len};
+        lazy_own ? lazy_own_cuts(at, len, ctx.page, piece_limit(len, ctx.page, pieces)) : std::vector<std::size_t>{0, len};
     for (std::size_t k = 0; k + 1 < cuts.size(); ++k) {
       if (cuts[k] == cuts[k + 1]) continue;
       Step own;
@@ -258,7 +257,6 @@ Status exchange_prepare(Kind kind, const Exchange& x, const Layout& l, bool in_c
       own.sub = x.me;
       // Lazily, the parts before the first and after the last page boundary are edges (staged
       // in the call); the whole-page pieces between them are copied after the return.
-      const auto at = reinterpret_cast<std::uintptr_t>(x.send.block(self));
       own.edge = lazy_own && ((at + cuts[k]) % ctx.page != 0 || (at + cuts[k + 1]) % ctx.page != 0);
       out.schedule.add(own);
     }

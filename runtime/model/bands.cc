@@ -84,11 +84,18 @@ SizeBands scan_bands(FunctionRef<bool(std::size_t)> pays, std::size_t floor, std
 }
 
 SizeBands early_return_bands(const Machine& m, const Topology& t, Kind k, const Execution& x, std::size_t page) {
-  if (k != Kind::Bcast || t.n() <= 1) return SizeBands::from(threshold_bytes(m, t, k, x, page));
-  return scan_bands([&](std::size_t bytes) {
-    const double s = static_cast<double>(bytes);
-    return bcast_balance(m, t, x, s, bcast_segments(m, t, s, x, x.bcast_max_segments, page), page).pays();
-  }, kMinGuardablePages * page, page, kLargestBand);
+  if (t.n() <= 1) return SizeBands::from(kMinGuardablePages * page);
+  if (k == Kind::Bcast)
+    return scan_bands([&](std::size_t bytes) {
+      const double s = static_cast<double>(bytes);
+      return bcast_balance(m, t, x, s, bcast_segments(m, t, s, x, x.bcast_max_segments, page), page).pays();
+    }, kMinGuardablePages * page, page, kLargestBand);
+  // The exchange family: from the size whose transfer covers what returning early adds, where its
+  // read-at-once balance pays.
+  const std::size_t floor = exchange_floor(m, t, k, x, page);
+  if (floor == SIZE_MAX) return {};
+  return scan_bands([&](std::size_t bytes) { return exchange_balance(m, t, k, x, static_cast<double>(bytes), page).pays(); },
+                    floor, page, kLargestBand);
 }
 
 }  // namespace tnbc::model

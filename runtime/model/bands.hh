@@ -2,8 +2,9 @@
 // one threshold: an early-returning broadcast's balance (estimate.hh, bcast_balance) may pay in a
 // band and not above it (the MPI library's own broadcast changes algorithm with the size, and
 // tnbc's costs read at once grow with it), so the decision is the balance at the call's size.
-// The exchange family's transfer grows faster than what returning early adds: one range from
-// its threshold up.
+// The exchange family likewise (exchange_balance), from the size whose transfer covers what
+// returning early adds (exchange_floor): on a node with more ranks than CPUs tnbc's exchange read
+// at once can cost several times the library's (docs/benchmarks.md, "RMA broadcast", session 13).
 //
 // Pure (no MPI): the policy caches one SizeBands per communicator placement and kind; its
 // inputs (the machine, the placement, the call's size) are equal on every rank, so are the
@@ -41,7 +42,7 @@ SizeBands scan_bands(FunctionRef<bool(std::size_t)> pays, std::size_t floor, std
 
 // The sizes (bytes per peer; a broadcast's whole message) at which returning early pays on `t`:
 // a broadcast where its bcast_balance pays (at bcast_segments' count), the exchange family from
-// threshold_bytes up.
+// exchange_floor where its exchange_balance pays.
 SizeBands early_return_bands(const Machine& m, const Topology& t, Kind k, const Execution& x, std::size_t page);
 
 }  // namespace tnbc::model

@@ -66,7 +66,8 @@ std::vector<double> pieces_of(double s, const PieceRule& rule, std::size_t page)
 }
 
 // Bytes through each node's shared resources for an exchange of `s` per peer, the slowest node.
-double exchange_node_bound(const Machine& m, const Topology& t, double s) {
+// `stretch`: the copies inside a node take that much longer (Crowding), the wire not.
+double exchange_node_bound(const Machine& m, const Topology& t, double s, double stretch = 1) {
   const int n = t.n();
   const BusyPoll spin = spins_on(m, t) ? busy_poll(m) : BusyPoll{};
   const Level &in = level(m, LevelKind::IntraNode), &out = level(m, LevelKind::InterNode);
@@ -77,7 +78,7 @@ double exchange_node_bound(const Machine& m, const Topology& t, double s) {
     // Inside the node at the rate of this size with this many ranks exchanging (own blocks
     // included); where they spin on fewer CPUs, one fragment per hand-off for every pair at once.
     const double intra = spin.spins() ? handoff_ns(spin, s, ranks, t.cpus_per_node)
-                                      : M * (M - 1) * s * in.node_exchange(s, ranks);
+                                      : stretch * M * (M - 1) * s * in.node_exchange(s, ranks);
     const double v = M * (n - M) * s;
     const double inter = std::max(v * out.node_out(), 2 * v * out.node_bi());
     worst = std::max(worst, std::max(intra, inter));
@@ -126,9 +127,29 @@ double poll_cpu(const Machine& m, double duration) {
   return duration / period * m.test_ns;
 }
 
+// Where a node's ranks outnumber its CPUs, tnbc's progress threads (one per rank; the program of
+// a rank that waits for its data sleeps in the guard's fault) share the CPUs: a piece a thread
+// receives is copied on a CPU it gets a share of only (the ranks per CPU), and each of its
+// wake-ups waits for a CPU (the machine's measured wake_loaded_ns; not measured, the probe: none;
+// the broadcast's forwards only: node-level priorities price the exchange's, node_choice.hh).
+// Where the MPI library's ranks spin (busy_poll.hh), tnbc's timeline takes the yielding machine's
+// rates, measured against tnbc's own runs there (ft-proxy W on 2 one-CPU nodes): no stretch.
+struct Crowding {
+  double stretch = 1;  // how much longer tnbc's copies inside a node take
+  double wake_ns = 0;  // what each wake-up of a forwarding thread waits for a CPU
+};
+Crowding crowding(const Machine& m, const Topology& t) {
+  Crowding c;
+  if (spins_on(m, t) || t.cpu_stretch() <= 1) return c;
+  c.stretch = t.cpu_stretch();
+  c.wake_ns = std::max(0.0, m.wake_loaded_ns);
+  return c;
+}
+
 // ---- exchange family ----
 
-Timeline exchange_timeline(const Machine& m, const Topology& t, const Coll& c, const Execution& x, bool early) {
+Timeline exchange_timeline(const Machine& m, const Topology& t, const Coll& c, const Execution& x, bool early,
+                           const Crowding& crowd) {
   Timeline tl;
   const Peers p = peers(t);
   const double s = c.bytes, n1 = p.n - 1;
@@ -161,7 +182,11 @@ Timeline exchange_timeline(const Machine& m, const Topology& t, const Coll& c, c
   tl.regions = early ? n1 * (body + (x.unaligned && body > 1 ? body - 1 : 0)) : 0;
   tl.publish_ns = early ? publication(g, tl.regions, n1 * s) : 0;
   const double cpu = st.cpu + tl.publish_ns;
-  const double nodes = exchange_node_bound(m, t, s);
+  // Read at once, the node's copies run on its progress threads, which share the CPUs where the
+  // ranks outnumber them (crowding): measured, np 4 on 2 CPUs, tnbc's exchange read at
+  // once took 2.0-2.4x PMPI_Alltoall at 1-4 MiB per peer, whose node rate is measured with its
+  // ranks on the same CPUs (docs/benchmarks.md, "RMA broadcast", session 13).
+  const double nodes = exchange_node_bound(m, t, s, early ? crowd.stretch : 1);
   const double flow = std::max({nodes, st.windowed, st.gaps, cpu * t.cpu_stretch()});
   const double last = sizes.empty() ? 0 : sizes.back();
   const double tail = top.L_ns + notice + (early ? g.publish.at(last) : 0);
@@ -207,9 +232,11 @@ struct TreeResult {
 
 // Pieces `sizes` (in sending order) down a tree from the root, which has them all at `start`.
 // A rank forwards a piece once it has it (noticed and published), to its children one after
-// another, no faster than its gap; each message takes T(q) at its level.
+// another, no faster than its gap; each message takes T(q) at its level, its copy (all but the
+// latency) and gap `stretch` times longer where the copying threads share CPUs (tnbc's progress
+// threads on a node with more ranks than CPUs: crowding; the MPI library's own: 1).
 TreeResult tree(const Machine& m, const Topology& t, int root, const std::vector<double>& sizes, BcastTree shape,
-                double start, double notice, const Line& publish, std::size_t first_of_interest) {
+                double start, double notice, const Line& publish, std::size_t first_of_interest, double stretch = 1) {
   const int n = t.n();
   const std::size_t P = sizes.size();
   TreeResult r;
@@ -231,8 +258,8 @@ TreeResult tree(const Machine& m, const Topology& t, int root, const std::vector
       for (int c : ch) {
         const Level& l = level(m, t.level((v + root) % n, (c + root) % n));
         const double send = std::max(have[static_cast<std::size_t>(v)][q], free_at);
-        free_at = send + l.g(sizes[q]);
-        const double arrive = send + l.T(sizes[q]);
+        free_at = send + stretch * l.g(sizes[q]);
+        const double arrive = send + stretch * (l.T(sizes[q]) - l.L_ns) + l.L_ns;
         have[static_cast<std::size_t>(c)][q] = arrive + notice + publish.at(sizes[q]);
         cpu[static_cast<std::size_t>(v)] += l.o_s(sizes[q]);
         cpu[static_cast<std::size_t>(c)] += l.o_r(sizes[q]) + publish.at(sizes[q]);
@@ -319,10 +346,11 @@ std::vector<double> bcast_pieces(const Coll& c) {
   return out;
 }
 
-Timeline bcast_timeline(const Machine& m, const Topology& t, const Coll& c, const Execution& x, bool early) {
+Timeline bcast_timeline(const Machine& m, const Topology& t, const Coll& c, const Execution& x, bool early,
+                        const Crowding& crowd) {
   Timeline tl;
   const double S = c.bytes, page = static_cast<double>(c.page);
-  const double notice = m.O_r_ns();
+  const double notice = m.O_r_ns() + (early ? crowd.wake_ns : 0);
   const GuardCost g = guard_of(m, x);
   const std::vector<double> sizes = bcast_pieces(c);
   const int depth = static_cast<int>(std::ceil(std::log2(std::max(1, t.n()))));
@@ -339,8 +367,11 @@ Timeline bcast_timeline(const Machine& m, const Topology& t, const Coll& c, cons
   // After an early return the root's progress thread takes the sends over: it notices the
   // call (the hand-off) before the tree moves on from the root.
   const double handoff = early ? notice : 0;
+  // Read at once, every rank's program sleeps while the progress threads move the pieces: on a
+  // node with more ranks than CPUs they share them (crowding; session 12 measured tnbc's
+  // broadcast read at once at np 4 on 2 CPUs about 2x what the timeline gave without it).
   const TreeResult r = tree(m, t, c.root, sizes, BcastTree::Binomial, root_call + handoff, notice,
-                            early ? inner.publish : Line{}, sizes.size() > 2 ? 2 : 0);
+                            early ? inner.publish : Line{}, sizes.size() > 2 ? 2 : 0, early ? crowd.stretch : 1);
   const double bound = bcast_node_bound(m, t, S, c.root, BcastTree::Binomial) + top.L_ns;
   tl.total_ns = std::max({r.last, root_call + bound, tl.in_call_ns});
   tl.first_ns = std::max(r.first_mean, leaf_call);
@@ -506,11 +537,12 @@ Timeline tnbc_timeline(const Machine& m, const Topology& t, const Coll& c, const
   // Where the MPI library's ranks spin on fewer CPUs than ranks, tnbc's threads still yield (the
   // calling thread there, the progress thread always): its messages inside a node move at the
   // memory's rate, not one fragment per scheduler slice (busy_poll.hh).
+  const Crowding crowd = crowding(m, t);
   if (spins_on(m, t)) {
     const Machine y = yielding(m);
-    return c.kind == Kind::Bcast ? bcast_timeline(y, t, c, x, early) : exchange_timeline(y, t, c, x, early);
+    return c.kind == Kind::Bcast ? bcast_timeline(y, t, c, x, early, crowd) : exchange_timeline(y, t, c, x, early, crowd);
   }
-  return c.kind == Kind::Bcast ? bcast_timeline(m, t, c, x, early) : exchange_timeline(m, t, c, x, early);
+  return c.kind == Kind::Bcast ? bcast_timeline(m, t, c, x, early, crowd) : exchange_timeline(m, t, c, x, early, crowd);
 }
 
 Overlap overlap(const Machine& m, const Topology& t, const Coll& c, const Execution& x, const Program& p,
@@ -546,15 +578,9 @@ double in_call_penalty_ns(const Machine& m, const Topology& t, const Coll& c, co
   return tnbc_timeline(m, t, c, x, false).total_ns - mpi_blocking_ns(m, t, c);
 }
 
-BcastBalance bcast_balance(const Machine& m, const Topology& t, const Execution& x, double bytes, int segments,
-                           std::size_t page) {
-  BcastBalance b;
-  if (t.n() <= 1 || bytes <= 0) return b;
-  Coll c;
-  c.kind = Kind::Bcast;
-  c.bytes = bytes;
-  c.segments = std::max(1, segments);
-  c.page = page;
+ReadOnceBalance read_once_balance(const Machine& m, const Topology& t, const Execution& x, const Coll& c) {
+  ReadOnceBalance b;
+  if (t.n() <= 1 || c.bytes <= 0) return b;
   b.blocking_ns = mpi_blocking_ns(m, t, c);
   // Reading at once: the reader waits for every region (a wake-up each), after the whole
   // transfer; computing past it: only the time in the call and the driver's CPU remain.
@@ -566,12 +592,29 @@ BcastBalance bcast_balance(const Machine& m, const Topology& t, const Execution&
   return b;
 }
 
-std::size_t threshold_bytes(const Machine& m, const Topology& t, Kind k, const Execution& x, std::size_t page) {
+ReadOnceBalance bcast_balance(const Machine& m, const Topology& t, const Execution& x, double bytes, int segments,
+                              std::size_t page) {
+  Coll c;
+  c.kind = Kind::Bcast;
+  c.bytes = bytes;
+  c.segments = std::max(1, segments);
+  c.page = page;
+  return read_once_balance(m, t, x, c);
+}
+
+ReadOnceBalance exchange_balance(const Machine& m, const Topology& t, Kind k, const Execution& x, double bytes,
+                                 std::size_t page) {
+  Coll c;
+  c.kind = k;
+  c.bytes = bytes;
+  c.page = page;
+  c.pieces = PieceRule(std::nullopt, piece_scale(m, t, x, page));
+  return read_once_balance(m, t, x, c);
+}
+
+std::size_t exchange_floor(const Machine& m, const Topology& t, Kind k, const Execution& x, std::size_t page) {
   const std::size_t floor = kMinGuardablePages * page;
   if (t.n() <= 1) return floor;
-  // A broadcast: the most it can gain must outweigh what it loses read at once (bcast_balance),
-  // which may hold in a band of sizes only (bands.hh): its smallest size.
-  if (k == Kind::Bcast) return early_return_bands(m, t, k, x, page).first();
   const GuardCost g = guard_of(m, x);
   auto pays = [&](std::size_t bytes) {
     Coll c;
@@ -594,6 +637,13 @@ std::size_t threshold_bytes(const Machine& m, const Topology& t, Kind k, const E
     (pays(mid) ? hi : lo) = mid;
   }
   return hi;
+}
+
+std::size_t threshold_bytes(const Machine& m, const Topology& t, Kind k, const Execution& x, std::size_t page) {
+  if (t.n() <= 1) return kMinGuardablePages * page;
+  // The most an early return can gain must outweigh what it loses read at once (the balances),
+  // which may hold in a band of sizes only (bands.hh): its smallest size.
+  return early_return_bands(m, t, k, x, page).first();
 }
 
 int bcast_segments(const Machine& m, const Topology& t, double bytes, const Execution& x, int max_segments,

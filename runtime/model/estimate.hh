@@ -113,26 +113,36 @@ double in_call_penalty_ns(const Machine& m, const Topology& t, const Coll& c, co
 
 // ---- decisions (the policy asks; inputs equal on every rank give answers equal on every rank) ----
 
-// An early-returning broadcast for a program whose reading mode nbc cannot know: what it gains at
-// best (the program computes past the whole transfer before it reads: Tcomm - Tinit - the driver's
-// stolen CPU) against what it loses at worst (the program reads at once: tnbc's whole transfer,
-// the reader's wake-up per region, minus Tcomm), both by `overlap` with tnbc's costs.
-struct BcastBalance {
-  double blocking_ns = 0;      // the MPI library's own MPI_Bcast
+// An early return for a program whose reading mode nbc cannot know: what it gains at best (the
+// program computes past the whole transfer before it reads: Tcomm - Tinit - the driver's stolen
+// CPU) against what it loses at worst (the program reads at once: tnbc's whole transfer, the
+// reader's wake-up per region, minus Tcomm), both by `overlap` with tnbc's costs. Early return
+// pays where the gain is at least the loss (the margin: a program between the two extremes).
+struct ReadOnceBalance {
+  double blocking_ns = 0;      // the MPI library's own call
   double read_at_once_ns = 0;  // call to last byte read with an early return, read at once
   double gain_ns = 0;          // at best (>= 0)
   double loss_ns = 0;          // at worst (>= 0)
   bool pays() const { return blocking_ns > 0 && gain_ns >= loss_ns; }
 };
-BcastBalance bcast_balance(const Machine& m, const Topology& t, const Execution& x, double bytes, int segments,
-                           std::size_t page);
+ReadOnceBalance read_once_balance(const Machine& m, const Topology& t, const Execution& x, const Coll& c);
+// A broadcast of `bytes` cut into `segments`.
+ReadOnceBalance bcast_balance(const Machine& m, const Topology& t, const Execution& x, double bytes, int segments,
+                              std::size_t page);
+// The exchange family (`k`: Alltoall, Alltoallv, Allgather(v); `bytes` per peer), its bodies cut
+// by the model's piece rule (piece_scale), as the policy cuts them.
+ReadOnceBalance exchange_balance(const Machine& m, const Topology& t, Kind k, const Execution& x, double bytes,
+                                 std::size_t page);
 
-// The smallest sub-message (bytes per peer; a broadcast's whole message) whose transfer takes
-// at least what returning early adds (time in the call, publication, a reader's wake-up; a
-// broadcast: the smallest size whose bcast_balance pays, with the segment count bcast_segments
-// gives; it may pay in a band only: bands.hh, early_return_bands, decides per size): a whole
-// number of pages, at least kMinGuardablePages; SIZE_MAX when no size up to 1 GiB pays.
+// The smallest size at which `k` returns early on `t` (bytes per peer; a broadcast's whole
+// message): early_return_bands' first; SIZE_MAX when no size up to 1 GiB pays.
 std::size_t threshold_bytes(const Machine& m, const Topology& t, Kind k, const Execution& x, std::size_t page);
+
+// The exchange family's smallest sub-message (bytes per peer) whose transfer takes at least what
+// returning early adds (time in the call, publication, a reader's wake-up): a whole number of
+// pages, at least kMinGuardablePages; SIZE_MAX when none up to 1 GiB does. Below it no program
+// gains; above it exchange_balance decides (bands.hh).
+std::size_t exchange_floor(const Machine& m, const Topology& t, Kind k, const Execution& x, std::size_t page);
 
 // The broadcast's segment count in 1..max_segments: the one that lets a reader that reads as
 // fast as the data comes finish first (segments pipeline the tree and let the reader start

@@ -20,7 +20,8 @@ constexpr std::size_t kKiB = 1024, kMiB = 1024 * 1024;
 constexpr double kLargest = 1024.0 * kMiB;
 constexpr std::size_t kFloor = kMinGuardablePages * kPage;
 
-// A machine whose broadcast balance pays in a band only at np 4 on one node: shared memory at
+// A machine whose broadcast balance pays in a band only at np 4 on one node with a CPU per rank
+// (kRoomy; with 2 CPUs, kFour, tnbc's threads share them and it pays nowhere): shared memory at
 // 5 GB/s under Open MPI 4.1's rules (its linear broadcast below 1 MiB, a chain from there).
 model::Machine band_machine() {
   model::Machine m = test::machine(5000, 50, 2, 1);
@@ -28,6 +29,8 @@ model::Machine band_machine() {
   return m;
 }
 const model::Topology kFour = model::Topology::block(4, 4, 2, 1);
+// The same ranks with a CPU each: tnbc's progress threads do not wait for one another's CPU.
+const model::Topology kRoomy = model::Topology::block(4, 4, 4, 1);
 
 bool balance_pays(const model::Machine& m, const model::Topology& t, std::size_t bytes) {
   const model::Execution x;
@@ -84,54 +87,140 @@ TEST_CASE("bands: a threshold, two bands, never and always") {
 
 TEST_CASE("bands: a broadcast returns early where its balance pays at the call's size, and only there") {
   const model::Machine m = band_machine();
-  const model::SizeBands b = model::early_return_bands(m, kFour, Kind::Bcast, {}, kPage);
+  const model::SizeBands b = model::early_return_bands(m, kRoomy, Kind::Bcast, {}, kPage);
   REQUIRE_FALSE(b.ranges.empty());
   REQUIRE(b.ranges.back().second != SIZE_MAX);  // a band: above it the balance does not pay
   for (std::size_t s : {64 * kKiB, 256 * kKiB, kMiB, 3 * kMiB / 2, 4 * kMiB, 16 * kMiB})
-    CHECK(b.contains(s) == balance_pays(m, kFour, s));
+    CHECK(b.contains(s) == balance_pays(m, kRoomy, s));
   // The band's edges are where the balance turns (to a page).
   for (const auto& [from, to] : b.ranges) {
-    CHECK(balance_pays(m, kFour, from));
-    CHECK_FALSE(balance_pays(m, kFour, from - kPage));
-    CHECK(balance_pays(m, kFour, to - kPage));
-    CHECK_FALSE(balance_pays(m, kFour, to));
+    CHECK(balance_pays(m, kRoomy, from));
+    CHECK_FALSE(balance_pays(m, kRoomy, from - kPage));
+    CHECK(balance_pays(m, kRoomy, to - kPage));
+    CHECK_FALSE(balance_pays(m, kRoomy, to));
   }
-  // threshold_bytes is its smallest size; the exchange family keeps one threshold.
-  CHECK(model::threshold_bytes(m, kFour, Kind::Bcast, {}, kPage) == b.first());
-  const model::SizeBands a = model::early_return_bands(m, kFour, Kind::Alltoall, {}, kPage);
-  CHECK(a.ranges == model::SizeBands::from(model::threshold_bytes(m, kFour, Kind::Alltoall, {}, kPage)).ranges);
+  // threshold_bytes is its smallest size.
+  CHECK(model::threshold_bytes(m, kRoomy, Kind::Bcast, {}, kPage) == b.first());
 }
 
 TEST_CASE("bands: the policy runs the library's broadcast outside the band, equally on every rank") {
   Settings s;
   auto in = std::make_shared<model::Inputs>();
   in->machine = band_machine();
-  in->world = kFour;
+  in->world = kRoomy;
   auto a = make_policy(s, kPage, nullptr), b = make_policy(s, kPage, nullptr);
   a->start(in, 0, true);
   b->start(in, 0, true);
-  const model::SizeBands band = a->early_return_sizes(Kind::Bcast, kFour);
+  const model::SizeBands band = a->early_return_sizes(Kind::Bcast, kRoomy);
   REQUIRE_FALSE(band.ranges.empty());
   const std::size_t inside = band.ranges.front().first, above = band.ranges.front().second;
   REQUIRE(above != SIZE_MAX);
-  CHECK(a->route(Kind::Bcast, false, kFour, inside) == Reason::None);
-  CHECK(a->route(Kind::Bcast, false, kFour, above - kPage) == Reason::None);
-  CHECK(a->route(Kind::Bcast, false, kFour, inside - kPage) == Reason::BelowThreshold);
-  CHECK(a->route(Kind::Bcast, false, kFour, above) == Reason::BelowThreshold);
-  CHECK(a->route(Kind::Bcast, false, kFour, 4 * above) == Reason::BelowThreshold);
-  CHECK(a->early_return_pays(Kind::Bcast, inside, kFour));
-  CHECK_FALSE(a->early_return_pays(Kind::Bcast, above, kFour));
-  CHECK(a->early_return_pays(Kind::Bcast, 0, kFour));  // the root: the route let the call through
-  CHECK(a->threshold(Kind::Bcast, kFour) == inside);
+  CHECK(a->route(Kind::Bcast, false, kRoomy, inside) == Reason::None);
+  CHECK(a->route(Kind::Bcast, false, kRoomy, above - kPage) == Reason::None);
+  CHECK(a->route(Kind::Bcast, false, kRoomy, inside - kPage) == Reason::BelowThreshold);
+  CHECK(a->route(Kind::Bcast, false, kRoomy, above) == Reason::BelowThreshold);
+  CHECK(a->route(Kind::Bcast, false, kRoomy, 4 * above) == Reason::BelowThreshold);
+  CHECK(a->early_return_pays(Kind::Bcast, inside, kRoomy));
+  CHECK_FALSE(a->early_return_pays(Kind::Bcast, above, kRoomy));
+  CHECK(a->early_return_pays(Kind::Bcast, 0, kRoomy));  // the root: the route let the call through
+  CHECK(a->threshold(Kind::Bcast, kRoomy) == inside);
   // Equal inputs (machine, placement, size), equal decisions.
-  CHECK(b->early_return_sizes(Kind::Bcast, kFour).ranges == band.ranges);
+  CHECK(b->early_return_sizes(Kind::Bcast, kRoomy).ranges == band.ranges);
   for (std::size_t bytes = kFloor; bytes < 64 * kMiB; bytes = bytes * 5 / 4 / kPage * kPage + kPage)
-    CHECK(a->route(Kind::Bcast, false, kFour, bytes) == b->route(Kind::Bcast, false, kFour, bytes));
+    CHECK(a->route(Kind::Bcast, false, kRoomy, bytes) == b->route(Kind::Bcast, false, kRoomy, bytes));
   // TNBC_MIN_BYTES set: every size from it, as before.
   s.min_bytes = 64 * kKiB;
   auto c = make_policy(s, kPage, nullptr);
   c->start(in, 0, true);
-  CHECK(c->early_return_sizes(Kind::Bcast, kFour).ranges == model::SizeBands::from(64 * kKiB).ranges);
-  CHECK(c->route(Kind::Bcast, false, kFour, 4 * above) == Reason::None);
-  CHECK(c->route(Kind::Bcast, false, kFour, 64 * kKiB - 1) == Reason::BelowThreshold);
+  CHECK(c->early_return_sizes(Kind::Bcast, kRoomy).ranges == model::SizeBands::from(64 * kKiB).ranges);
+  CHECK(c->route(Kind::Bcast, false, kRoomy, 4 * above) == Reason::None);
+  CHECK(c->route(Kind::Bcast, false, kRoomy, 64 * kKiB - 1) == Reason::BelowThreshold);
+}
+
+namespace {
+bool exchange_pays(const model::Machine& m, const model::Topology& t, Kind k, std::size_t bytes) {
+  return model::exchange_balance(m, t, k, {}, static_cast<double>(bytes), kPage).pays();
+}
+}  // namespace
+
+TEST_CASE("bands: the exchange family returns early from its floor where its read-at-once balance pays") {
+  for (const model::Machine& m : {band_machine(), test::machine(125), test::machine(1000, 20, 2, 5, 100)})
+    for (const model::Topology& t : {kFour, kRoomy, model::Topology::block(2, 1, 2, 1)})
+      for (Kind k : {Kind::Alltoall, Kind::Allgather}) {
+        const model::SizeBands b = model::early_return_bands(m, t, k, {}, kPage);
+        const std::size_t floor = model::exchange_floor(m, t, k, {}, kPage);
+        CHECK(model::threshold_bytes(m, t, k, {}, kPage) == b.first());
+        if (floor == kNeverPays) {
+          CHECK(b.ranges.empty());
+          continue;
+        }
+        CHECK(b.first() >= floor);  // below the floor no program gains
+        for (std::size_t s : {64 * kKiB, 256 * kKiB, kMiB, 4 * kMiB, 16 * kMiB})
+          CHECK(b.contains(s) == (s >= floor && exchange_pays(m, t, k, s)));
+        for (const auto& [from, to] : b.ranges) {
+          CHECK(exchange_pays(m, t, k, from));
+          if (from > floor) CHECK_FALSE(exchange_pays(m, t, k, from - kPage));
+          if (to != SIZE_MAX) CHECK_FALSE(exchange_pays(m, t, k, to));
+        }
+      }
+}
+
+TEST_CASE("bands: read at once, tnbc's threads sharing a node's CPUs cost its early return, the library's call not") {
+  // The same four ranks on one node with 2 and with 4 CPUs: tnbc's progress threads share 2.
+  const model::Machine m = test::machine(1000, 20, 2, 5, 100);
+  const model::Topology crowded = kFour, roomy = kRoomy;
+  for (std::size_t s : {256 * kKiB, 4 * kMiB}) {
+    const model::ReadOnceBalance a = model::exchange_balance(m, crowded, Kind::Alltoall, {}, static_cast<double>(s), kPage);
+    const model::ReadOnceBalance b = model::exchange_balance(m, roomy, Kind::Alltoall, {}, static_cast<double>(s), kPage);
+    CHECK(a.read_at_once_ns > b.read_at_once_ns);
+    CHECK(a.loss_ns >= b.loss_ns);
+    const double bytes = static_cast<double>(s);
+    const int seg = model::bcast_segments(m, crowded, bytes, {}, kDefaultBcastMaxSegments, kPage);
+    CHECK(model::bcast_balance(m, crowded, {}, bytes, seg, kPage).read_at_once_ns >
+          model::bcast_balance(m, roomy, {}, bytes, seg, kPage).read_at_once_ns);
+  }
+  // Two ranks on two nodes over a slow link: the transfer dwarfs tnbc's costs, the large sizes
+  // return early.
+  const model::Machine link = test::machine(125);
+  const model::Topology two = model::Topology::block(2, 1, 2, 1);
+  const model::SizeBands b = model::early_return_bands(link, two, Kind::Alltoall, {}, kPage);
+  CHECK(b.contains(kMiB));
+  CHECK(b.contains(4 * kMiB));
+  CHECK(b.contains(64 * kMiB));
+}
+
+TEST_CASE("bands: the policy decides the exchange family by its bands, equally on every rank") {
+  Settings s;
+  auto in = std::make_shared<model::Inputs>();
+  in->machine = test::machine(1000, 20, 2, 5, 100);
+  in->world = kRoomy;
+  auto a = make_policy(s, kPage, nullptr), b = make_policy(s, kPage, nullptr);
+  a->start(in, 0, true);
+  b->start(in, 0, true);
+  const model::SizeBands bands = a->early_return_sizes(Kind::Alltoall, kRoomy);
+  REQUIRE_FALSE(bands.ranges.empty());
+  REQUIRE(bands.first() > kFloor);  // sizes on both sides
+  CHECK(bands.ranges == model::early_return_bands(in->machine, kRoomy, Kind::Alltoall, execution(s, 0), kPage).ranges);
+  CHECK(a->early_return_sizes(Kind::Alltoallv, kRoomy).ranges == bands.ranges);  // per peer, as Alltoall
+  for (std::size_t bytes = kFloor; bytes < 64 * kMiB; bytes = bytes * 5 / 4 / kPage * kPage + kPage) {
+    const Reason r = a->route(Kind::Alltoall, false, kRoomy, bytes);
+    CHECK(r == b->route(Kind::Alltoall, false, kRoomy, bytes));
+    CHECK((r == Reason::None) == bands.contains(bytes));
+    // Alltoallv, rank-local: what this rank receives from its 3 peers, per peer.
+    CHECK(a->early_return_pays(Kind::Alltoallv, 3 * bytes, kRoomy) == bands.contains(bytes));
+    // The same ranks on 2 CPUs: read at once, the early return loses at every size here; the
+    // library's call runs.
+    CHECK(a->route(Kind::Alltoall, false, kFour, bytes) == Reason::BelowThreshold);
+  }
+  CHECK(a->early_return_sizes(Kind::Alltoall, kFour).ranges.empty());
+  // Sizes that differ between ranks (kNoUnit): where no size returns early the library's call
+  // runs on every rank alike, else tnbc's schedule (each rank then asks early_return_pays).
+  CHECK(a->route(Kind::Alltoallv, false, kFour, SIZE_MAX) == Reason::BelowThreshold);
+  CHECK(a->route(Kind::Allgatherv, false, kFour, SIZE_MAX) == b->route(Kind::Allgatherv, false, kFour, SIZE_MAX));
+  CHECK(a->route(Kind::Alltoallv, false, kRoomy, SIZE_MAX) == Reason::None);
+  s.min_bytes = 64 * kKiB;  // set: every size from it, whatever the model says
+  auto c = make_policy(s, kPage, nullptr);
+  c->start(in, 0, true);
+  CHECK(c->route(Kind::Alltoallv, false, kFour, SIZE_MAX) == Reason::None);
+  CHECK(c->route(Kind::Alltoall, false, kFour, 64 * kKiB) == Reason::None);
 }

@@ -17,16 +17,17 @@ const model::Topology kFour = model::Topology::block(4, 4, 2, 1);
 
 TEST_CASE("threshold: a slow link pays from the floor of three pages") {
   const model::Machine m = test::machine(125);  // 1 Gbit/s shared by the node's ranks
-  CHECK(model::threshold_bytes(m, kFour, Kind::Alltoall, {}, kPage) == kMinGuardablePages * kPage);
+  // The exchange's floor (its read-at-once balance decides above it: test_bands.cc).
+  CHECK(model::exchange_floor(m, kFour, Kind::Alltoall, {}, kPage) == kMinGuardablePages * kPage);
   // A broadcast weighs its loss read at once too (bcast_balance): a few pages more, far below 1 MiB.
   const std::size_t b = model::threshold_bytes(m, kFour, Kind::Bcast, {}, kPage);
   CHECK(b >= kMinGuardablePages * kPage);
   CHECK(b < 64 * kPage);
 }
 
-TEST_CASE("threshold: a fast link pays from a larger size, in whole pages, and never below the floor") {
+TEST_CASE("threshold: the exchange's floor on a fast link is a larger size, in whole pages, never below three pages") {
   const model::Machine m = test::machine(20000, 2, 2, 1, 50);  // shared memory: 20 GB/s, 2 us, little CPU
-  const std::size_t t = model::threshold_bytes(m, kFour, Kind::Alltoall, {}, kPage);
+  const std::size_t t = model::exchange_floor(m, kFour, Kind::Alltoall, {}, kPage);
   CHECK(t % kPage == 0);
   CHECK(t > kMinGuardablePages * kPage);
   model::Coll c;
@@ -55,7 +56,7 @@ TEST_CASE("threshold: a broadcast returns early from the size whose best gain ou
     const double s = static_cast<double>(bytes);
     return model::bcast_balance(m, two, x, s, model::bcast_segments(m, two, s, x, x.bcast_max_segments, kPage), kPage);
   };
-  const model::BcastBalance at = balance(t);
+  const model::ReadOnceBalance at = balance(t);
   CHECK(at.pays());
   CHECK(at.gain_ns >= at.loss_ns);
   CHECK(at.read_at_once_ns > at.blocking_ns);  // read at once, an early return is never free

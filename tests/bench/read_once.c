@@ -12,8 +12,9 @@
  *                  [--calls N] [--json FILE]
  * Sizes are per peer (Alltoall, Alltoallv: each block) or the whole message (Bcast, root 0).
  * Prints per kind and size the median time per call of each (max over ranks), the median over
- * blocks of the per-block ratio MPI_/PMPI_ with its range, and the share of MPI_'s time spent
- * inside the call (well below PMPI_'s: the call returned early). Exit 1 on wrong data. */
+ * blocks of the per-block ratio MPI_/PMPI_ with its range, and the time inside MPI_ over the time
+ * inside PMPI_ (medians of the slowest rank's; whether a call returned early: read_once.py reads
+ * the model's sizes from the summaries). Exit 1 on wrong data. */
 #include <getopt.h>
 #include <mpi.h>
 #include <stdint.h>
@@ -78,11 +79,6 @@ static void call(int kind, int intercepted, struct buffers* b, uint64_t n, doubl
   if (kind == BCAST) read_block(b->r, w, 0, 0, n);
   else
     for (int src = 0; src < np; src++) read_block(b->r + (size_t)src * w, w, src, rank, n);
-}
-
-static int cmp(const void* a, const void* b) {
-  const double x = *(const double*)a, y = *(const double*)b;
-  return x < y ? -1 : x > y;
 }
 
 int main(int argc, char** argv) {
@@ -176,8 +172,7 @@ int main(int argc, char** argv) {
       bench_max_over_ranks(t, t, 4 * reps);
       double* ratio = malloc(sizeof(double) * (size_t)reps);
       for (int rep = 0; rep < reps; rep++) ratio[rep] = t[rep] / t[reps + rep];
-      qsort(ratio, (size_t)reps, sizeof(double), cmp);
-      const double med = bench_median_of(ratio, reps);
+      const double med = bench_median(ratio, reps);  /* sorts: ratio[0] and ratio[reps - 1] are the range */
       const double us_mpi = bench_median_of(t, reps) * 1e6, us_pmpi = bench_median_of(t + reps, reps) * 1e6;
       const double in_mpi = bench_median_of(t + 2 * reps, reps), in_pmpi = bench_median_of(t + 3 * reps, reps);
       const double in_call_share = in_pmpi > 0 ? in_mpi / in_pmpi : 0;

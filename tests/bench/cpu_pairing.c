@@ -1,7 +1,7 @@
-/* Which ranks share a CPU, and what it does to the MPI library's own collectives (docs/benchmarks.md,
- * "The cost model against measurements", session 13). With more ranks than CPUs and no binding
- * (`mpirun --oversubscribe` binds nothing), the scheduler puts the ranks somewhere at the start
- * and a launch keeps that for its whole life. This program, in one launch, times MPI_Bcast and
+/* What makes one launch of np 4 on 2 CPUs fast or slow as a whole (docs/benchmarks.md, "The cost
+ * model against measurements", session 13): which ranks share a CPU (with more ranks than CPUs,
+ * `mpirun --oversubscribe` binds nothing and the scheduler pairs them), the buffers' memory, and
+ * what the CPUs did before the timing. This program, in one launch, times MPI_Bcast and
  * MPI_Alltoall (sizes and kinds interleaved, each call after a barrier, the slowest rank's time,
  * median over iterations) in rounds; each round runs every "mode" once, rotated:
  *   launched   the ranks' own CPU mask (what the launcher gave: nothing is changed); every call
@@ -106,14 +106,11 @@ int main(int argc, char** argv) {
     else if (c == 'j') json = optarg;
     else bad = 1;
   }
-  for (char* tok = strtok(list, ","); tok && nsizes < MAX_SIZES; tok = strtok(NULL, ",")) {
-    sizes[nsizes] = bench_parse_bytes(tok);
-    bad |= sizes[nsizes++] == 0;
-  }
-  if (bad || nsizes == 0) {
+  nsizes = bench_parse_sizes(list, sizes, MAX_SIZES);
+  if (bad || nsizes <= 0) {
     if (rank == 0)
-      fprintf(stderr, "usage: cpu_pairing [--sizes 64k,4m] [--iterations N] [--rounds R] [--json FILE] (np <= %d)\n",
-              MAX_RANKS);
+      fprintf(stderr, "usage: cpu_pairing [--sizes 64k,4m] [--iterations N] [--rounds R] [--sets S (<= %d)] "
+                      "[--spacer-mib X] [--spin-s S] [--idle-s S] [--json FILE] (np <= %d)\n", MAX_SETS, MAX_RANKS);
     MPI_Finalize();
     return 2;
   }
@@ -202,12 +199,7 @@ int main(int argc, char** argv) {
               sequence[calls++] = n < nnames ? (char)('a' + n) : '?';
             }
           }
-          MPI_Barrier(MPI_COMM_WORLD);
-          const double t0 = bench_now();
-          if (which % 2 == 0) MPI_Bcast(recv, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
-          else MPI_Alltoall(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
-          double mine = bench_now() - t0, worst = 0;
-          MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+          const double worst = bench_timed_bcast_or_alltoall(which % 2 == 0, send, recv, bytes);
           if (round >= 0)
             t[((size_t)mode * (size_t)cases + (size_t)which) * per_mode + (size_t)round * (size_t)iterations +
               (size_t)it] = worst;

@@ -9,17 +9,42 @@ nodes, rate, np, ranks per node) -- and passes the file to every tnbc pass as TN
 (`--set machine=FILE`): the trace pass's cost model, `tnbc merge`'s verdicts and optimize's
 decisions then all rest on the same measured machine.
 
+Where a node runs more ranks than it has CPUs (--shared-node np 4 on 2 CPUs), one launch of
+`tnbc calibrate` is a draw: a launch there runs fast or slow as a whole, by up to 1.5x in the
+node's exchange rate, whatever binds the ranks (docs/benchmarks.md, "The cost model against
+measurements", session 13). There the harness calibrates with OVERSUBSCRIBED_LAUNCHES launches
+(or --calibration-launches N) and combines them (`tnbc calibrate --combine`: every field the
+median of the launches'); each launch's file is kept in OUT/machines/launches/. Launches that
+fail are said and left out; if none succeeds, or the combination fails, the passes use the probe.
+
 The files are kept in OUT/machines/ and reused when the harness runs again with the same OUT
 (delete them to measure again). A user's own TNBC_MACHINE wins; a calibration that fails is said
 once and the passes fall back to the probe (as without a machine file).
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 
 # tnbc calibrate's sweep (its --max-bytes): the sizes NPB class A's collectives reach per message.
 MAX_BYTES = "4m"
+# Launches of tnbc calibrate combined where a node has more ranks than CPUs (one launch is a draw
+# there: session 13); odd, so that each field's median is one launch's value.
+OVERSUBSCRIBED_LAUNCHES = 5
+
+
+def launches_for(ranks_per_node, cpus_per_node, configured=None):
+    """How many launches of tnbc calibrate make the machine file of a configuration: `configured`
+    (--calibration-launches) if given, else OVERSUBSCRIBED_LAUNCHES where a node has more ranks
+    than CPUs (cpus_per_node 0 or None: not known, as on real nodes of a hostfile: one)."""
+    if configured is not None:
+        if configured < 1:
+            raise ValueError(f"--calibration-launches must be at least 1 (got {configured})")
+        return configured
+    if cpus_per_node and ranks_per_node > cpus_per_node:
+        return OVERSUBSCRIBED_LAUNCHES
+    return 1
 
 
 def config_key(net, nodes, rate, np, ranks_per_node):
@@ -34,11 +59,13 @@ class Calibrations:
     """One machine file per network configuration, measured on first use.
 
     `wrap(cmd, np)`: the full command line that runs cmd (a list) with np ranks on the harness's
-    network (launcher, netrun for emulated nodes); `key(np)`: config_key for np ranks."""
+    network (launcher, netrun for emulated nodes); `key(np)`: config_key for np ranks;
+    `launches(np)`: launches of tnbc calibrate to combine for np ranks (launches_for; default 1)."""
 
-    def __init__(self, tnbc, out, wrap, key, env, timeout, log):
+    def __init__(self, tnbc, out, wrap, key, env, timeout, log, launches=None):
         self.tnbc, self.dir, self.wrap, self.key = tnbc, os.path.join(out, "machines"), wrap, key
         self.env, self.timeout, self.log = env, timeout, log
+        self.launches = launches or (lambda np: 1)
         self.files = {}  # key -> path, or None when the calibration failed
 
     def machine(self, np):
@@ -56,25 +83,72 @@ class Calibrations:
                 self.files[key] = path
                 return path
             self.log(f"machine file for {key}: {path} is not usable by this tnbc ({problem}): measuring again")
+        n = self.launches(np)
+        if n <= 1:
+            self.log(f"tnbc calibrate for {key} (once per network configuration): {path}")
+            ok = self.calibrate_once(np, path, os.path.join(self.dir, f"calibrate.{key}.txt"), key)
+        else:
+            ok = self.calibrate_combined(np, path, key, n)
+        self.files[key] = path if ok else None
+        return self.files[key]
+
+    def calibrate_once(self, np, path, text, what):
+        """One launch of tnbc calibrate writing `path` (its output in `text`); False, said, if it failed."""
         cmd = self.wrap([self.tnbc, "calibrate", "-o", path, "--max-bytes", MAX_BYTES], np)
-        self.log(f"tnbc calibrate for {key} (once per network configuration): {path}")
-        try:
-            p = subprocess.run(cmd, cwd=self.dir, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, timeout=self.timeout)
-            output, code = p.stdout, p.returncode
-        except subprocess.TimeoutExpired as e:
-            output, code = (e.stdout or "") if isinstance(e.stdout, str) else "", -1
-        with open(os.path.join(self.dir, f"calibrate.{key}.txt"), "w") as f:
+        code, output = self.run(cmd, self.timeout)
+        with open(text, "w") as f:
             f.write(" ".join(cmd) + "\n" + output)
         if code != 0 or not os.path.isfile(path):
-            self.log(f"  !!! tnbc calibrate failed for {key} (exit {code}; see "
-                     f"{os.path.join(self.dir, f'calibrate.{key}.txt')}): the tnbc passes use the start-up probe")
+            self.log(f"  !!! tnbc calibrate failed for {what} (exit {code}; see {text})"
+                     + ("" if "launch" in what else ": the tnbc passes use the start-up probe"))
             if os.path.exists(path):
                 os.remove(path)
-            self.files[key] = None
-            return None
-        self.files[key] = path
-        return path
+            return False
+        return True
+
+    def calibrate_combined(self, np, path, key, n):
+        """n launches of tnbc calibrate (OUT/machines/launches/), combined into `path`: the median of
+        the launches that succeeded. False, said, if none did or the combination failed."""
+        sub = os.path.join(self.dir, "launches")
+        os.makedirs(sub, exist_ok=True)
+        self.log(f"tnbc calibrate for {key}: {n} launches combined (a node with more ranks than CPUs: one launch "
+                 f"is a draw), {path}")
+        done = []
+        for i in range(n):
+            one = os.path.join(sub, f"machine.{key}.{i}.json")
+            if self.calibrate_once(np, one, os.path.join(sub, f"calibrate.{key}.{i}.txt"), f"{key}, launch {i + 1} of {n}"):
+                done.append(one)
+        if not done:
+            self.log(f"  !!! every launch of tnbc calibrate failed for {key}: the tnbc passes use the start-up probe")
+            return False
+        if len(done) == 1:
+            self.log(f"  only 1 of {n} launches measured for {key}: its file is the machine (a draw)")
+            shutil.copyfile(done[0], path)
+            return True
+        if len(done) < n:
+            self.log(f"  {len(done)} of {n} launches measured for {key}: combining those")
+        cmd = [self.tnbc, "calibrate", "--combine"] + done + ["-o", path]
+        code, output = self.run(cmd, 60)
+        text = os.path.join(self.dir, f"calibrate.{key}.txt")
+        with open(text, "w") as f:
+            f.write(" ".join(cmd) + "\n" + output)
+        if code != 0 or not os.path.isfile(path):
+            self.log(f"  !!! tnbc calibrate --combine failed for {key} (exit {code}; see {text}): the tnbc passes use "
+                     "the start-up probe")
+            if os.path.exists(path):
+                os.remove(path)
+            return False
+        self.log("  " + (output.strip().splitlines() or [""])[-1])
+        return True
+
+    def run(self, cmd, timeout):
+        """(exit code, output) of cmd in OUT/machines; -1 and what it printed if it timed out."""
+        try:
+            p = subprocess.run(cmd, cwd=self.dir, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, timeout=timeout)
+            return p.returncode, p.stdout
+        except subprocess.TimeoutExpired as e:
+            return -1, (e.stdout or "") if isinstance(e.stdout, str) else ""
 
 
     def unreadable(self, path, np):

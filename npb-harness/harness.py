@@ -437,6 +437,10 @@ def main():
                          "(saves a trace run per repetition in a measurement campaign)")
     ap.add_argument("--timeout", type=float, default=600)
     predict.add_arguments(ap)
+    ap.add_argument("--calibration-launches", type=int, default=None, metavar="N",
+                    help="launches of `tnbc calibrate` combined into each configuration's machine file (default: "
+                         f"{calibration.OVERSUBSCRIBED_LAUNCHES} where a node has more ranks than CPUs, else 1; "
+                         "npb-harness/calibration.py)")
     ap.add_argument("--no-calibrate", action="store_true",
                     help="do not run `tnbc calibrate` per network configuration (the passes then use the "
                          "start-up probe's machine; TNBC_MACHINE set by the user is used either way)")
@@ -471,6 +475,8 @@ def main():
         sys.exit(f"harness: hostfile {a.hostfile} not found")
     if a.ranks_per_node < 0:
         sys.exit("harness: --ranks-per-node must be positive")
+    if a.calibration_launches is not None and a.calibration_launches < 1:
+        sys.exit("harness: --calibration-launches must be at least 1")
     local_mpirun = flavor == "openmpi" and not a.hostfile
     net = a.net or ("shaped" if local_mpirun else "none")
     if net in ("shaped", "loopback") and not local_mpirun:
@@ -497,6 +503,13 @@ def main():
             return 1
         return -(-np // a.ranks_per_node) if a.ranks_per_node else np
 
+    def cpus_per_node(np):
+        """CPUs of each node of a run of np ranks where the harness knows them: this machine's (the
+        shaped network's nodes split them: netrun.py --node-cpus split); 0 on real nodes."""
+        if a.hostfile or flavor == "slurm":
+            return 0
+        return max(1, len(os.sched_getaffinity(0)) // nodes_for(np))
+
     def net_for(np):
         k = nodes_for(np)
         return f"{k}-nodes" if shaped and k > 1 else net
@@ -520,7 +533,9 @@ def main():
         calibrations = calibration.Calibrations(
             tnbc, out, on_network, lambda np: calibration.config_key(net, nodes_for(np), a.rate if shaped else "", np,
                                                                      a.ranks_per_node),
-            run_env, a.timeout, log)
+            run_env, a.timeout, log,
+            lambda np: calibration.launches_for(a.ranks_per_node or -(-np // nodes_for(np)), cpus_per_node(np),
+                                                a.calibration_launches))
     progs = build_npb(a.npb_src, out, benchmarks, classes) if a.npb_src else proxy_programs(build, benchmarks, classes)
     kind = "npb" if a.npb_src else "proxy"
 

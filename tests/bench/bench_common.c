@@ -66,6 +66,15 @@ size_t bench_parse_bytes(const char* s) {
   return *end ? 0 : (size_t)v;
 }
 
+int bench_parse_sizes(char* list, size_t* sizes, int max) {
+  int n = 0;
+  for (char* tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+    if (n == max || (sizes[n] = bench_parse_bytes(tok)) == 0) return -1;
+    n++;
+  }
+  return n;
+}
+
 /* ---- JSON ---- */
 
 static void json_key(bench_json* j, const char* key) {

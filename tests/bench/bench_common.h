@@ -23,6 +23,9 @@ int bench_tnbc_active(void);
 
 /* Reads an unsigned size with an optional K/M/G suffix (binary); 0 on error. */
 size_t bench_parse_bytes(const char* s);
+/* Reads a comma-separated list of such sizes (the text is cut up, strtok) into sizes[0..max):
+ * how many; -1 if one is not a size or there are more than max. */
+int bench_parse_sizes(char* list, size_t* sizes, int max);
 
 /* JSON writer. Every call is a no-op when the writer has no file (no --json, or not rank 0),
  * so programs call it unconditionally. Nesting is tracked; keys are NULL inside arrays. */

@@ -14,3 +14,13 @@ void bench_json_mpi_header(bench_json* j) {
   bench_json_machine(j, version);
   bench_json_tnbc(j);
 }
+
+double bench_timed_bcast_or_alltoall(int bcast, char* send, char* recv, size_t bytes) {
+  PMPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = bench_now();
+  if (bcast) MPI_Bcast(recv, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+  else MPI_Alltoall(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
+  double mine = bench_now() - t0, worst = 0;
+  PMPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return worst;
+}

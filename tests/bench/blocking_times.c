@@ -36,11 +36,8 @@ int main(int argc, char** argv) {
     else if (c == 'j') json = optarg;
     else bad = 1;
   }
-  for (char* tok = strtok(list, ","); tok && nsizes < MAX_SIZES; tok = strtok(NULL, ",")) {
-    sizes[nsizes] = bench_parse_bytes(tok);
-    bad |= sizes[nsizes++] == 0;
-  }
-  if (bad || nsizes == 0) {
+  nsizes = bench_parse_sizes(list, sizes, MAX_SIZES);
+  if (bad || nsizes <= 0) {
     if (rank == 0) fprintf(stderr, "usage: blocking_times [--sizes 64k,256k,1m,4m,16m] [--iterations N] [--json FILE]\n");
     MPI_Finalize();
     return 2;
@@ -58,12 +55,7 @@ int main(int argc, char** argv) {
     for (int k = 0; k < cases; k++) {
       const int which = (k + (it < 0 ? 0 : it)) % cases;
       const size_t bytes = sizes[which / 2];
-      MPI_Barrier(MPI_COMM_WORLD);
-      const double t0 = bench_now();
-      if (which % 2 == 0) MPI_Bcast(recv, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
-      else MPI_Alltoall(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
-      double mine = bench_now() - t0, worst = 0;
-      MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      const double worst = bench_timed_bcast_or_alltoall(which % 2 == 0, send, recv, bytes);
       if (it >= 0) t[(size_t)which * (size_t)iterations + (size_t)it] = worst;
     }
   }

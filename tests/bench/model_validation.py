@@ -20,7 +20,8 @@ R runs' medians, its spread (max - min) / median over the runs, and the output g
 against each run alone too.
 
 --calibrations K --launches L: K calibrations, each the median of L launches of `tnbc calibrate`
-(`tnbc calibrate --combine`; launches interleaved with blocking_times' when --runs allows), each
+(`tnbc calibrate --combine`; launches interleaved with blocking_times' when --runs allows; L by
+default as the harness calibrates: npb-harness/calibration.py launches_for), each
 validated against the same measured runs: per calibration its median and worst error, then over
 the K calibrations the largest median (is the goal met whichever calibration a user got?).
 --machine FILE ...: several machine files (no calibration), the same per-file report.
@@ -33,6 +34,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NETRUN = os.path.join(HERE, "..", "..", "npb-harness", "netrun.py")
+sys.path.insert(0, os.path.join(HERE, "..", "..", "npb-harness"))
+import calibration  # noqa: E402  (how many launches make a calibration: the harness's rule)
 
 
 def launcher(a, prog):
@@ -84,12 +87,16 @@ def main():
     ap.add_argument("--iterations", type=int, default=9)
     ap.add_argument("--runs", type=int, default=1, help="launches of blocking_times (medians over them)")
     ap.add_argument("--calibrations", type=int, default=1, help="calibrations, each validated on its own")
-    ap.add_argument("--launches", type=int, default=1, help="launches of tnbc calibrate per calibration (median)")
+    ap.add_argument("--launches", type=int, default=None,
+                    help="launches of tnbc calibrate per calibration (median; default: the harness's rule, "
+                         "npb-harness/calibration.py launches_for: several where a node has more ranks than CPUs)")
     ap.add_argument("--machine", nargs="+", help="machine files to validate (instead of calibrating)")
     ap.add_argument("--measured", nargs="+", help="blocking_times' JSONs of earlier runs (with --machine): predict "
                                                   "again, measure nothing (after a change to the estimators)")
     ap.add_argument("--out", default="model-validation")
     a = parse_placement(ap)
+    if a.launches is None:
+        a.launches = calibration.launches_for(-(-a.np // a.nodes), max(1, len(os.sched_getaffinity(0)) // a.nodes))
     os.makedirs(a.out, exist_ok=True)
     tnbc = os.path.join(a.build_dir, "tools", "tnbc")
     if a.measured and not a.machine:

@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""calibration.py's logic without MPI: how many launches a configuration gets, and the machine
+file from several launches (each launch a fake `tnbc calibrate` that writes a file, or fails),
+combined with a fake `tnbc calibrate --combine`. No timing."""
+import json
+import os
+import stat
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import calibration  # noqa: E402
+
+# A stand-in for tnbc: `calibrate -o P` writes P (failing on the launches FAIL names, counted in
+# COUNT); `calibrate --combine A B .. -o P` writes P listing its inputs; `predict` succeeds.
+FAKE_TNBC = r'''#!/usr/bin/env python3
+import json, os, sys
+a = sys.argv[1:]
+count_file, fail = os.environ["FAKE_COUNT"], os.environ.get("FAKE_FAIL", "")
+if a[0] == "predict":
+    sys.exit(0)
+out = a[a.index("-o") + 1]
+if "--combine" in a:
+    inputs = [x for x in a[2:] if x != "-o" and x != out]
+    json.dump({"combined": inputs}, open(out, "w"))
+    print("tnbc: calibrate --combine: the median of %d calibrations written to %s" % (len(inputs), out))
+    sys.exit(0)
+n = int(open(count_file).read()) if os.path.exists(count_file) else 0
+open(count_file, "w").write(str(n + 1))
+if str(n) in fail.split(","):
+    print("launch %d failed" % n)
+    sys.exit(3)
+json.dump({"launch": n}, open(out, "w"))
+'''
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def calibrations(tmp, fail="", launches=None):
+    tnbc = os.path.join(tmp, "tnbc")
+    with open(tnbc, "w") as f:
+        f.write(FAKE_TNBC)
+    os.chmod(tnbc, os.stat(tnbc).st_mode | stat.S_IXUSR)
+    env = dict(os.environ, FAKE_COUNT=os.path.join(tmp, "count"), FAKE_FAIL=fail)
+    said = []
+    c = calibration.Calibrations(tnbc, tmp, lambda cmd, np: cmd, lambda np: f"none.np{np}", env, 60, said.append,
+                                 launches)
+    return c, said
+
+
+def main():
+    # launches_for: the draw only where a node has more ranks than CPUs.
+    check(calibration.launches_for(4, 2) == calibration.OVERSUBSCRIBED_LAUNCHES, "np 4 on 2 CPUs: several launches")
+    check(calibration.OVERSUBSCRIBED_LAUNCHES > 1, "more than one launch on an oversubscribed node")
+    check(calibration.launches_for(2, 2) == 1, "np 2 on 2 CPUs: one launch")
+    check(calibration.launches_for(1, 1) == 1, "one rank per one-CPU node: one launch")
+    check(calibration.launches_for(8, 0) == 1, "CPUs not known (real nodes): one launch")
+    check(calibration.launches_for(2, 2, configured=3) == 3, "--calibration-launches wins")
+    check(calibration.launches_for(4, 2, configured=1) == 1, "--calibration-launches 1 on an oversubscribed node")
+    try:
+        calibration.launches_for(4, 2, configured=0)
+        check(False, "--calibration-launches 0 refused")
+    except ValueError as e:
+        check("at least 1" in str(e), f"--calibration-launches 0: clear message ({e})")
+
+    # One launch: one file, as before.
+    with tempfile.TemporaryDirectory() as tmp:
+        c, said = calibrations(tmp)
+        path = c.machine(4)
+        check(path == os.path.join(tmp, "machines", "machine.none.np4.json"), f"one launch: path {path}")
+        check(json.load(open(path)) == {"launch": 0}, "one launch: the launch's file")
+        check(not os.path.exists(os.path.join(tmp, "machines", "launches")), "one launch: no launches/ directory")
+        check(c.machine(4) == path and int(open(os.path.join(tmp, "count")).read()) == 1, "measured once per key")
+
+    # Three launches combined: every launch's file in launches/, the combination in machines/.
+    with tempfile.TemporaryDirectory() as tmp:
+        c, said = calibrations(tmp, launches=lambda np: 3)
+        path = c.machine(4)
+        sub = os.path.join(tmp, "machines", "launches")
+        combined = json.load(open(path))["combined"]
+        check(combined == [os.path.join(sub, f"machine.none.np4.{i}.json") for i in range(3)],
+              f"three launches combined in order: {combined}")
+        check(all(os.path.isfile(p) for p in combined), "each launch's file kept")
+        check(any("3 launches combined" in s for s in said), f"the harness says it combines: {said}")
+        # Measured earlier: reused, not measured again.
+        c2, said2 = calibrations(tmp, launches=lambda np: 3)
+        check(c2.machine(4) == path and int(open(os.path.join(tmp, "count")).read()) == 3, "reused from OUT")
+
+    # A launch that fails is said and left out; the others are combined.
+    with tempfile.TemporaryDirectory() as tmp:
+        c, said = calibrations(tmp, fail="1", launches=lambda np: 3)
+        path = c.machine(4)
+        combined = json.load(open(path))["combined"] if path else []
+        check(len(combined) == 2 and not any(p.endswith(".1.json") for p in combined), f"failed launch left out: {combined}")
+        check(any("launch 2 of 3" in s and "failed" in s for s in said), f"the failed launch is said: {said}")
+        check(any("2 of 3 launches measured" in s for s in said), f"how many were combined is said: {said}")
+
+    # Only one launch succeeds: its file is the machine (no combination of one).
+    with tempfile.TemporaryDirectory() as tmp:
+        c, said = calibrations(tmp, fail="0,2", launches=lambda np: 3)
+        path = c.machine(4)
+        check(path and json.load(open(path)) == {"launch": 1}, "one launch left: its file")
+
+    # Every launch fails: no machine (the passes use the probe), said once.
+    with tempfile.TemporaryDirectory() as tmp:
+        c, said = calibrations(tmp, fail="0,1,2", launches=lambda np: 3)
+        check(c.machine(4) is None, "every launch failed: no machine file")
+        check(any("start-up probe" in s for s in said), f"the fallback is said: {said}")
+        check(not os.path.exists(os.path.join(tmp, "machines", "machine.none.np4.json")), "no partial machine file")
+
+    if failures:
+        sys.exit(f"{len(failures)} check(s) failed")
+    print("calibration_test: all checks passed")
+
+
+if __name__ == "__main__":
+    main()

@@ -67,6 +67,13 @@ TypeInfo MpiTypes::type(MPI_Datatype t) {
   return i;
 }
 
+std::size_t MpiTypes::size(MPI_Datatype t) {
+  if (t == MPI_DATATYPE_NULL) return 0;
+  int size = 0;
+  PMPI_Type_size(t, &size);
+  return static_cast<std::size_t>(std::max(0, size));  // as type(t).size
+}
+
 ByteRange MpiTypes::span(const void* buf, long long count, MPI_Datatype t) { return span_of(buf, count, t); }
 
 }  // namespace tnbc

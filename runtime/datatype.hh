@@ -7,7 +7,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstddef>
 
 namespace tnbc {
 
@@ -28,6 +27,9 @@ class Types {
  public:
   virtual ~Types() = default;
   virtual TypeInfo type(MPI_Datatype t) = 0;
+  // The size alone (type(t).size): what every call asks (Collective::size), one question to MPI
+  // where type() asks about eight (extent, true extent, the combiners).
+  virtual std::size_t size(MPI_Datatype t) { return type(t).size; }
   // The memory `count` elements at `buf` touch (span_of).
   virtual ByteRange span(const void* buf, long long count, MPI_Datatype t) = 0;
 };
@@ -35,6 +37,7 @@ class Types {
 class MpiTypes final : public Types {
  public:
   TypeInfo type(MPI_Datatype t) override;
+  std::size_t size(MPI_Datatype t) override;
   ByteRange span(const void* buf, long long count, MPI_Datatype t) override;
 };
 
@@ -48,6 +51,11 @@ class CallTypes final : public Types {
     const TypeInfo info = mpi_.type(t);
     if (used_ < kKept) known_[used_++] = {t, info};
     return info;
+  }
+  std::size_t size(MPI_Datatype t) override {
+    for (int i = 0; i < used_; ++i)
+      if (known_[i].handle == t) return known_[i].info.size;
+    return mpi_.size(t);
   }
   ByteRange span(const void* buf, long long count, MPI_Datatype t) override { return mpi_.span(buf, count, t); }
 

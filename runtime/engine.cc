@@ -243,6 +243,7 @@ class EngineImpl final : public Engine {
     CallServices(EngineImpl& e, InFlight& f, PrivateComm& pc, Types& types)
         : e_(e), f_(f), pc_(pc), comm_(pc.comm), types_(types) {}
     TypeInfo type(MPI_Datatype t) override { return types_.type(t); }
+    std::size_t size(MPI_Datatype t) override { return types_.size(t); }
     ByteRange span(const void* buf, long long count, MPI_Datatype t) override { return types_.span(buf, count, t); }
     void fence(const void* buf, long long count, MPI_Datatype t) override {
       if (guards().empty()) return;  // nothing in flight is guarded: no span to compute

@@ -46,7 +46,7 @@ Exchange allgather_exchange(const CollCall& c, const CallContext& ctx) {
 class Allgather final : public ExchangeCollective<allgather_exchange> {
  public:
   Size size(const CollCall& c, const CallContext& ctx) const override {
-    const std::size_t unit = ctx.types->type(c.recv.type).size;
+    const std::size_t unit = ctx.types->size(c.recv.type);
     const auto n = static_cast<std::size_t>(ctx.size);
     if (c.kind == Kind::Allgather) {
       const std::size_t block = unit * static_cast<std::size_t>(std::max(0, c.recv.count));

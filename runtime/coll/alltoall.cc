@@ -37,13 +37,13 @@ class Alltoall final : public ExchangeCollective<alltoall_exchange> {
   Size size(const CollCall& c, const CallContext& ctx) const override {
     const auto n = static_cast<std::size_t>(ctx.size);
     if (c.kind == Kind::Alltoall) {
-      const std::size_t per_peer = ctx.types->type(c.recv.type).size * static_cast<std::size_t>(std::max(0, c.recv.count));
+      const std::size_t per_peer = ctx.types->size(c.recv.type) * static_cast<std::size_t>(std::max(0, c.recv.count));
       const std::size_t sent =
-          c.in_place ? per_peer : ctx.types->type(c.send.type).size * static_cast<std::size_t>(std::max(0, c.send.count));
+          c.in_place ? per_peer : ctx.types->size(c.send.type) * static_cast<std::size_t>(std::max(0, c.send.count));
       return {per_peer * n, per_peer, sent * n};
     }
-    const std::size_t unit = ctx.types->type(c.recv.type).size;
-    const std::size_t send_unit = c.in_place ? 0 : ctx.types->type(c.send.type).size;
+    const std::size_t unit = ctx.types->size(c.recv.type);
+    const std::size_t send_unit = c.in_place ? 0 : ctx.types->size(c.send.type);
     std::uint64_t received = 0, sent = 0;
     for (std::size_t p = 0; p < n; ++p) {
       received += unit * static_cast<std::size_t>(std::max(0, c.recv.counts[p]));

@@ -145,7 +145,7 @@ namespace {
 class Bcast final : public Collective {
  public:
   Size size(const CollCall& c, const CallContext& ctx) const override {
-    const std::uint64_t bytes = ctx.types->type(c.recv.type).size * static_cast<std::uint64_t>(std::max(0, c.recv.count));
+    const std::uint64_t bytes = ctx.types->size(c.recv.type) * static_cast<std::uint64_t>(std::max(0, c.recv.count));
     return {bytes, static_cast<std::size_t>(bytes), ctx.rank == c.root ? bytes : 0};
   }
 

@@ -183,3 +183,98 @@ TEST_CASE("collectives: Alltoall through its file, staged and in the call") {
                          send[static_cast<std::size_t>(p)].begin() + r * static_cast<long>(per)));
   }
 }
+
+namespace {
+
+// Two datatypes told apart by their handles: the send type of 4 bytes, the receive type of 8.
+// Every call asks Collective::size (the pass-through path too): it must need each type's size
+// only, never the layout questions type() asks MPI (extent, true extent, combiners).
+MPI_Datatype handle(std::uintptr_t id) {
+  MPI_Datatype t{};
+  static_assert(sizeof t <= sizeof id);
+  std::memcpy(&t, &id, sizeof t);
+  return t;
+}
+
+class SizeOnlyTypes final : public Types {
+ public:
+  TypeInfo type(MPI_Datatype t) override {
+    ++layout_questions;
+    return {size(t), static_cast<std::ptrdiff_t>(size(t)), true};
+  }
+  std::size_t size(MPI_Datatype t) override {
+    ++size_questions;
+    return t == handle(1) ? 4 : t == handle(2) ? 8 : 0;
+  }
+  ByteRange span(const void*, long long, MPI_Datatype) override { return {}; }
+  int layout_questions = 0, size_questions = 0;
+};
+
+// Implements type() only: size() is its size.
+class TypeOnlyTypes final : public Types {
+ public:
+  TypeInfo type(MPI_Datatype) override { return {12, 16, false}; }
+  ByteRange span(const void*, long long, MPI_Datatype) override { return {}; }
+};
+
+}  // namespace
+
+TEST_CASE("collectives: a call's size asks the datatypes' sizes only") {
+  const int n = 4, rank = 2;
+  const int counts_up[n] = {1, 2, 3, 4}, counts_down[n] = {4, 3, 2, 1}, displs[n] = {0, 4, 8, 12};
+  const MPI_Datatype four = handle(1), eight = handle(2);
+  int dummy = 0;
+  auto size_of = [&](const CollCall& c) {
+    SizeOnlyTypes types;
+    const model::Topology topo = model::Topology::block(n, n, n, 1);
+    const CallContext ctx{rank, n, kPage, &types, nullptr, &topo};
+    const Collective::Size s = collective(c.kind).size(c, ctx);
+    CHECK(types.layout_questions == 0);
+    CHECK(types.size_questions > 0);
+    return s;
+  };
+  CollCall c;
+  c.send = {&dummy, 6, nullptr, nullptr, four};
+  c.recv = {&dummy, 3, nullptr, nullptr, eight};
+  SECTION("Alltoall") {
+    c.kind = Kind::Alltoall;
+    const Collective::Size s = size_of(c);
+    CHECK(s.received == 3 * 8 * n);
+    CHECK(s.unit == 3 * 8);
+    CHECK(s.sent == 6 * 4 * n);
+  }
+  SECTION("Alltoallv") {
+    c.kind = Kind::Alltoallv;
+    c.send = {&dummy, 0, counts_down, displs, four};
+    c.recv = {&dummy, 0, counts_up, displs, eight};
+    const Collective::Size s = size_of(c);
+    CHECK(s.received == (1 + 2 + 3 + 4) * 8);
+    CHECK(s.unit == kNoUnit);
+    CHECK(s.sent == (4 + 3 + 2 + 1) * 4);
+  }
+  SECTION("Allgather and Allgatherv") {
+    c.kind = Kind::Allgather;
+    CHECK(size_of(c).received == 3 * 8 * n);
+    c.kind = Kind::Allgatherv;
+    c.recv = {&dummy, 0, counts_up, displs, eight};
+    const Collective::Size s = size_of(c);
+    CHECK(s.received == (1 + 2 + 3 + 4) * 8);
+    CHECK(s.unit == 4 * 8);
+    CHECK(s.sent == 3 * 8 * n);  // its own block (counts[rank] = 3) to every rank
+  }
+  SECTION("Bcast, at the root and elsewhere") {
+    c.kind = Kind::Bcast;
+    c.recv = {&dummy, 5, nullptr, nullptr, eight};
+    c.root = rank;
+    CHECK(size_of(c).sent == 5 * 8);
+    c.root = 0;
+    const Collective::Size s = size_of(c);
+    CHECK(s.received == 5 * 8);
+    CHECK(s.sent == 0);
+  }
+}
+
+TEST_CASE("collectives: a Types that answers type() alone gives its size") {
+  TypeOnlyTypes types;
+  CHECK(types.size(handle(7)) == 12);
+}

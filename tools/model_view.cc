@@ -130,19 +130,15 @@ std::vector<std::string> site_verdicts(const trace::LoadedProfile& p, const Sett
   for (std::size_t i = 0; i < p.sites.size(); ++i) {
     const trace::ProfileSite& site = p.sites[i];
     const std::optional<Kind> kind = kind_named(site.kind);
-    const SizeUnit unit = kind ? info(*kind).unit : SizeUnit::None;
     const double bytes = trace::estimate_site(site).bytes;
-    const double compared = unit == SizeUnit::PerPeer ? bytes / std::max(1, site.comm_size) : bytes;
     // The sizes that return early (Policy::route): from TNBC_MIN_BYTES up, else the model's.
-    const model::SizeBands sizes =
-        s.min_bytes ? model::SizeBands::from(*s.min_bytes)
-        : m && kind ? model::early_return_bands(m->inputs->machine, judge.topology(site.comm_size), *kind, judge.exec,
-                                                m->inputs->machine.page)
-                    : model::SizeBands::from(0);
-    if ((unit == SizeUnit::PerPeer || unit == SizeUnit::Whole) && !sizes.contains(static_cast<std::size_t>(compared))) {
-      out.push_back("plain MPI anyway: outside the sizes that return early (" + sizes.text() +
-                    (s.min_bytes ? ", TNBC_MIN_BYTES set)" : ", from the cost model)"));
-      continue;
+    if (kind) {
+      const trace::SiteSizes sizes = trace::site_sizes(s, judge, site, *kind);
+      if (sizes.outside) {
+        out.push_back("plain MPI anyway: outside the sizes that return early (" + sizes.sizes.text() +
+                      (s.min_bytes ? ", TNBC_MIN_BYTES set)" : ", from the cost model)"));
+        continue;
+      }
     }
     if (!judge.fixed && !m) {
       out.push_back("decided when the optimized run starts, by its cost model (no machine file here: keep the trace "

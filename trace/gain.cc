@@ -55,6 +55,19 @@ SiteEstimate estimate_site(const ProfileSite& s) {
   return e;
 }
 
+SiteSizes site_sizes(const Settings& s, const Judge& judge, const ProfileSite& site, Kind kind) {
+  SiteSizes r;
+  r.sizes = s.min_bytes   ? model::SizeBands::from(static_cast<std::size_t>(*s.min_bytes))
+            : judge.model ? model::early_return_bands(judge.model->machine, judge.topology(site.comm_size), kind,
+                                                      judge.exec, judge.model->machine.page)
+                          : model::SizeBands::from(0);
+  const SizeUnit unit = info(kind).unit;
+  const double bytes = estimate_site(site).bytes;
+  const double compared = unit == SizeUnit::PerPeer ? bytes / std::max(1, site.comm_size) : bytes;
+  r.outside = (unit == SizeUnit::PerPeer || unit == SizeUnit::Whole) && !r.sizes.contains(static_cast<std::size_t>(compared));
+  return r;
+}
+
 model::Topology Judge::topology(int comm_size) const {
   if (!model) return model::Topology::block(comm_size, comm_size, 1, 1);
   const model::Topology& w = model->world;

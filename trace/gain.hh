@@ -46,6 +46,7 @@
 #include <string>
 
 #include "runtime/config.hh"
+#include "runtime/model/bands.hh"
 #include "runtime/model/estimate.hh"
 #include "runtime/model/inputs.hh"
 #include "trace/profile.hh"
@@ -96,6 +97,16 @@ struct Judge {
   model::Topology topology(int comm_size) const;
 };
 Judge make_judge(const Settings& s, std::shared_ptr<const model::Inputs> model, const model::Execution& x);
+
+// The sizes at which a site's calls return early, as Policy::route decides them in the run: from
+// TNBC_MIN_BYTES up as set, else the cost model's (judge.model) on the site's communicator, else
+// every size; `outside`: the site's size (a kind with a per-peer or whole size) is not among
+// them, so its calls are plain MPI anyway.
+struct SiteSizes {
+  model::SizeBands sizes;
+  bool outside = false;
+};
+SiteSizes site_sizes(const Settings& s, const Judge& judge, const ProfileSite& site, Kind kind);
 
 // Why a call returns early or completes in the call ("blocking"). Names are part of the
 // summary format.

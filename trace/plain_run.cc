@@ -44,15 +44,7 @@ PlainRun judge_plain_run(const Settings& s, const std::string& executable, const
     const std::optional<Kind> kind = kind_named(site.kind);
     if (!kind) return r;
     // Outside the sizes that return early the call is plain MPI anyway (Policy::route).
-    const SizeUnit unit = info(*kind).unit;
-    const double bytes = estimate_site(site).bytes;
-    const double compared = unit == SizeUnit::PerPeer ? bytes / std::max(1, site.comm_size) : bytes;
-    const model::SizeBands sizes =
-        s.min_bytes ? model::SizeBands::from(static_cast<std::size_t>(*s.min_bytes))
-        : in        ? model::early_return_bands(in->machine, judge.topology(site.comm_size), *kind, judge.exec,
-                                                in->machine.page)
-                    : model::SizeBands::from(0);
-    const bool below = (unit == SizeUnit::PerPeer || unit == SizeUnit::Whole) && !sizes.contains(static_cast<std::size_t>(compared));
+    const bool below = site_sizes(s, judge, site, *kind).outside;
     const Decision d = decide(&site, true, judge);
     if (!below && !d.blocking()) {
       r.because = "a site returns early (" + site.where + ")";

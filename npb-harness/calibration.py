@@ -92,15 +92,16 @@ class Calibrations:
         self.files[key] = path if ok else None
         return self.files[key]
 
-    def calibrate_once(self, np, path, text, what):
-        """One launch of tnbc calibrate writing `path` (its output in `text`); False, said, if it failed."""
+    def calibrate_once(self, np, path, text, what, alone=True):
+        """One launch of tnbc calibrate writing `path` (its output in `text`); False, said, if it failed
+        (`alone`: the machine file itself, whose failure sends the passes to the probe)."""
         cmd = self.wrap([self.tnbc, "calibrate", "-o", path, "--max-bytes", MAX_BYTES], np)
         code, output = self.run(cmd, self.timeout)
         with open(text, "w") as f:
             f.write(" ".join(cmd) + "\n" + output)
         if code != 0 or not os.path.isfile(path):
             self.log(f"  !!! tnbc calibrate failed for {what} (exit {code}; see {text})"
-                     + ("" if "launch" in what else ": the tnbc passes use the start-up probe"))
+                     + (": the tnbc passes use the start-up probe" if alone else ""))
             if os.path.exists(path):
                 os.remove(path)
             return False
@@ -116,7 +117,8 @@ class Calibrations:
         done = []
         for i in range(n):
             one = os.path.join(sub, f"machine.{key}.{i}.json")
-            if self.calibrate_once(np, one, os.path.join(sub, f"calibrate.{key}.{i}.txt"), f"{key}, launch {i + 1} of {n}"):
+            if self.calibrate_once(np, one, os.path.join(sub, f"calibrate.{key}.{i}.txt"), f"{key}, launch {i + 1} of {n}",
+                                   alone=False):
                 done.append(one)
         if not done:
             self.log(f"  !!! every launch of tnbc calibrate failed for {key}: the tnbc passes use the start-up probe")

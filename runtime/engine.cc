@@ -476,8 +476,8 @@ class EngineImpl final : public Engine {
     if (rank == 0) {
       const LogLevel level = t == kNeverPays ? LogLevel::Warn : LogLevel::Info;
       if (log_enabled(level))
-        log(level, "TNBC_MIN_BYTES=%s: %s per peer for MPI_Alltoall on MPI_COMM_WORLD%s", s_.min_bytes ? "set" : "auto",
-            bytes_text(t).c_str(),
+        log(level, "TNBC_MIN_BYTES=%s: MPI_Alltoall on MPI_COMM_WORLD returns early, bytes per peer: %s%s",
+            s_.min_bytes ? "set" : "auto", policy_->early_return_sizes(Kind::Alltoall, model_->world).text().c_str(),
             t == kNeverPays ? " (the cost model: returning early does not pay at any size here, collectives run blocking; "
                               "set TNBC_MIN_BYTES to override)"
                             : " (from the cost model; per kind in the summary's model block)");

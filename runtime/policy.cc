@@ -97,7 +97,7 @@ class ModelPolicy final : public Policy {
   bool early_return_pays(Kind kind, std::uint64_t received, const model::Topology& comm) override {
     // Sizes that differ between ranks (Alltoallv): what this rank receives per peer against
     // the per-peer threshold of the exchange.
-    const std::size_t min = threshold(kind == Kind::Alltoallv ? Kind::Alltoall : kind, comm);
+    const std::size_t min = threshold(model::band_kind(kind), comm);
     if (min == SIZE_MAX) return false;
     // Nothing received here (only sends continue after the return): nothing is held back, it
     // pays wherever some size pays.
@@ -254,7 +254,7 @@ class ModelPolicy final : public Policy {
     return bands_locked(kind, comm).contains(bytes);
   }
   const model::SizeBands& bands_locked(Kind kind, const model::Topology& comm) {  // under mutex_, with a model
-    const Kind k = kind == Kind::Alltoallv ? Kind::Alltoall : kind == Kind::Allgatherv ? Kind::Allgather : kind;
+    const Kind k = model::band_kind(kind);
     auto [it, fresh] = bands_.try_emplace({key_of(comm), static_cast<int>(k)});
     if (fresh) it->second = model::early_return_bands(model_->machine, comm, k, exec(), page_);
     return it->second;

@@ -482,12 +482,19 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
   for (int gi = 0; gi < model::kGuardBackends && guard < 0; ++gi)
     if (cfg.machine.guard_measured[gi]) guard = gi;
   cfg.x = execution(settings, guard);
-  // The global route (Policy::route): blocks outside the cost model's early-return sizes run as MPI's.
+  // The global route (Policy::route): blocks outside the cost model's early-return sizes run as
+  // MPI's; a kind whose sizes differ between ranks (Alltoallv) runs as MPI's where no size returns
+  // early on the communicator, else takes tnbc's schedule at every call.
   const model::Topology topo = model::Topology::block(np, per_node, std::max(platform.cores, per_node), 1);
   for (SimSite& s : sites.value()) {
-    if (s.kind == Kind::Alltoallv) continue;  // sizes differ between ranks: every call takes tnbc's schedule
-    const model::SizeBands sizes = model::early_return_bands(cfg.machine, topo, s.kind, cfg.x, cfg.machine.page);
-    if (!sizes.contains(static_cast<std::size_t>(s.bytes))) {
+    const model::SizeBands sizes =
+        model::early_return_bands(cfg.machine, topo, model::band_kind(s.kind), cfg.x, cfg.machine.page);
+    if (model::band_kind(s.kind) != s.kind) {
+      if (!sizes.ranges.empty()) continue;
+      s.mpi = true;
+      notes.push_back("site " + s.name + ": no size returns early here (sizes differ between ranks; the model's "
+                      "sizes: " + sizes.text() + "): every variant runs the MPI library's call");
+    } else if (!sizes.contains(static_cast<std::size_t>(s.bytes))) {
       s.mpi = true;
       notes.push_back("site " + s.name + ": " + std::to_string(static_cast<long long>(s.bytes)) +
                       " bytes is outside the sizes tnbc returns early at here (" + sizes.text() +

@@ -98,4 +98,8 @@ SizeBands early_return_bands(const Machine& m, const Topology& t, Kind k, const 
                     floor, page, kLargestBand);
 }
 
+Kind band_kind(Kind k) {
+  return k == Kind::Alltoallv ? Kind::Alltoall : k == Kind::Allgatherv ? Kind::Allgather : k;
+}
+
 }  // namespace tnbc::model

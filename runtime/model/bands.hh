@@ -45,4 +45,8 @@ SizeBands scan_bands(FunctionRef<bool(std::size_t)> pays, std::size_t floor, std
 // exchange_floor where its exchange_balance pays.
 SizeBands early_return_bands(const Machine& m, const Topology& t, Kind k, const Execution& x, std::size_t page);
 
+// The kind whose sizes decide a call of kind `k`: Alltoallv's and Allgatherv's sizes differ
+// between ranks, so they take Alltoall's and Allgather's (per peer); every other kind its own.
+Kind band_kind(Kind k);
+
 }  // namespace tnbc::model

@@ -307,6 +307,21 @@ def variants(e):
     j, out = e.json(lead, machine(), "--np", "2", "--ranks-per-node", "1", "--skip-first", "1", platform=TWO_NODES)
     if sorted(x["calls"] for x in j["sites"]) != [1, 10] or "no first_calls" not in out:
         fail("a profile without first_calls: every call simulated, with a note", out)
+    # An Alltoallv (sizes differ between ranks) takes tnbc's schedule at every call where some size
+    # returns early on the communicator, and runs as the MPI library's where none does (here: a
+    # memcpy at 100 ns/B, slower than the link's 8, so no size's transfer covers tnbc's copies), as
+    # the runtime routes it (runtime/policy.cc, never_returns_early).
+    slow = machine()
+    slow["guard"]["memcpy"] = {"ns": 10, "ns_per_byte": 100.0}
+    for mach, routed in ((machine(), False), (slow, True)):
+        j, out = e.json(profile(np=2, per_peer=4 << 20, curc=200e6, kind="alltoallv"), mach, "--np", "2",
+                        "--ranks-per-node", "1", platform=TWO_NODES)
+        nbc = j["sites"][0]["nbc"]
+        said = "no size returns early here" in out
+        if said != routed or (abs(nbc["speedup"] - 1) < 1e-9) != routed:
+            fail(f"Alltoallv with memcpy at {mach['guard']['memcpy']['ns_per_byte']} ns/B: nbc speedup "
+                 f"{nbc['speedup']:.3f}, note {'printed' if said else 'absent'}; expected "
+                 f"{'the MPI library' if routed else 'tnbc'}'s call", out)
     # scaling: a profile at np 4 with 1 MiB blocks, predicted at 16 ranks
     sizes = {}
     for sc in ("strong", "weak", "fixed"):

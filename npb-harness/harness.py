@@ -2,7 +2,8 @@
 """The user's main job: benchmarks through a baseline pass and tnbc passes, one comparison.
 
 For each (benchmark, class, np) and each pass (baseline = no tnbc; nbc, trace, optimize =
-`tnbc exec --mode ...`; optimize-order = optimize with TNBC_PROFILE_BLOCKING=off, the read order
+`tnbc exec --mode ...`; off = the library preloaded with its interposers only, TNBC_MODE=off, no
+summaries; optimize-order = optimize with TNBC_PROFILE_BLOCKING=off, the read order
 only, no site run blocking; optimize-nodeoff / optimize-nodeon = optimize with
 TNBC_NODE_PRIORITIES=off / on, against optimize's default auto (docs/settings.md); after a trace pass the ranks' traces are merged into a profile with
 `tnbc merge`) it runs the program under the launcher (Open MPI's mpirun on the emulated link by
@@ -462,8 +463,8 @@ def main():
     passes = [p.strip() for p in a.passes.split(",") if p.strip()]
     for p in passes:
         if p not in ("baseline", "nbc", "trace", "optimize", "optimize-order", "optimize-nodeoff", "optimize-nodeon",
-                     "passthrough"):
-            sys.exit(f"harness: unknown pass '{p}' (baseline, passthrough, nbc, trace, optimize, optimize-order, "
+                     "passthrough", "off"):
+            sys.exit(f"harness: unknown pass '{p}' (baseline, off, passthrough, nbc, trace, optimize, optimize-order, "
                      "optimize-nodeoff, optimize-nodeon)")
     if any(p != "baseline" for p in passes) and not os.path.exists(tnbc):
         sys.exit(f"harness: {tnbc} not found (build first, or --tnbc PATH)")
@@ -599,7 +600,8 @@ def main():
                             profile = None
                         else:
                             profiles[(bench, cls, np)] = profile
-                    where = placement(os.path.join(rundir, "tnbc")) if p != "baseline" else None
+                    summarized = p not in ("baseline", "off")  # runs that leave tnbc summaries
+                    where = placement(os.path.join(rundir, "tnbc")) if summarized else None
                     # Emulated nodes, or the real hosts the ranks ran on (unknown for baseline).
                     nodes = {"loopback": 1, "none": len(where) if where else None}.get(net, nodes_for(np))
                     run = {"benchmark": bench, "kind": kind, "class": cls, "np": np, "net": net_for(np), "rate": a.rate,
@@ -608,8 +610,8 @@ def main():
                            "exit": code, "comm_timers": res["timers"], "net_stats": net_stats(output),
                            "wall": time.time() - t0,
                            "output": os.path.join(rundir, "output.txt"),
-                           "tnbc_report": os.path.join(rundir, "tnbc") if p != "baseline" else None,
-                           "tnbc_calls": tnbc_calls(os.path.join(rundir, "tnbc")) if p != "baseline" else None,
+                           "tnbc_report": os.path.join(rundir, "tnbc") if summarized else None,
+                           "tnbc_calls": tnbc_calls(os.path.join(rundir, "tnbc")) if summarized else None,
                            "profile": profile}
                     runs.append(run)
                     if not run["verified"]:
@@ -622,7 +624,7 @@ def main():
                         log("  network: " + ", ".join(f"{k} {v}" for k, v in run["net_stats"].items()))
                     if run["tnbc_calls"]:
                         log(f"  tnbc (all ranks): {calls_line(run['tnbc_calls'])}")
-                    if p != "baseline" and code == 0:
+                    if summarized and code == 0:
                         found = sum(len(h["ranks"]) for h in where) if where else 0
                         if found != np:
                             log(f"  !!! {found} of {np} ranks left a tnbc summary in {os.path.join(rundir, 'tnbc')}: "

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The harness's overlap reports and its default network (docs/harness.md, docs/reports.md).
 
-Runs is-proxy class S at np 2 through every pass with the harness's default network (one
+Runs is-proxy class S at np 2 through every pass (and off, the preload alone) with the harness's default network (one
 emulated node per rank on the shaped link; plain loopback where namespaces are not allowed) and
 checks: each tnbc run has its report (report.txt, .json, .html) with the ideal from the trace
 profile; one comparison page of the passes, self-contained, listed under the table with each
@@ -23,7 +23,9 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HARNESS = os.path.join(HERE, "harness.py")
-PASSES = ["baseline", "nbc", "trace", "optimize"]
+PASSES = ["baseline", "nbc", "trace", "optimize", "off"]
+# The passes that leave tnbc summaries and get reports (off: the library preloaded, TNBC_MODE=off).
+REPORTED = ["nbc", "trace", "optimize"]
 
 
 def fail(msg, out=""):
@@ -55,6 +57,15 @@ def main():
         if sorted(runs) != sorted(PASSES) or not all(r["verified"] for r in runs.values()):
             fail(f"expected one verified run per pass: {sorted(runs)}", out)
 
+        # off: the library preloaded with nothing of tnbc's work (the preload's own cost); no summaries
+        # expected, none asked for.
+        off = runs["off"]
+        if "--mode" not in off["command"] or off["command"][off["command"].index("--mode") + 1] != "off" or \
+                off["tnbc_report"] is not None or off["tnbc_calls"] is not None:
+            fail(f"the off pass is not tnbc exec --mode off without summaries: {off}", out)
+        if "left a tnbc summary" in out:
+            fail("a run was flagged for missing tnbc summaries", out)
+
         # The default network: one emulated node per rank, unbound (unless namespaces are not allowed).
         shaped = "network namespaces are not allowed" not in out
         nbc = runs["nbc"]
@@ -74,7 +85,7 @@ def main():
         machines = sorted(glob.glob(os.path.join(out_dir, "machines", "machine.*.json")))
         if len(machines) != 1:
             fail(f"expected one calibrated machine file in {out_dir}/machines: {machines}", out)
-        for p_ in PASSES[1:]:
+        for p_ in REPORTED:
             if f"machine={machines[0]}" not in runs[p_]["command"]:
                 fail(f"the {p_} pass was not given the calibrated machine {machines[0]}: {runs[p_]['command']}", out)
             for f_ in glob.glob(os.path.join(runs[p_]["tnbc_report"], "tnbc-summary.*.json")):
@@ -84,7 +95,7 @@ def main():
                          f"{model.get('file_problem')}", out)
 
         # Each tnbc run's report, with the ideal from the trace profile.
-        for p_ in PASSES[1:]:
+        for p_ in REPORTED:
             rep = runs[p_].get("report")
             if not rep:
                 fail(f"the {p_} run has no report", out)
@@ -105,13 +116,13 @@ def main():
 
         # The comparison page, and the table and list under it.
         comps = summary.get("comparisons") or []
-        if len(comps) != 1 or sorted(comps[0]["passes"]) != sorted(PASSES[1:]):
+        if len(comps) != 1 or sorted(comps[0]["passes"]) != sorted(REPORTED):
             fail(f"expected one comparison of the tnbc passes: {comps}", out)
         page = open(comps[0]["html"]).read()
         for bad in ("http://", "https://", "<link", "src="):
             if bad in page:
                 fail(f"the comparison page refers to something outside itself ({bad})", out)
-        if page.count('<svg class="compare"') != 1 or not all(f">{p_}<" in page for p_ in PASSES[1:]):
+        if page.count('<svg class="compare"') != 1 or not all(f">{p_}<" in page for p_ in REPORTED):
             fail("the comparison page lacks its bars per pass", out)
         header = next((ln for ln in out.splitlines() if ln.startswith("benchmark ")), "")
         if "hidden" not in header or "ideal" not in header:

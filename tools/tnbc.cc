@@ -11,8 +11,10 @@
 //                    program tnbc-calibrate on every rank: tools/calibrate_main.cc)
 //   tnbc calibrate --combine A.json B.json ... [-o machine.json]
 //                    without a launcher: the median of several calibrations (tools/calibrate_combine.hh)
+//   tnbc predict ... this machine's predictions; with --profile the SimGrid simulation, run by
+//                    execing tnbc-predict-sim (tools/predict_sim_main.cc), so that this command
+//                    (every rank's `tnbc exec`) does not load SimGrid
 //   tnbc --help      this text and every setting
-// Later commands (predict) join here.
 #include <limits.h>
 #include <unistd.h>
 
@@ -21,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -30,9 +33,6 @@
 #include "tools/bcast_plan.hh"
 #include "tools/calibrate_combine.hh"
 #include "tools/predict.hh"
-#ifdef TNBC_HAVE_SIMGRID
-#include "tools/predict_profile.hh"
-#endif
 
 extern char** environ;
 
@@ -177,17 +177,25 @@ int cmd_exec(std::vector<std::string> args) {
   return fail("cannot run '" + args[i] + "': " + std::strerror(errno));
 }
 
-// Runs tnbc-calibrate (next to this program, or in the install tree's bindir) in its place,
-// without libtnbc.so preloaded (its calls must be the MPI library's own).
+// Runs the helper program `name` (next to this program: the build tree's tools/, the install
+// tree's bindir) in its place with `args`; returns only if it cannot.
+int exec_helper(const char* name, std::vector<std::string> args) {
+  const fs::path dir = self_dir();
+  const fs::path p = dir / name;
+  std::error_code ec;
+  if (!fs::exists(p, ec)) return fail(std::string("cannot find ") + name + " next to " + (dir / "tnbc").string());
+  std::string helper = p.string();
+  std::vector<char*> argv{helper.data()};
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  execv(helper.c_str(), argv.data());
+  return fail("cannot run '" + helper + "': " + std::strerror(errno));
+}
+
+// Runs tnbc-calibrate in its place, without libtnbc.so preloaded (its calls must be the MPI
+// library's own).
 int cmd_calibrate(std::vector<std::string> args) {
   if (auto rest = tnbc::tools::combine_request(args)) return tnbc::tools::calibrate_combine(*rest);
-  const fs::path dir = self_dir();
-  std::string helper;
-  for (const fs::path& p : {dir / "tnbc-calibrate"}) {
-    std::error_code ec;
-    if (fs::exists(p, ec)) helper = p.string();
-  }
-  if (helper.empty()) return fail("cannot find tnbc-calibrate next to " + (dir / "tnbc").string());
   if (const char* old = std::getenv("LD_PRELOAD")) {
     std::string kept, item;
     for (std::size_t i = 0, n = std::strlen(old); i <= n; ++i) {
@@ -201,11 +209,7 @@ int cmd_calibrate(std::vector<std::string> args) {
     if (kept.empty()) unsetenv("LD_PRELOAD");
     else setenv("LD_PRELOAD", kept.c_str(), 1);
   }
-  std::vector<char*> argv{helper.data()};
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  execv(helper.c_str(), argv.data());
-  return fail("cannot run '" + helper + "': " + std::strerror(errno));
+  return exec_helper("tnbc-calibrate", std::move(args));
 }
 
 int cmd_config() {
@@ -237,7 +241,7 @@ int main(int argc, char** argv) {
   if (cmd == "predict") {
     if (std::find(args.begin(), args.end(), "--profile") == args.end()) return tnbc::tools::cmd_predict(args);
 #ifdef TNBC_HAVE_SIMGRID
-    return tnbc::tools::cmd_predict_profile(args);
+    return exec_helper("tnbc-predict-sim", args);  // SimGrid's program (tools/predict_sim_main.cc)
 #else
     return fail("predict --profile: this tnbc was built without SimGrid (install libsimgrid-dev: tools/dev.sh does)");
 #endif

@@ -30,6 +30,7 @@ constexpr int kTag = 7;         // on a duplicate of the world made for the cali
 constexpr int kTestPending = 8;
 constexpr int kIdlePolls = 40;  // per round of the idle-test measurement (3 rounds)
 constexpr std::size_t kBufferedFrom = 1u << 20;  // buffered_send_bytes: sizes that may end the search
+constexpr int kOwnCallReps = 9;  // node_mpi_alltoall: timed rounds (median per size), as tests/bench/blocking_times
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -326,6 +327,13 @@ void measure_node(Ctx& c, Level& l, const std::vector<std::pair<int, int>>& pair
   l.flows = static_cast<int>(per_node_pairs);
 }
 
+// A scratch twice the last-level cache, written once so that its pages exist (untouched pages
+// all read the one zero page); empty for a rank that takes no part.
+std::vector<char> eviction_scratch(bool part) {
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  return std::vector<char>(part ? 2 * static_cast<std::size_t>(l3 > 0 ? l3 : 32L << 20) : 0, 1);
+}
+
 // Reads every cache line of `v` (the compiler may not drop the loads: the sum is kept).
 void read_through(const std::vector<char>& v) {
   if (v.empty()) return;
@@ -353,10 +361,8 @@ double node_pattern(Ctx& c, const std::vector<std::vector<int>>& on, std::size_t
   // Read, not written: written lines would be dirty, and the measured copies would pay for
   // writing them back to memory, which a program's collective does not. (That was one
   // candidate for the sweep measuring 20-40 % slower than MPI's own calls at np 4; measured in
-  // session 9, it is not the cause: docs/benchmarks.md.) The scratch is written once here, so
-  // that its pages exist (untouched pages all read the one zero page).
-  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  std::vector<char> evict(at >= 0 ? 2 * static_cast<std::size_t>(l3 > 0 ? l3 : 32L << 20) : 0, 1);
+  // session 9, it is not the cause: docs/benchmarks.md.)
+  const std::vector<char> evict = eviction_scratch(at >= 0);
   std::vector<double> t;
   for (int rep = 0; rep <= kMinReps; ++rep) {
     read_through(evict);
@@ -396,22 +402,76 @@ double node_pattern(Ctx& c, const std::vector<std::vector<int>>& on, std::size_t
   return median(t) / bytes;
 }
 
+// The MPI library's own MPI_Alltoall at each of `sizes` bytes per peer on every node's first `k`
+// ranks at once (a communicator per node; NodePoint::mpi_alltoall_ns_per_byte), measured by
+// tests/bench/blocking_times' rule, as a program calls it: the sizes interleaved (rotated every
+// round, a first round untimed), the caches emptied once per round (the program's other data
+// between two calls of a size: without it the rotation's buffers stay in the cache at 2 ranks,
+// 1.5-3x faster than blocking_times' calls, session 14), each call between MPI_Barrier and an
+// MPI_Allreduce of the slowest rank's time, the ranks taking part waiting in MPI's own waits; the
+// others asleep meanwhile. Per size the median, the slowest node's, per byte received on a node.
+// Why beside the exchange pattern: at np 4 on 2 CPUs the pattern after emptying the caches ran
+// 10-18 % slower than MPI_Alltoall at 1-4 MiB and 30-60 % at 64 KiB in the same launch, and from
+// warm caches 10-45 % faster below 4 MiB (docs/benchmarks.md, session 14).
+std::vector<double> node_mpi_alltoall(Ctx& c, const std::vector<std::vector<int>>& on, const std::vector<std::size_t>& sizes,
+                                      int k) {
+  int color = MPI_UNDEFINED;  // this rank's node, if it is among the node's first k
+  for (std::size_t j = 0; j < on.size(); ++j) {
+    if (static_cast<int>(on[j].size()) < k) continue;
+    for (int i = 0; i < k; ++i)
+      if (on[j][static_cast<std::size_t>(i)] == c.me) color = static_cast<int>(j);
+  }
+  MPI_Comm node = MPI_COMM_NULL;
+  PMPI_Comm_split(c.comm, color, c.me, &node);
+  const std::size_t n = sizes.size();
+  std::vector<std::vector<double>> t(n);
+  const std::vector<char> evict = eviction_scratch(node != MPI_COMM_NULL);
+  for (int round = 0; node != MPI_COMM_NULL && round <= kOwnCallReps; ++round) {
+    read_through(evict);
+    for (std::size_t s = 0; s < n; ++s) {
+      const std::size_t which = (s + static_cast<std::size_t>(round)) % n;
+      const int m = static_cast<int>(sizes[which]);
+      PMPI_Barrier(node);
+      const long long t0 = futex::now_ns();
+      PMPI_Alltoall(c.a.data(), m, MPI_BYTE, c.b.data(), m, MPI_BYTE, node);
+      const double mine = static_cast<double>(futex::now_ns() - t0);
+      double worst = 0;
+      PMPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, node);
+      if (round > 0) t[which].push_back(worst);
+    }
+  }
+  if (node != MPI_COMM_NULL) PMPI_Comm_free(&node);
+  std::vector<double> rate(n);
+  for (std::size_t s = 0; s < n; ++s)  // the others wait asleep here
+    rate[s] = sleeping_max(c, t[s].empty() ? 0 : median(t[s]) / ((k - 1.0) * k * static_cast<double>(sizes[s])));
+  return rate;
+}
+
 void measure_node_sweep(Ctx& c, Level& l, const std::vector<std::vector<int>>& on, std::FILE* progress) {
   std::size_t most = 0;
   for (const auto& ranks : on) most = std::max(most, ranks.size());
   const int top = static_cast<int>(std::min<std::size_t>(most, kTrain));  // the buffers hold kTrain messages
-  for (int k = 2; k <= top; ++k)
-    for (std::size_t m = 64 * 1024; m <= c.o.max_bytes; m *= 4) {
+  std::vector<std::size_t> sizes;
+  for (std::size_t m = 64 * 1024; m <= c.o.max_bytes; m *= 4) sizes.push_back(m);
+  for (int k = 2; k <= top; ++k) {
+    const std::size_t first = l.node_sweep.size();
+    for (const std::size_t m : sizes) {
       NodePoint p;
       p.bytes = static_cast<double>(m);
       p.ranks = k;
       p.exchange_ns_per_byte = node_pattern(c, on, m, k, true);
       p.ring_ns_per_byte = node_pattern(c, on, m, k, false);
       l.node_sweep.push_back(p);
-      if (progress && c.me == 0)
-        std::fprintf(progress, "  node, %d ranks, %9zu B: exchange %.3f ns/B, ring %.3f ns/B\n", k, m,
-                     p.exchange_ns_per_byte, p.ring_ns_per_byte);
     }
+    const std::vector<double> own = node_mpi_alltoall(c, on, sizes, k);
+    for (std::size_t s = 0; s < sizes.size(); ++s) {
+      NodePoint& p = l.node_sweep[first + s];
+      p.mpi_alltoall_ns_per_byte = own[s];
+      if (progress && c.me == 0)
+        std::fprintf(progress, "  node, %d ranks, %9zu B: exchange %.3f ns/B, ring %.3f ns/B, MPI_Alltoall %.3f ns/B\n", k,
+                     sizes[s], p.exchange_ns_per_byte, p.ring_ns_per_byte, p.mpi_alltoall_ns_per_byte);
+    }
+  }
 }
 
 // ---- the guard (rank 0) ----

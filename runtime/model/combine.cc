@@ -55,6 +55,8 @@ std::string differs(const Machine& a, const Machine& b) {
     for (std::size_t i = 0; i < x.node_sweep.size(); ++i)
       if (x.node_sweep[i].bytes != y.node_sweep[i].bytes || x.node_sweep[i].ranks != y.node_sweep[i].ranks)
         return at + ".node_sweep (other sizes or rank counts)";
+    if (x.mpi_alltoall_measured() != y.mpi_alltoall_measured())
+      return at + ".node_sweep's mpi_alltoall_ns_per_byte (measured in one only)";
   }
   for (int g = 0; g < kGuardBackends; ++g)
     if (a.guard_measured[g] != b.guard_measured[g]) return "guard." + std::string(kGuardNames[g]) + " (measured in one only)";
@@ -103,6 +105,8 @@ Result<Combined> combine_machines(const std::vector<Machine>& ms, const std::vec
       med((p + "exchange_ns_per_byte").c_str(),
           [k, i](auto& m) -> auto& { return m.level[k].node_sweep[i].exchange_ns_per_byte; }, true);
       med((p + "ring_ns_per_byte").c_str(), [k, i](auto& m) -> auto& { return m.level[k].node_sweep[i].ring_ns_per_byte; }, true);
+      med((p + "mpi_alltoall_ns_per_byte").c_str(),
+          [k, i](auto& m) -> auto& { return m.level[k].node_sweep[i].mpi_alltoall_ns_per_byte; }, true);
     }
   }
   for (int g = 0; g < kGuardBackends; ++g) {

@@ -487,15 +487,17 @@ BcastTree mpi_tree_shape(const Machine& m, const Topology& t, double bytes) {
   }
 }
 
-// Linear: every pair at once, the own block copied too (node_sweep's exchange pattern);
-// pairwise: n - 1 rounds of a shifted ring (n flows), then the own block.
+// Linear: every pair at once, the own block copied too: MPI_Alltoall at the rate calibrate
+// measured for the library's own call (`own_call`; node_mpi_alltoall), Alltoallv at the node
+// sweep's exchange pattern (its basic linear posts the same messages); pairwise: n - 1 rounds of a
+// shifted ring (n flows), then the own block.
 double mpi_exchange_one_node(const Machine& m, const Level& l, const Topology& t, const BusyPoll& spin, double bytes,
-                             MpiExchange a) {
+                             MpiExchange a, bool own_call) {
   const int n = t.n();
   if (a == MpiExchange::Pairwise)
     return (n - 1) * (node_round_ns(l, t, spin, bytes, n) + l.L_ns) + bytes * m.memcpy_cost.ns_per_byte;
   if (spin.spins()) return node_round_ns(l, t, spin, bytes, n * (n - 1)) + l.L_ns;
-  return n * (n - 1.0) * bytes * l.node_exchange(bytes, n) + l.L_ns;
+  return n * (n - 1.0) * bytes * (own_call ? l.node_mpi_alltoall(bytes, n) : l.node_exchange(bytes, n)) + l.L_ns;
 }
 
 }  // namespace
@@ -521,7 +523,7 @@ double mpi_blocking_ns(const Machine& m, const Topology& t, const Coll& c) {
       // Alltoallv: costed with the mean block per peer (the node's total bytes).
       const MpiExchange a = c.kind == Kind::Alltoall ? mpi_alltoall_algorithm(m.mpi_library, t.n(), c.bytes)
                                                      : mpi_alltoallv_algorithm(m.mpi_library, t.n());
-      if (a != MpiExchange::Unknown) return mpi_exchange_one_node(m, l, t, spin, c.bytes, a);
+      if (a != MpiExchange::Unknown) return mpi_exchange_one_node(m, l, t, spin, c.bytes, a, c.kind == Kind::Alltoall);
     }
   }
   if (c.kind == Kind::Bcast) {

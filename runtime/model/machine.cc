@@ -111,6 +111,16 @@ double Level::node_ring(double m, int ranks) const {
   return node_rate(node_sweep, m, ranks, [](const NodePoint& p) { return p.ring_ns_per_byte; });
 }
 
+bool Level::mpi_alltoall_measured() const {
+  return !node_sweep.empty() &&
+         std::all_of(node_sweep.begin(), node_sweep.end(), [](const NodePoint& p) { return p.mpi_alltoall_ns_per_byte > 0; });
+}
+
+double Level::node_mpi_alltoall(double m, int ranks) const {
+  if (!mpi_alltoall_measured()) return node_exchange(m, ranks);
+  return node_rate(node_sweep, m, ranks, [](const NodePoint& p) { return p.mpi_alltoall_ns_per_byte; });
+}
+
 // ---------------------------------------------------------------- writing ----
 
 namespace {
@@ -159,7 +169,9 @@ std::string machine_json(const Machine& m) {
       const NodePoint& p = l.node_sweep[i];
       o << (i ? ",\n    " : "\n    ") << "{\"bytes\": " << num(p.bytes) << ", \"ranks\": " << p.ranks
         << ", \"exchange_ns_per_byte\": " << num(p.exchange_ns_per_byte)
-        << ", \"ring_ns_per_byte\": " << num(p.ring_ns_per_byte) << "}";
+        << ", \"ring_ns_per_byte\": " << num(p.ring_ns_per_byte);
+      if (p.mpi_alltoall_ns_per_byte > 0) o << ", \"mpi_alltoall_ns_per_byte\": " << num(p.mpi_alltoall_ns_per_byte);
+      o << "}";
     }
     o << "]";
     if (l.buffered_send_bytes > 0) o << ",\n   \"buffered_send_bytes\": " << num(l.buffered_send_bytes);
@@ -289,8 +301,10 @@ Machine parse_or_throw(std::string_view text, const std::string& name) {
       const Value& pt = nodes.items[i];
       const std::string pp = p + ".node_sweep[" + std::to_string(i) + "]";
       if (pt.type != Value::Type::Object) r.fail(pp, pt, "expected an object");
-      const NodePoint n{r.number(pt, pp, "bytes"), r.integer(pt, pp, "ranks", 1), r.number(pt, pp, "exchange_ns_per_byte"),
-                        r.number(pt, pp, "ring_ns_per_byte")};
+      NodePoint n{r.number(pt, pp, "bytes"), r.integer(pt, pp, "ranks", 1), r.number(pt, pp, "exchange_ns_per_byte"),
+                  r.number(pt, pp, "ring_ns_per_byte")};
+      // Optional (files written before session 14: 0, the exchange pattern's rate stands in).
+      if (pt.find("mpi_alltoall_ns_per_byte")) n.mpi_alltoall_ns_per_byte = r.number(pt, pp, "mpi_alltoall_ns_per_byte");
       if (n.bytes <= 0) r.fail(pp + ".bytes", pt, "expected a size > 0");
       if (i > 0) {
         const NodePoint& q = l.node_sweep.back();

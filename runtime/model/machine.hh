@@ -60,6 +60,10 @@ struct NodePoint {
   double bytes = 0;
   int ranks = 2;
   double exchange_ns_per_byte = 0, ring_ns_per_byte = 0;
+  // The MPI library's own MPI_Alltoall of `bytes` per peer on a communicator of these ranks, as a
+  // program calls it (buffers reused, the caches not emptied, MPI's own waits), per byte received
+  // on the node. Optional in the file (`tnbc calibrate` writes it since session 14); 0: not measured.
+  double mpi_alltoall_ns_per_byte = 0;
 };
 
 enum class LevelKind { IntraNode, InterNode };
@@ -99,6 +103,10 @@ struct Level {
   double node_bi() const { return node_bi_ns_per_byte > 0 ? node_bi_ns_per_byte : G_ns_per_byte / 2; }
   double node_out() const { return node_out_ns_per_byte > 0 ? node_out_ns_per_byte : G_ns_per_byte; }
   double node_ring(double m, int ranks) const;
+  // MPI_Alltoall's own rate on the node (NodePoint::mpi_alltoall_ns_per_byte), picked and
+  // interpolated as node_exchange; node_exchange where the sweep has no such points.
+  double node_mpi_alltoall(double m, int ranks) const;
+  bool mpi_alltoall_measured() const;  // every node sweep point has it
 };
 
 // Hold back and publish costs of one guard backend, and what a reader that touches a page

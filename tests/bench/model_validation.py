@@ -20,7 +20,8 @@ R runs' medians, its spread (max - min) / median over the runs, and the output g
 against each run alone too.
 
 --calibrations K --launches L: K calibrations, each the median of L launches of `tnbc calibrate`
-(`tnbc calibrate --combine`; launches interleaved with blocking_times' when --runs allows; L by
+(`tnbc calibrate --combine`; launches interleaved with blocking_times', each kind spread evenly
+over the whole call; L by
 default as the harness calibrates: npb-harness/calibration.py launches_for), each
 validated against the same measured runs: per calibration its median and worst error, then over
 the K calibrations the largest median (is the goal met whichever calibration a user got?).
@@ -54,6 +55,23 @@ def run(cmd):
     if p.returncode != 0:
         sys.exit(f"model_validation: failed ({p.returncode}):\n{p.stdout[-3000:]}")
     return p.stdout
+
+
+def spread(cals, bts):
+    """The calibrate and blocking_times launches in one order, each kind spread evenly over the
+    whole call (a launch draws the machine's state of its minutes: docs/benchmarks.md, sessions
+    11-13), so that the measured launches span the period the calibrations do, not its start."""
+    if not cals or not bts:
+        return cals + bts
+    many, few = (cals, bts) if len(cals) >= len(bts) else (bts, cals)
+    out, j = [], 0
+    for i, x in enumerate(many):
+        out.append(x)
+        # the few go after the many's (j + 1/2) / len(few) quantiles
+        while j < len(few) and (i + 1) * len(few) >= (j + 0.5) * len(many):
+            out.append(few[j])
+            j += 1
+    return out + few[j:]
 
 
 def median(v):
@@ -106,13 +124,9 @@ def main():
     measured_jsons = a.measured or [os.path.join(a.out, "blocking_times.json" if a.runs == 1 else
                                                  f"blocking_times.{i}.json") for i in range(a.runs)]
     launches = [os.path.join(a.out, f"machine.{k}.{j}.json") for k in range(a.calibrations) for j in range(a.launches)]
-    steps = []  # calibrate and blocking_times launches, interleaved
-    if not a.machine:
-        steps += [("cal", p) for p in launches]
-    if not a.measured:
-        bts = [("bt", p) for p in measured_jsons]
-        steps = [x for pair in zip(steps, bts) for x in pair] + steps[len(bts):] + bts[len(steps):]
-    for what, path in steps:
+    cals = [] if a.machine else [("cal", p) for p in launches]
+    bts = [] if a.measured else [("bt", p) for p in measured_jsons]
+    for what, path in spread(cals, bts):
         if what == "cal":
             run(launcher(a, [tnbc, "calibrate", "-o", path, "--max-bytes", "4m", "--quiet"]))
         else:

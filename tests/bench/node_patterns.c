@@ -11,7 +11,9 @@
  * Prints per size the median of N iterations (us) and ns per byte (exchange: per byte received on
  * the node; broadcast and chain: per byte per hop; one flow, ring: per byte moved). A benchmark:
  * run it under tnbc-quiet, e.g. `mpirun -np 4 --oversubscribe node_patterns 9`.
- * usage: node_patterns [ITERATIONS (9)]
+ * EVICT_MIB: the scratch the cal harness reads (64; calibrate reads 2 x sysconf's L3 per rank, 640
+ * MiB on this VM); VARIANTS: a comma list of the names below to run only those (default all).
+ * usage: node_patterns [ITERATIONS (9)] [EVICT_MIB (64)] [VARIANTS]
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -117,6 +119,24 @@ int main(int c, char** v) {
   }
   size_t sizes[] = {65536, 262144, 1 << 20, 4 << 20};
   int ns = 4, its = c > 1 ? atoi(v[1]) : 9;
+  if (c > 2) nevict = (size_t)atol(v[2]) << 20;
+  int on[NV], non = 0;
+  for (int vv = 0; vv < NV; vv++) {
+    on[vv] = 1;
+    if (c > 3) {
+      char want[256];
+      snprintf(want, sizeof want, ",%s,", v[3]);
+      char name[64];
+      snprintf(name, sizeof name, ",%s,", names[vv]);
+      on[vv] = strstr(want, name) != NULL;
+    }
+    non += on[vv];
+  }
+  if (its < 1 || nevict == 0 || non == 0) {
+    if (me == 0) fprintf(stderr, "usage: node_patterns [ITERATIONS (9)] [EVICT_MIB (64)] [VARIANTS]\n");
+    MPI_Finalize();
+    return 2;
+  }
   size_t mx = (4u << 20) * n;
   char *a = malloc(mx), *b = malloc(mx), *bb = malloc(mx);
   memset(a, me + 1, mx);
@@ -131,6 +151,7 @@ int main(int c, char** v) {
       int k = (kk + (it < 0 ? 0 : it * 5)) % cases;
       int vv = k % NV;
       size_t m = sizes[k / NV];
+      if (!on[vv]) continue;
       int calh = strstr(names[vv], "cal") ? (strstr(names[vv], "noev") ? 1 : 3) : 0;
       pre(calh);
       double t0 = now();
@@ -174,11 +195,12 @@ int main(int c, char** v) {
       if (it >= 0) t[k * its + it] = w;
     }
   if (me == 0) {
-    printf("np %d, median of %d (us); rate ns/B: exchange per byte received on node, bcast/chain per hop byte\n", n,
-           its);
+    printf("np %d, eviction %zu MiB, median of %d (us); rate ns/B: exchange per byte received on node, bcast/chain per hop byte\n", n,
+           nevict >> 20, its);
     for (int s = 0; s < ns; s++) {
       printf("%8zu:", sizes[s]);
       for (int vv = 0; vv < NV; vv++) {
+        if (!on[vv]) continue;
         double* x = t + (s * NV + vv) * its;
         for (int i = 0; i < its; i++)
           for (int j = i + 1; j < its; j++)

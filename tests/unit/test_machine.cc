@@ -23,7 +23,8 @@ Machine sample() {
   m.created = "2026-11-24T02:00:00Z";
   m.level[1] = test::level(60, 117, 12, 280);
   m.level[1].sweep = {{4096, 90e3, 12e3, 13e3, 40e3}, {65536, 600e3, 20e3, 30e3, 560e3}};
-  m.level[0].node_sweep = {{65536, 2, 0.10, 0.08}, {1 << 20, 2, 0.16, 0.14}, {65536, 4, 0.12, 0.09}, {1 << 20, 4, 0.15, 0.11}};
+  m.level[0].node_sweep = {{65536, 2, 0.10, 0.08, 0.11}, {1 << 20, 2, 0.16, 0.14, 0.17},
+                           {65536, 4, 0.12, 0.09, 0.14}, {1 << 20, 4, 0.15, 0.11, 0.16}};
   return m;
 }
 
@@ -52,6 +53,7 @@ TEST_CASE("machine file: what is written reads back with every value") {
   CHECK(back.at(LevelKind::InterNode).sweep.size() == 2);
   CHECK(back.at(LevelKind::IntraNode).node_sweep.size() == 4);
   CHECK(back.at(LevelKind::IntraNode).node_sweep[2].ranks == 4);
+  CHECK(back.at(LevelKind::IntraNode).node_sweep[2].mpi_alltoall_ns_per_byte == Approx(0.14));
   CHECK(back.at(LevelKind::IntraNode).G_ns_per_byte == Approx(m.at(LevelKind::IntraNode).G_ns_per_byte));
   CHECK(back.guard_measured[0]);
   CHECK_FALSE(back.guard_measured[1]);  // null in the file: not measured
@@ -60,6 +62,19 @@ TEST_CASE("machine file: what is written reads back with every value") {
   Machine other = m;
   other.level[0].L_ns += 1;
   CHECK(machine_hash(other) != machine_hash(m));
+}
+
+TEST_CASE("machine file: a node sweep without MPI_Alltoall's rate (before session 14) still reads") {
+  Machine m = sample();
+  for (NodePoint& p : m.level[0].node_sweep) p.mpi_alltoall_ns_per_byte = 0;
+  const std::string text = machine_json(m);
+  CHECK(text.find("mpi_alltoall_ns_per_byte") == std::string::npos);  // 0: not written
+  const Machine back = must(parse_machine(text, "m.json"));
+  CHECK_FALSE(back.at(LevelKind::IntraNode).mpi_alltoall_measured());
+  CHECK(back.at(LevelKind::IntraNode).node_mpi_alltoall(1 << 20, 4) == Approx(0.15));  // the exchange pattern's
+  CHECK(sample().at(LevelKind::IntraNode).node_mpi_alltoall(1 << 20, 4) == Approx(0.16));
+  CHECK(refusal(edited(machine_json(sample()), "\"mpi_alltoall_ns_per_byte\": 0.11", "\"mpi_alltoall_ns_per_byte\": \"x\""))
+            .find("node_sweep[0]") != std::string::npos);
 }
 
 TEST_CASE("machine file: another version, another format, not JSON: refused, naming the file") {

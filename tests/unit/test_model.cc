@@ -177,6 +177,22 @@ TEST_CASE("model: Open MPI 4.1's own algorithm on one node, by its fixed rules")
   const Topology three = Topology::block(3, 3, 2, 1);
   CHECK(mpi_blocking_ns(m, three, v) ==
         Approx(2 * (std::max(l.g(q), 3 * q * l.node_ring(q, 2)) + l.L_ns) + q * m.memcpy_cost.ns_per_byte));
+  // Where calibrate measured MPI_Alltoall itself, the linear Alltoall takes that rate (interpolated
+  // in log(size) at the most ranks measured), not the exchange pattern's; Alltoallv, pairwise
+  // rounds and a sweep without it are unchanged.
+  Machine own = m;
+  const double rate[] = {0.5, 0.3, 0.6, 0.2};
+  for (std::size_t i = 0; i < 4; ++i) own.level[0].node_sweep[i].mpi_alltoall_ns_per_byte = rate[i];
+  CHECK(own.level[0].mpi_alltoall_measured());
+  CHECK(mpi_blocking_ns(own, four, alltoall(4 * kMiB)) == Approx(12 * 4 * kMiB * 0.2 + l.L_ns));
+  CHECK(mpi_blocking_ns(own, four, alltoall(65536)) == Approx(12 * 65536 * 0.6 + l.L_ns));
+  CHECK(mpi_blocking_ns(own, four, alltoall(512 * 1024 - 1)) == Approx(12 * (512 * 1024 - 1) * 0.4 + l.L_ns).epsilon(1e-3));
+  CHECK(mpi_blocking_ns(own, two, alltoall(65536)) != Approx(mpi_blocking_ns(m, two, alltoall(65536))));
+  CHECK(mpi_blocking_ns(own, four, alltoall(q)) == Approx(mpi_blocking_ns(m, four, alltoall(q))));
+  CHECK(mpi_blocking_ns(own, four, v) == Approx(mpi_blocking_ns(m, four, v)));
+  own.level[0].node_sweep[3].mpi_alltoall_ns_per_byte = 0;  // one point missing: the pattern's rate
+  CHECK_FALSE(own.level[0].mpi_alltoall_measured());
+  CHECK(mpi_blocking_ns(own, four, alltoall(4 * kMiB)) == Approx(mpi_blocking_ns(m, four, alltoall(4 * kMiB))));
   // Another library on the same machine: the generic bound (pipelined 128 KiB segments).
   Machine other = m;
   other.mpi_library = "Test MPI 1.0";

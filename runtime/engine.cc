@@ -266,7 +266,8 @@ class EngineImpl final : public Engine {
     Status pack(const void* src, long long count, MPI_Datatype t, char* dst, std::size_t bytes) override {
       if (bytes == 0) return {};
       if (types_.type(t).dense) {
-        bulk_copy(dst, src, bytes, stream_);  // the own block into place: cold, not read in the call
+        // The own block into place: cold, not read in the call.
+        bulk_copy(dst, src, bytes, stream_ || streams(bytes));
         // (streamed even though the program reads it next: a memcpy that kept it cached cost the call
         // 0.15-0.2 ms more and gained nothing, Table 1 (c) in order self; docs/benchmarks.md, session 10)
         return {};

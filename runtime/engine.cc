@@ -176,7 +176,11 @@ class EngineImpl final : public Engine {
     f->comm = pc.comm;
     f->comm_size = pc.size;
     f->times.called = t_enter;
-    CallServices services(*this, *f, pc, types);
+    // The call's copies (the send pieces and the own block, eager) stream past the cache when
+    // together they exceed it: decided once for both (at 1 MiB per peer, np 2, each alone fits L2
+    // and was copied by memcpy into cold staging; docs/benchmarks.md, core efficiency, session 14).
+    const bool stream = streams(layout.sent);
+    CallServices services(*this, *f, pc, types, stream);
     Prepared prep;
     if (Status st = coll.prepare(c, layout, in_call, ctx, services, prep); !st.ok()) return detected_error(c, site, st, t_enter);
     if (c.kind == Kind::Bcast) stats_.record_bcast_backend(services.backend());
@@ -197,7 +201,7 @@ class EngineImpl final : public Engine {
       if (node.on) node_register(*f, pc.node, node);
       else stats_.record_node(c.kind, c.site, {false, node});
     }
-    if (!prep.send_src.empty()) stage_sends(*f, prep.send_src, !in_call && policy_->lazy_send_copy(layout.sent), page_);
+    if (!prep.send_src.empty()) stage_sends(*f, prep.send_src, !in_call && policy_->lazy_send_copy(layout.sent), page_, stream);
     const long long t_staged = futex::now_ns();
     Reason why = prep.local;
     // Asked of every call, also one that receives nothing here (only sends after the return):
@@ -240,8 +244,8 @@ class EngineImpl final : public Engine {
   // What the engine lends a collective while it prepares a call.
   class CallServices final : public Services {
    public:
-    CallServices(EngineImpl& e, InFlight& f, PrivateComm& pc, Types& types)
-        : e_(e), f_(f), pc_(pc), comm_(pc.comm), types_(types) {}
+    CallServices(EngineImpl& e, InFlight& f, PrivateComm& pc, Types& types, bool stream)
+        : e_(e), f_(f), pc_(pc), comm_(pc.comm), types_(types), stream_(stream) {}
     TypeInfo type(MPI_Datatype t) override { return types_.type(t); }
     std::size_t size(MPI_Datatype t) override { return types_.size(t); }
     ByteRange span(const void* buf, long long count, MPI_Datatype t) override { return types_.span(buf, count, t); }
@@ -262,7 +266,8 @@ class EngineImpl final : public Engine {
     Status pack(const void* src, long long count, MPI_Datatype t, char* dst, std::size_t bytes) override {
       if (bytes == 0) return {};
       if (types_.type(t).dense) {
-        bulk_copy(dst, src, bytes, streams(bytes));  // the own block into place: cold, not read in the call
+        // The own block into place: cold, not read in the call.
+        bulk_copy(dst, src, bytes, stream_ || streams(bytes));
         // (streamed even though the program reads it next: a memcpy that kept it cached cost the call
         // 0.15-0.2 ms more and gained nothing, Table 1 (c) in order self; docs/benchmarks.md, session 10)
         return {};
@@ -295,6 +300,7 @@ class EngineImpl final : public Engine {
     PrivateComm& pc_;
     MPI_Comm comm_;
     Types& types_;
+    bool stream_;  // the call's copies bypass the cache (streams() of all they move)
     BcastBackend backend_ = BcastBackend::P2p;
   };
 

@@ -191,11 +191,13 @@ bool guard_bodies(InFlight& f, const std::vector<const char*>& src, std::size_t 
 
 }  // namespace
 
-void stage_sends(InFlight& f, const std::vector<const char*>& src, bool lazy, std::size_t page) {
+void stage_sends(InFlight& f, const std::vector<const char*>& src, bool lazy, std::size_t page, bool stream) {
   g_page = page;
   const bool guarded = lazy && guard_bodies(f, src, page);
-  // The pieces copied here; they stream past the cache when together they exceed it
-  // (runtime/bulk_copy.hh: the call's largest cost at large sizes). Two passes, no allocation.
+  // The pieces copied here; they stream past the cache when the call's copies together exceed it
+  // (`stream`), or these alone do (an in-place exchange sends from its receive buffer: the call
+  // counts nothing sent from a send buffer). runtime/bulk_copy.hh: the call's largest cost at
+  // large sizes. Two passes, no allocation.
   auto copied = [&](std::size_t i) {
     const Step& p = f.schedule[i];
     const bool own = p.kind == StepKind::Copy && i < src.size() && src[i];  // into the send area
@@ -204,11 +206,11 @@ void stage_sends(InFlight& f, const std::vector<const char*>& src, bool lazy, st
   std::size_t total = 0;
   for (std::size_t i = 0; i < f.schedule.size(); ++i)
     if (copied(i)) total += f.schedule[i].length;
-  const bool stream = streams(total);
+  const bool streamed = stream || streams(total);
   for (std::size_t i = 0; i < f.schedule.size(); ++i) {
     if (!copied(i)) continue;
     const Step& p = f.schedule[i];
-    bulk_copy(f.send_data + (p.kind == StepKind::Copy ? p.source : p.offset), src[i], p.length, stream);
+    bulk_copy(f.send_data + (p.kind == StepKind::Copy ? p.source : p.offset), src[i], p.length, streamed);
   }
 }
 

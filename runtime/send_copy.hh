@@ -32,8 +32,10 @@ struct InFlight;
 // the program's send buffer (src[i] unused for other steps). With `lazy`, pieces not marked edge
 // are left in place and their pages made read-only; if that is not possible (memory not private
 // and writable, on the calling thread's stack, mprotect refused) everything is copied now (the
-// own block into the send area). Call before the pieces are submitted.
-void stage_sends(InFlight& f, const std::vector<const char*>& src, bool lazy, std::size_t page);
+// own block into the send area). Call before the pieces are submitted. `stream`: the copies bypass
+// the cache (runtime/bulk_copy.hh, streams() of everything the call sends); they also do when
+// the bytes copied here alone exceed it.
+void stage_sends(InFlight& f, const std::vector<const char*>& src, bool lazy, std::size_t page, bool stream);
 
 // Progress thread, before posting Send piece i: true once its bytes are in staging (copying
 // them now if nobody has); false while a program thread is copying it (try again later).

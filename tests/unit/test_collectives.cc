@@ -76,7 +76,7 @@ void run(std::vector<CollCall>& calls, bool in_call) {
     f.recv_data = p.recv_data;
     f.user_recv = p.user_recv;
     f.ready_to_run();
-    if (!p.send_src.empty()) stage_sends(f, p.send_src, false, kPage);
+    if (!p.send_src.empty()) stage_sends(f, p.send_src, false, kPage, false);
     CHECK(p.unpack.empty());  // dense types: published in place
     net.rank_of[&f] = r;
     execs.push_back(std::make_unique<Executor>(gate, loopback(net)));

@@ -23,8 +23,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/config.hh"

@@ -61,7 +61,7 @@ struct NodePoint {
   int ranks = 2;
   double exchange_ns_per_byte = 0, ring_ns_per_byte = 0;
   // The MPI library's own MPI_Alltoall of `bytes` per peer on a communicator of these ranks, as a
-  // program calls it (buffers reused, the caches not emptied, MPI's own waits), per byte received
+  // program calls it (buffers reused, the caches emptied once per round of sizes, MPI's own waits), per byte received
   // on the node. Optional in the file (`tnbc calibrate` writes it since session 14); 0: not measured.
   double mpi_alltoall_ns_per_byte = 0;
 };

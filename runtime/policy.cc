@@ -52,11 +52,11 @@ class ModelPolicy final : public Policy {
   Reason route(Kind kind, bool intercommunicator, const model::Topology& comm, std::size_t unit) override {
     if (intercommunicator) return Reason::Intercommunicator;
     if (comm.n() <= 1) return Reason::SingleRank;
-    if (unit != SIZE_MAX && !pays_at(kind, comm, unit)) return Reason::BelowThreshold;  // SIZE_MAX: kNoUnit
-    // Sizes that differ between ranks (Alltoallv, Allgatherv): where no size returns early on
-    // `comm` (the model's sizes, equal on every rank), tnbc's schedule would only complete in the
-    // call, slower than the library's (read at once, np 4 on one node: 1.5-1.8x PMPI_Alltoallv).
-    if (unit == SIZE_MAX && never_returns_early(kind, comm)) return Reason::BelowThreshold;
+    // Outside the sizes that return early; sizes that differ between ranks (Alltoallv: unit
+    // SIZE_MAX, kNoUnit) where no size returns early on `comm` (the model's sizes, equal on every
+    // rank): tnbc's schedule would only complete in the call, slower than the library's (read at
+    // once, np 4 on one node: 1.5-1.8x PMPI_Alltoallv).
+    if (runs_as_mpi(kind, comm, unit)) return Reason::BelowThreshold;
     return Reason::None;
   }
 
@@ -240,12 +240,13 @@ class ModelPolicy final : public Policy {
     std::lock_guard lock(mutex_);
     return bands_locked(kind, comm);
   }
-  // Whether the model finds no size of `kind` at which early return pays on `comm` (never with
-  // TNBC_MIN_BYTES set or without a model).
-  bool never_returns_early(Kind kind, const model::Topology& comm) {
-    if (s_.min_bytes || !model_) return false;
+  // Whether a call of `kind` whose size is `unit` (SIZE_MAX: none alike on every rank) runs as
+  // the MPI library's (model::runs_as_mpi; without a model or with TNBC_MIN_BYTES set, below it).
+  bool runs_as_mpi(Kind kind, const model::Topology& comm, std::size_t unit) {
+    const std::optional<std::size_t> at = unit == SIZE_MAX ? std::nullopt : std::optional<std::size_t>(unit);
+    if (s_.min_bytes || !model_) return at && *at < threshold(kind, comm);
     std::lock_guard lock(mutex_);
-    return bands_locked(kind, comm).ranges.empty();
+    return model::runs_as_mpi(bands_locked(kind, comm), at);
   }
   // Whether `bytes` (the table's unit) is a size at which early return pays.
   bool pays_at(Kind kind, const model::Topology& comm, std::size_t bytes) {
@@ -254,9 +255,8 @@ class ModelPolicy final : public Policy {
     return bands_locked(kind, comm).contains(bytes);
   }
   const model::SizeBands& bands_locked(Kind kind, const model::Topology& comm) {  // under mutex_, with a model
-    const Kind k = model::band_kind(kind);
-    auto [it, fresh] = bands_.try_emplace({key_of(comm), static_cast<int>(k)});
-    if (fresh) it->second = model::early_return_bands(model_->machine, comm, k, exec(), page_);
+    auto [it, fresh] = bands_.try_emplace({key_of(comm), static_cast<int>(model::band_kind(kind))});
+    if (fresh) it->second = model::call_bands(model_->machine, comm, kind, exec(), page_);
     return it->second;
   }
 

@@ -487,15 +487,14 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
   // early on the communicator, else takes tnbc's schedule at every call.
   const model::Topology topo = model::Topology::block(np, per_node, std::max(platform.cores, per_node), 1);
   for (SimSite& s : sites.value()) {
-    const model::SizeBands sizes =
-        model::early_return_bands(cfg.machine, topo, model::band_kind(s.kind), cfg.x, cfg.machine.page);
-    if (model::band_kind(s.kind) != s.kind) {
-      if (!sizes.ranges.empty()) continue;
-      s.mpi = true;
+    const model::SizeBands sizes = model::call_bands(cfg.machine, topo, s.kind, cfg.x, cfg.machine.page);
+    const bool varying = model::band_kind(s.kind) != s.kind;
+    if (!model::runs_as_mpi(sizes, varying ? std::nullopt : std::optional<std::size_t>(s.bytes))) continue;
+    s.mpi = true;
+    if (varying) {
       notes.push_back("site " + s.name + ": no size returns early here (sizes differ between ranks; the model's "
                       "sizes: " + sizes.text() + "): every variant runs the MPI library's call");
-    } else if (!sizes.contains(static_cast<std::size_t>(s.bytes))) {
-      s.mpi = true;
+    } else {
       notes.push_back("site " + s.name + ": " + std::to_string(static_cast<long long>(s.bytes)) +
                       " bytes is outside the sizes tnbc returns early at here (" + sizes.text() +
                       "): every variant runs the MPI library's call");

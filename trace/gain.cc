@@ -58,13 +58,17 @@ SiteEstimate estimate_site(const ProfileSite& s) {
 SiteSizes site_sizes(const Settings& s, const Judge& judge, const ProfileSite& site, Kind kind) {
   SiteSizes r;
   r.sizes = s.min_bytes   ? model::SizeBands::from(static_cast<std::size_t>(*s.min_bytes))
-            : judge.model ? model::early_return_bands(judge.model->machine, judge.topology(site.comm_size), kind,
-                                                      judge.exec, judge.model->machine.page)
+            : judge.model ? model::call_bands(judge.model->machine, judge.topology(site.comm_size), kind, judge.exec,
+                                              judge.model->machine.page)
                           : model::SizeBands::from(0);
+  // The site's size in its kind's unit, where the profile has it (a per-peer or whole size);
+  // otherwise (Alltoallv, Allgatherv's largest block) outside only where no size returns early.
   const SizeUnit unit = info(kind).unit;
   const double bytes = estimate_site(site).bytes;
-  const double compared = unit == SizeUnit::PerPeer ? bytes / std::max(1, site.comm_size) : bytes;
-  r.outside = (unit == SizeUnit::PerPeer || unit == SizeUnit::Whole) && !r.sizes.contains(static_cast<std::size_t>(compared));
+  std::optional<std::size_t> at;
+  if (unit == SizeUnit::PerPeer) at = static_cast<std::size_t>(bytes / std::max(1, site.comm_size));
+  if (unit == SizeUnit::Whole) at = static_cast<std::size_t>(bytes);
+  r.outside = model::runs_as_mpi(r.sizes, at);
   return r;
 }
 

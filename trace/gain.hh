@@ -100,8 +100,9 @@ Judge make_judge(const Settings& s, std::shared_ptr<const model::Inputs> model, 
 
 // The sizes at which a site's calls return early, as Policy::route decides them in the run: from
 // TNBC_MIN_BYTES up as set, else the cost model's (judge.model) on the site's communicator, else
-// every size; `outside`: the site's size (a kind with a per-peer or whole size) is not among
-// them, so its calls are plain MPI anyway.
+// every size; `outside`: its calls are plain MPI anyway (model::runs_as_mpi: the site's size, of a
+// kind with a per-peer or whole size, is not among them; a kind whose sizes differ between ranks
+// is outside where no size returns early).
 struct SiteSizes {
   model::SizeBands sizes;
   bool outside = false;

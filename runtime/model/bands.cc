@@ -102,4 +102,12 @@ Kind band_kind(Kind k) {
   return k == Kind::Alltoallv ? Kind::Alltoall : k == Kind::Allgatherv ? Kind::Allgather : k;
 }
 
+SizeBands call_bands(const Machine& m, const Topology& t, Kind k, const Execution& x, std::size_t page) {
+  return early_return_bands(m, t, band_kind(k), x, page);
+}
+
+bool runs_as_mpi(const SizeBands& sizes, std::optional<std::size_t> unit_bytes) {
+  return sizes.ranges.empty() || (unit_bytes && !sizes.contains(*unit_bytes));
+}
+
 }  // namespace tnbc::model

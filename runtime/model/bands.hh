@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,5 +49,14 @@ SizeBands early_return_bands(const Machine& m, const Topology& t, Kind k, const 
 // The kind whose sizes decide a call of kind `k`: Alltoallv's and Allgatherv's sizes differ
 // between ranks, so they take Alltoall's and Allgather's (per peer); every other kind its own.
 Kind band_kind(Kind k);
+
+// The sizes at which a call of kind `k` returns early on `t`: band_kind's early_return_bands.
+SizeBands call_bands(const Machine& m, const Topology& t, Kind k, const Execution& x, std::size_t page);
+
+// Whether a call runs as the MPI library's own under the early-return sizes `sizes` (the rule of
+// Policy::route, of the trace's plain-run verdict and of `tnbc predict`): outside `sizes` at
+// `unit_bytes`, its size in the kind's unit (SizeUnit); without one (sizes that differ between
+// ranks, Alltoallv) only where no size returns early at all.
+bool runs_as_mpi(const SizeBands& sizes, std::optional<std::size_t> unit_bytes);
 
 }  // namespace tnbc::model

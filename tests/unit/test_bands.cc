@@ -11,6 +11,7 @@
 #include "runtime/model/estimate.hh"
 #include "runtime/policy.hh"
 #include "runtime/threshold.hh"
+#include "trace/gain.hh"
 
 using namespace tnbc;
 
@@ -223,4 +224,42 @@ TEST_CASE("bands: the policy decides the exchange family by its bands, equally o
   c->start(in, 0, true);
   CHECK(c->route(Kind::Alltoallv, false, kFour, SIZE_MAX) == Reason::None);
   CHECK(c->route(Kind::Alltoall, false, kFour, 64 * kKiB) == Reason::None);
+}
+
+TEST_CASE("bands: one rule says where a call is the library's, for the run, the trace's verdict and predict") {
+  // The rule itself: outside the sizes at a known size; without one only where none returns early.
+  const model::SizeBands band = model::SizeBands{{{64 * kKiB, kMiB}}};
+  CHECK_FALSE(model::runs_as_mpi(band, 64 * kKiB));
+  CHECK(model::runs_as_mpi(band, kMiB));
+  CHECK(model::runs_as_mpi(band, 4 * kKiB));
+  CHECK_FALSE(model::runs_as_mpi(band, std::nullopt));
+  CHECK(model::runs_as_mpi(model::SizeBands{}, std::nullopt));
+  CHECK(model::runs_as_mpi(model::SizeBands{}, 64 * kKiB));
+
+  // Alltoallv takes Alltoall's sizes. On a machine whose link outruns its memcpy no exchange
+  // size returns early (empty), on a slow link some do: the policy's route and the trace's verdict
+  // (trace::site_sizes) agree for an Alltoallv site in both.
+  for (const double mb_per_s : {100.0, 1e6}) {
+    model::Machine m = test::machine(mb_per_s);
+    if (mb_per_s > 1e5) m.memcpy_cost = {0, 4e6 / 1048576.0};
+    const model::SizeBands a = model::call_bands(m, kRoomy, Kind::Alltoall, {}, kPage);
+    CHECK(model::call_bands(m, kRoomy, Kind::Alltoallv, {}, kPage).ranges == a.ranges);
+    CHECK(a.ranges.empty() == (mb_per_s > 1e5));
+    Settings s;
+    auto in = std::make_shared<model::Inputs>();
+    in->machine = m;
+    in->world = kRoomy;
+    auto p = make_policy(s, kPage, nullptr);
+    p->start(in, 0, true);
+    const bool library = p->route(Kind::Alltoallv, false, kRoomy, SIZE_MAX) == Reason::BelowThreshold;
+    CHECK(library == a.ranges.empty());
+    trace::ProfileSite site;
+    site.kind = "alltoallv";
+    site.comm_size = 4;
+    trace::ProfileSite::Rank r;
+    r.bytes_per_call = 4 * kMiB;
+    site.ranks.push_back(r);
+    const trace::Judge judge = trace::make_judge(s, in, {});
+    CHECK(trace::site_sizes(s, judge, site, Kind::Alltoallv).outside == library);
+  }
 }

@@ -11,7 +11,8 @@ nodes, one host per rank and the ranks not all bound to one CPU; one machine fil
 `--predict` and `--what-if-np` (tnbc predict's table and picture).
 
 With --unit, only the deterministic checks of the paired speedups' confidence interval, verdict and
-look plan (npb-harness/speedups.py) and of the passes' labels (no MPI, no timing).
+look plan (npb-harness/speedups.py), of the passes' labels and of the host figures (hostload.py)
+(no MPI, no timing).
 
 usage: harness_test.py --tnbc PATH --build-dir DIR
        harness_test.py --unit
@@ -31,6 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 HARNESS = os.path.join(HERE, "harness.py")
 sys.path.insert(0, HERE)
 import harness  # noqa: E402
+import hostload  # noqa: E402
 import speedups  # noqa: E402
 PASSES = ["baseline", "nbc", "trace", "optimize", "off"]
 # The passes that leave tnbc summaries and get reports (off: the library preloaded, TNBC_MODE=off).
@@ -149,7 +151,18 @@ def unit_looks():
           f"(every repetition at 95%: {100 * every:.1f}%)")
 
 
+def unit_host():
+    # What the machine did beside a run, from two samples (machine busy s, steal s, the run's cgroup s).
+    between = hostload.HostLoad.between
+    check(between((10.0, 1.0, 5.0), (12.0, 1.5, 6.5)) ==
+          {"busy_cpu_s": 2.0, "run_cpu_s": 1.5, "other_cpu_s": 0.5, "steal_s": 0.5}, "host figures")
+    check(between((10.0, 0.0, None), (12.0, 0.0, None))["other_cpu_s"] is None, "no cgroup: other unknown")
+    check(between((10.0, 0.0, 5.0), (10.5, 0.0, 5.6))["other_cpu_s"] == 0.0, "10 ms ticks: never negative")
+    check(between(None, (1.0, 0.0, 1.0)) is None, "no /proc/stat: no figures")
+
+
 def unit():
+    unit_host()
     unit_interval()
     unit_verdict()
     unit_looks()

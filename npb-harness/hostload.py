@@ -1,17 +1,19 @@
 """What the machine did during a run besides the run (summary.json `host`, docs/harness.md).
 
-A run's processes are started in a cgroup of the harness's own (cgroup v1 `cpuacct` or v2; every
-process the launcher, netrun and the MPI daemons fork stays in it, whatever namespace it enters),
+A run's processes are started in a cgroup of the harness's own in the cgroup v1 `cpuacct`
+hierarchy (every process the launcher, netrun and the MPI daemons fork stays in it, whatever
+namespace it enters, and netrun's cpuset groups for its nodes are another hierarchy there; under
+cgroup v2 alone netrun would move the daemons out of it, so v2 is not used),
 so the CPU time the run used is read from the group; the machine's busy CPU time over the same
 interval comes from /proc/stat. Their difference is the CPU time other processes, the kernel's own
 threads and the hypervisor (steal) took during the run: a run that shared the machine shows it.
-Without a cgroup to write (not root, no cpuacct or v2 hierarchy) the run's share is unknown and
+Without a cgroup to write (not root, no cpuacct hierarchy) the run's share is unknown and
 only the machine's busy and steal time is recorded.
 """
 import os
 
-# Where a cgroup hierarchy that counts CPU time is mounted: (file system type, option).
-_ACCOUNTING = (("cgroup", "cpuacct"), ("cgroup2", None))
+# The cgroup hierarchy that counts a group's CPU time: (file system type, mount option).
+_ACCOUNTING = (("cgroup", "cpuacct"),)
 
 
 def _mount_point():
@@ -31,15 +33,15 @@ class HostLoad:
     """Counts the CPU time of the runs started with `preexec` and of the machine around them."""
 
     def __init__(self):
-        self.group, self.version = None, None
-        root, fstype = _mount_point()
+        self.group = None
+        root, _ = _mount_point()
         if root is None:
             return
         path = os.path.join(root, f"tnbc-harness-{os.getpid()}")
         try:
             os.makedirs(path, exist_ok=True)
             # The harness itself is not in the group: only what a run starts.
-            self.group, self.version = path, ("v2" if fstype == "cgroup2" else "v1")
+            self.group = path
             self.run_cpu()
         except OSError:
             self.group = None
@@ -55,15 +57,8 @@ class HostLoad:
 
     def run_cpu(self):
         """CPU seconds of every process that ran in the group so far."""
-        if self.version == "v1":
-            with open(os.path.join(self.group, "cpuacct.usage")) as f:
-                return int(f.read()) / 1e9
-        with open(os.path.join(self.group, "cpu.stat")) as f:
-            for line in f:
-                key, value = line.split()
-                if key == "usage_usec":
-                    return int(value) / 1e6
-        raise OSError("cpu.stat without usage_usec")
+        with open(os.path.join(self.group, "cpuacct.usage")) as f:
+            return int(f.read()) / 1e9
 
     def sample(self):
         """(machine busy s, steal s, run s or None) so far; None without /proc/stat."""

@@ -32,9 +32,17 @@ usage: harness.py [--tnbc PATH] [--build-dir build] [--benchmarks is,ft] [--clas
                   [--np CPUS] [--net shaped|loopback|none] [--rate 1gbit] [--nodes NP] [--shared-node]
                   [--launcher mpirun|mpiexec|srun] [--hostfile FILE] [--ranks-per-node M]
                   [--launcher-args ARGS] [--passes baseline,nbc,trace,optimize] [--npb-src DIR]
-                  [--out DIR] [--repeat 1] [--trace-once] [--timeout 600] [--predict] [--what-if-np N,...]
+                  [--out DIR] [--repeat 1] [--max-repeat N] [--speedup-floor 0.99] [--confidence 0.95]
+                  [--order rotate|fixed] [--settle S] [--trace-once] [--timeout 600] [--predict] [--what-if-np N,...]
+
+Repetitions: each runs every pass once, interleaved (--order rotate: each repetition starts one pass
+later); per pass the median of the repetitions' ratios baseline time / pass time, with a
+distribution-free confidence interval (order statistics) and a verdict against --speedup-floor:
+not slower, slower, undecided; --max-repeat N adds repetitions to the undecided cells
+(npb-harness/speedups.py, docs/harness.md). A pass named twice runs twice (baseline,baseline: A/A).
 """
 import argparse
+import atexit
 import datetime
 import glob
 import json
@@ -48,12 +56,21 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import calibration  # noqa: E402  (tnbc calibrate per network configuration)
+import hostload  # noqa: E402  (what the machine did during a run besides it)
 import predict  # noqa: E402  (--predict, --what-if-np: npb-harness/predict.py)
+import speedups  # noqa: E402  (paired speedups, their confidence interval and verdict)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NETRUN = os.path.join(HERE, "netrun.py")
 # How long a timed-out run gets to clean up after SIGTERM (netrun: namespaces) before SIGKILL.
 STOP_GRACE_S = 30
+# A run during which the machine's CPUs spent more than this outside the run (other processes,
+# the hypervisor's steal) gets a line in the log (`host` in summary.json has it for every run).
+HOST_OTHER_CPU_NOTE_S = 0.05
+# The passes a --passes entry may name (a name given twice is run twice: `baseline,baseline` is an
+# A/A comparison, the second recorded as baseline-2).
+PASS_NAMES = ("baseline", "nbc", "trace", "optimize", "optimize-order", "optimize-nodeoff", "optimize-nodeon",
+              "passthrough", "off")
 
 MAKE_DEF = """# written by tnbc's npb-harness for the local MPI compilers
 MPIFC = mpif90
@@ -249,10 +266,12 @@ def namespaces_allowed():
     return r.returncode == 0
 
 
-def run_bounded(cmd, cwd, env, timeout):
-    """(output, exit status) of cmd; after `timeout` seconds it gets SIGTERM (netrun then removes
-    its namespaces, which SIGKILL would leave behind) and the status is -1."""
-    p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def run_bounded(cmd, cwd, env, timeout, preexec=None):
+    """(output, exit status) of cmd (preexec run in its first process before the exec); after
+    `timeout` seconds it gets SIGTERM (netrun then removes its namespaces, which SIGKILL would leave
+    behind) and the status is -1."""
+    p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         preexec_fn=preexec)
     try:
         return p.communicate(timeout=timeout)[0], p.returncode
     except subprocess.TimeoutExpired:
@@ -263,6 +282,23 @@ def run_bounded(cmd, cwd, env, timeout):
             p.kill()
             output = p.communicate()[0]
         return output + f"\nharness: timed out after {timeout:.0f} s", -1
+
+
+def pass_labels(passes):
+    """(label, pass) per --passes entry: the pass's name, with -2, -3 .. for its later occurrences."""
+    seen, out = {}, []
+    for p in passes:
+        seen[p] = seen.get(p, 0) + 1
+        out.append((p if seen[p] == 1 else f"{p}-{seen[p]}", p))
+    return out
+
+
+def judged_passes(labelled, trace_once):
+    """The labels that get a verdict against the first baseline: every other pass that runs in every
+    repetition (not a --trace-once trace pass, which runs once); none without a baseline pass."""
+    if not any(label == "baseline" for label, _ in labelled):
+        return []
+    return [label for label, p in labelled if label != "baseline" and not (p == "trace" and trace_once)]
 
 
 def net_stats(output):
@@ -403,6 +439,39 @@ def overlap_reports(tnbc, out, runs, profiles, extra=None):
     return comparisons
 
 
+def print_speedups(paired, repetitions, net_for):
+    """The paired speedups with their interval and verdict, and how many repetitions each cell ran."""
+    if not paired:
+        return
+    rep = repetitions
+    level = f">= {100 * rep['look_confidence']:.2f}%"
+    if rep["max_repeat"] is not None and len(rep["looks"]) > 1:
+        level += f" at each of {len(rep['looks'])} looks ({', '.join(map(str, rep['looks']))} repetitions), " \
+                 f">= {100 * rep['confidence']:.0f}% over them"
+    print(f"\nspeedup per repetition: baseline time / the pass's time in the same repetition (passes interleaved, "
+          f"order {rep['order']});\nmedian with its distribution-free confidence interval (sign test, order "
+          f"statistics; confidence {level}; the exact coverage shown), verdict against {rep['speedup_floor']}")
+    print(f"{'benchmark':10} {'class':5} {'np':>3} {'net':8} {'pass':14} {'n':>3} {'median':>7} "
+          f"{'interval':>17} {'coverage':>8} {'range':>13}  verdict")
+    for s in paired.values():
+        ci = f"[{s['low']:.3f}, {s['high']:.3f}]" if s["low"] is not None else "-"
+        cov = f"{100 * s['coverage']:.1f}%" if s["low"] is not None else "-"
+        spread = f"{min(s['ratios']):.3f}-{max(s['ratios']):.3f}" if s["ratios"] else "-"
+        med = f"{s['median']:.3f}" if s["median"] is not None else "-"
+        what = s["verdict"] or "- (runs once)"
+        if s["verdict"] == speedups.UNDECIDED and s["low"] is None:
+            what += f" (too few repetitions for {100 * s['confidence']:.2f}%)"
+        print(f"{s['benchmark']:10} {s['class']:5} {s['np']:>3} {net_for(s['np']):8} {s['pass']:14} {s['n']:>3} "
+              f"{med:>7} {ci:>17} {cov:>8} {spread:>13}  {what}")
+    for c in rep["cells"]:
+        print(f"repetitions, {c['benchmark']}.{c['class']} np={c['np']}: {c['ran']}; stopped: {c['stopped']}")
+    for s in paired.values():
+        if s["disturbed"] and s["verdict"] is not None:
+            print(f"shared machine, {s['benchmark']}.{s['class']} np={s['np']} {s['pass']}: in {len(s['disturbed'])} of "
+                  f"{s['n']} repetitions a run had more than {HOST_OTHER_CPU_NOTE_S} CPU s of other work beside it "
+                  f"(repetitions {ranges(s['disturbed'])}; kept; summary.json runs' host)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tnbc", default=None, help="path of the tnbc command (default: BUILD/tools/tnbc)")
@@ -432,7 +501,21 @@ def main():
     ap.add_argument("--passes", default="baseline,nbc,trace,optimize")
     ap.add_argument("--npb-src", default=os.environ.get("NPB_SRC"))
     ap.add_argument("--out", default=None)
-    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="repetitions of every (benchmark, class, np); each runs every pass once, interleaved")
+    ap.add_argument("--max-repeat", type=int, default=None, metavar="N",
+                    help="adaptive: after --repeat, more repetitions of the cells whose verdict against "
+                         "--speedup-floor is undecided, up to N (looked at x1.5 apart; docs/harness.md)")
+    ap.add_argument("--speedup-floor", type=float, default=0.99, metavar="F",
+                    help="the verdict's threshold for the median per-repetition speedup baseline / pass "
+                         "(default 0.99: 'not slower' when its confidence interval lies at or above F)")
+    ap.add_argument("--confidence", type=float, default=0.95,
+                    help="of the median speedup's interval (default 0.95; the exact coverage is reported)")
+    ap.add_argument("--order", choices=["rotate", "fixed"], default="rotate",
+                    help="the passes' order in repetition r: the given order shifted by r (rotate, the "
+                         "default) or always the given one (fixed)")
+    ap.add_argument("--settle", type=float, default=0.0, metavar="S",
+                    help="seconds to wait before each run (default 0)")
     ap.add_argument("--trace-once", action="store_true",
                     help="the trace pass in the first repetition only: every later optimize pass uses its profile "
                          "(saves a trace run per repetition in a measurement campaign)")
@@ -462,10 +545,17 @@ def main():
     nps = [int(n) for n in a.np.split(",")]
     passes = [p.strip() for p in a.passes.split(",") if p.strip()]
     for p in passes:
-        if p not in ("baseline", "nbc", "trace", "optimize", "optimize-order", "optimize-nodeoff", "optimize-nodeon",
-                     "passthrough", "off"):
-            sys.exit(f"harness: unknown pass '{p}' (baseline, off, passthrough, nbc, trace, optimize, optimize-order, "
-                     "optimize-nodeoff, optimize-nodeon)")
+        if p not in PASS_NAMES:
+            sys.exit(f"harness: unknown pass '{p}' ({', '.join(PASS_NAMES)})")
+    labelled = pass_labels(passes)
+    if a.repeat < 1:
+        sys.exit("harness: --repeat must be at least 1")
+    if a.max_repeat is not None and a.max_repeat < a.repeat:
+        sys.exit(f"harness: --max-repeat {a.max_repeat} is below --repeat {a.repeat}")
+    if not 0 < a.confidence < 1:
+        sys.exit("harness: --confidence must lie between 0 and 1 (e.g. 0.95)")
+    if a.speedup_floor <= 0 or a.settle < 0:
+        sys.exit("harness: --speedup-floor must be positive and --settle not negative")
     if any(p != "baseline" for p in passes) and not os.path.exists(tnbc):
         sys.exit(f"harness: {tnbc} not found (build first, or --tnbc PATH)")
     flavor = launcher_flavor(a.launcher)
@@ -542,107 +632,170 @@ def main():
 
     runs, failures = [], []
     profiles = {}  # (benchmark, class, np) -> profile of its latest trace pass, for optimize
-    total = len(progs) * len(nps) * len(passes) * a.repeat
-    if a.trace_once and "trace" in passes:
-        total -= len(progs) * len(nps) * (a.repeat - 1)
-    done = 0
-    for (bench, cls), prog in sorted(progs.items()):
-        for np in nps:
-            for rep in range(a.repeat):
-                for p in passes:  # passes interleaved within one repetition
-                    if p == "trace" and rep > 0 and a.trace_once:
-                        continue
-                    done += 1
-                    rundir = os.path.join(out, f"{bench}.{cls}.np{np}.{p}.{rep}")
-                    os.makedirs(rundir, exist_ok=True)
-                    open(os.path.join(rundir, "timer.flag"), "w").close()  # NPB prints its timers
-                    cmd = launch_command(a, flavor, np, net, prog, nodes_for(np))
-                    if p != "baseline":
-                        mode = "optimize" if p in ("optimize-order", "optimize-nodeoff", "optimize-nodeon") else p
-                        cmd += [tnbc, "exec", "--mode", mode, "--output-dir", os.path.join(rundir, "tnbc")]
-                        if p == "optimize-order":
-                            cmd += ["--set", "profile_blocking=off"]
-                        if p in ("optimize-nodeoff", "optimize-nodeon"):
-                            cmd += ["--set", "node_priorities=" + p[len("optimize-node"):]]
-                        # Every pass's cost model on the calibrated machine (calibration.py).
-                        calibrated = calibration.machine_args(calibrations, np)
-                        cmd += calibrated
-                        if mode == "optimize" and (bench, cls, np) in profiles:
-                            cmd += ["--profile", profiles[(bench, cls, np)]]
-                            # Without a calibrated machine, the one the trace run's cost model
-                            # measured (what `tnbc merge` judged the sites with): optimize decides
-                            # as merge printed.
-                            machine = os.path.join(os.path.dirname(profiles[(bench, cls, np)]), "tnbc",
-                                                   "tnbc-machine.json")
-                            if not calibrated and os.path.exists(machine) and not os.environ.get("TNBC_MACHINE"):
-                                cmd += ["--set", f"machine={machine}"]
-                        cmd += ["--"]
-                    cmd = emulated(cmd + prog, np)
-                    log(f"[{done}/{total}] {bench}.{cls} np={np} {p} ({net_for(np)}, {a.rate})")
-                    env = dict(os.environ)
-                    if os.geteuid() == 0:
-                        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-                    t0 = time.time()
-                    output, code = run_bounded(cmd, rundir, env, a.timeout)
-                    with open(os.path.join(rundir, "output.txt"), "w") as f:
-                        f.write(output)
-                    res = parse(output)
-                    profile = None
-                    if p == "trace" and code == 0:
-                        # Merge the ranks' traces into a profile (the optimized pass's input).
-                        profile = os.path.join(rundir, "app.profile")
-                        m = subprocess.run([tnbc, "merge", os.path.join(rundir, "tnbc"), "-o", profile],
-                                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-                        with open(os.path.join(rundir, "merge.txt"), "w") as f:
-                            f.write(m.stdout)
-                        if m.returncode != 0:
-                            log(f"  !!! tnbc merge failed: {m.stdout.strip()[-500:]}")
-                            profile = None
-                        else:
-                            profiles[(bench, cls, np)] = profile
-                    summarized = p not in ("baseline", "off")  # runs that leave tnbc summaries
-                    where = placement(os.path.join(rundir, "tnbc")) if summarized else None
-                    # Emulated nodes, or the real hosts the ranks ran on (unknown for baseline).
-                    nodes = {"loopback": 1, "none": len(where) if where else None}.get(net, nodes_for(np))
-                    run = {"benchmark": bench, "kind": kind, "class": cls, "np": np, "net": net_for(np), "rate": a.rate,
-                           "launcher": a.launcher, "command": cmd, "nodes": nodes, "placement": where, "pass": p,
-                           "repeat": rep, "time": res["time"], "verified": res["verified"] and code == 0,
-                           "exit": code, "comm_timers": res["timers"], "net_stats": net_stats(output),
-                           "wall": time.time() - t0,
-                           "output": os.path.join(rundir, "output.txt"),
-                           "tnbc_report": os.path.join(rundir, "tnbc") if summarized else None,
-                           "tnbc_calls": tnbc_calls(os.path.join(rundir, "tnbc")) if summarized else None,
-                           "profile": profile}
-                    runs.append(run)
-                    if not run["verified"]:
-                        failures.append(run)
-                        log(f"  !!! {bench}.{cls} np={np} {p}: VERIFICATION FAILED or missing (exit {code}); "
-                            f"see {run['output']}")
-                    else:
-                        log(f"  verified, time {res['time']} s, comm {res['timers'].get('comm')}")
-                    if run["net_stats"]:
-                        log("  network: " + ", ".join(f"{k} {v}" for k, v in run["net_stats"].items()))
-                    if run["tnbc_calls"]:
-                        log(f"  tnbc (all ranks): {calls_line(run['tnbc_calls'])}")
-                    if summarized and code == 0:
-                        found = sum(len(h["ranks"]) for h in where) if where else 0
-                        if found != np:
-                            log(f"  !!! {found} of {np} ranks left a tnbc summary in {os.path.join(rundir, 'tnbc')}: "
-                                f"is {out} on a file system every node sees, and did the ranks form one MPI job "
-                                f"(srun's --mpi)?")
+    progress = {"done": 0, "total": 0}
+    load = hostload.HostLoad()
+    atexit.register(load.close)
+
+    def passes_of(rep):
+        """(label, pass) of repetition rep in the order they run: the given order, or with --order
+        rotate shifted by rep, so that each pass follows each other as often (a position's effect, the
+        run before, spreads over the passes instead of favouring one). --trace-once: the trace pass in
+        repetition 0 only, which keeps the given order (the trace before the optimize using it)."""
+        ps = [(label, p) for label, p in labelled if not (p == "trace" and rep > 0 and a.trace_once)]
+        if a.order == "rotate" and ps:
+            ps = ps[rep % len(ps):] + ps[:rep % len(ps)]
+        return ps
+
+    def run_one(bench, cls, prog, np, label, p, rep):
+        """One run of pass p (recorded as label) in repetition rep: into runs (and failures)."""
+        progress["done"] += 1
+        rundir = os.path.join(out, f"{bench}.{cls}.np{np}.{label}.{rep}")
+        os.makedirs(rundir, exist_ok=True)
+        open(os.path.join(rundir, "timer.flag"), "w").close()  # NPB prints its timers
+        cmd = launch_command(a, flavor, np, net, prog, nodes_for(np))
+        if p != "baseline":
+            mode = "optimize" if p in ("optimize-order", "optimize-nodeoff", "optimize-nodeon") else p
+            cmd += [tnbc, "exec", "--mode", mode, "--output-dir", os.path.join(rundir, "tnbc")]
+            if p == "optimize-order":
+                cmd += ["--set", "profile_blocking=off"]
+            if p in ("optimize-nodeoff", "optimize-nodeon"):
+                cmd += ["--set", "node_priorities=" + p[len("optimize-node"):]]
+            # Every pass's cost model on the calibrated machine (calibration.py).
+            calibrated = calibration.machine_args(calibrations, np)
+            cmd += calibrated
+            if mode == "optimize" and (bench, cls, np) in profiles:
+                cmd += ["--profile", profiles[(bench, cls, np)]]
+                # Without a calibrated machine, the one the trace run's cost model
+                # measured (what `tnbc merge` judged the sites with): optimize decides
+                # as merge printed.
+                machine = os.path.join(os.path.dirname(profiles[(bench, cls, np)]), "tnbc",
+                                       "tnbc-machine.json")
+                if not calibrated and os.path.exists(machine) and not os.environ.get("TNBC_MACHINE"):
+                    cmd += ["--set", f"machine={machine}"]
+            cmd += ["--"]
+        cmd = emulated(cmd + prog, np)
+        if a.settle > 0:
+            time.sleep(a.settle)
+        log(f"[{progress['done']}/{progress['total']}] {bench}.{cls} np={np} {label} repetition {rep} "
+            f"({net_for(np)}, {a.rate})")
+        env = dict(os.environ)
+        if os.geteuid() == 0:
+            env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        t0 = time.time()
+        before = load.sample()
+        output, code = run_bounded(cmd, rundir, env, a.timeout, load.preexec)
+        host = load.between(before, load.sample())
+        with open(os.path.join(rundir, "output.txt"), "w") as f:
+            f.write(output)
+        res = parse(output)
+        profile = None
+        if p == "trace" and code == 0:
+            # Merge the ranks' traces into a profile (the optimized pass's input).
+            profile = os.path.join(rundir, "app.profile")
+            m = subprocess.run([tnbc, "merge", os.path.join(rundir, "tnbc"), "-o", profile],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            with open(os.path.join(rundir, "merge.txt"), "w") as f:
+                f.write(m.stdout)
+            if m.returncode != 0:
+                log(f"  !!! tnbc merge failed: {m.stdout.strip()[-500:]}")
+                profile = None
+            else:
+                profiles[(bench, cls, np)] = profile
+        summarized = p not in ("baseline", "off")  # runs that leave tnbc summaries
+        where = placement(os.path.join(rundir, "tnbc")) if summarized else None
+        # Emulated nodes, or the real hosts the ranks ran on (unknown for baseline).
+        nodes = {"loopback": 1, "none": len(where) if where else None}.get(net, nodes_for(np))
+        run = {"benchmark": bench, "kind": kind, "class": cls, "np": np, "net": net_for(np), "rate": a.rate,
+               "launcher": a.launcher, "command": cmd, "nodes": nodes, "placement": where, "pass": label,
+               "repeat": rep, "time": res["time"], "verified": res["verified"] and code == 0,
+               "exit": code, "comm_timers": res["timers"], "net_stats": net_stats(output),
+               "wall": time.time() - t0, "started": t0, "host": host,
+               "output": os.path.join(rundir, "output.txt"),
+               "tnbc_report": os.path.join(rundir, "tnbc") if summarized else None,
+               "tnbc_calls": tnbc_calls(os.path.join(rundir, "tnbc")) if summarized else None,
+               "profile": profile}
+        runs.append(run)
+        if not run["verified"]:
+            failures.append(run)
+            log(f"  !!! {bench}.{cls} np={np} {label}: VERIFICATION FAILED or missing (exit {code}); "
+                f"see {run['output']}")
+        else:
+            log(f"  verified, time {res['time']} s, comm {res['timers'].get('comm')}")
+        if run["net_stats"]:
+            log("  network: " + ", ".join(f"{k} {v}" for k, v in run["net_stats"].items()))
+        if host and (host["other_cpu_s"] or 0) > HOST_OTHER_CPU_NOTE_S:
+            log(f"  machine: {host['other_cpu_s']:.2f} CPU s outside this run during it "
+                f"(steal {host['steal_s']:.2f} s)")
+        if run["tnbc_calls"]:
+            log(f"  tnbc (all ranks): {calls_line(run['tnbc_calls'])}")
+        if summarized and code == 0:
+            found = sum(len(h["ranks"]) for h in where) if where else 0
+            if found != np:
+                log(f"  !!! {found} of {np} ranks left a tnbc summary in {os.path.join(rundir, 'tnbc')}: "
+                    f"is {out} on a file system every node sees, and did the ranks form one MPI job "
+                    f"(srun's --mpi)?")
+
+    # Repetitions: --repeat of every cell, then with --max-repeat more of the cells whose verdicts
+    # are still undecided, up to the next count of the look plan (speedups.py), until none is left.
+    cells = [(bench, cls, prog, np) for (bench, cls), prog in sorted(progs.items()) for np in nps]
+    looks, look_confidence = speedups.look_plan(a.repeat, a.max_repeat or a.repeat, a.confidence)
+    judged = judged_passes(labelled, a.trace_once)
+    ran, stopped, pending = {}, {}, list(cells)
+    for i, look in enumerate(looks):
+        progress["total"] += sum(len(passes_of(rep)) for bench, cls, _, np in pending
+                                 for rep in range(ran.get((bench, cls, np), 0), look))
+        for bench, cls, prog, np in pending:
+            for rep in range(ran.get((bench, cls, np), 0), look):
+                for label, p in passes_of(rep):  # passes interleaved within one repetition
+                    run_one(bench, cls, prog, np, label, p, rep)
+            ran[(bench, cls, np)] = look
+        still = []
+        for bench, cls, prog, np in pending:
+            verdicts = [s["verdict"] for s in speedups.cell_speedups(runs, (bench, cls, np), judged, look_confidence,
+                                                                     a.speedup_floor)]
+            undecided = verdicts.count(speedups.UNDECIDED)
+            if a.max_repeat is None:
+                stopped[(bench, cls, np)] = f"--repeat {a.repeat} (fixed)"
+            elif not undecided:
+                stopped[(bench, cls, np)] = f"every verdict decided at look {i + 1} of {len(looks)}"
+            elif i == len(looks) - 1:
+                stopped[(bench, cls, np)] = f"--max-repeat {a.max_repeat} reached, {undecided} verdict(s) undecided"
+            else:
+                still.append((bench, cls, prog, np))
+        if still:
+            log(f"look {i + 1} of {len(looks)} after {look} repetitions: {len(still)} cell(s) undecided, "
+                f"on to {looks[i + 1]}")
+        pending = still
+        if not pending:
+            break
     predictions = predict.predict_runs(a, tnbc, out, runs, profiles, lambda np: -(-np // nodes_for(np)))
     comparisons = overlap_reports(tnbc, out, runs, profiles, predict.report_args(predictions))
+    # Per cell and pass its paired speedups against the baseline with their interval; a verdict for
+    # the judged passes (a --trace-once trace pass runs once: its ratio, no verdict).
+    paired = {}
+    for bench, cls, _, np in cells:
+        for s in speedups.cell_speedups(runs, (bench, cls, np), [label for label, _ in labelled if label != "baseline"],
+                                        look_confidence, a.speedup_floor):
+            if s["pass"] not in judged:
+                s["verdict"] = None
+            # The repetitions in which the baseline's or the pass's run shared the machine (hostload.py):
+            # kept in the figures (dropping them could favour a pass), named so that a reader can judge.
+            s["disturbed"] = sorted({r["repeat"] for r in runs if (r["benchmark"], r["class"], r["np"]) == (bench, cls, np)
+                                     and r["pass"] in ("baseline", s["pass"])
+                                     and ((r.get("host") or {}).get("other_cpu_s") or 0) > HOST_OTHER_CPU_NOTE_S})
+            paired[(bench, cls, np, s["pass"])] = s
+    repetitions = {"repeat": a.repeat, "max_repeat": a.max_repeat, "order": a.order, "settle_s": a.settle,
+                   "confidence": a.confidence, "speedup_floor": a.speedup_floor, "looks": looks,
+                   "look_confidence": look_confidence,
+                   "cells": [{"benchmark": b, "class": c, "np": n, "ran": ran.get((b, c, n), 0),
+                              "stopped": stopped.get((b, c, n))} for b, c, _, n in cells]}
     with open(os.path.join(out, "summary.json"), "w") as f:
-        json.dump({"format": "tnbc-harness-summary", "version": 1, "runs": runs, "comparisons": comparisons}, f,
-                  indent=1)
+        json.dump({"format": "tnbc-harness-summary", "version": 1, "runs": runs, "comparisons": comparisons,
+                   "speedups": list(paired.values()), "repetitions": repetitions}, f, indent=1)
 
     # Comparison: medians per (benchmark, class, np, pass), speedup and hidden share vs baseline.
     def median(xs):
-        xs = sorted(x for x in xs if x is not None)
-        if not xs:
-            return None
-        mid = len(xs) // 2
-        return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2  # an even count: not the larger one
+        return speedups.median([x for x in xs if x is not None])  # an even count: the mean of the middle two
 
     print()
     print(f"{'benchmark':10} {'class':5} {'np':>3} {'net':8} {'pass':14} {'time s':>9} {'speedup':>8} "
@@ -652,18 +805,20 @@ def main():
             group = [r for r in runs if r["benchmark"] == bench and r["class"] == cls and r["np"] == np]
             base_t = median([r["time"] for r in group if r["pass"] == "baseline"])
             base_c = median([r["comm_timers"].get("comm") for r in group if r["pass"] == "baseline"])
-            for p in passes:
+            for p, _ in labelled:
                 sel = [r for r in group if r["pass"] == p]
                 t = median([r["time"] for r in sel])
                 c = median([r["comm_timers"].get("comm") for r in sel])
                 ok = all(r["verified"] for r in sel)
-                speed = f"{base_t / t:.2f}x" if base_t and t else "-"
+                ratio = (paired.get((bench, cls, np, p)) or {}).get("median")
+                speed = "1.00x" if p == "baseline" and base_t else f"{ratio:.2f}x" if ratio else "-"
                 cut = f"{100 * (1 - c / base_c):.0f}%" if base_c and c is not None and p != "baseline" else "-"
                 hidden = share_text(median([(r.get("report") or {}).get("hidden_share") for r in sel]))
                 ideal = share_text(median([(r.get("report") or {}).get("ideal_share") for r in sel]))
                 print(f"{bench:10} {cls:5} {np:>3} {net_for(np):8} {p:14} {t if t is not None else float('nan'):9.3f} "
                       f"{speed:>8} {c if c is not None else float('nan'):8.3f} {cut:>11} {hidden:>7} {ideal:>7}"
                       f"{'' if ok else '   VERIFICATION FAILED'}")
+    print_speedups(paired, repetitions, net_for)
     predict.print_tables(predictions, runs, median)
     # Mode optimize's site decisions (the last repetition of each pass): which sites returned
     # early and which completed in the call, on which ranks (ranks may decide differently).

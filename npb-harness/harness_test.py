@@ -10,12 +10,19 @@ nodes, one host per rank and the ranks not all bound to one CPU; one machine fil
 `tnbc calibrate` for the configuration, given to every tnbc pass and read by their cost model;
 `--predict` and `--what-if-np` (tnbc predict's table and picture).
 
+With --unit, only the deterministic checks of the paired speedups' confidence interval, verdict and
+look plan (npb-harness/speedups.py), of the passes' labels and of the host figures (hostload.py)
+(no MPI, no timing).
+
 usage: harness_test.py --tnbc PATH --build-dir DIR
+       harness_test.py --unit
 """
 import argparse
 import glob
+import itertools
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -23,6 +30,10 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HARNESS = os.path.join(HERE, "harness.py")
+sys.path.insert(0, HERE)
+import harness  # noqa: E402
+import hostload  # noqa: E402
+import speedups  # noqa: E402
 PASSES = ["baseline", "nbc", "trace", "optimize", "off"]
 # The passes that leave tnbc summaries and get reports (off: the library preloaded, TNBC_MODE=off).
 REPORTED = ["nbc", "trace", "optimize"]
@@ -34,11 +45,141 @@ def fail(msg, out=""):
     sys.exit(1)
 
 
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+def brute_coverage(n, k):
+    """P(x(k) <= median <= x(n+1-k)) counted over the 2^n equally likely patterns of which ratios lie
+    below the true median (the sign test's model), independently of speedups.sign_tail."""
+    hit = sum(1 for signs in itertools.product((0, 1), repeat=n) if k <= sum(signs) <= n - k)
+    return hit / 2 ** n
+
+
+def unit_interval():
+    # The exact coverage of the order-statistic intervals, against counting the sign patterns.
+    for n in range(1, 15):
+        k, coverage = speedups.order_rank(n, 0.95)
+        if k is None:
+            check(brute_coverage(n, 1) < 0.95 and abs(coverage - brute_coverage(n, 1)) < 1e-12,
+                  f"n={n}: no interval, but [x(1), x(n)] covers {brute_coverage(n, 1)}")
+            continue
+        check(abs(coverage - brute_coverage(n, k)) < 1e-12, f"n={n} k={k}: coverage {coverage} != "
+              f"{brute_coverage(n, k)}")
+        check(coverage >= 0.95, f"n={n}: coverage {coverage} below 0.95")
+        check(k == (n + 1) // 2 or brute_coverage(n, k + 1) < 0.95, f"n={n}: k={k} is not the narrowest")
+    check(speedups.order_rank(5, 0.95)[0] is None and speedups.min_repetitions(0.95) == 6, "n=5 has no 95% interval")
+    check(speedups.order_rank(6, 0.95) == (1, 62 / 64), "n=6: [min, max] with 96.875%")
+    check(speedups.order_rank(9, 0.95) == (2, 1 - 2 * 10 / 512), "n=9: [x(2), x(8)]")
+    check(speedups.order_rank(8, 0.99)[0] == 1 and speedups.order_rank(7, 0.99)[0] is None, "99%: from n=8")
+    # The interval of a deterministic sample (given out of order).
+    xs = [1.05, 0.97, 1.10, 0.99, 1.01, 0.95, 1.03, 1.00, 1.04, 1.02]
+    ci = speedups.median_ci(xs, 0.95)
+    check((ci["n"], ci["low"], ci["high"]) == (10, 0.97, 1.05) and abs(ci["median"] - 1.015) < 1e-12,
+          f"median_ci of 10 ratios: {ci}")
+    ci = speedups.median_ci(xs[:5], 0.95)
+    check(ci["low"] is None and ci["high"] is None and ci["median"] == 1.01 and ci["coverage"] == 1 - 2 / 32,
+          f"5 ratios: no interval at 95%: {ci}")
+    check(speedups.median_ci([], 0.95)["median"] is None, "no ratios: no median")
+
+
+def unit_verdict():
+    floor = 0.99
+
+    def ci(low, high):
+        return {"low": low, "high": high}
+    cases = [(ci(0.995, 1.02), speedups.NOT_SLOWER), (ci(0.99, 1.02), speedups.NOT_SLOWER),
+             (ci(0.95, 0.985), speedups.SLOWER), (ci(0.95, 0.99), speedups.UNDECIDED),
+             (ci(0.98, 1.01), speedups.UNDECIDED), (ci(None, None), speedups.UNDECIDED)]
+    for c, want in cases:
+        check(speedups.verdict(c, floor) == want, f"verdict({c}, {floor}) = {speedups.verdict(c, floor)}, not {want}")
+    # Paired by repetition: a repetition without both times is left out.
+    base = {0: 1.0, 1: 1.1, 2: 1.2, 3: 0.9}
+    other = {0: 0.5, 1: None, 2: 1.2, 4: 1.0}
+    check(speedups.paired_ratios(base, other) == [2.0, 1.0], f"paired_ratios: {speedups.paired_ratios(base, other)}")
+    # A cell's speedups from the harness's run records: an unverified run left out.
+    runs = [{"benchmark": "ft", "class": "W", "np": 2, "pass": p, "repeat": r, "time": t, "verified": ok}
+            for p, r, t, ok in [("baseline", r, 1.0, True) for r in range(7)] +
+            [("optimize", r, 1.0 / x, True) for r, x in enumerate([1.0, 1.01, 0.995, 1.02, 0.992, 1.005])] +
+            [("optimize", 6, 2.0, False), ("baseline-2", 0, 1.0, True)]]
+    s = speedups.cell_speedups(runs, ("ft", "W", 2), ["optimize", "baseline-2"], 0.95, floor)
+    check(s[0]["pass"] == "optimize" and s[0]["n"] == 6 and abs(s[0]["low"] - 0.992) < 1e-9 and
+          s[0]["verdict"] == speedups.NOT_SLOWER, f"cell_speedups, optimize: {s[0]}")
+    check(s[1]["n"] == 1 and s[1]["verdict"] == speedups.UNDECIDED, f"cell_speedups, one repetition: {s[1]}")
+    # The passes' labels: a pass named twice is an A/A comparison; a trace pass run once gets no verdict.
+    labelled = harness.pass_labels(["baseline", "baseline", "trace", "optimize"])
+    check(labelled == [("baseline", "baseline"), ("baseline-2", "baseline"), ("trace", "trace"),
+                       ("optimize", "optimize")], f"pass_labels: {labelled}")
+    check(harness.judged_passes(labelled, True) == ["baseline-2", "optimize"] and
+          harness.judged_passes(labelled, False) == ["baseline-2", "trace", "optimize"] and
+          harness.judged_passes([("optimize", "optimize")], False) == [], "judged_passes")
+
+
+def unit_looks():
+    check(speedups.look_plan(6, 6, 0.95) == ([6], 0.95), "one look without --max-repeat")
+    looks, level = speedups.look_plan(6, 60, 0.95)
+    check(looks == [9, 14, 21, 32, 48, 60] and abs(level - (1 - 0.05 / 6)) < 1e-12,
+          f"look plan 6..60: {looks}, {level} (6 cannot decide at the per-look level: dropped)")
+    check(all(speedups.order_rank(n, level)[0] is not None for n in looks), "every look can decide")
+    check(speedups.look_plan(3, 5, 0.95) == ([5], 0.95), "too few repetitions to decide: one look at the end")
+    try:
+        speedups.look_plan(6, 5, 0.95)
+        fail("look_plan accepted last < first")
+    except ValueError:
+        pass
+    # The plan's promise, simulated (seeded, deterministic): with the true median speedup at the floor,
+    # the adaptive procedure says "not slower" in at most 2.5% of campaigns (one side of 95%); looking
+    # after every repetition at 95% instead says it far more often.
+    rng = random.Random(16)
+    floor, trials = 0.99, 1500
+
+    def wrong(counts, level):
+        ratios = []
+        for n in counts:
+            while len(ratios) < n:
+                ratios.append(floor * (1 + rng.gauss(0, 0.03)))
+            v = speedups.verdict(speedups.median_ci(ratios, level), floor)
+            if v != speedups.UNDECIDED:
+                return v == speedups.NOT_SLOWER
+        return False
+    planned = sum(wrong(looks, level) for _ in range(trials)) / trials
+    every = sum(wrong(list(range(6, 61)), 0.95) for _ in range(trials)) / trials
+    check(planned <= 0.025, f"the look plan's wrong 'not slower' share {planned} above 2.5%")
+    check(every > 0.025, f"looking after every repetition at 95%: wrong share {every}, expected above 2.5%")
+    print(f"look plan: wrong 'not slower' in {100 * planned:.1f}% of {trials} simulated campaigns at the floor "
+          f"(every repetition at 95%: {100 * every:.1f}%)")
+
+
+def unit_host():
+    # What the machine did beside a run, from two samples (machine busy s, steal s, the run's cgroup s).
+    between = hostload.HostLoad.between
+    check(between((10.0, 1.0, 5.0), (12.0, 1.5, 6.5)) ==
+          {"busy_cpu_s": 2.0, "run_cpu_s": 1.5, "other_cpu_s": 0.5, "steal_s": 0.5}, "host figures")
+    check(between((10.0, 0.0, None), (12.0, 0.0, None))["other_cpu_s"] is None, "no cgroup: other unknown")
+    check(between((10.0, 0.0, 5.0), (10.5, 0.0, 5.6))["other_cpu_s"] == 0.0, "10 ms ticks: never negative")
+    check(between(None, (1.0, 0.0, 1.0)) is None, "no /proc/stat: no figures")
+
+
+def unit():
+    unit_host()
+    unit_interval()
+    unit_verdict()
+    unit_looks()
+    print("harness speedups (unit): OK")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--tnbc", required=True)
-    ap.add_argument("--build-dir", required=True)
+    ap.add_argument("--tnbc")
+    ap.add_argument("--build-dir")
+    ap.add_argument("--unit", action="store_true", help="only the deterministic checks (speedups.py, pass labels)")
     a = ap.parse_args()
+    if a.unit:
+        unit()
+        return
+    if not a.tnbc or not a.build_dir:
+        ap.error("--tnbc and --build-dir are needed (or --unit)")
     work = tempfile.mkdtemp(prefix="tnbc-harness-test-")
     try:
         out_dir = os.path.join(work, "out")
@@ -56,6 +197,18 @@ def main():
         runs = {r["pass"]: r for r in summary["runs"]}
         if sorted(runs) != sorted(PASSES) or not all(r["verified"] for r in runs.values()):
             fail(f"expected one verified run per pass: {sorted(runs)}", out)
+
+        # The paired speedups (one repetition: every tnbc pass's ratio, too few for an interval) and
+        # what each run's machine did besides it.
+        paired = {s_["pass"]: s_ for s_ in summary.get("speedups", [])}
+        reps = summary.get("repetitions") or {}
+        if sorted(paired) != sorted(p_ for p_ in PASSES if p_ != "baseline") or \
+                any(s_["n"] != 1 or s_["low"] is not None or s_["verdict"] != "undecided" for s_ in paired.values()):
+            fail(f"speedups: expected one undecided ratio per pass: {paired}", out)
+        if [(c["ran"], c["stopped"]) for c in reps.get("cells", [])] != [(1, "--repeat 1 (fixed)")]:
+            fail(f"repetitions: {reps}", out)
+        if "speedup per repetition" not in out or any("host" not in r for r in summary["runs"]):
+            fail("no speedup table, or a run without its host figures", out)
 
         # off: the library preloaded with nothing of tnbc's work (the preload's own cost); no summaries
         # expected, none asked for.

@@ -1,0 +1,95 @@
+"""What the machine did during a run besides the run (summary.json `host`, docs/harness.md).
+
+A run's processes are started in a cgroup of the harness's own in the cgroup v1 `cpuacct`
+hierarchy (every process the launcher, netrun and the MPI daemons fork stays in it, whatever
+namespace it enters, and netrun's cpuset groups for its nodes are another hierarchy there; under
+cgroup v2 alone netrun would move the daemons out of it, so v2 is not used),
+so the CPU time the run used is read from the group; the machine's busy CPU time over the same
+interval comes from /proc/stat. Their difference is the CPU time other processes, the kernel's own
+threads and the hypervisor (steal) took during the run: a run that shared the machine shows it.
+Without a cgroup to write (not root, no cpuacct hierarchy) the run's share is unknown and
+only the machine's busy and steal time is recorded.
+"""
+import os
+
+# The cgroup hierarchy that counts a group's CPU time: (file system type, mount option).
+_ACCOUNTING = (("cgroup", "cpuacct"),)
+
+
+def _mount_point():
+    try:
+        with open("/proc/mounts") as f:
+            mounts = [line.split() for line in f]
+    except OSError:
+        return None, None
+    for fstype, option in _ACCOUNTING:
+        for m in mounts:
+            if len(m) > 3 and m[2] == fstype and (option is None or option in m[3].split(",")):
+                return m[1], fstype
+    return None, None
+
+
+class HostLoad:
+    """Counts the CPU time of the runs started with `preexec` and of the machine around them."""
+
+    def __init__(self):
+        self.group = None
+        root, _ = _mount_point()
+        if root is None:
+            return
+        path = os.path.join(root, f"tnbc-harness-{os.getpid()}")
+        try:
+            os.makedirs(path, exist_ok=True)
+            # The harness itself is not in the group: only what a run starts.
+            self.group = path
+            self.run_cpu()
+        except OSError:
+            self.group = None
+
+    def preexec(self):
+        """Puts the calling process (a run's first process, before it execs) into the group."""
+        if self.group:
+            try:
+                with open(os.path.join(self.group, "cgroup.procs"), "w") as f:
+                    f.write("0")
+            except OSError:
+                pass  # the run is then not counted; the figures say so (run_cpu_s None)
+
+    def run_cpu(self):
+        """CPU seconds of every process that ran in the group so far."""
+        with open(os.path.join(self.group, "cpuacct.usage")) as f:
+            return int(f.read()) / 1e9
+
+    def sample(self):
+        """(machine busy s, steal s, run s or None) so far; None without /proc/stat."""
+        try:
+            with open("/proc/stat") as f:
+                ticks = [int(x) for x in f.readline().split()[1:9]]
+        except (OSError, ValueError):
+            return None
+        hz = os.sysconf("SC_CLK_TCK")
+        user, nice, system, _idle, _iowait, irq, softirq, steal = (t / hz for t in ticks)
+        run = None
+        if self.group:
+            try:
+                run = self.run_cpu()
+            except (OSError, ValueError):
+                run = None
+        return user + nice + system + irq + softirq + steal, steal, run
+
+    @staticmethod
+    def between(before, after):
+        """{busy_cpu_s, run_cpu_s, other_cpu_s, steal_s} of the interval (None where unknown)."""
+        if before is None or after is None:
+            return None
+        busy, steal = after[0] - before[0], after[1] - before[1]
+        run = after[2] - before[2] if before[2] is not None and after[2] is not None else None
+        return {"busy_cpu_s": round(busy, 3), "run_cpu_s": None if run is None else round(run, 3),
+                "other_cpu_s": None if run is None else round(max(0.0, busy - run), 3), "steal_s": round(steal, 3)}
+
+    def close(self):
+        if self.group:
+            try:
+                os.rmdir(self.group)
+            except OSError:
+                pass

@@ -1,0 +1,137 @@
+"""Paired speedups of the harness's passes, their confidence interval and verdict (docs/harness.md).
+
+Each repetition runs every pass of a (benchmark, class, np) once, interleaved, so the ratio
+baseline time / pass time of one repetition compares runs made seconds apart under the same
+conditions; the repetitions' ratios are the sample. Their median gets a distribution-free
+confidence interval from order statistics (the sign test): for n ratios sorted x(1) <= .. <= x(n),
+P(x(k) <= true median <= x(n+1-k)) = 1 - 2 P(B <= k-1), B ~ Binomial(n, 1/2), whatever the
+ratios' distribution (continuous, independent repetitions). The interval used is the narrowest of
+these whose coverage is at least the confidence asked for; its exact coverage is reported.
+
+The verdict against a floor (--speedup-floor, 0.99): "not slower" when the interval lies at or
+above it, "slower" when it lies below, "undecided" otherwise; each decided verdict is wrong with
+probability at most (1 - coverage) / 2.
+
+Adaptive repetitions (--max-repeat): the verdicts are looked at after a plan of repetition counts
+fixed before any run (`look_plan`: the first, then x1.5 each, the maximum last), each look's
+interval at confidence 1 - (1 - confidence) / looks (Bonferroni), so that the interval at
+whichever look a cell stops still covers with the confidence asked for.
+"""
+import functools
+import math
+from fractions import Fraction
+
+# The verdicts (summary.json `verdict`, the printed table).
+NOT_SLOWER = "not slower"
+SLOWER = "slower"
+UNDECIDED = "undecided"
+# How much the repetition count grows from one look at the verdicts to the next (--max-repeat):
+# fewer looks (a larger factor) keep each look's interval narrower, more looks stop sooner.
+LOOK_GROWTH = 1.5
+
+
+def sign_tail(k, n):
+    """P(B <= k) for B ~ Binomial(n, 1/2), exactly (a Fraction)."""
+    if k < 0:
+        return Fraction(0)
+    return Fraction(sum(math.comb(n, i) for i in range(min(k, n) + 1)), 2 ** n)
+
+
+@functools.lru_cache(maxsize=None)
+def order_rank(n, confidence):
+    """(k, coverage): the largest k with [x(k), x(n+1-k)] covering the median with probability
+    1 - 2 P(B <= k-1) >= confidence, and that coverage (a float); (None, best) when even
+    [x(1), x(n)] falls short (n too small for the confidence), best being its coverage."""
+    if n < 1:
+        return None, 0.0
+    k = None
+    for j in range(1, (n + 1) // 2 + 1):
+        if 1 - 2 * sign_tail(j - 1, n) >= Fraction(confidence).limit_denominator(10 ** 9):
+            k = j
+        else:
+            break
+    if k is None:
+        return None, float(1 - 2 * sign_tail(0, n))
+    return k, float(1 - 2 * sign_tail(k - 1, n))
+
+
+def min_repetitions(confidence):
+    """The fewest ratios that give any interval at this confidence (2 / 2^n <= 1 - confidence)."""
+    n = 1
+    while order_rank(n, confidence)[0] is None:
+        n += 1
+    return n
+
+
+def median(xs):
+    xs = sorted(xs)
+    if not xs:
+        return None
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
+
+
+def median_ci(xs, confidence):
+    """The median of xs with its distribution-free interval: {"n", "median", "low", "high",
+    "coverage", "confidence"}; low/high None when n is too small for the confidence."""
+    xs = sorted(xs)
+    n = len(xs)
+    k, coverage = order_rank(n, confidence)
+    return {"n": n, "median": median(xs), "low": xs[k - 1] if k else None, "high": xs[n - k] if k else None,
+            "coverage": coverage, "confidence": confidence}
+
+
+def verdict(ci, floor):
+    """NOT_SLOWER when the interval lies at or above the floor, SLOWER when below it, else UNDECIDED."""
+    if ci["low"] is None:
+        return UNDECIDED
+    if ci["low"] >= floor:
+        return NOT_SLOWER
+    if ci["high"] < floor:
+        return SLOWER
+    return UNDECIDED
+
+
+def paired_ratios(base_times, pass_times):
+    """Per repetition, base / pass, for the repetitions where both have a time (dicts repetition -> time or
+    None: a failed run's repetition is left out); in repetition order."""
+    return [base_times[r] / pass_times[r] for r in sorted(pass_times)
+            if r in base_times and base_times[r] and pass_times[r]]
+
+
+def look_plan(first, last, confidence):
+    """(repetition counts at which the verdicts are looked at, each look's confidence). Counts from
+    `first`, x LOOK_GROWTH each, `last` last; the confidence split over the looks (Bonferroni), and
+    looks with too few repetitions for that confidence dropped (they cannot decide, so they spend none
+    of it). first == last: one look at the confidence asked for."""
+    if first < 1 or last < first:
+        raise ValueError(f"look_plan: need 1 <= first <= last, got {first}, {last}")
+    counts = [first]
+    while counts[-1] < last:
+        counts.append(min(last, max(counts[-1] + 1, math.ceil(counts[-1] * LOOK_GROWTH))))
+    while True:
+        level = 1 - (1 - confidence) / len(counts)
+        kept = [n for n in counts if n >= min_repetitions(level)]
+        if not kept:
+            return [last], confidence  # nothing can decide: one look at the end, at the level asked for
+        if kept == counts:
+            return counts, level
+        counts = kept
+
+
+def cell_speedups(runs, cell, labels, confidence, floor, reference="baseline"):
+    """Per pass label of `labels`, its paired speedups against the reference pass in one (benchmark,
+    class, np) `cell`: {"benchmark", "class", "np", "pass", "ratios" (by repetition), "n", "median",
+    "low", "high", "coverage", "confidence", "floor", "verdict"}. Runs: the harness's records (pass,
+    repeat, time, verified); an unverified run's repetition is left out of its pass's ratios."""
+    def times(label):
+        return {r["repeat"]: r["time"] for r in runs
+                if (r["benchmark"], r["class"], r["np"]) == tuple(cell) and r["pass"] == label and r["verified"]}
+    base = times(reference)
+    out = []
+    for label in labels:
+        ratios = paired_ratios(base, times(label))
+        ci = median_ci(ratios, confidence)
+        out.append({"benchmark": cell[0], "class": cell[1], "np": cell[2], "pass": label, "ratios": ratios, **ci,
+                    "floor": floor, "verdict": verdict(ci, floor)})
+    return out

@@ -30,7 +30,7 @@ constexpr int kTag = 7;         // on a duplicate of the world made for the cali
 constexpr int kTestPending = 8;
 constexpr int kIdlePolls = 40;  // per round of the idle-test measurement (3 rounds)
 constexpr std::size_t kBufferedFrom = 1u << 20;  // buffered_send_bytes: sizes that may end the search
-constexpr int kOwnCallReps = 9;  // node_mpi_own: timed rounds (median per size), as tests/bench/blocking_times
+constexpr int kOwnCallReps = 9;  // node_mpi_alltoall: timed rounds (median per size), as tests/bench/blocking_times
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -327,11 +327,6 @@ void measure_node(Ctx& c, Level& l, const std::vector<std::pair<int, int>>& pair
   l.flows = static_cast<int>(per_node_pairs);
 }
 
-// The library's own calls on a node per sweep size (node_mpi_own): ns per byte received on the node.
-struct OwnCalls {
-  std::vector<double> alltoall, bcast;
-};
-
 // A scratch twice the last-level cache, written once so that its pages exist (untouched pages
 // all read the one zero page); empty for a rank that takes no part.
 std::vector<char> eviction_scratch(bool part) {
@@ -407,21 +402,19 @@ double node_pattern(Ctx& c, const std::vector<std::vector<int>>& on, std::size_t
   return median(t) / bytes;
 }
 
-// The MPI library's own MPI_Alltoall and MPI_Bcast at each of `sizes` (bytes per peer; the
-// broadcast's whole message, from the communicator's first rank) on every node's first `k` ranks
-// at once (a communicator per node; NodePoint::mpi_alltoall_ns_per_byte, mpi_bcast_ns_per_byte),
-// measured by tests/bench/blocking_times' rule, as a program calls them: the sizes and the two
-// kinds interleaved (rotated every round, a first round untimed), the caches emptied once per
-// round (the program's other data between two calls of a size: without it the rotation's
-// buffers stay in the cache at 2 ranks, 1.5-3x faster than blocking_times' calls, session 14),
-// each call between MPI_Barrier and an MPI_Allreduce of the slowest rank's time, the ranks taking
-// part waiting in MPI's own waits; the others asleep meanwhile. Per size the median, the slowest
-// node's, per byte received on a node.
+// The MPI library's own MPI_Alltoall at each of `sizes` bytes per peer on every node's first `k`
+// ranks at once (a communicator per node; NodePoint::mpi_alltoall_ns_per_byte), measured by
+// tests/bench/blocking_times' rule, as a program calls it: the sizes interleaved (rotated every
+// round, a first round untimed), the caches emptied once per round (the program's other data
+// between two calls of a size: without it the rotation's buffers stay in the cache at 2 ranks,
+// 1.5-3x faster than blocking_times' calls, session 14), each call between MPI_Barrier and an
+// MPI_Allreduce of the slowest rank's time, the ranks taking part waiting in MPI's own waits; the
+// others asleep meanwhile. Per size the median, the slowest node's, per byte received on a node.
 // Why beside the exchange pattern: at np 4 on 2 CPUs the pattern after emptying the caches ran
 // 10-18 % slower than MPI_Alltoall at 1-4 MiB and 30-60 % at 64 KiB in the same launch, and from
-// warm caches 10-45 % faster below 4 MiB (docs/benchmarks.md, session 14); the broadcast priced
-// from the ring's and the ping-pong's rates erred -53..+68 % at np 2 (session 15).
-OwnCalls node_mpi_own(Ctx& c, const std::vector<std::vector<int>>& on, const std::vector<std::size_t>& sizes, int k) {
+// warm caches 10-45 % faster below 4 MiB (docs/benchmarks.md, session 14).
+std::vector<double> node_mpi_alltoall(Ctx& c, const std::vector<std::vector<int>>& on, const std::vector<std::size_t>& sizes,
+                                      int k) {
   int color = MPI_UNDEFINED;  // this rank's node, if it is among the node's first k
   for (std::size_t j = 0; j < on.size(); ++j) {
     if (static_cast<int>(on[j].size()) < k) continue;
@@ -430,20 +423,17 @@ OwnCalls node_mpi_own(Ctx& c, const std::vector<std::vector<int>>& on, const std
   }
   MPI_Comm node = MPI_COMM_NULL;
   PMPI_Comm_split(c.comm, color, c.me, &node);
-  const std::size_t n = sizes.size(), cases = 2 * n;  // case 2s: Bcast of sizes[s], 2s + 1: Alltoall
-  std::vector<std::vector<double>> t(cases);
+  const std::size_t n = sizes.size();
+  std::vector<std::vector<double>> t(n);
   const std::vector<char> evict = eviction_scratch(node != MPI_COMM_NULL);
   for (int round = 0; node != MPI_COMM_NULL && round <= kOwnCallReps; ++round) {
     read_through(evict);
-    for (std::size_t s = 0; s < cases; ++s) {
-      const std::size_t which = (s + static_cast<std::size_t>(round)) % cases;
-      const int m = static_cast<int>(sizes[which / 2]);
+    for (std::size_t s = 0; s < n; ++s) {
+      const std::size_t which = (s + static_cast<std::size_t>(round)) % n;
+      const int m = static_cast<int>(sizes[which]);
       PMPI_Barrier(node);
       const long long t0 = futex::now_ns();
-      if (which % 2 == 0)
-        PMPI_Bcast(c.b.data(), m, MPI_BYTE, 0, node);
-      else
-        PMPI_Alltoall(c.a.data(), m, MPI_BYTE, c.b.data(), m, MPI_BYTE, node);
+      PMPI_Alltoall(c.a.data(), m, MPI_BYTE, c.b.data(), m, MPI_BYTE, node);
       const double mine = static_cast<double>(futex::now_ns() - t0);
       double worst = 0;
       PMPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, node);
@@ -451,14 +441,10 @@ OwnCalls node_mpi_own(Ctx& c, const std::vector<std::vector<int>>& on, const std
     }
   }
   if (node != MPI_COMM_NULL) PMPI_Comm_free(&node);
-  OwnCalls own{std::vector<double>(n), std::vector<double>(n)};
-  for (std::size_t s = 0; s < n; ++s) {  // the others wait asleep here
-    const double b = static_cast<double>(sizes[s]);
-    const std::vector<double>&bc = t[2 * s], &aa = t[2 * s + 1];
-    own.bcast[s] = sleeping_max(c, bc.empty() ? 0 : median(bc) / ((k - 1.0) * b));
-    own.alltoall[s] = sleeping_max(c, aa.empty() ? 0 : median(aa) / ((k - 1.0) * k * b));
-  }
-  return own;
+  std::vector<double> rate(n);
+  for (std::size_t s = 0; s < n; ++s)  // the others wait asleep here
+    rate[s] = sleeping_max(c, t[s].empty() ? 0 : median(t[s]) / ((k - 1.0) * k * static_cast<double>(sizes[s])));
+  return rate;
 }
 
 void measure_node_sweep(Ctx& c, Level& l, const std::vector<std::vector<int>>& on, std::FILE* progress) {
@@ -477,16 +463,13 @@ void measure_node_sweep(Ctx& c, Level& l, const std::vector<std::vector<int>>& o
       p.ring_ns_per_byte = node_pattern(c, on, m, k, false);
       l.node_sweep.push_back(p);
     }
-    const OwnCalls own = node_mpi_own(c, on, sizes, k);
+    const std::vector<double> own = node_mpi_alltoall(c, on, sizes, k);
     for (std::size_t s = 0; s < sizes.size(); ++s) {
       NodePoint& p = l.node_sweep[first + s];
-      p.mpi_alltoall_ns_per_byte = own.alltoall[s];
-      p.mpi_bcast_ns_per_byte = own.bcast[s];
+      p.mpi_alltoall_ns_per_byte = own[s];
       if (progress && c.me == 0)
-        std::fprintf(progress,
-                     "  node, %d ranks, %9zu B: exchange %.3f ns/B, ring %.3f ns/B, MPI_Alltoall %.3f ns/B, MPI_Bcast %.3f ns/B\n",
-                     k, sizes[s], p.exchange_ns_per_byte, p.ring_ns_per_byte, p.mpi_alltoall_ns_per_byte,
-                     p.mpi_bcast_ns_per_byte);
+        std::fprintf(progress, "  node, %d ranks, %9zu B: exchange %.3f ns/B, ring %.3f ns/B, MPI_Alltoall %.3f ns/B\n", k,
+                     sizes[s], p.exchange_ns_per_byte, p.ring_ns_per_byte, p.mpi_alltoall_ns_per_byte);
     }
   }
 }

@@ -28,10 +28,9 @@
 //               caches first filled with other data: every pair exchanging one message, each
 //               copying its own block, posted in the order of Open MPI's linear Alltoall
 //               (exchange), and each rank sending one to the next (ring); then, on a
-//               communicator of the same ranks, the library's own MPI_Alltoall and MPI_Bcast
-//               at those sizes, interleaved and rotated, as a program calls them: the caches
-//               emptied once per round, MPI's own waits (mpi_alltoall_ns_per_byte,
-//               mpi_bcast_ns_per_byte; the one-node estimates of MPI's Alltoall and Bcast);
+//               communicator of the same ranks, the library's own MPI_Alltoall at those sizes,
+//               rotated, as a program calls it: the caches emptied once per round, MPI's own
+//               waits (mpi_alltoall_ns_per_byte; the one-node estimate of MPI's Alltoall);
 //   guard       rank 0, each backend this kernel has (userfaultfd with page moves, with copies;
 //               PROT_NONE with /proc/self/mem): hold back and publish 1, 16, 256 and 1024 pages
 //               (lines through the medians); a reader's wait on a page held back: a SIGSEGV

@@ -57,8 +57,6 @@ std::string differs(const Machine& a, const Machine& b) {
         return at + ".node_sweep (other sizes or rank counts)";
     if (x.mpi_alltoall_measured() != y.mpi_alltoall_measured())
       return at + ".node_sweep's mpi_alltoall_ns_per_byte (measured in one only)";
-    if (x.mpi_bcast_measured() != y.mpi_bcast_measured())
-      return at + ".node_sweep's mpi_bcast_ns_per_byte (measured in one only)";
   }
   for (int g = 0; g < kGuardBackends; ++g)
     if (a.guard_measured[g] != b.guard_measured[g]) return "guard." + std::string(kGuardNames[g]) + " (measured in one only)";
@@ -109,8 +107,6 @@ Result<Combined> combine_machines(const std::vector<Machine>& ms, const std::vec
       med((p + "ring_ns_per_byte").c_str(), [k, i](auto& m) -> auto& { return m.level[k].node_sweep[i].ring_ns_per_byte; }, true);
       med((p + "mpi_alltoall_ns_per_byte").c_str(),
           [k, i](auto& m) -> auto& { return m.level[k].node_sweep[i].mpi_alltoall_ns_per_byte; }, true);
-      med((p + "mpi_bcast_ns_per_byte").c_str(),
-          [k, i](auto& m) -> auto& { return m.level[k].node_sweep[i].mpi_bcast_ns_per_byte; }, true);
     }
   }
   for (int g = 0; g < kGuardBackends; ++g) {

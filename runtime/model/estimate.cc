@@ -476,28 +476,6 @@ double mpi_bcast_one_node(const Level& l, const Topology& t, const BusyPoll& spi
   return total;
 }
 
-// MPI's own broadcast on one node where calibrate timed it (node_mpi_own: MPI_Bcast as a program
-// calls it, per byte received on the node): from the sweep's smallest size up its rate
-// (interpolated in log(size), held past the largest); below that size, where fixed costs weigh
-// more than the bytes, the algorithm's rounds scaled by measured / rounds at the smallest size.
-// Why not the rounds alone: they price each edge from the ping-pong's T(m), the message train's
-// g(m) and the ring measured after emptying the caches, none of which is the library's call in a
-// program (np 2, one edge: -45..-53 % at 64 KiB, +18..+68 % at 4-16 MiB; docs/benchmarks.md,
-// session 15). Falls back to the rounds where the sweep has no such rate.
-double mpi_bcast_own_ns(const Machine& m, const Level& l, const Topology& t, const BusyPoll& spin, double bytes,
-                        MpiBcast a) {
-  const double rounds = mpi_bcast_one_node(l, t, spin, bytes, a);
-  if (spin.spins() || !l.mpi_bcast_measured()) return rounds;
-  const int n = t.n();
-  double smallest = l.node_sweep.front().bytes;
-  for (const NodePoint& p : l.node_sweep) smallest = std::min(smallest, p.bytes);
-  const auto own = [&](double b) { return (n - 1.0) * b * l.node_mpi_bcast(b, n); };
-  if (bytes >= smallest) return own(bytes);
-  const MpiBcast there = mpi_bcast_algorithm(m.mpi_library, n, smallest);
-  const double at_smallest = there == MpiBcast::Unknown ? 0 : mpi_bcast_one_node(l, t, spin, smallest, there);
-  return at_smallest > 0 ? rounds * own(smallest) / at_smallest : rounds;
-}
-
 // The library's broadcast tree across nodes, where its rules are known (they do not look at the
 // nodes): a linear broadcast or a chain as such, every other tree as the binomial one. Used where
 // the ranks spin (the shared-memory edges decide the time there: which node holds them).
@@ -540,7 +518,7 @@ double mpi_blocking_ns(const Machine& m, const Topology& t, const Coll& c) {
     const BusyPoll spin = spins_on(m, t) ? busy_poll(m) : BusyPoll{};
     if (c.kind == Kind::Bcast) {
       const MpiBcast a = mpi_bcast_algorithm(m.mpi_library, t.n(), c.bytes);
-      if (a != MpiBcast::Unknown) return mpi_bcast_own_ns(m, l, t, spin, c.bytes, a);
+      if (a != MpiBcast::Unknown) return mpi_bcast_one_node(l, t, spin, c.bytes, a);
     } else if (c.kind == Kind::Alltoall || c.kind == Kind::Alltoallv) {
       // Alltoallv: costed with the mean block per peer (the node's total bytes).
       const MpiExchange a = c.kind == Kind::Alltoall ? mpi_alltoall_algorithm(m.mpi_library, t.n(), c.bytes)

@@ -70,9 +70,8 @@ struct Timeline {
 // (mpi_algorithms.hh: Open MPI 4.1's coll/tuned fixed rules), the algorithm it runs at this
 // (np, size) — linear or pairwise exchange, a linear, binomial, binary or chain broadcast of
 // whole messages — costed round by round with the node's copy rate (node_sweep) for the flows
-// that run at once, or, where calibrate timed the library's own call on the node (its linear
-// MPI_Alltoall, its MPI_Bcast: node sweep's mpi_*_ns_per_byte), at that rate; elsewhere all
-// pairs at once for the exchange family and a pipelined binomial tree for Bcast.
+// that run at once; elsewhere all pairs at once for the exchange family and a pipelined
+// binomial tree for Bcast.
 double mpi_blocking_ns(const Machine& m, const Topology& t, const Coll& c);
 
 // tnbc's schedule returning early (the progress thread drives it after the call), or completed

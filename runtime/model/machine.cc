@@ -121,16 +121,6 @@ double Level::node_mpi_alltoall(double m, int ranks) const {
   return node_rate(node_sweep, m, ranks, [](const NodePoint& p) { return p.mpi_alltoall_ns_per_byte; });
 }
 
-bool Level::mpi_bcast_measured() const {
-  return !node_sweep.empty() &&
-         std::all_of(node_sweep.begin(), node_sweep.end(), [](const NodePoint& p) { return p.mpi_bcast_ns_per_byte > 0; });
-}
-
-double Level::node_mpi_bcast(double m, int ranks) const {
-  if (!mpi_bcast_measured()) return 0;
-  return node_rate(node_sweep, m, ranks, [](const NodePoint& p) { return p.mpi_bcast_ns_per_byte; });
-}
-
 // ---------------------------------------------------------------- writing ----
 
 namespace {
@@ -181,7 +171,6 @@ std::string machine_json(const Machine& m) {
         << ", \"exchange_ns_per_byte\": " << num(p.exchange_ns_per_byte)
         << ", \"ring_ns_per_byte\": " << num(p.ring_ns_per_byte);
       if (p.mpi_alltoall_ns_per_byte > 0) o << ", \"mpi_alltoall_ns_per_byte\": " << num(p.mpi_alltoall_ns_per_byte);
-      if (p.mpi_bcast_ns_per_byte > 0) o << ", \"mpi_bcast_ns_per_byte\": " << num(p.mpi_bcast_ns_per_byte);
       o << "}";
     }
     o << "]";
@@ -316,8 +305,6 @@ Machine parse_or_throw(std::string_view text, const std::string& name) {
                   r.number(pt, pp, "ring_ns_per_byte")};
       // Optional (files written before session 14: 0, the exchange pattern's rate stands in).
       if (pt.find("mpi_alltoall_ns_per_byte")) n.mpi_alltoall_ns_per_byte = r.number(pt, pp, "mpi_alltoall_ns_per_byte");
-      // Optional (files written before session 15: 0, the broadcast priced by its algorithm's rounds).
-      if (pt.find("mpi_bcast_ns_per_byte")) n.mpi_bcast_ns_per_byte = r.number(pt, pp, "mpi_bcast_ns_per_byte");
       if (n.bytes <= 0) r.fail(pp + ".bytes", pt, "expected a size > 0");
       if (i > 0) {
         const NodePoint& q = l.node_sweep.back();

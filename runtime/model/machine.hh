@@ -64,10 +64,6 @@ struct NodePoint {
   // program calls it (buffers reused, the caches emptied once per round of sizes, MPI's own waits), per byte received
   // on the node. Optional in the file (`tnbc calibrate` writes it since session 14); 0: not measured.
   double mpi_alltoall_ns_per_byte = 0;
-  // The library's own MPI_Bcast of `bytes` from the first of these ranks, measured beside (and
-  // interleaved with) MPI_Alltoall, per byte received on the node ((ranks - 1) x bytes). Optional
-  // in the file (`tnbc calibrate` writes it since session 15); 0: not measured.
-  double mpi_bcast_ns_per_byte = 0;
 };
 
 enum class LevelKind { IntraNode, InterNode };
@@ -111,10 +107,6 @@ struct Level {
   // interpolated as node_exchange; node_exchange where the sweep has no such points.
   double node_mpi_alltoall(double m, int ranks) const;
   bool mpi_alltoall_measured() const;  // every node sweep point has it
-  // MPI_Bcast's own rate on the node (NodePoint::mpi_bcast_ns_per_byte), picked and interpolated
-  // as node_exchange; 0 where the sweep has no such points (mpi_bcast_measured false).
-  double node_mpi_bcast(double m, int ranks) const;
-  bool mpi_bcast_measured() const;  // every node sweep point has it
 };
 
 // Hold back and publish costs of one guard backend, and what a reader that touches a page

@@ -26,7 +26,7 @@ Machine launch(double f, const std::string& created) {
   l.L_ns *= f;
   l.G_ns_per_byte *= f;
   l.sweep = {{65536, 40e3 * f, 5e3, 6e3, 30e3 * f}, {1 << 20, 300e3 * f, 8e3, 9e3, 250e3 * f}};
-  l.node_sweep = {{65536, 2, 0.10 * f, 0.20 * f, 0.30 * f, 0.40 * f}, {1 << 20, 2, 0.16 * f, 0.14 * f, 0.12 * f, 0.09 * f}};
+  l.node_sweep = {{65536, 2, 0.10 * f, 0.20 * f, 0.30 * f}, {1 << 20, 2, 0.16 * f, 0.14 * f, 0.12 * f}};
   m.memcpy_cost = {100 * f, 0.07 * f};
   m.test_ns = 300 * f;
   return m;
@@ -53,8 +53,6 @@ TEST_CASE("calibrate --combine: every field the median, the newest date, the wid
   CHECK(l.node_sweep[0].exchange_ns_per_byte == Approx(0.11));
   CHECK(l.node_sweep[0].ring_ns_per_byte == Approx(0.22));
   CHECK(l.node_sweep[1].mpi_alltoall_ns_per_byte == Approx(0.132));
-  CHECK(l.node_sweep[0].mpi_bcast_ns_per_byte == Approx(0.44));
-  CHECK(l.node_sweep[1].mpi_bcast_ns_per_byte == Approx(0.099));
   CHECK(c.machine.memcpy_cost.ns_per_byte == Approx(0.077));
   CHECK(c.machine.test_ns == Approx(330));
   CHECK(c.machine.created == "2026-11-25T02:10:00Z");
@@ -100,13 +98,6 @@ TEST_CASE("calibrate --combine: another placement, library or sweep is refused, 
   for (NodePoint& p : c.level[0].node_sweep) p.mpi_alltoall_ns_per_byte = 0;  // a file from before session 14
   CHECK(refusal({a, b, c}).find("c.json differs from a.json in levels.intra_node.node_sweep's mpi_alltoall") !=
         std::string::npos);
-  c = launch(1.1, "z");
-  for (NodePoint& p : c.level[0].node_sweep) p.mpi_bcast_ns_per_byte = 0;  // a file from before session 15
-  CHECK(refusal({a, b, c}).find("c.json differs from a.json in levels.intra_node.node_sweep's mpi_bcast") !=
-        std::string::npos);
-  c = launch(1.1, "z");
-  c.level[0].node_sweep[1].mpi_bcast_ns_per_byte = 0;  // one point without it: not measured as a whole
-  CHECK(refusal({a, b, c}).find("mpi_bcast_ns_per_byte (measured in one only)") != std::string::npos);
   c = launch(1.1, "z");
   c.memcpy_cold = {1500, 0.3};
   CHECK(refusal({a, b, c}).find("guard.memcpy_cold") != std::string::npos);

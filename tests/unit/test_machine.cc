@@ -23,8 +23,8 @@ Machine sample() {
   m.created = "2026-11-24T02:00:00Z";
   m.level[1] = test::level(60, 117, 12, 280);
   m.level[1].sweep = {{4096, 90e3, 12e3, 13e3, 40e3}, {65536, 600e3, 20e3, 30e3, 560e3}};
-  m.level[0].node_sweep = {{65536, 2, 0.10, 0.08, 0.11, 0.21}, {1 << 20, 2, 0.16, 0.14, 0.17, 0.07},
-                           {65536, 4, 0.12, 0.09, 0.14, 0.31}, {1 << 20, 4, 0.15, 0.11, 0.16, 0.13}};
+  m.level[0].node_sweep = {{65536, 2, 0.10, 0.08, 0.11}, {1 << 20, 2, 0.16, 0.14, 0.17},
+                           {65536, 4, 0.12, 0.09, 0.14}, {1 << 20, 4, 0.15, 0.11, 0.16}};
   return m;
 }
 
@@ -54,8 +54,6 @@ TEST_CASE("machine file: what is written reads back with every value") {
   CHECK(back.at(LevelKind::IntraNode).node_sweep.size() == 4);
   CHECK(back.at(LevelKind::IntraNode).node_sweep[2].ranks == 4);
   CHECK(back.at(LevelKind::IntraNode).node_sweep[2].mpi_alltoall_ns_per_byte == Approx(0.14));
-  CHECK(back.at(LevelKind::IntraNode).node_sweep[2].mpi_bcast_ns_per_byte == Approx(0.31));
-  CHECK(back.at(LevelKind::IntraNode).node_mpi_bcast(1 << 20, 4) == Approx(0.13));
   CHECK(back.at(LevelKind::IntraNode).G_ns_per_byte == Approx(m.at(LevelKind::IntraNode).G_ns_per_byte));
   CHECK(back.guard_measured[0]);
   CHECK_FALSE(back.guard_measured[1]);  // null in the file: not measured
@@ -76,21 +74,6 @@ TEST_CASE("machine file: a node sweep without MPI_Alltoall's rate (before sessio
   CHECK(back.at(LevelKind::IntraNode).node_mpi_alltoall(1 << 20, 4) == Approx(0.15));  // the exchange pattern's
   CHECK(sample().at(LevelKind::IntraNode).node_mpi_alltoall(1 << 20, 4) == Approx(0.16));
   CHECK(refusal(edited(machine_json(sample()), "\"mpi_alltoall_ns_per_byte\": 0.11", "\"mpi_alltoall_ns_per_byte\": \"x\""))
-            .find("node_sweep[0]") != std::string::npos);
-}
-
-TEST_CASE("machine file: a node sweep without MPI_Bcast's rate (before session 15) still reads") {
-  Machine m = sample();
-  for (NodePoint& p : m.level[0].node_sweep) p.mpi_bcast_ns_per_byte = 0;
-  const std::string text = machine_json(m);
-  CHECK(text.find("mpi_bcast_ns_per_byte") == std::string::npos);  // 0: not written
-  CHECK(text.find("mpi_alltoall_ns_per_byte") != std::string::npos);
-  const Machine back = must(parse_machine(text, "m.json"));
-  CHECK_FALSE(back.at(LevelKind::IntraNode).mpi_bcast_measured());
-  CHECK(back.at(LevelKind::IntraNode).mpi_alltoall_measured());
-  CHECK(back.at(LevelKind::IntraNode).node_mpi_bcast(1 << 20, 4) == 0);
-  CHECK(machine_hash(back) != machine_hash(sample()));
-  CHECK(refusal(edited(machine_json(sample()), "\"mpi_bcast_ns_per_byte\": 0.21", "\"mpi_bcast_ns_per_byte\": \"x\""))
             .find("node_sweep[0]") != std::string::npos);
 }
 

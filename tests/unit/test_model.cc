@@ -193,39 +193,6 @@ TEST_CASE("model: Open MPI 4.1's own algorithm on one node, by its fixed rules")
   own.level[0].node_sweep[3].mpi_alltoall_ns_per_byte = 0;  // one point missing: the pattern's rate
   CHECK_FALSE(own.level[0].mpi_alltoall_measured());
   CHECK(mpi_blocking_ns(own, four, alltoall(4 * kMiB)) == Approx(mpi_blocking_ns(m, four, alltoall(4 * kMiB))));
-  // Where calibrate measured MPI_Bcast itself, MPI's broadcast on one node takes that rate (per
-  // byte received on the node: (n - 1) x bytes), interpolated in log(size) at the most ranks
-  // measured and held past the largest size; below the smallest size the algorithm's rounds,
-  // scaled by measured / rounds at the smallest size (continuous there).
-  Machine cast = m;
-  const double brate[] = {0.8, 0.1, 0.9, 0.3};
-  for (std::size_t i = 0; i < 4; ++i) cast.level[0].node_sweep[i].mpi_bcast_ns_per_byte = brate[i];
-  CHECK(cast.level[0].mpi_bcast_measured());
-  CHECK_FALSE(m.level[0].mpi_bcast_measured());
-  b.bytes = 4 * kMiB;
-  CHECK(mpi_blocking_ns(cast, two, b) == Approx(4 * kMiB * 0.1));
-  CHECK(mpi_blocking_ns(cast, four, b) == Approx(3 * 4 * kMiB * 0.3));
-  b.bytes = 16 * kMiB;  // past the largest size: its rate
-  CHECK(mpi_blocking_ns(cast, four, b) == Approx(3 * 16 * kMiB * 0.3));
-  b.bytes = 512 * 1024;  // halfway in log(size) between 64 KiB and 4 MiB
-  CHECK(mpi_blocking_ns(cast, four, b) == Approx(3 * 512 * 1024 * 0.6).epsilon(1e-3));
-  b.bytes = 65536;
-  const double at64 = mpi_blocking_ns(cast, two, b);
-  CHECK(at64 == Approx(65536 * 0.8));
-  b.bytes = 16384;  // below: the rounds (np 2, 16 KiB: linear, one edge) times measured / rounds at 64 KiB
-  Coll b64 = b;
-  b64.bytes = 65536;
-  CHECK(mpi_blocking_ns(cast, two, b) == Approx(mpi_blocking_ns(m, two, b) * at64 / mpi_blocking_ns(m, two, b64)));
-  CHECK(mpi_blocking_ns(cast, two, b) <= at64);  // (this machine's g(m) is held below its smallest size)
-  // The Alltoall is not priced from the broadcast's rate, nor the broadcast from the Alltoall's.
-  CHECK(mpi_blocking_ns(cast, four, alltoall(4 * kMiB)) == Approx(mpi_blocking_ns(m, four, alltoall(4 * kMiB))));
-  b.bytes = 4 * kMiB;
-  CHECK(mpi_blocking_ns(own, four, b) == Approx(mpi_blocking_ns(m, four, b)));
-  // One point missing: the rounds, as for a file from before session 15.
-  cast.level[0].node_sweep[0].mpi_bcast_ns_per_byte = 0;
-  CHECK_FALSE(cast.level[0].mpi_bcast_measured());
-  CHECK(cast.level[0].node_mpi_bcast(4 * kMiB, 4) == 0);
-  CHECK(mpi_blocking_ns(cast, four, b) == Approx(mpi_blocking_ns(m, four, b)));
   // Another library on the same machine: the generic bound (pipelined 128 KiB segments).
   Machine other = m;
   other.mpi_library = "Test MPI 1.0";

@@ -2,14 +2,17 @@
 """The cost model against measurements (docs/benchmarks.md, "The cost model against measurements").
 
 usage: model_validation.py [--build-dir build] [--np 2] [--nodes 2] [--rate 1gbit | --net none]
-                           [--sizes 64k,256k,1m,4m,16m] [--iterations 9] [--runs 1]
+                           [--sizes 64k,256k,1m,4m,16m] [--iterations 9] [--order permuted] [--seed 1] [--runs 1]
                            [--calibrations 1] [--launches 1] [--machine FILE ...]
                            [--out DIR] [--measured BLOCKING_TIMES_JSON ...]
 
 On the emulated link (npb-harness/netrun.py, K emulated nodes, ranks block-wise) or on shared
 memory (--net none: one node): `tnbc calibrate` measures the machine (unless --machine names
 one), tests/bench/blocking_times measures the MPI library's own MPI_Bcast and MPI_Alltoall at
-each size (sizes and kinds interleaved, median of the slowest rank's time), and `tnbc predict`
+each size (sizes and kinds interleaved, each iteration in a fresh seeded order by default, the
+i-th launch with seed S + i (--seed S), so that the launches mix different predecessors; --order
+cyclic: the fixed cyclic order of the figures before session 15; median of the slowest rank's
+time), and `tnbc predict`
 gives the model's times for the same placement. Prints per case measured, predicted and the
 relative error, then the median and worst relative error; writes OUT/validation.json. A
 benchmark: run it under tnbc-quiet, never as a timed test.
@@ -103,6 +106,9 @@ def main():
     ap = placement_parser()
     ap.add_argument("--sizes", default="64k,256k,1m,4m,16m")
     ap.add_argument("--iterations", type=int, default=9)
+    ap.add_argument("--order", choices=["permuted", "cyclic"], default="permuted",
+                    help="blocking_times' order of the cases per iteration (cyclic: as before session 15)")
+    ap.add_argument("--seed", type=int, default=1, help="blocking_times' seed of its first launch (then +1 per launch)")
     ap.add_argument("--runs", type=int, default=1, help="launches of blocking_times (medians over them)")
     ap.add_argument("--calibrations", type=int, default=1, help="calibrations, each validated on its own")
     ap.add_argument("--launches", type=int, default=None,
@@ -126,12 +132,16 @@ def main():
     launches = [os.path.join(a.out, f"machine.{k}.{j}.json") for k in range(a.calibrations) for j in range(a.launches)]
     cals = [] if a.machine else [("cal", p) for p in launches]
     bts = [] if a.measured else [("bt", p) for p in measured_jsons]
+    if a.seed < 0:
+        sys.exit("model_validation: --seed must not be negative")
+    seeds = {path: a.seed + i for i, path in enumerate(measured_jsons)}
     for what, path in spread(cals, bts):
         if what == "cal":
             run(launcher(a, [tnbc, "calibrate", "-o", path, "--max-bytes", "4m", "--quiet"]))
         else:
             run(launcher(a, [os.path.join(a.build_dir, "tests", "bench", "blocking_times"), "--sizes", a.sizes,
-                             "--iterations", str(a.iterations), "--json", path]))
+                             "--iterations", str(a.iterations), "--order", a.order, "--seed", str(seeds[path]),
+                             "--json", path]))
     machines = a.machine
     if not machines:
         machines = []

@@ -12,21 +12,17 @@ only the machine's busy and steal time is recorded.
 """
 import os
 
-# The cgroup hierarchy that counts a group's CPU time: (file system type, mount option).
-_ACCOUNTING = (("cgroup", "cpuacct"),)
-
-
 def _mount_point():
+    """Where the cgroup v1 hierarchy with the `cpuacct` controller is mounted, or None."""
     try:
         with open("/proc/mounts") as f:
             mounts = [line.split() for line in f]
     except OSError:
-        return None, None
-    for fstype, option in _ACCOUNTING:
-        for m in mounts:
-            if len(m) > 3 and m[2] == fstype and (option is None or option in m[3].split(",")):
-                return m[1], fstype
-    return None, None
+        return None
+    for m in mounts:
+        if len(m) > 3 and m[2] == "cgroup" and "cpuacct" in m[3].split(","):
+            return m[1]
+    return None
 
 
 class HostLoad:
@@ -34,7 +30,7 @@ class HostLoad:
 
     def __init__(self):
         self.group = None
-        root, _ = _mount_point()
+        root = _mount_point()
         if root is None:
             return
         path = os.path.join(root, f"tnbc-harness-{os.getpid()}")

@@ -449,8 +449,20 @@ double forwarded_round_ns(const Level& l, const Topology& t, const BusyPoll& spi
 // with the program's buffers (MPI_Bcast 40 us), 29 us without the idle ranks' sleeping waits,
 // and 74 us after the caches were emptied: the node sweep's 2-rank ring, measured after
 // emptying them (0.31-0.84 ns/B at 64 KiB between launches), priced these rounds 1.4-3.5x slow.
+//
+// A lone flow (np 2, a chain's first hop) copied by its receiver out of that buffer (a
+// rendezvous: more bytes than a send leaves buffered) is no faster than the ping-pong's T(m) (the
+// buffer hot at both ends), at the rate one flow got in the node's one-way train (Level::one_flow:
+// distinct buffers, from memory). Measured (docs/benchmarks.md, session 16): MPI_Bcast at np 2 on
+// one node, random predecessors, 0.13-0.16 ns/B from 256 KiB, the train 0.14-0.16; the 2-rank ring
+// after emptying the caches (node_round_ns' bound) priced 64 KiB +69..+115 % and the message
+// train's g(m) 4-16 MiB +15..+51 %. A message the transport buffers (TCP inside an emulated
+// node) keeps node_round_ns: its time is the link's, which the train's gap measured.
 double root_round_ns(const Level& l, const Topology& t, const BusyPoll& spin, double bytes, int flows) {
-  if (spin.spins() || flows <= 1) return node_round_ns(l, t, spin, bytes, flows);
+  if (spin.spins()) return node_round_ns(l, t, spin, bytes, flows);
+  if (flows <= 1)
+    return bytes > l.buffered_send_bytes ? std::max(l.T(bytes), l.one_flow() * bytes)
+                                         : node_round_ns(l, t, spin, bytes, flows);
   const int at_once = std::max(1, std::min(flows, t.cpus_per_node - 1));
   return std::max(l.g(bytes), l.T(bytes) * ((flows + at_once - 1) / at_once));
 }
@@ -458,8 +470,7 @@ double root_round_ns(const Level& l, const Topology& t, const BusyPoll& spin, do
 // The whole message down the tree in rounds: every rank that has it sends to all its children
 // at once (the library's generic tree code waits for all of a segment's sends), so a round's
 // flows are the edges leaving the ranks that received in the round before. The first round
-// reads the root's buffer (one flow: node_round_ns; several: root_round_ns); later ones forward
-// (forwarded_round_ns).
+// reads the root's buffer (root_round_ns); later ones forward (forwarded_round_ns).
 double mpi_bcast_one_node(const Level& l, const Topology& t, const BusyPoll& spin, double bytes, MpiBcast a) {
   const int n = t.n();
   double total = 0;

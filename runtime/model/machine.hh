@@ -17,6 +17,7 @@
 // Pure: no MPI (the `tnbc` tool and the unit tests link it).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -102,6 +103,9 @@ struct Level {
   // ranks that share it): node_bi / node_out, or from G when not measured.
   double node_bi() const { return node_bi_ns_per_byte > 0 ? node_bi_ns_per_byte : G_ns_per_byte / 2; }
   double node_out() const { return node_out_ns_per_byte > 0 ? node_out_ns_per_byte : G_ns_per_byte; }
+  // One flow's ns per byte in the node's one-way train (node_out was measured with `flows` of
+  // them at once, 8 distinct messages each: data from memory, not a buffer in the cache), or G.
+  double one_flow() const { return node_out_ns_per_byte > 0 ? node_out_ns_per_byte * std::max(1, flows) : G_ns_per_byte; }
   double node_ring(double m, int ranks) const;
   // MPI_Alltoall's own rate on the node (NodePoint::mpi_alltoall_ns_per_byte), picked and
   // interpolated as node_exchange; node_exchange where the sweep has no such points.

@@ -142,16 +142,31 @@ TEST_CASE("model: Open MPI 4.1's own algorithm on one node, by its fixed rules")
   b.kind = Kind::Bcast;
   b.bytes = 4 * kMiB;
   b.page = kPage;
-  // np 2: one unsegmented message, one pair's gap (not 32 pipelined segments at the node's rate).
-  const double one = l.g(4 * kMiB);
+  // One flow of the node's one-way train (8 distinct messages, from memory): 0.15 ns/B.
+  l.node_out_ns_per_byte = 0.15;
+  l.flows = 1;
+  // np 2: one unsegmented message (not 32 pipelined segments at the node's rate), a lone flow
+  // from the root's buffer: no faster than the ping-pong's T(m), nor than one flow of the train.
+  const double one = std::max(l.T(4 * kMiB), 0.15 * 4 * kMiB);
+  CHECK(one == Approx(900e3));
   CHECK(mpi_blocking_ns(m, two, b) == Approx(one + l.L_ns));  // each round: + L
   // np 4, 4 MiB: a chain of three whole messages, one after another: the first from the root's
-  // buffer (the train's gap), the two forwarded ones from a buffer in cache (the ping-pong's T).
+  // buffer (a lone flow), the two forwarded ones from a buffer in cache (the ping-pong's T).
   CHECK(mpi_blocking_ns(m, four, b) == Approx(one + l.L_ns + 2 * (l.T(4 * kMiB) + l.L_ns)));
-  Machine warm = m;  // a ping-pong faster than the train: forwarding is faster than the first hop
-  warm.level[0].sweep[1].t_ns = 400e3;
-  CHECK(mpi_blocking_ns(warm, four, b) == Approx(one + 2 * 400e3 + 3 * l.L_ns));
-  CHECK(mpi_blocking_ns(warm, two, b) == Approx(one + l.L_ns));  // np 2: one round, from the root's buffer
+  Machine warm = m;  // a ping-pong faster than the train: forwarding is faster than the first hop,
+  warm.level[0].sweep[1].t_ns = 400e3;  // which takes the train's rate for one flow, not its gap g(m)
+  const double first = 0.15 * 4 * kMiB;
+  CHECK(first < warm.level[0].g(4 * kMiB));
+  CHECK(mpi_blocking_ns(warm, four, b) == Approx(first + 2 * 400e3 + 3 * l.L_ns));
+  CHECK(mpi_blocking_ns(warm, two, b) == Approx(first + l.L_ns));  // np 2: one round, from the root's buffer
+  // The train measured with two flows at once (node_out per byte of the node's aggregate):
+  // one flow alone at half that aggregate's rate, i.e. twice node_out per byte.
+  warm.level[0].node_out_ns_per_byte = 0.1;
+  warm.level[0].flows = 2;
+  CHECK(mpi_blocking_ns(warm, two, b) == Approx(0.2 * 4 * kMiB + l.L_ns));
+  // A transport that buffers the whole message (TCP): the link's time, the train's gap g(m).
+  warm.level[0].buffered_send_bytes = 8 * kMiB;
+  CHECK(mpi_blocking_ns(warm, two, b) == Approx(warm.level[0].g(4 * kMiB) + l.L_ns));
   // np 4, 256 KiB: linear, the root's three messages at once from its buffer in cache, each
   // copied by its receiver in the ping-pong's T(m), one at a time on the CPU the waiting root
   // leaves free (2 CPUs): 3 T, not the node's ring rate (measured after emptying the caches).

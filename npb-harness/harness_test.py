@@ -107,6 +107,21 @@ def unit_verdict():
     check(s[0]["pass"] == "optimize" and s[0]["n"] == 6 and abs(s[0]["low"] - 0.992) < 1e-9 and
           s[0]["verdict"] == speedups.NOT_SLOWER, f"cell_speedups, optimize: {s[0]}")
     check(s[1]["n"] == 1 and s[1]["verdict"] == speedups.UNDECIDED, f"cell_speedups, one repetition: {s[1]}")
+    check(s[0]["clock"] == "time", f"cell_speedups without NPB's timers: {s[0]['clock']}")
+    # NPB's timer 1 where every verified run of the cell has it: ratios from it, not from the
+    # 10 ms steps of "Time in seconds" (here all 1.0); one run without it: "Time in seconds" for all.
+    fine = [dict(r, time=1.0, time_fine=r["time"]) for r in runs]
+    s = speedups.cell_speedups(fine, ("ft", "W", 2), ["optimize"], 0.95, floor)
+    check(s[0]["clock"] == "time_fine" and abs(s[0]["low"] - 0.992) < 1e-9, f"cell_speedups, timer 1: {s[0]}")
+    fine[0] = dict(fine[0], time_fine=None)
+    s = speedups.cell_speedups(fine, ("ft", "W", 2), ["optimize"], 0.95, floor)
+    check(s[0]["clock"] == "time" and s[0]["median"] == 1.0, f"cell_speedups, a run without timer 1: {s[0]}")
+    # parse: NPB's timer 1 (IS's and FT's formats) on the slowest rank (the max column).
+    out_is = " Time in seconds =                     0.80\n timer  1 (total   ):      0.7929      0.7967      0.7948\n"
+    out_ft = " Time in seconds =                     3.01\n timer  1(          total ) :      3.0137      3.0142      3.0139\n"
+    check(harness.parse(out_is)["time_fine"] == 0.7967 and harness.parse(out_ft)["time_fine"] == 3.0142 and
+          harness.parse(" Time in seconds =       0.6490\n")["time_fine"] is None,
+          f"parse: {harness.parse(out_is)}, {harness.parse(out_ft)}")
     # The passes' labels: a pass named twice is an A/A comparison; a trace pass run once gets no verdict.
     labelled = harness.pass_labels(["baseline", "baseline", "trace", "optimize"])
     check(labelled == [("baseline", "baseline"), ("baseline-2", "baseline"), ("trace", "trace"),

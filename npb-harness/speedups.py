@@ -119,19 +119,30 @@ def look_plan(first, last, confidence):
         counts = kept
 
 
+def cell_clock(runs, cell):
+    """The run record's field a cell's speedups use: `time_fine` (NPB's timer 1 to 0.1 ms, the
+    harness's parse) where every verified run of the cell has it, else `time` ("Time in seconds":
+    10 ms steps for NPB, finer for the proxies), so that all ratios of a cell come from one clock."""
+    mine = [r for r in runs if (r["benchmark"], r["class"], r["np"]) == tuple(cell) and r["verified"]]
+    return "time_fine" if mine and all(r.get("time_fine") for r in mine) else "time"
+
+
 def cell_speedups(runs, cell, labels, confidence, floor, reference="baseline"):
     """Per pass label of `labels`, its paired speedups against the reference pass in one (benchmark,
-    class, np) `cell`: {"benchmark", "class", "np", "pass", "ratios" (by repetition), "n", "median",
-    "low", "high", "coverage", "confidence", "floor", "verdict"}. Runs: the harness's records (pass,
-    repeat, time, verified); an unverified run's repetition is left out of its pass's ratios."""
+    class, np) `cell`: {"benchmark", "class", "np", "pass", "clock", "ratios" (by repetition), "n",
+    "median", "low", "high", "coverage", "confidence", "floor", "verdict"}. Runs: the harness's
+    records (pass, repeat, time, time_fine, verified); an unverified run's repetition is left out of
+    its pass's ratios; `clock` is the field the times came from (cell_clock)."""
+    clock = cell_clock(runs, cell)
+
     def times(label):
-        return {r["repeat"]: r["time"] for r in runs
+        return {r["repeat"]: r[clock] for r in runs
                 if (r["benchmark"], r["class"], r["np"]) == tuple(cell) and r["pass"] == label and r["verified"]}
     base = times(reference)
     out = []
     for label in labels:
         ratios = paired_ratios(base, times(label))
         ci = median_ci(ratios, confidence)
-        out.append({"benchmark": cell[0], "class": cell[1], "np": cell[2], "pass": label, "ratios": ratios, **ci,
-                    "floor": floor, "verdict": verdict(ci, floor)})
+        out.append({"benchmark": cell[0], "class": cell[1], "np": cell[2], "pass": label, "clock": clock,
+                    "ratios": ratios, **ci, "floor": floor, "verdict": verdict(ci, floor)})
     return out

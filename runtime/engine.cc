@@ -456,7 +456,7 @@ class EngineImpl final : public Engine {
     c.link = {l.T(1), l.G_ns_per_byte};
     const int g = first ? model::guard_index(first->probe_name()) : -1;
     if (g >= 0) c.guard = {m.guard[g].hold.ns + m.guard[g].publish.ns, m.guard[g].hold.ns_per_byte + m.guard[g].publish.ns_per_byte};
-    c.copy_per_byte_ns = m.memcpy_cost.ns_per_byte;
+    c.copy_per_byte_ns = m.in_call_copy().ns_per_byte;
     c.backend = first ? first->probe_name() : "none";
     const char* basis = s_.min_bytes ? "set" : model_->world.n() <= 1 ? "single_rank" : !first ? "nothing_to_guard"
                       : model_->source == "file" ? "machine_file" : "measured";

@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (const char* poll = std::getenv("TNBC_POLL_MIN_US")) o.poll_ns = std::atoll(poll) * 1000;
+  if (const char* poll = std::getenv("TNBC_POLL_MAX_US")) o.poll_max_ns = std::atoll(poll) * 1000;
   MPI_Init(&argc, &argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -573,10 +573,12 @@ void rank_main(int r, std::vector<SimSite> sites) {
         // staging copy of what is sent, holding back the received pages (emptied and registered).
         // The staging copy: a site's share of calls into untouched pages (SimSite::cold_calls) at
         // the cold line; the figure is one call x calls, so each call carries that share.
-        const model::Line& cold = m.memcpy_cold_measured() ? m.memcpy_cold : m.memcpy_cost;
+        // Copies into touched pages at the machine's in-call line (Machine::in_call_copy).
+        const model::Line& warm = m.in_call_copy();
+        const model::Line& cold = m.memcpy_cold_measured() ? m.memcpy_cold : warm;
         const double cold_share = site.calls > 0 ? std::min(1.0, site.cold_calls / site.calls) : 0.0;
-        const double staging_ns = (1 - cold_share) * m.memcpy_cost.at(send_bytes) + cold_share * cold.at(send_bytes);
-        const double work_ns = m.memcpy_cost.at(b.own) + staging_ns +
+        const double staging_ns = (1 - cold_share) * warm.at(send_bytes) + cold_share * cold.at(send_bytes);
+        const double work_ns = warm.at(b.own) + staging_ns +
                                (cfg.x.guard >= 0 ? m.guard[guard].hold.at(total_bytes) : 0.0);
         compute(work_ns);
         // tnbc's calling thread does not busy-poll where the node's ranks outnumber its CPUs: it

@@ -99,6 +99,12 @@ std::string model_section(const std::string& dir) {
         o << b;
         if (const double buffered = num(l, "buffered_send_bytes", 0); buffered > 0)
           o << "    a blocking send returns with up to " << format_bytes(buffered) << " still buffered for its receiver\n";
+        if (const Value* shared = l.find("shared_cpu"); shared && shared->type == Value::Type::Object) {
+          char line[200];
+          std::snprintf(line, sizeof line, "    a computation on the CPU of a transfer loses %s + %s/MiB exchanged each way\n",
+                        us(num(*shared, "ns", 0)).c_str(), us(num(*shared, "ns_per_byte", 0) * 1048576).c_str());
+          o << line;
+        }
       }
     if (const Value* g = mach->find("guard"); g && g->type == Value::Type::Object)
       if (const Value* cold = g->find("memcpy_cold"); cold && cold->type == Value::Type::Object) {
@@ -107,6 +113,13 @@ std::string model_section(const std::string& dir) {
         std::snprintf(line, sizeof line, "  memcpy %s/MiB, into pages never touched %s + %s/MiB\n",
                       us(warm ? num(*warm, "ns_per_byte", 0) * 1048576 : 0).c_str(), us(num(*cold, "ns", 0)).c_str(),
                       us(num(*cold, "ns_per_byte", 0) * 1048576).c_str());
+        o << line;
+      }
+    if (const Value* g = mach->find("guard"); g && g->type == Value::Type::Object)
+      if (const Value* in_call = g->find("memcpy_in_call"); in_call && in_call->type == Value::Type::Object) {
+        char line[200];
+        std::snprintf(line, sizeof line, "  tnbc's copies in a call (outside the caches, every rank at once) %s + %s/MiB\n",
+                      us(num(*in_call, "ns", 0)).c_str(), us(num(*in_call, "ns_per_byte", 0) * 1048576).c_str());
         o << line;
       }
     if (const Value* g = mach->find("guard"); g && g->type == Value::Type::Object)

@@ -1,5 +1,7 @@
 #include "runtime/model/calibrate.hh"
 
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -7,11 +9,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <ctime>
 #include <thread>
 #include <vector>
 
+#include "runtime/function_ref.hh"
 #include "runtime/futex.hh"
 #include "runtime/guard_backend.hh"
 #include "runtime/model/measure.hh"
@@ -70,6 +74,29 @@ double sleeping_max(const Ctx& c, double mine) {
   PMPI_Iallreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, c.comm, &r);
   wait_asleep(r);
   return worst;
+}
+
+// tnbc's copies in a collective's call (model::Machine::memcpy_in_call): every rank copies at
+// once between buffers outside the caches; per size the slowest rank's median. {0, 0} when a
+// rank could not map its arena (then the model keeps the memcpy line).
+Line in_call_copy_line(const Ctx& c, const std::vector<std::size_t>& sizes, int reps) {
+  CopyArena arena(CopyArena::size_for(sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end())));
+  double ok = arena.src ? 1 : 0;
+  PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_DOUBLE, MPI_MIN, c.comm);
+  if (ok == 0) return {};
+  std::vector<double> x, y;
+  for (std::size_t b : sizes) {
+    // A sleeping barrier, then MPI's own: every rank starts its copy within a few microseconds.
+    const double mine = arena_copy_ns(arena, b, [&] {
+      barrier(c);
+      PMPI_Barrier(c.comm);
+    }, reps);
+    const double slowest = sleeping_max(c, mine);
+    if (slowest <= 0) continue;
+    x.push_back(static_cast<double>(b));
+    y.push_back(slowest);
+  }
+  return x.size() >= 2 ? fit(x, y) : Line{};
 }
 
 // After a sleeping barrier the pair meets once more with MPI's own spinning waits, so that
@@ -251,6 +278,85 @@ double buffered_send_bytes(Ctx& c, int x, int y) {
     waited = h < static_cast<double>(m) / 2 && m >= kBufferedFrom ? waited + 1 : 0;
   }
   return most;
+}
+
+// A computation that shares one CPU with a transfer (Level::shared_cpu). Ranks x and y each pin
+// this thread and a computing thread to one CPU they may run on (x its first, y its second where
+// it has two, so that two ranks of one node do not share it); the computing thread runs
+// a fixed loop over an L2-sized array (about 1.5 times the exchange alone), once alone and once
+// while this thread exchanges `bytes` each way with the other rank, polled as the progress
+// thread polls a long transfer (backoff_exchange). Per size the loop's extra time, the larger of the two ranks'
+// medians; the line through them. The other ranks sleep meanwhile. {0, 0} if a rank cannot pin.
+Line measure_shared_cpu(Ctx& c, int x, int y, const std::vector<std::size_t>& sizes, int reps) {
+  const bool in_pair = c.me == x || c.me == y;
+  const int peer = c.me == x ? y : x;
+  cpu_set_t before;
+  CPU_ZERO(&before);
+  double pinned = 1;
+  int cpu = -1;
+  if (in_pair) {
+    pinned = pthread_getaffinity_np(pthread_self(), sizeof before, &before) == 0 ? 1 : 0;
+    // The first CPU the rank may run on; y its second where it has one (two ranks of one node
+    // would otherwise share the first).
+    int skip = c.me == y && CPU_COUNT(&before) > 1 ? 1 : 0;
+    for (int k = 0; k < CPU_SETSIZE && pinned > 0 && cpu < 0; ++k)
+      if (CPU_ISSET(k, &before) && skip-- == 0) cpu = k;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    if (cpu >= 0) CPU_SET(cpu, &one);
+    if (cpu < 0 || pthread_setaffinity_np(pthread_self(), sizeof one, &one) != 0) pinned = 0;
+  }
+  PMPI_Allreduce(MPI_IN_PLACE, &pinned, 1, MPI_DOUBLE, MPI_MIN, c.comm);
+  std::vector<double> xs, ys;
+  if (pinned > 0) {
+    std::vector<std::uint64_t> work(256 * 1024 / sizeof(std::uint64_t), 1);
+    std::atomic<std::uint64_t> sink{0};
+    // Runs `passes` over the array on a thread pinned to `cpu`; its wall time, ns.
+    auto compute = [&](long passes, FunctionRef<void()> meanwhile) {
+      std::atomic<long long> took{0};
+      std::thread t([&] {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+        const long long t0 = futex::now_ns();
+        std::uint64_t acc = 0;
+        for (long p = 0; p < passes; ++p)
+          for (std::uint64_t& w : work) acc += (w = w * 6364136223846793005ull + 1442695040888963407ull) >> 33;
+        took.store(futex::now_ns() - t0);
+        sink.fetch_add(acc);
+      });
+      meanwhile();
+      t.join();
+      return static_cast<double>(took.load());
+    };
+    for (std::size_t b : sizes) {
+      if (b > c.o.max_bytes) continue;
+      double loss = 0;
+      if (in_pair) {
+        sync_pair(c, x, y);
+        const double exchange =
+            backoff_exchange(c.comm, peer, peer, kTag + 5, c.a.data(), c.b.data(), b, c.o.poll_ns, c.o.poll_max_ns);
+        const double pass = compute(8, [] {}) / 8;
+        const long passes = std::max(1L, static_cast<long>(1.5 * exchange / std::max(1.0, pass)));
+        std::vector<double> alone, with;
+        for (int r = 0; r < reps; ++r) {
+          sync_pair(c, x, y);
+          alone.push_back(compute(passes, [] {}));
+          sync_pair(c, x, y);
+          with.push_back(compute(passes, [&] {
+            backoff_exchange(c.comm, peer, peer, kTag + 5, c.a.data(), c.b.data(), b, c.o.poll_ns, c.o.poll_max_ns);
+          }));
+        }
+        loss = std::max(0.0, median(with) - median(alone));
+      }
+      const double worst = sleeping_max(c, loss);
+      xs.push_back(static_cast<double>(b));
+      ys.push_back(worst);
+    }
+  }
+  if (in_pair && cpu >= 0) pthread_setaffinity_np(pthread_self(), sizeof before, &before);
+  return xs.size() >= 2 ? fit(xs, ys) : Line{};
 }
 
 Level measure_level(Ctx& c, int x, int y, std::FILE* progress) {
@@ -616,6 +722,15 @@ Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* 
     measure_node_sweep(c, m.at(LevelKind::IntraNode), on, progress);
   }
   if (m.at(LevelKind::InterNode).measured) measure_node(c, m.at(LevelKind::InterNode), inter, static_cast<double>(inter.size()));
+  // What a level's transfers take from a computation on the same CPU (the level's pair above).
+  const std::vector<std::size_t> shared_sizes{256u << 10, 1u << 20, 4u << 20};
+  for (const auto& ranks : on)
+    if (ranks.size() >= 2 && m.at(LevelKind::IntraNode).measured) {
+      m.at(LevelKind::IntraNode).shared_cpu = measure_shared_cpu(c, ranks[0], ranks[1], shared_sizes, 5);
+      break;
+    }
+  if (m.at(LevelKind::InterNode).measured)
+    m.at(LevelKind::InterNode).shared_cpu = measure_shared_cpu(c, on[0][0], on[1][0], shared_sizes, 5);
   if (progress && c.me == 0)
     for (int k = 0; k < kLevels; ++k)
       if (m.level[k].measured)
@@ -624,6 +739,12 @@ Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* 
                      level_name(static_cast<LevelKind>(k)), m.level[k].L_ns / 1e3, m.level[k].G_ns_per_byte,
                      m.level[k].node_out_ns_per_byte, m.level[k].node_bi_ns_per_byte, m.level[k].flows,
                      m.level[k].buffered_send_bytes / 1024);
+  if (progress && c.me == 0)
+    for (int k = 0; k < kLevels; ++k)
+      if (m.level[k].shared_cpu_measured())
+        std::fprintf(progress, "%s: a computation on the CPU of a transfer loses %.1f us + %.1f us/MiB exchanged each way\n",
+                     level_name(static_cast<LevelKind>(k)), m.level[k].shared_cpu.ns / 1e3,
+                     m.level[k].shared_cpu.ns_per_byte * 1048.576);
   m.test_ns = testsome_ns(comm, kTag + 2, kTestPending);
   m.sleep_ns = sleep_ns(o.poll_ns);
   barrier(c);
@@ -643,6 +764,10 @@ Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* 
     measure_guard(m, page, progress);
   }
   barrier(c);  // the others sleep meanwhile
+  m.memcpy_in_call = in_call_copy_line(c, {65536, 1u << 20, 4u << 20, 16u << 20}, 20);
+  if (progress && c.me == 0 && m.memcpy_in_call_measured())
+    std::fprintf(progress, "tnbc's copies in a call (outside the caches, every rank at once, the slowest): %.1f us + %.1f us/MiB\n",
+                 m.memcpy_in_call.ns / 1e3, m.memcpy_in_call.ns_per_byte * 1048.576);
   PMPI_Comm_free(&comm);
   return m;
 }

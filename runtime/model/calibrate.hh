@@ -37,7 +37,13 @@
 //               round trip on a PROT_NONE page (handler, mprotect, retry) plus the wake-up of a
 //               thread asleep on a futex (what a reader pays besides the data's arrival);
 //   memcpy      4 KiB .. 16 MiB, a line; and into a fresh mapping (first-touch faults: memcpy_cold);
+//               and tnbc's own in-call copy (bulk_copy) of 64 KiB .. 16 MiB between arenas outside the
+//               caches, every rank at once, the slowest rank (memcpy_in_call: Tinit's copies);
 //   progress    one MPI_Testsome over 8 pending receives, one sleep of TNBC_POLL_MIN_US.
+//   shared CPU  per level, its pair: each rank's computing thread and its exchanging thread on
+//               one CPU; the computation's extra time while 256 KiB, 1 MiB, 4 MiB go each way
+//               (polled as the progress thread polls a long transfer), the slower rank's; a line
+//               (Level::shared_cpu: what an early return's transfer takes from the program's CPU).
 //
 // Medians of repetitions after a warm-up; each size repeated until about --seconds-per-size
 // (at least 5 times). Collective over `world`; the machine file is rank 0's.
@@ -58,6 +64,7 @@ struct CalibrateOptions {
   std::size_t max_bytes = 4u << 20;
   double seconds_per_size = 0.05;
   long long poll_ns = 20000;  // TNBC_POLL_MIN_US, as the progress thread sleeps
+  long long poll_max_ns = 1000000;  // TNBC_POLL_MAX_US, its longest sleep while steps take long
 };
 
 // `progress` (rank 0, may be null): one line per step.

@@ -48,6 +48,7 @@ std::string differs(const Machine& a, const Machine& b) {
     const std::string at = std::string("levels.") + level_name(static_cast<LevelKind>(k));
     if (x.measured != y.measured) return at + " (measured in one, not in the other)";
     if (x.flows != y.flows) return at + ".flows";
+    if (x.shared_cpu_measured() != y.shared_cpu_measured()) return at + ".shared_cpu (measured in one only)";
     if (x.sweep.size() != y.sweep.size()) return at + ".sweep (other sizes: calibrate with the same --max-bytes)";
     for (std::size_t i = 0; i < x.sweep.size(); ++i)
       if (x.sweep[i].bytes != y.sweep[i].bytes) return at + ".sweep (other sizes: calibrate with the same --max-bytes)";
@@ -61,6 +62,7 @@ std::string differs(const Machine& a, const Machine& b) {
   for (int g = 0; g < kGuardBackends; ++g)
     if (a.guard_measured[g] != b.guard_measured[g]) return "guard." + std::string(kGuardNames[g]) + " (measured in one only)";
   if (a.memcpy_cold_measured() != b.memcpy_cold_measured()) return "guard.memcpy_cold (measured in one only)";
+  if (a.memcpy_in_call_measured() != b.memcpy_in_call_measured()) return "guard.memcpy_in_call (measured in one only)";
   if ((a.wake_loaded_ns >= 0) != (b.wake_loaded_ns >= 0)) return "progress.wake_loaded_ns (measured in one only)";
   return {};
 }
@@ -93,6 +95,8 @@ Result<Combined> combine_machines(const std::vector<Machine>& ms, const std::vec
     med((at + "node_out_ns_per_byte").c_str(), [k](auto& m) -> auto& { return m.level[k].node_out_ns_per_byte; });
     med((at + "node_bi_ns_per_byte").c_str(), [k](auto& m) -> auto& { return m.level[k].node_bi_ns_per_byte; });
     med((at + "buffered_send_bytes").c_str(), [k](auto& m) -> auto& { return m.level[k].buffered_send_bytes; });
+    med((at + "shared_cpu.ns").c_str(), [k](auto& m) -> auto& { return m.level[k].shared_cpu.ns; });
+    med((at + "shared_cpu.ns_per_byte").c_str(), [k](auto& m) -> auto& { return m.level[k].shared_cpu.ns_per_byte; }, true);
     for (std::size_t i = 0; i < out.level[k].sweep.size(); ++i) {
       const std::string p = at + "sweep[" + std::to_string(i) + "].";
       med((p + "T_ns").c_str(), [k, i](auto& m) -> auto& { return m.level[k].sweep[i].t_ns; }, true);
@@ -122,6 +126,8 @@ Result<Combined> combine_machines(const std::vector<Machine>& ms, const std::vec
   med("guard.memcpy.ns_per_byte", [](auto& m) -> auto& { return m.memcpy_cost.ns_per_byte; }, true);
   med("guard.memcpy_cold.ns", [](auto& m) -> auto& { return m.memcpy_cold.ns; });
   med("guard.memcpy_cold.ns_per_byte", [](auto& m) -> auto& { return m.memcpy_cold.ns_per_byte; });
+  med("guard.memcpy_in_call.ns", [](auto& m) -> auto& { return m.memcpy_in_call.ns; });
+  med("guard.memcpy_in_call.ns_per_byte", [](auto& m) -> auto& { return m.memcpy_in_call.ns_per_byte; }, true);
   med("progress.test_ns", [](auto& m) -> auto& { return m.test_ns; });
   med("progress.sleep_ns", [](auto& m) -> auto& { return m.sleep_ns; });
   med("progress.wake_loaded_ns", [](auto& m) -> auto& { return m.wake_loaded_ns; });

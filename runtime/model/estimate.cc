@@ -160,7 +160,8 @@ Timeline exchange_timeline(const Machine& m, const Topology& t, const Coll& c, c
   const double body = pieces > 2 ? pieces - 2 : std::max(1.0, pieces);
   const double page = static_cast<double>(c.page);
   const Level& top = level(m, p.k[static_cast<int>(LevelKind::InterNode)] > 0 ? LevelKind::InterNode : LevelKind::IntraNode);
-  const double cpy = m.memcpy_cost.ns_per_byte;
+  const Line& copy = m.in_call_copy();  // the own block and the send staging, in the call
+  const double cpy = copy.ns_per_byte;
   // In the call: the own block into place; an early return also stages the data to send
   // (copied, or its pages made read-only), holds the received pages back, starts the heads
   // and tails, and waits for those that land in partial pages.
@@ -169,7 +170,7 @@ Timeline exchange_timeline(const Machine& m, const Topology& t, const Coll& c, c
   for (int k = 0; k < kLevels; ++k)
     if (p.k[k] > 0) post += p.k[k] * (pieces > 1 ? 2 : 1) * level(m, static_cast<LevelKind>(k)).o_s(std::min(s, page));
   if (early) {
-    const double stage = x.eager_copy ? n1 * (s * cpy + pieces * m.memcpy_cost.ns)
+    const double stage = x.eager_copy ? n1 * (s * cpy + pieces * copy.ns)
                                       : (m.guard_measured[2] ? m.guard[2].hold.at(n1 * s) : 0);
     const double hold = g.hold.at(n1 * s);
     const double wait = x.unaligned ? top.T(page) + notice : 0;
@@ -192,6 +193,9 @@ Timeline exchange_timeline(const Machine& m, const Topology& t, const Coll& c, c
   const double tail = top.L_ns + notice + (early ? g.publish.at(last) : 0);
   tl.total_ns = tl.in_call_ns + flow + tail;
   tl.driver_cpu_ns = cpu + poll_cpu(m, flow + tail);
+  for (int k = 0; k < kLevels; ++k)
+    if (const Level& l = level(m, static_cast<LevelKind>(k)); p.k[k] > 0 && l.shared_cpu_measured())
+      tl.shared_cpu_ns += l.shared_cpu.at(p.k[k] * s);  // each way, with the level's peers
   tl.messages = st.messages;
   // The first piece a reader needs: with the body pieces sent piece by piece to every peer in
   // ring order, half a round on average; with node-level priorities the first one sent.
@@ -359,7 +363,7 @@ Timeline bcast_timeline(const Machine& m, const Topology& t, const Coll& c, cons
   const GuardCost inner = m.guard_measured[1] ? m.guard[1] : g;
   double root_call = 0, leaf_call = 0;
   if (early) {
-    root_call = (x.eager_copy ? S * m.memcpy_cost.ns_per_byte + m.memcpy_cost.ns : 0) + 2 * top.o_s(page);
+    root_call = (x.eager_copy ? m.in_call_copy().at(S) : 0) + 2 * top.o_s(page);
     leaf_call = g.hold.at(S) + (x.unaligned && sizes.size() > 1 ? depth * (top.T(page) + notice) : 0);
   }
   tl.in_call_ns = std::max(root_call, leaf_call);
@@ -380,6 +384,8 @@ Timeline bcast_timeline(const Machine& m, const Topology& t, const Coll& c, cons
   tl.regions = early ? middle : 0;
   tl.publish_ns = early ? publication(inner, tl.regions, S) : 0;
   tl.driver_cpu_ns = r.inner_cpu + poll_cpu(m, tl.total_ns - tl.in_call_ns);
+  // A rank receives the message once (and an inner one forwards it): priced as one exchange of it.
+  if (top.shared_cpu_measured()) tl.shared_cpu_ns = top.shared_cpu.at(S);
   tl.messages = static_cast<int>(sizes.size()) * std::max(1, depth);
   return tl;
 }
@@ -577,7 +583,9 @@ Overlap overlap(const Machine& m, const Topology& t, const Coll& c, const Execut
   const double after = std::max(0.0, (tl.total_ns - tl.in_call_ns) * scale);
   const double first = std::max(0.0, (tl.first_ns - tl.in_call_ns) * scale);
   const double overlapped = after > 0 ? std::min(1.0, X / after) : 1.0;
-  const double stolen = (1 - t.spare_cpu()) * tl.driver_cpu_ns * overlapped;
+  // The CPU the transfer takes: the driving thread's, or what calibrate measured a computation on
+  // the transfer's CPU losing (its kernel work and evicted caches too), whichever is more.
+  const double stolen = (1 - t.spare_cpu()) * std::max(tl.driver_cpu_ns, tl.shared_cpu_ns) * overlapped;
   const double waiting = after > 0 ? std::clamp(1.0 - p.curc_ns / after, 0.0, 1.0) : 0.0;
   const double wakeups = g.fault_ns * std::min(tl.regions, std::max(1.0, tl.regions * waiting)) * (X < after ? 1 : 0);
   const double reader = std::max({X + stolen, after + tl.last_share * p.crc_ns, first + p.crc_ns});
@@ -704,7 +712,7 @@ double piece_scale(const Machine& m, const Topology& t, const Execution& x, std:
 bool lazy_copy_pays(const Machine& m, double bytes, bool written_early, std::size_t page) {
   const int prot = guard_index("prot_none");
   if (!m.guard_measured[prot] || bytes < static_cast<double>(page)) return false;
-  const double eager = bytes * m.memcpy_cost.ns_per_byte + m.memcpy_cost.ns;
+  const double eager = m.in_call_copy().at(bytes);
   double lazy = m.guard[prot].hold.at(bytes);
   if (written_early) lazy += m.guard[prot].fault_ns + eager;
   return lazy < eager;

@@ -61,6 +61,8 @@ struct Timeline {
   double first_ns = 0;       // until the first piece a reader needs is published (a mean receiver)
   double last_share = 1;     // share of the received bytes still arriving in the last round
   double driver_cpu_ns = 0;  // CPU of the driving thread after the return (messages, publication, polls)
+  double shared_cpu_ns = 0;  // what the transfer takes from a computation on its CPU (the levels'
+                             // measured shared_cpu; 0 where not measured)
   double publish_ns = 0;     // of which publication
   double regions = 0;        // regions a receiver publishes
   int messages = 0;          // MPI messages a rank sends

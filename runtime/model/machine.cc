@@ -175,10 +175,12 @@ std::string machine_json(const Machine& m) {
     }
     o << "]";
     if (l.buffered_send_bytes > 0) o << ",\n   \"buffered_send_bytes\": " << num(l.buffered_send_bytes);
+    if (l.shared_cpu_measured()) o << ",\n   \"shared_cpu\": " << line_json(l.shared_cpu);
     o << "}";
   }
   o << "},\n \"guard\": {\"memcpy\": " << line_json(m.memcpy_cost);
   if (m.memcpy_cold_measured()) o << ", \"memcpy_cold\": " << line_json(m.memcpy_cold);
+  if (m.memcpy_in_call_measured()) o << ", \"memcpy_in_call\": " << line_json(m.memcpy_in_call);
   for (int b = 0; b < kGuardBackends; ++b) {
     o << ",\n   \"" << kGuardNames[b] << "\": ";
     if (!m.guard_measured[b]) {
@@ -315,10 +317,12 @@ Machine parse_or_throw(std::string_view text, const std::string& name) {
     }
     // Optional (files written before it was measured keep loading: 0, not measured).
     if (lv->find("buffered_send_bytes")) l.buffered_send_bytes = r.number(*lv, p, "buffered_send_bytes");
+    if (lv->find("shared_cpu")) l.shared_cpu = r.line(*lv, p, "shared_cpu");
   }
   const Value& guard = r.member(root, "", "guard", Value::Type::Object);
   m.memcpy_cost = r.line(guard, "guard", "memcpy");
   if (guard.find("memcpy_cold")) m.memcpy_cold = r.line(guard, "guard", "memcpy_cold");  // optional, as above
+  if (guard.find("memcpy_in_call")) m.memcpy_in_call = r.line(guard, "guard", "memcpy_in_call");  // optional
   for (int b = 0; b < kGuardBackends; ++b) {
     const std::string key(kGuardNames[b]);
     const Value* g = guard.find(key);

@@ -90,6 +90,15 @@ struct Level {
   // rendezvous over shared memory: ~0). Optional in the file (`tnbc calibrate` writes it since
   // session 10); 0: not measured, or nothing buffered.
   double buffered_send_bytes = 0;
+  // What a transfer at this level takes from a computation that shares one CPU with it, against
+  // the computation alone, per exchange of `bytes` each way with one peer (ns, per message and
+  // byte): the polls and MPI's copies (what the progress thread does), the kernel's work for the
+  // messages on that CPU and the caches they evict. Measured by `tnbc calibrate` (since session 17:
+  // a loop on the CPU of a rank whose thread exchanges with the pair's other rank, polled as the
+  // progress thread polls); optional in the file, {0, 0}: not measured (the model then counts the
+  // progress thread's own CPU only).
+  Line shared_cpu;
+  bool shared_cpu_measured() const { return shared_cpu.ns > 0 || shared_cpu.ns_per_byte > 0; }
 
   double T(double m) const;    // one message alone, ns
   double g(double m) const;    // gap between back-to-back messages
@@ -142,6 +151,14 @@ struct Machine {
   // measured (the start-up probe, older files).
   Line memcpy_cold;
   bool memcpy_cold_measured() const { return memcpy_cold.ns > 0 || memcpy_cold.ns_per_byte > 0; }
+  // tnbc's own copies in a collective's call (runtime/bulk_copy.hh: the own block into place,
+  // the send staging) as a call finds them: neither side in the caches, every rank of the job
+  // copying at once (ranks sharing a memory bus share its bandwidth); the slowest rank's line.
+  // Optional in the file (`tnbc calibrate` writes it since session 17); {0, 0}: not measured (the
+  // start-up probe, older files), and the model prices those copies with memcpy_cost.
+  Line memcpy_in_call;
+  bool memcpy_in_call_measured() const { return memcpy_in_call.ns_per_byte > 0; }
+  const Line& in_call_copy() const { return memcpy_in_call_measured() ? memcpy_in_call : memcpy_cost; }
   // The progress thread's poll: one MPI_Testsome over pending requests, and how long a sleep
   // of TNBC_POLL_MIN_US really lasts (timer slack). O_r, the cost of noticing that a message or
   // request arrived (seed 000's RMA broadcast: its Broadcaster's busy-wait), is test + sleep / 2.

@@ -4,12 +4,14 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <thread>
 
+#include "runtime/bulk_copy.hh"
 #include "runtime/futex.hh"
 #include "runtime/guard_backend.hh"
 #include "runtime/sched_slice.hh"
@@ -103,6 +105,42 @@ Line memcpy_cold_line(Scratch& s, const std::vector<std::size_t>& sizes, int rep
   return fit(x, y);
 }
 
+CopyArena::CopyArena(std::size_t bytes) : len(bytes) {
+  void* p = ::mmap(nullptr, 2 * len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return;
+  src = static_cast<char*>(p);
+  dst = src + len;
+  std::memset(src, 1, 2 * len);  // populated: no first-touch fault in a timed copy
+}
+
+CopyArena::~CopyArena() {
+  if (src) ::munmap(src, 2 * len);
+}
+
+std::size_t CopyArena::size_for(std::size_t largest) {
+  long llc = -1;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+  llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+#endif
+  if (llc <= 0) llc = 32L << 20;
+  return std::max(3 * static_cast<std::size_t>(llc), 4 * largest);
+}
+
+double arena_copy_ns(CopyArena& a, std::size_t bytes, FunctionRef<void()> before, int reps) {
+  if (!a.src || bytes == 0 || bytes > a.len) return -1;
+  const std::size_t step = (bytes + 4095) / 4096 * 4096;
+  const bool stream = streams(bytes);
+  std::size_t at = 0;
+  return median_ns([&] {
+    bulk_copy(a.dst + at, a.src + at, bytes, stream);
+    return true;
+  }, [&] {
+    before();
+    at = a.next;
+    a.next = a.next + step + bytes <= a.len ? a.next + step : 0;
+  }, reps);
+}
+
 bool guard_lines(GuardBackend& b, Scratch& s, const std::vector<std::size_t>& sizes, int reps, Line& hold, Line& publish) {
   std::vector<double> x, h, p;
   for (std::size_t bytes : sizes) {
@@ -143,6 +181,22 @@ double polled_exchange(MPI_Comm comm, int to, int from, int tag, char* send, cha
     }
   }
   cpu_ns = std::max(0.0, busy - idle * idle_test_ns);
+  return static_cast<double>(futex::now_ns() - t0);
+}
+
+double backoff_exchange(MPI_Comm comm, int to, int from, int tag, char* send, char* recv, std::size_t bytes,
+                        long long poll_min_ns, long long poll_max_ns) {
+  const long long t0 = futex::now_ns();
+  MPI_Request req[2];
+  PMPI_Irecv(recv, static_cast<int>(bytes), MPI_BYTE, from, tag, comm, &req[0]);
+  PMPI_Isend(send, static_cast<int>(bytes), MPI_BYTE, to, tag, comm, &req[1]);
+  long long sleep_ns = poll_min_ns;
+  for (int done = 0; !done;) {
+    PMPI_Testall(2, req, &done, MPI_STATUSES_IGNORE);
+    if (done) break;
+    sleep_for(sleep_ns);
+    sleep_ns = std::min(poll_max_ns, std::max(sleep_ns * 2, 1000LL));
+  }
   return static_cast<double>(futex::now_ns() - t0);
 }
 

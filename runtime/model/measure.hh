@@ -44,6 +44,27 @@ Line memcpy_line(Scratch& s, const std::vector<std::size_t>& sizes, int reps);
 // receive buffer or tnbc's staging is new); the line through the medians.
 Line memcpy_cold_line(Scratch& s, const std::vector<std::size_t>& sizes, int reps);
 
+// Buffers for copies that find neither side in the caches: a source and a destination arena of
+// `bytes` each (populated), several times the last-level cache, walked by successive copies.
+struct CopyArena {
+  char* src = nullptr;
+  char* dst = nullptr;
+  std::size_t len = 0, next = 0;
+  explicit CopyArena(std::size_t bytes);
+  ~CopyArena();
+  CopyArena(const CopyArena&) = delete;
+  CopyArena& operator=(const CopyArena&) = delete;
+  // The arena size calibrate uses for copies up to `largest` bytes: three times this CPU's
+  // last-level cache (sysconf; 32 MiB where it does not say), at least four such copies.
+  static std::size_t size_for(std::size_t largest);
+};
+
+// tnbc's own copy in the call (runtime/bulk_copy.hh, streamed above L2 as the call streams it) of
+// `bytes` from the arena's next source to its next destination, both outside the caches, as a
+// collective's own-block and send copies find them; `before` (untimed) runs ahead of each copy,
+// e.g. a barrier so that every rank copies at once. The median of `reps` copies, ns.
+double arena_copy_ns(CopyArena& a, std::size_t bytes, FunctionRef<void()> before, int reps);
+
 // A guard backend's hold back and publish of each size (one region): the lines through the
 // medians. False when the backend fails on scratch memory.
 bool guard_lines(GuardBackend& b, Scratch& s, const std::vector<std::size_t>& sizes, int reps, Line& hold, Line& publish);
@@ -66,6 +87,11 @@ double idle_test_cpu_ns(MPI_Comm comm, int tag, int pending, long long poll_ns, 
 // A barrier over `comm` that waits asleep: MPI_Ibarrier, tested once every `poll_ns`. Ranks
 // that wait in it leave their CPUs to the ranks that measure (a rank waiting in MPI's own barrier
 // polls back to back: on a node with more ranks than CPUs it takes a CPU from them).
+// The same exchange polled as the progress thread polls a transfer whose steps take long: its
+// sleep between tests doubles from `poll_min_ns` to `poll_max_ns` (runtime/progress.cc). The wall time.
+double backoff_exchange(MPI_Comm comm, int to, int from, int tag, char* send, char* recv, std::size_t bytes,
+                        long long poll_min_ns, long long poll_max_ns);
+
 void sleeping_barrier(MPI_Comm comm, long long poll_ns);
 
 // One MPI_Testsome over `pending` receives that cannot complete (posted on `comm` with `tag`,

@@ -101,6 +101,12 @@ TEST_CASE("calibrate --combine: another placement, library or sweep is refused, 
   c = launch(1.1, "z");
   c.memcpy_cold = {1500, 0.3};
   CHECK(refusal({a, b, c}).find("guard.memcpy_cold") != std::string::npos);
+  c = launch(1.1, "z");
+  c.memcpy_in_call = {2000, 0.1};
+  CHECK(refusal({a, b, c}).find("guard.memcpy_in_call") != std::string::npos);
+  c = launch(1.1, "z");
+  c.level[0].shared_cpu = {0, 1.2};
+  CHECK(refusal({a, b, c}).find("levels.intra_node.shared_cpu") != std::string::npos);
 }
 
 TEST_CASE("`tnbc calibrate` recognises --combine wherever it stands, not as -o's value") {
@@ -112,4 +118,19 @@ TEST_CASE("`tnbc calibrate` recognises --combine wherever it stands, not as -o's
   CHECK_FALSE(tools::combine_request({"-o", "m.json", "--max-bytes", "4m"}));
   CHECK_FALSE(tools::combine_request({"-o", "--combine"}));  // a file named --combine: a calibration
   CHECK_FALSE(tools::combine_request({}));
+}
+
+TEST_CASE("calibrate --combine: the in-call copy line and the levels' shared_cpu are the launches' medians") {
+  std::vector<Machine> ms;
+  for (double f : {1.0, 1.6, 1.1}) {
+    ms.push_back(launch(f, "x"));
+    ms.back().memcpy_in_call = {2000 * f, 0.1 * f};
+    ms.back().level[0].shared_cpu = {100 * f, 1.2 * f};
+  }
+  const Combined c = must(combine_machines(ms, {"a.json", "b.json", "c.json"}));
+  REQUIRE(c.machine.memcpy_in_call_measured());
+  CHECK(c.machine.memcpy_in_call.ns == Approx(2200));
+  CHECK(c.machine.memcpy_in_call.ns_per_byte == Approx(0.11));
+  CHECK(c.machine.at(LevelKind::IntraNode).shared_cpu.ns == Approx(110));
+  CHECK(c.machine.at(LevelKind::IntraNode).shared_cpu.ns_per_byte == Approx(1.32));
 }

@@ -188,3 +188,43 @@ TEST_CASE("machine file: buffered_send_bytes and memcpy_cold are optional: files
   CHECK(refusal(edited(text, "\"memcpy_cold\": {\"ns\"", "\"memcpy_cold\": {\"nanos\"")).find("guard.memcpy_cold") !=
         std::string::npos);
 }
+
+TEST_CASE("machine file: a level's shared_cpu is optional; files without it load as not measured") {
+  const Machine without = sample();
+  const std::string old_text = machine_json(without);
+  CHECK(old_text.find("shared_cpu") == std::string::npos);
+  CHECK_FALSE(must(parse_machine(old_text, "m.json")).at(LevelKind::InterNode).shared_cpu_measured());
+  Machine with = sample();
+  with.level[1].shared_cpu = {3000, 1.25};
+  const std::string text = machine_json(with);
+  const Machine back = must(parse_machine(text, "m.json"));
+  REQUIRE(back.at(LevelKind::InterNode).shared_cpu_measured());
+  CHECK_FALSE(back.at(LevelKind::IntraNode).shared_cpu_measured());
+  CHECK(back.at(LevelKind::InterNode).shared_cpu.ns == Approx(3000));
+  CHECK(back.at(LevelKind::InterNode).shared_cpu.ns_per_byte == Approx(1.25));
+  CHECK(machine_json(back) == text);
+  CHECK(machine_hash(back) != machine_hash(without));
+  CHECK(refusal(edited(text, "\"shared_cpu\": {\"ns\"", "\"shared_cpu\": {\"nanos\"")).find(
+            "levels.inter_node.shared_cpu") != std::string::npos);
+}
+
+TEST_CASE("machine file: memcpy_in_call is optional; without it tnbc's copies in a call are priced at the memcpy line") {
+  const Machine without = sample();
+  const std::string old_text = machine_json(without);
+  CHECK(old_text.find("memcpy_in_call") == std::string::npos);
+  const Machine old_back = must(parse_machine(old_text, "m.json"));
+  CHECK_FALSE(old_back.memcpy_in_call_measured());
+  CHECK(old_back.in_call_copy().ns_per_byte == Approx(old_back.memcpy_cost.ns_per_byte));
+  Machine with = sample();
+  with.memcpy_in_call = {2500, 0.11};
+  const std::string text = machine_json(with);
+  CHECK(text.find("\"memcpy_in_call\": {") != std::string::npos);
+  const Machine back = must(parse_machine(text, "m.json"));
+  REQUIRE(back.memcpy_in_call_measured());
+  CHECK(back.in_call_copy().ns == Approx(2500));
+  CHECK(back.in_call_copy().ns_per_byte == Approx(0.11));
+  CHECK(machine_json(back) == text);
+  CHECK(machine_hash(back) != machine_hash(without));
+  CHECK(refusal(edited(text, "\"memcpy_in_call\": {\"ns\"", "\"memcpy_in_call\": {\"nanos\"")).find(
+            "guard.memcpy_in_call") != std::string::npos);
+}

@@ -492,3 +492,71 @@ TEST_CASE("model: the library's broadcast across nodes whose ranks spin pays eac
   // tnbc's own broadcast there yields: the slices do not enter its schedule.
   CHECK(tnbc_timeline(m, kSpinning, c, Execution{}, true).total_ns < handoff_ns(b, c.bytes, 2, 1));
 }
+
+TEST_CASE("model: tnbc's copies in the call are priced at the machine's in-call line where calibrate measured it") {
+  // An early return of 4 MiB per peer on two nodes: Tinit copies the own block into place and
+  // stages the block it sends. A machine whose in-call line (every rank copying at once, nothing
+  // in the caches) is slower than its memcpy line prices both copies at that line.
+  Machine m = two_nodes();
+  m.memcpy_cost = {1000, 0.05};
+  REQUIRE_FALSE(m.memcpy_in_call_measured());
+  CHECK(m.in_call_copy().ns_per_byte == Approx(0.05));  // not measured: the memcpy line
+  const Coll c = alltoall(4 * kMiB);
+  const Timeline before = tnbc_timeline(m, kTwoNodes, c, Execution{}, true);
+  const Timeline in_call_before = tnbc_timeline(m, kTwoNodes, c, Execution{}, false);
+  m.memcpy_in_call = {1000, 0.12};
+  REQUIRE(m.memcpy_in_call_measured());
+  const Timeline after = tnbc_timeline(m, kTwoNodes, c, Execution{}, true);
+  // Two blocks of 4 MiB (own + staged) at 0.07 ns/B more.
+  CHECK(after.in_call_ns - before.in_call_ns == Approx(2 * 4 * kMiB * 0.07).epsilon(0.01));
+  // Completing in the call copies only the own block.
+  CHECK(tnbc_timeline(m, kTwoNodes, c, Execution{}, false).in_call_ns - in_call_before.in_call_ns ==
+        Approx(4 * kMiB * 0.07).epsilon(0.01));
+  // MPI's own blocking estimate does not use tnbc's copy line.
+  Machine other = m;
+  other.memcpy_in_call = {0, 0};
+  CHECK(mpi_blocking_ns(m, kTwoNodes, c) == Approx(mpi_blocking_ns(other, kTwoNodes, c)));
+  // The eager send copy against the lazy one (pages made read-only) is weighed at the same line:
+  // protecting at 0.08 ns/B loses to a copy at 0.05 and wins against one at 0.12.
+  const int prot = guard_index("prot_none");
+  for (Machine* x : {&m, &other}) {
+    x->guard_measured[prot] = true;
+    x->guard[prot].hold = {0, 0.08};
+  }
+  CHECK_FALSE(lazy_copy_pays(other, 4 * kMiB, false, kPage));
+  CHECK(lazy_copy_pays(m, 4 * kMiB, false, kPage));
+}
+
+TEST_CASE("model: what a transfer takes from a computation on its CPU comes from the level's measured shared_cpu") {
+  // Two nodes of one CPU each (netrun's emulated nodes): the progress thread shares the rank's
+  // CPU with the computation. A program that computes through the whole exchange (T_CURC longer
+  // than Tcomm) loses the transfer's CPU: the driving thread's own, or the measured loss of a
+  // computation on the transfer's CPU where calibrate measured more.
+  Machine m = two_nodes();
+  const Topology one_cpu = Topology::block(2, 1, 1, 1);
+  const Coll c = alltoall(4 * kMiB);
+  const double blocking = mpi_blocking_ns(m, one_cpu, c);
+  const Program long_compute{2 * blocking, 0.1 * blocking};
+  const Overlap without = overlap(m, one_cpu, c, Execution{}, long_compute, 0);
+  REQUIRE_FALSE(m.at(LevelKind::InterNode).shared_cpu_measured());
+  CHECK(tnbc_timeline(m, one_cpu, c, Execution{}, true).shared_cpu_ns == 0);
+  m.level[1].shared_cpu = {0, 1.2};  // 1.2 ns per byte exchanged each way (1.26 ms per MiB)
+  const Timeline tl = tnbc_timeline(m, one_cpu, c, Execution{}, true);
+  CHECK(tl.shared_cpu_ns == Approx(1.2 * 4 * kMiB));
+  REQUIRE(tl.shared_cpu_ns > tl.driver_cpu_ns);
+  const Overlap with = overlap(m, one_cpu, c, Execution{}, long_compute, 0);
+  // The computation covers the whole transfer: all of it is lost, in place of the driver's CPU.
+  CHECK(with.saved_ns - without.saved_ns == Approx(-(tl.shared_cpu_ns - tl.driver_cpu_ns)).epsilon(0.02));
+  // A rank with a CPU to spare loses nothing of it.
+  const Topology two_cpus = Topology::block(2, 1, 2, 2);
+  CHECK(overlap(m, two_cpus, c, Execution{}, long_compute, 0).saved_ns ==
+        Approx(overlap(two_nodes(), two_cpus, c, Execution{}, long_compute, 0).saved_ns));
+  // Below the driving thread's own CPU the measured loss changes nothing.
+  m.level[1].shared_cpu = {0, 1e-6};
+  CHECK(overlap(m, one_cpu, c, Execution{}, long_compute, 0).saved_ns == Approx(without.saved_ns));
+  // A broadcast's rank receives the message once.
+  m.level[1].shared_cpu = {5000, 1.2};
+  Coll b = c;
+  b.kind = Kind::Bcast;
+  CHECK(tnbc_timeline(m, one_cpu, b, Execution{}, true).shared_cpu_ns == Approx(5000 + 1.2 * 4 * kMiB));
+}

@@ -79,8 +79,8 @@ double sleeping_max(const Ctx& c, double mine) {
 // tnbc's copies in a collective's call (model::Machine::memcpy_in_call): every rank copies at
 // once between buffers outside the caches; per size the slowest rank's median. {0, 0} when a
 // rank could not map its arena (then the model keeps the memcpy line).
-Line in_call_copy_line(const Ctx& c, const std::vector<std::size_t>& sizes, int reps) {
-  CopyArena arena(CopyArena::size_for(sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end())));
+Line in_call_copy_line(const Ctx& c, const std::vector<std::size_t>& sizes, int ranks_per_node, int reps) {
+  CopyArena arena(CopyArena::size_for(sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end()), ranks_per_node));
   double ok = arena.src ? 1 : 0;
   PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_DOUBLE, MPI_MIN, c.comm);
   if (ok == 0) return {};
@@ -764,7 +764,7 @@ Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* 
     measure_guard(m, page, progress);
   }
   barrier(c);  // the others sleep meanwhile
-  m.memcpy_in_call = in_call_copy_line(c, {65536, 1u << 20, 4u << 20, 16u << 20}, 20);
+  m.memcpy_in_call = in_call_copy_line(c, {65536, 256u << 10, 1u << 20, 4u << 20}, t.max_per_node(), 20);
   if (progress && c.me == 0 && m.memcpy_in_call_measured())
     std::fprintf(progress, "tnbc's copies in a call (outside the caches, every rank at once, the slowest): %.1f us + %.1f us/MiB\n",
                  m.memcpy_in_call.ns / 1e3, m.memcpy_in_call.ns_per_byte * 1048.576);

@@ -37,7 +37,7 @@
 //               round trip on a PROT_NONE page (handler, mprotect, retry) plus the wake-up of a
 //               thread asleep on a futex (what a reader pays besides the data's arrival);
 //   memcpy      4 KiB .. 16 MiB, a line; and into a fresh mapping (first-touch faults: memcpy_cold);
-//               and tnbc's own in-call copy (bulk_copy) of 64 KiB .. 16 MiB between arenas outside the
+//               and tnbc's own in-call copy (bulk_copy) of 64 KiB .. 4 MiB between arenas outside the
 //               caches, every rank at once, the slowest rank (memcpy_in_call: Tinit's copies);
 //   progress    one MPI_Testsome over 8 pending receives, one sleep of TNBC_POLL_MIN_US.
 //   shared CPU  per level, its pair: each rank's computing thread and its exchanging thread on

@@ -117,13 +117,13 @@ CopyArena::~CopyArena() {
   if (src) ::munmap(src, 2 * len);
 }
 
-std::size_t CopyArena::size_for(std::size_t largest) {
+std::size_t CopyArena::size_for(std::size_t largest, int ranks) {
   long llc = -1;
 #ifdef _SC_LEVEL3_CACHE_SIZE
   llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
 #endif
   if (llc <= 0) llc = 32L << 20;
-  return std::max(3 * static_cast<std::size_t>(llc), 4 * largest);
+  return std::max(3 * static_cast<std::size_t>(llc) / static_cast<std::size_t>(std::max(1, ranks)), 4 * largest);
 }
 
 double arena_copy_ns(CopyArena& a, std::size_t bytes, FunctionRef<void()> before, int reps) {

@@ -54,9 +54,11 @@ struct CopyArena {
   ~CopyArena();
   CopyArena(const CopyArena&) = delete;
   CopyArena& operator=(const CopyArena&) = delete;
-  // The arena size calibrate uses for copies up to `largest` bytes: three times this CPU's
-  // last-level cache (sysconf; 32 MiB where it does not say), at least four such copies.
-  static std::size_t size_for(std::size_t largest);
+  // The arena size calibrate uses for copies up to `largest` bytes when `ranks` ranks of the node
+  // copy at once: together three times this CPU's last-level cache (sysconf; 32 MiB where it
+  // does not say), and at least four such copies each (a node of many ranks does not map
+  // gigabytes for it).
+  static std::size_t size_for(std::size_t largest, int ranks);
 };
 
 // tnbc's own copy in the call (runtime/bulk_copy.hh, streamed above L2 as the call streams it) of

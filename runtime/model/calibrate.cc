@@ -76,27 +76,35 @@ double sleeping_max(const Ctx& c, double mine) {
   return worst;
 }
 
-// tnbc's copies in a collective's call (model::Machine::memcpy_in_call): every rank copies at
-// once between buffers outside the caches; per size the slowest rank's median. {0, 0} when a
-// rank could not map its arena (then the model keeps the memcpy line).
-Line in_call_copy_line(const Ctx& c, const std::vector<std::size_t>& sizes, int ranks_per_node, int reps) {
-  CopyArena arena(CopyArena::size_for(sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end()), ranks_per_node));
-  double ok = arena.src ? 1 : 0;
-  PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_DOUBLE, MPI_MIN, c.comm);
-  if (ok == 0) return {};
+// Per size the slowest rank's figure (`mine`: this rank's, 0 where it takes no part, < 0 where it
+// failed), the line through them; {0, 0} with fewer than two sizes measured.
+Line slowest_line(const Ctx& c, const std::vector<std::size_t>& sizes, FunctionRef<double(std::size_t)> mine) {
   std::vector<double> x, y;
   for (std::size_t b : sizes) {
-    // A sleeping barrier, then MPI's own: every rank starts its copy within a few microseconds.
-    const double mine = arena_copy_ns(arena, b, [&] {
-      barrier(c);
-      PMPI_Barrier(c.comm);
-    }, reps);
-    const double slowest = sleeping_max(c, mine);
-    if (slowest <= 0) continue;
+    const double slowest = sleeping_max(c, mine(b));
+    if (slowest < 0) continue;
     x.push_back(static_cast<double>(b));
     y.push_back(slowest);
   }
   return x.size() >= 2 ? fit(x, y) : Line{};
+}
+
+// tnbc's copies in a collective's call (model::Machine::memcpy_in_call): every rank copies at
+// once between buffers outside the caches; per size the slowest rank's median. {0, 0} when a
+// rank could not map its buffers (then the model keeps the memcpy line).
+Line in_call_copy_line(const Ctx& c, const std::vector<std::size_t>& sizes, int ranks_per_node, int reps) {
+  Scratch s(uncached_copy_bytes(sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end()), ranks_per_node));
+  double ok = s.user ? 1 : 0;
+  PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_DOUBLE, MPI_MIN, c.comm);
+  if (ok == 0) return {};
+  std::size_t cursor = 0;
+  return slowest_line(c, sizes, [&](std::size_t b) {
+    // A sleeping barrier, then MPI's own: every rank starts its copy within a few microseconds.
+    return uncached_copy_ns(s, cursor, b, [&] {
+      barrier(c);
+      PMPI_Barrier(c.comm);
+    }, reps);
+  });
 }
 
 // After a sleeping barrier the pair meets once more with MPI's own spinning waits, so that
@@ -282,32 +290,22 @@ double buffered_send_bytes(Ctx& c, int x, int y) {
 
 // A computation that shares one CPU with a transfer (Level::shared_cpu). Ranks x and y each pin
 // this thread and a computing thread to one CPU they may run on (x its first, y its second where
-// it has two, so that two ranks of one node do not share it); the computing thread runs
-// a fixed loop over an L2-sized array (about 1.5 times the exchange alone), once alone and once
-// while this thread exchanges `bytes` each way with the other rank, polled as the progress
-// thread polls a long transfer (backoff_exchange). Per size the loop's extra time, the larger of the two ranks'
-// medians; the line through them. The other ranks sleep meanwhile. {0, 0} if a rank cannot pin.
+// it has two, so that two ranks of one node do not share it); the computing thread runs a fixed
+// loop over an L2-sized array (about 1.5 times the exchange alone), once alone and once while
+// this thread exchanges `bytes` each way with the other rank, polled as the progress thread polls
+// a long transfer (polled_exchange up to TNBC_POLL_MAX_US). Per size the loop's extra time, the
+// larger of the two ranks' medians; the line through them. The other ranks sleep meanwhile.
+// {0, 0} if a rank cannot pin.
 Line measure_shared_cpu(Ctx& c, int x, int y, const std::vector<std::size_t>& sizes, int reps) {
   const bool in_pair = c.me == x || c.me == y;
   const int peer = c.me == x ? y : x;
   cpu_set_t before;
   CPU_ZERO(&before);
-  double pinned = 1;
-  int cpu = -1;
-  if (in_pair) {
-    pinned = pthread_getaffinity_np(pthread_self(), sizeof before, &before) == 0 ? 1 : 0;
-    // The first CPU the rank may run on; y its second where it has one (two ranks of one node
-    // would otherwise share the first).
-    int skip = c.me == y && CPU_COUNT(&before) > 1 ? 1 : 0;
-    for (int k = 0; k < CPU_SETSIZE && pinned > 0 && cpu < 0; ++k)
-      if (CPU_ISSET(k, &before) && skip-- == 0) cpu = k;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    if (cpu >= 0) CPU_SET(cpu, &one);
-    if (cpu < 0 || pthread_setaffinity_np(pthread_self(), sizeof one, &one) != 0) pinned = 0;
-  }
+  const int cpu = in_pair ? allowed_cpu(c.me == y ? 1 : 0, &before) : -1;
+  const cpu_set_t one = only_cpu(std::max(cpu, 0));
+  double pinned = !in_pair || (cpu >= 0 && pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0) ? 1 : 0;
   PMPI_Allreduce(MPI_IN_PLACE, &pinned, 1, MPI_DOUBLE, MPI_MIN, c.comm);
-  std::vector<double> xs, ys;
+  Line line;
   if (pinned > 0) {
     std::vector<std::uint64_t> work(256 * 1024 / sizeof(std::uint64_t), 1);
     std::atomic<std::uint64_t> sink{0};
@@ -315,9 +313,6 @@ Line measure_shared_cpu(Ctx& c, int x, int y, const std::vector<std::size_t>& si
     auto compute = [&](long passes, FunctionRef<void()> meanwhile) {
       std::atomic<long long> took{0};
       std::thread t([&] {
-        cpu_set_t one;
-        CPU_ZERO(&one);
-        CPU_SET(cpu, &one);
         pthread_setaffinity_np(pthread_self(), sizeof one, &one);
         const long long t0 = futex::now_ns();
         std::uint64_t acc = 0;
@@ -330,33 +325,32 @@ Line measure_shared_cpu(Ctx& c, int x, int y, const std::vector<std::size_t>& si
       t.join();
       return static_cast<double>(took.load());
     };
-    for (std::size_t b : sizes) {
-      if (b > c.o.max_bytes) continue;
-      double loss = 0;
-      if (in_pair) {
+    auto exchange = [&](std::size_t b) {
+      double cpu_ns = 0;
+      return polled_exchange(c.comm, peer, peer, kTag + 5, c.a.data(), c.b.data(), b, c.o.poll_ns, c.o.poll_max_ns, 0,
+                             cpu_ns);
+    };
+    std::vector<std::size_t> fitting;
+    for (std::size_t b : sizes)
+      if (b <= c.o.max_bytes) fitting.push_back(b);
+    line = slowest_line(c, fitting, [&](std::size_t b) {
+      if (!in_pair) return 0.0;
+      sync_pair(c, x, y);
+      const double alone_exchange = exchange(b);
+      const double pass = compute(8, [] {}) / 8;
+      const long passes = std::max(1L, static_cast<long>(1.5 * alone_exchange / std::max(1.0, pass)));
+      std::vector<double> alone, with;
+      for (int r = 0; r < reps; ++r) {
         sync_pair(c, x, y);
-        const double exchange =
-            backoff_exchange(c.comm, peer, peer, kTag + 5, c.a.data(), c.b.data(), b, c.o.poll_ns, c.o.poll_max_ns);
-        const double pass = compute(8, [] {}) / 8;
-        const long passes = std::max(1L, static_cast<long>(1.5 * exchange / std::max(1.0, pass)));
-        std::vector<double> alone, with;
-        for (int r = 0; r < reps; ++r) {
-          sync_pair(c, x, y);
-          alone.push_back(compute(passes, [] {}));
-          sync_pair(c, x, y);
-          with.push_back(compute(passes, [&] {
-            backoff_exchange(c.comm, peer, peer, kTag + 5, c.a.data(), c.b.data(), b, c.o.poll_ns, c.o.poll_max_ns);
-          }));
-        }
-        loss = std::max(0.0, median(with) - median(alone));
+        alone.push_back(compute(passes, [] {}));
+        sync_pair(c, x, y);
+        with.push_back(compute(passes, [&] { exchange(b); }));
       }
-      const double worst = sleeping_max(c, loss);
-      xs.push_back(static_cast<double>(b));
-      ys.push_back(worst);
-    }
+      return std::max(0.0, median(with) - median(alone));
+    });
   }
   if (in_pair && cpu >= 0) pthread_setaffinity_np(pthread_self(), sizeof before, &before);
-  return xs.size() >= 2 ? fit(xs, ys) : Line{};
+  return line;
 }
 
 Level measure_level(Ctx& c, int x, int y, std::FILE* progress) {

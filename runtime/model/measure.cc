@@ -55,6 +55,24 @@ double thread_cpu_ns() {
   return static_cast<double>(t.tv_sec) * 1e9 + static_cast<double>(t.tv_nsec);
 }
 
+int allowed_cpu(int nth, cpu_set_t* allowed) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return -1;
+  if (allowed) *allowed = set;
+  if (nth >= CPU_COUNT(&set)) nth = 0;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &set) && nth-- == 0) return cpu;
+  return -1;
+}
+
+cpu_set_t only_cpu(int cpu) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  return one;
+}
+
 Scratch::Scratch(std::size_t bytes) : len(bytes) {
   void* p = ::mmap(nullptr, 2 * len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return;
@@ -105,19 +123,7 @@ Line memcpy_cold_line(Scratch& s, const std::vector<std::size_t>& sizes, int rep
   return fit(x, y);
 }
 
-CopyArena::CopyArena(std::size_t bytes) : len(bytes) {
-  void* p = ::mmap(nullptr, 2 * len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return;
-  src = static_cast<char*>(p);
-  dst = src + len;
-  std::memset(src, 1, 2 * len);  // populated: no first-touch fault in a timed copy
-}
-
-CopyArena::~CopyArena() {
-  if (src) ::munmap(src, 2 * len);
-}
-
-std::size_t CopyArena::size_for(std::size_t largest, int ranks) {
+std::size_t uncached_copy_bytes(std::size_t largest, int ranks) {
   long llc = -1;
 #ifdef _SC_LEVEL3_CACHE_SIZE
   llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
@@ -126,18 +132,18 @@ std::size_t CopyArena::size_for(std::size_t largest, int ranks) {
   return std::max(3 * static_cast<std::size_t>(llc) / static_cast<std::size_t>(std::max(1, ranks)), 4 * largest);
 }
 
-double arena_copy_ns(CopyArena& a, std::size_t bytes, FunctionRef<void()> before, int reps) {
-  if (!a.src || bytes == 0 || bytes > a.len) return -1;
+double uncached_copy_ns(Scratch& s, std::size_t& cursor, std::size_t bytes, FunctionRef<void()> before, int reps) {
+  if (!s.user || bytes == 0 || bytes > s.len) return -1;
   const std::size_t step = (bytes + 4095) / 4096 * 4096;
   const bool stream = streams(bytes);
   std::size_t at = 0;
   return median_ns([&] {
-    bulk_copy(a.dst + at, a.src + at, bytes, stream);
+    bulk_copy(s.staging + at, s.user + at, bytes, stream);
     return true;
   }, [&] {
     before();
-    at = a.next;
-    a.next = a.next + step + bytes <= a.len ? a.next + step : 0;
+    at = cursor;
+    cursor = cursor + step + bytes <= s.len ? cursor + step : 0;
   }, reps);
 }
 
@@ -163,7 +169,7 @@ bool guard_lines(GuardBackend& b, Scratch& s, const std::vector<std::size_t>& si
 }
 
 double polled_exchange(MPI_Comm comm, int to, int from, int tag, char* send, char* recv, std::size_t bytes,
-                       long long poll_ns, double idle_test_ns, double& cpu_ns) {
+                       long long poll_ns, long long poll_max_ns, double idle_test_ns, double& cpu_ns) {
   double c0 = thread_cpu_ns();
   const long long t0 = futex::now_ns();
   MPI_Request req[2];
@@ -171,32 +177,18 @@ double polled_exchange(MPI_Comm comm, int to, int from, int tag, char* send, cha
   PMPI_Isend(send, static_cast<int>(bytes), MPI_BYTE, to, tag, comm, &req[1]);
   double busy = thread_cpu_ns() - c0;
   int idle = 0;
+  long long sleep_ns = poll_ns;
   for (int done = 0; !done;) {
     c0 = thread_cpu_ns();
     PMPI_Testall(2, req, &done, MPI_STATUSES_IGNORE);
     busy += thread_cpu_ns() - c0;
     if (!done) {
       ++idle;
-      sleep_for(poll_ns);
+      sleep_for(sleep_ns);
+      sleep_ns = std::min(poll_max_ns, std::max(sleep_ns * 2, 1000LL));
     }
   }
   cpu_ns = std::max(0.0, busy - idle * idle_test_ns);
-  return static_cast<double>(futex::now_ns() - t0);
-}
-
-double backoff_exchange(MPI_Comm comm, int to, int from, int tag, char* send, char* recv, std::size_t bytes,
-                        long long poll_min_ns, long long poll_max_ns) {
-  const long long t0 = futex::now_ns();
-  MPI_Request req[2];
-  PMPI_Irecv(recv, static_cast<int>(bytes), MPI_BYTE, from, tag, comm, &req[0]);
-  PMPI_Isend(send, static_cast<int>(bytes), MPI_BYTE, to, tag, comm, &req[1]);
-  long long sleep_ns = poll_min_ns;
-  for (int done = 0; !done;) {
-    PMPI_Testall(2, req, &done, MPI_STATUSES_IGNORE);
-    if (done) break;
-    sleep_for(sleep_ns);
-    sleep_ns = std::min(poll_max_ns, std::max(sleep_ns * 2, 1000LL));
-  }
   return static_cast<double>(futex::now_ns() - t0);
 }
 
@@ -257,15 +249,9 @@ double sleep_ns(long long ns) {
 }
 
 double loaded_wake_ns(long long ns) {
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return -1;
-  int cpu = 0;
-  while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &allowed)) ++cpu;
-  if (cpu == CPU_SETSIZE) return -1;
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(cpu, &one);
+  const int cpu = allowed_cpu(0);
+  if (cpu < 0) return -1;
+  const cpu_set_t one = only_cpu(cpu);
   constexpr int kReps = 21;
   std::atomic<bool> stop{false}, spinning{false}, placed{true};
   double idle = -1, loaded = -1;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <mpi.h>
+#include <sched.h>
 
 #include <cstddef>
 #include <vector>
@@ -25,6 +26,12 @@ double median_ns(FunctionRef<bool()> once, int reps);
 // The CPU time of the calling thread, ns.
 double thread_cpu_ns();
 
+// The CPU numbered `nth` (0: the first) among those the calling thread may run on, its first where
+// it may run on fewer; -1 when the kernel does not say. `*allowed` (if given): the whole set.
+int allowed_cpu(int nth, cpu_set_t* allowed = nullptr);
+// A set of the one CPU `cpu`.
+cpu_set_t only_cpu(int cpu);
+
 // Two adjacent private, populated mappings of `bytes` each: one stands for a program's
 // buffer, the other for tnbc's staging.
 struct Scratch {
@@ -44,40 +51,31 @@ Line memcpy_line(Scratch& s, const std::vector<std::size_t>& sizes, int reps);
 // receive buffer or tnbc's staging is new); the line through the medians.
 Line memcpy_cold_line(Scratch& s, const std::vector<std::size_t>& sizes, int reps);
 
-// Buffers for copies that find neither side in the caches: a source and a destination arena of
-// `bytes` each (populated), several times the last-level cache, walked by successive copies.
-struct CopyArena {
-  char* src = nullptr;
-  char* dst = nullptr;
-  std::size_t len = 0, next = 0;
-  explicit CopyArena(std::size_t bytes);
-  ~CopyArena();
-  CopyArena(const CopyArena&) = delete;
-  CopyArena& operator=(const CopyArena&) = delete;
-  // The arena size calibrate uses for copies up to `largest` bytes when `ranks` ranks of the node
-  // copy at once: together three times this CPU's last-level cache (sysconf; 32 MiB where it
-  // does not say), and at least four such copies each (a node of many ranks does not map
-  // gigabytes for it).
-  static std::size_t size_for(std::size_t largest, int ranks);
-};
+// The Scratch size for copies up to `largest` bytes that find neither side in the caches when
+// `ranks` ranks of the node copy at once: together three times this CPU's last-level cache
+// (sysconf; 32 MiB where it does not say), and at least four such copies each (a node of many
+// ranks does not map gigabytes for it).
+std::size_t uncached_copy_bytes(std::size_t largest, int ranks);
 
 // tnbc's own copy in the call (runtime/bulk_copy.hh, streamed above L2 as the call streams it) of
-// `bytes` from the arena's next source to its next destination, both outside the caches, as a
+// `bytes` from `s.user` to `s.staging`, at offsets that walk the Scratch from copy to copy
+// (`cursor`, kept by the caller across sizes) so that neither side is in a cache, as a
 // collective's own-block and send copies find them; `before` (untimed) runs ahead of each copy,
 // e.g. a barrier so that every rank copies at once. The median of `reps` copies, ns.
-double arena_copy_ns(CopyArena& a, std::size_t bytes, FunctionRef<void()> before, int reps);
+double uncached_copy_ns(Scratch& s, std::size_t& cursor, std::size_t bytes, FunctionRef<void()> before, int reps);
 
 // A guard backend's hold back and publish of each size (one region): the lines through the
 // medians. False when the backend fails on scratch memory.
 bool guard_lines(GuardBackend& b, Scratch& s, const std::vector<std::size_t>& sizes, int reps, Line& hold, Line& publish);
 
 // Exchanges `bytes` with `to` and `from` on `comm` (MPI_Isend + MPI_Irecv, tag `tag`), testing
-// the requests as tnbc's progress thread does: MPI_Testall, then a sleep of `poll_ns` when
-// nothing completed. Returns the wall time; `cpu_ns` the calling thread's CPU time inside the
-// MPI calls less its idle tests (tests that found the requests incomplete x `idle_test_ns`,
-// idle_test_cpu_ns above): what the messages cost, not how long they took.
+// the requests as tnbc's progress thread does: MPI_Testall, then a sleep when nothing completed,
+// of `poll_ns` first and doubling up to `poll_max_ns` (runtime/progress.cc: a transfer whose steps
+// take long; `poll_max_ns` = `poll_ns`: a fixed sleep). Returns the wall time; `cpu_ns` the calling
+// thread's CPU time inside the MPI calls less its idle tests (tests that found the requests
+// incomplete x `idle_test_ns`, idle_test_cpu_ns above): what the messages cost, not how long they took.
 double polled_exchange(MPI_Comm comm, int to, int from, int tag, char* send, char* recv, std::size_t bytes,
-                       long long poll_ns, double idle_test_ns, double& cpu_ns);
+                       long long poll_ns, long long poll_max_ns, double idle_test_ns, double& cpu_ns);
 
 // The calling thread's CPU time inside one idle MPI_Testall as the progress thread (and
 // calibrate's trains) make them: over `pending` receives that cannot complete (posted on `comm`
@@ -89,11 +87,6 @@ double idle_test_cpu_ns(MPI_Comm comm, int tag, int pending, long long poll_ns, 
 // A barrier over `comm` that waits asleep: MPI_Ibarrier, tested once every `poll_ns`. Ranks
 // that wait in it leave their CPUs to the ranks that measure (a rank waiting in MPI's own barrier
 // polls back to back: on a node with more ranks than CPUs it takes a CPU from them).
-// The same exchange polled as the progress thread polls a transfer whose steps take long: its
-// sleep between tests doubles from `poll_min_ns` to `poll_max_ns` (runtime/progress.cc). The wall time.
-double backoff_exchange(MPI_Comm comm, int to, int from, int tag, char* send, char* recv, std::size_t bytes,
-                        long long poll_min_ns, long long poll_max_ns);
-
 void sleeping_barrier(MPI_Comm comm, long long poll_ns);
 
 // One MPI_Testsome over `pending` receives that cannot complete (posted on `comm` with `tag`,

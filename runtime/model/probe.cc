@@ -244,7 +244,7 @@ std::array<double, kSlots> measure(MPI_Comm comm, const World& w, GuardBackend* 
     for (int i = 0; i <= kRepetitions; ++i) {
       barrier();
       double ns = 0;
-      polled_exchange(comm, right, left, kPolledTag, send.data(), recv.data(), bytes, poll_min_ns, idle_test, ns);
+      polled_exchange(comm, right, left, kPolledTag, send.data(), recv.data(), bytes, poll_min_ns, poll_min_ns, idle_test, ns);
       if (i > 0) c.push_back(ns);
     }
     std::nth_element(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(c.size() / 2), c.end());

@@ -32,8 +32,9 @@
 //               rotated, as a program calls it: the caches emptied once per round, MPI's own
 //               waits (mpi_alltoall_ns_per_byte; the one-node estimate of MPI's Alltoall);
 //   guard       rank 0, each backend this kernel has (userfaultfd with page moves, with copies;
-//               PROT_NONE with /proc/self/mem): hold back and publish 1, 16, 256 and 1024 pages
-//               (lines through the medians); a reader's wait on a page held back: a SIGSEGV
+//               PROT_NONE with /proc/self/mem): hold back and publish 1, 16, 256 and 1024 pages,
+//               each cycle after emptying the caches, as a call finds the program's pages (lines
+//               through the medians); a reader's wait on a page held back: a SIGSEGV
 //               round trip on a PROT_NONE page (handler, mprotect, retry) plus the wake-up of a
 //               thread asleep on a futex (what a reader pays besides the data's arrival);
 //   memcpy      4 KiB .. 16 MiB, a line; and into a fresh mapping (first-touch faults: memcpy_cold);

@@ -147,7 +147,8 @@ double uncached_copy_ns(Scratch& s, std::size_t& cursor, std::size_t bytes, Func
   }, reps);
 }
 
-bool guard_lines(GuardBackend& b, Scratch& s, const std::vector<std::size_t>& sizes, int reps, Line& hold, Line& publish) {
+bool guard_lines(GuardBackend& b, Scratch& s, const std::vector<std::size_t>& sizes, int reps, FunctionRef<void()> before,
+                 Line& hold, Line& publish) {
   std::vector<double> x, h, p;
   for (std::size_t bytes : sizes) {
     if (bytes > s.len) continue;
@@ -155,6 +156,7 @@ bool guard_lines(GuardBackend& b, Scratch& s, const std::vector<std::size_t>& si
     GuardBackend::CycleTimes t;
     if (!b.cycle(s.user, s.staging, bytes, t)) return false;  // warm-up
     for (int i = 0; i < std::max(1, reps); ++i) {
+      before();
       if (!b.cycle(s.user, s.staging, bytes, t)) return false;
       th.push_back(t.hold_ns);
       tp.push_back(t.publish_ns);

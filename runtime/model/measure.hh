@@ -64,9 +64,11 @@ std::size_t uncached_copy_bytes(std::size_t largest, int ranks);
 // e.g. a barrier so that every rank copies at once. The median of `reps` copies, ns.
 double uncached_copy_ns(Scratch& s, std::size_t& cursor, std::size_t bytes, FunctionRef<void()> before, int reps);
 
-// A guard backend's hold back and publish of each size (one region): the lines through the
-// medians. False when the backend fails on scratch memory.
-bool guard_lines(GuardBackend& b, Scratch& s, const std::vector<std::size_t>& sizes, int reps, Line& hold, Line& publish);
+// A guard backend's hold back and publish of each size (one region), each cycle after an
+// untimed `before` (e.g. emptying the caches): the lines through the medians. False when the
+// backend fails on scratch memory.
+bool guard_lines(GuardBackend& b, Scratch& s, const std::vector<std::size_t>& sizes, int reps, FunctionRef<void()> before,
+                 Line& hold, Line& publish);
 
 // Exchanges `bytes` with `to` and `from` on `comm` (MPI_Isend + MPI_Irecv, tag `tag`), testing
 // the requests as tnbc's progress thread does: MPI_Testall, then a sleep when nothing completed,

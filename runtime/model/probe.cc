@@ -213,7 +213,7 @@ std::array<double, kSlots> measure(MPI_Comm comm, const World& w, GuardBackend* 
     v[kCopyNs] = c.ns;
     v[kCopyPerByte] = c.ns_per_byte;
     Line hold, publish;
-    if (backend && guard_lines(*backend, s, sizes, kRepetitions, hold, publish)) {
+    if (backend && guard_lines(*backend, s, sizes, kRepetitions, [] {}, hold, publish)) {
       v[kHoldNs] = hold.ns;
       v[kHoldPerByte] = hold.ns_per_byte;
       v[kPublishNs] = publish.ns;
@@ -337,7 +337,7 @@ void complete_guard(Machine& m, MPI_Comm comm, GuardBackend* backend, std::size_
   Line hold, publish;
   if (need) {
     Scratch s(kProbePages * page);
-    if (s.user && guard_lines(*backend, s, {page, kProbePages * page}, kRepetitions, hold, publish)) {
+    if (s.user && guard_lines(*backend, s, {page, kProbePages * page}, kRepetitions, [] {}, hold, publish)) {
       mine[3] = hold.ns + publish.ns;
       mine[4] = hold.ns_per_byte;
       mine[5] = publish.ns_per_byte;

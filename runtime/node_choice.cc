@@ -118,7 +118,7 @@ NodeChoice exchange_choice(const model::Machine& m, const model::Topology& comm,
   const double handoffs = (M - 1) * (top.L_ns + m.O_r_ns() + w.handoff_ns);
   const double flow_on = std::max({after, serial, cpu_on});
   const double after_off = std::max(after, cpu_off), after_on = flow_on + handoffs + M * w.rank_ns;
-  return judge(tl.in_call_ns + flow_on / M + w.rank_ns, tl.in_call_ns + after_off * (1.0 - tl.last_share / 2),
+  return judge(tl.in_call_ns + flow_on / M + w.rank_ns, tl.in_call_ns + after_off * (1.0 - tl.round_share / 2),
                tl.in_call_ns + after_on, tl.in_call_ns + after_off, margin, program, tl.in_call_ns, n);
 }
 

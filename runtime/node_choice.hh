@@ -7,7 +7,7 @@
 //
 // Exchange family (Alltoall, Alltoallv, Allgather). From the model's timeline of tnbc's schedule
 // (runtime/model/estimate.hh: `after` = total_ns - in_call_ns, the transfer after the return,
-// bound by the node's link where M ranks share it; `last` = last_share, the share of the bytes
+// bound by the node's link where M ranks share it; `last` = round_share, the share of the bytes
 // in the last round of pieces;
 // D = driver_cpu_ns, the CPU one rank's progress thread spends on it) and the node's CPUs C
 // (Topology::cpus_per_node: its share of the host's where emulated nodes share one):

@@ -85,7 +85,7 @@ std::string node_verdict(const trace::ProfileSite& site, const Settings& s, cons
   const double bytes = trace::estimate_site(site).bytes;
   c.bytes = *kind == Kind::Bcast ? bytes : bytes / std::max(1, site.comm_size);
   if (*kind != Kind::Bcast)
-    c.pieces = s.piece_bytes ? PieceRule(s.piece_bytes) : PieceRule(std::nullopt, model::piece_scale(mach, t, judge.exec, mach.page));
+    c.pieces = model::run_pieces(mach, t, judge.exec, mach.page, s.piece_bytes);
   else {  // the trace's chunks (two edges and the segments); the root: the rank that received nothing
     c.segments = std::max(1, site.sub_messages - 2);
     for (const auto& r : site.ranks)

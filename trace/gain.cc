@@ -90,6 +90,7 @@ Judge make_judge(const Settings& s, std::shared_ptr<const model::Inputs> model, 
   j.margin_of_tcomm_busy_poll = static_cast<double>(s.early_return_margin_busy_poll_pct) / 100.0;
   j.model = std::move(model);
   j.exec = x;
+  j.piece_bytes = s.piece_bytes;
   return j;
 }
 
@@ -141,6 +142,7 @@ Decision decide(const SiteEstimate& e, Kind kind, int comm_size, const Judge& j)
   // The profile's bytes are what the rank received per call (its own block included for the
   // exchange family); the model wants bytes per peer, or the broadcast's message.
   c.bytes = kind == Kind::Bcast ? e.bytes : e.bytes / comm_size;
+  if (kind != Kind::Bcast) c.pieces = model::run_pieces(j.model->machine, t, j.exec, c.page, j.piece_bytes);
   const model::Program p = *site_program(e);
   const model::Overlap o = model::overlap(j.model->machine, t, c, j.exec, p, *e.comm_ns);
   d.model_blocking_ns = o.model_blocking_ns;

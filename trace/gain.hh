@@ -84,6 +84,7 @@ struct Judge {
   std::optional<CostModel> fixed;              // TNBC_EARLY_RETURN_COST_US set: the fixed rule
   std::shared_ptr<const model::Inputs> model;  // the cost model (nullptr: none yet)
   model::Execution exec;
+  PieceSetting piece_bytes;  // TNBC_PIECE_BYTES: how the run cuts an exchange (model::run_pieces)
   // The margin a predicted saving must exceed: these shares of the predicted cost and of Tcomm
   // (TNBC_EARLY_RETURN_MARGIN_COST_PCT, TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT).
   // margin_of_tcomm_shared where the site's topology puts several ranks on a node

@@ -197,13 +197,22 @@ Timeline exchange_timeline(const Machine& m, const Topology& t, const Coll& c, c
     if (const Level& l = level(m, static_cast<LevelKind>(k)); p.k[k] > 0 && l.shared_cpu_measured())
       tl.shared_cpu_ns += l.shared_cpu.at(p.k[k] * s);  // each way, with the level's peers
   tl.messages = st.messages;
-  // The first piece a reader needs: with the body pieces sent piece by piece to every peer in
-  // ring order, half a round on average; with node-level priorities the first one sent.
-  const double round = flow / body;
+  // Sends in flight together share the link fragment by fragment (the MPI library interleaves
+  // them, on one connection and across connections), so the pieces of a send window arrive
+  // together: the first piece a reader needs comes with the first window (or, in ring order with
+  // more peers than the window, half a round on average), and the last window's share of the data
+  // is in the reader's hands only at the end. Measured on the emulated link, np 2, window 4: the
+  // 208 KiB pieces of a 4 MiB Alltoall arrived in fours every ~6.8 ms (docs/benchmarks.md,
+  // "Session 18"). With node-level priorities one piece at a time.
+  const double all_pieces = std::max(1.0, n1 * body);
+  const double together = x.window > 0 ? std::min(all_pieces, static_cast<double>(x.window)) : all_pieces;
+  const double piece_time = flow / all_pieces;
   const double first_piece = sizes.size() > 2 ? sizes[1] : s;
-  tl.first_ns = tl.in_call_ns + (x.node_priorities ? top.T(first_piece) : round / 2 + top.L_ns) + notice +
-                (early ? g.publish.at(first_piece) : 0);
-  tl.last_share = x.node_priorities ? 1.0 / std::max(1.0, n1 * body) : 1.0 / body;
+  tl.first_ns = tl.in_call_ns + (x.node_priorities ? top.T(first_piece) : std::max(together, n1 / 2) * piece_time + top.L_ns) +
+                notice + (early ? g.publish.at(first_piece) : 0);
+  tl.round_share = x.node_priorities ? 1.0 / all_pieces : 1.0 / body;
+  // (Of all the bytes a reader reads: its own block, copied in the call, is not in the stream.)
+  tl.last_share = (x.node_priorities ? 1.0 : std::max(together, n1)) / all_pieces * n1 / p.n;
   return tl;
 }
 
@@ -380,7 +389,7 @@ Timeline bcast_timeline(const Machine& m, const Topology& t, const Coll& c, cons
   tl.total_ns = std::max({r.last, root_call + bound, tl.in_call_ns});
   tl.first_ns = std::max(r.first_mean, leaf_call);
   const double middle = sizes.size() > 2 ? static_cast<double>(sizes.size() - 2) : 1.0;
-  tl.last_share = 1.0 / middle;
+  tl.last_share = tl.round_share = 1.0 / middle;
   tl.regions = early ? middle : 0;
   tl.publish_ns = early ? publication(inner, tl.regions, S) : 0;
   tl.driver_cpu_ns = r.inner_cpu + poll_cpu(m, tl.total_ns - tl.in_call_ns);
@@ -707,6 +716,10 @@ double piece_scale(const Machine& m, const Topology& t, const Execution& x, std:
   const double q = 64 * 1024;
   const double fixed = l.o_s(q) + l.o_r(q) + m.O_r_ns() + guard_of(m, x).publish.ns;
   return std::max(static_cast<double>(page), fixed / per_byte);
+}
+
+PieceRule run_pieces(const Machine& m, const Topology& t, const Execution& x, std::size_t page, PieceSetting setting) {
+  return setting ? PieceRule(setting) : PieceRule(std::nullopt, piece_scale(m, t, x, page));
 }
 
 bool lazy_copy_pays(const Machine& m, double bytes, bool written_early, std::size_t page) {

@@ -59,7 +59,10 @@ struct Timeline {
                              // the pieces that land in partial pages)
   double in_call_work_ns = 0;  // of which the work a blocking call does not do (all but the wait)
   double first_ns = 0;       // until the first piece a reader needs is published (a mean receiver)
-  double last_share = 1;     // share of the received bytes still arriving in the last round
+  double last_share = 1;     // share of the bytes a reader reads (its own block's too) that it gets
+                             // only at the end (the last send window's pieces arrive together)
+  double round_share = 1;    // share of the received bytes in the last round of pieces (one from
+                             // each peer): over it the sub-messages complete (node_choice)
   double driver_cpu_ns = 0;  // CPU of the driving thread after the return (messages, publication, polls)
   double shared_cpu_ns = 0;  // what the transfer takes from a computation on its CPU (the levels'
                              // measured shared_cpu; 0 where not measured)
@@ -155,6 +158,10 @@ int bcast_segments(const Machine& m, const Topology& t, double bytes, const Exec
 // PieceRule::scale_bytes for the exchange family on this topology: the fixed cost of one more
 // piece over the per-byte time of the call's transfer.
 double piece_scale(const Machine& m, const Topology& t, const Execution& x, std::size_t page);
+// How a run cuts an exchange's sub-messages (runtime/policy.cc): TNBC_PIECE_BYTES where set,
+// else the model's rule at piece_scale. The estimates a decision or a report takes must cut them
+// alike: the pieces set what a reader waits for (Timeline::first_ns, last_share).
+PieceRule run_pieces(const Machine& m, const Topology& t, const Execution& x, std::size_t page, PieceSetting setting);
 
 // Whether copying `bytes` to send lazily (read-only pages, copied by the progress thread) costs
 // the call less than copying them in it, including the write fault a program that overwrites

@@ -560,3 +560,42 @@ TEST_CASE("model: what a transfer takes from a computation on its CPU comes from
   b.kind = Kind::Bcast;
   CHECK(tnbc_timeline(m, one_cpu, b, Execution{}, true).shared_cpu_ns == Approx(5000 + 1.2 * 4 * kMiB));
 }
+
+TEST_CASE("model: a send window's pieces arrive together, so a reader at once gets the last window's share only at the end") {
+  // Two nodes, one rank each; 4 MiB per peer cut into 20 body pieces of ~208 KiB (as a run with
+  // TNBC_PIECE_BYTES=208k cuts them). The MPI library interleaves the sends in flight on the link:
+  // with a window of 4 the pieces complete in fours (measured on the emulated link: every ~6.8 ms
+  // at 1 Gbit/s), the first a reader needs with the first four, the last four at the end.
+  const Machine m = two_nodes();
+  Coll c = alltoall(4 * kMiB);
+  c.pieces = PieceRule(std::size_t{208 * 1024});
+  Execution one, four, priorities;
+  one.window = 1;
+  four.window = 4;
+  priorities.window = 4;
+  priorities.node_priorities = true;
+  const Timeline a = tnbc_timeline(m, kTwoNodes, c, one, true);
+  const Timeline b = tnbc_timeline(m, kTwoNodes, c, four, true);
+  const Timeline p = tnbc_timeline(m, kTwoNodes, c, priorities, true);
+  const double body = 1.0 / b.round_share;  // the body pieces of the one peer
+  REQUIRE(body == Approx(20));
+  // Shares of what the reader reads, its own block (half of it at np 2) included.
+  CHECK(a.last_share == Approx(1 / body / 2));  // one piece at a time: the last one only
+  CHECK(b.last_share == Approx(4 / body / 2));  // the last window's four together
+  CHECK(p.last_share == Approx(1 / body / 2));  // node-level priorities: one piece at a time
+  CHECK(a.round_share == Approx(b.round_share));  // what node_choice reads is the round, unchanged
+  const double piece = (b.total_ns - b.in_call_ns) / body;  // about one piece's wire time
+  CHECK(b.first_ns - b.in_call_ns > 3.5 * piece);  // the first piece comes with its window of four
+  CHECK(a.first_ns - a.in_call_ns < 1.5 * piece);
+  // A reader that starts at once and reads twice as fast as the link (Table 1 (c)) still has
+  // the last window to read when the transfer ends: four pieces' reading, not one (its own
+  // block, half of what it reads, is in place since the call).
+  const double blocking = mpi_blocking_ns(m, kTwoNodes, c);
+  const Program at_once{0, 0.5 * blocking};
+  const Overlap ob = overlap(m, kTwoNodes, c, four, at_once);
+  CHECK(ob.early_total_ns >= b.total_ns + 4 / body / 2 * at_once.crc_ns);
+  // What it still reads after the transfer: the last window's share of its reading, so a reader
+  // half as fast finishes that much later (its wake-ups alike).
+  const Overlap faster = overlap(m, kTwoNodes, c, four, Program{0, 0.25 * blocking});
+  CHECK(ob.early_total_ns - faster.early_total_ns == Approx(4 / body / 2 * 0.25 * blocking).epsilon(0.01));
+}

@@ -431,8 +431,7 @@ void measure_node(Ctx& c, Level& l, const std::vector<std::pair<int, int>>& pair
 // A scratch twice the last-level cache, written once so that its pages exist (untouched pages
 // all read the one zero page); empty for a rank that takes no part.
 std::vector<char> eviction_scratch(bool part) {
-  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  return std::vector<char>(part ? 2 * static_cast<std::size_t>(l3 > 0 ? l3 : 32L << 20) : 0, 1);
+  return std::vector<char>(part ? 2 * last_level_cache_bytes() : 0, 1);
 }
 
 // Reads every cache line of `v` (the compiler may not drop the loads: the sum is kept).

@@ -210,9 +210,10 @@ Timeline exchange_timeline(const Machine& m, const Topology& t, const Coll& c, c
   const double first_piece = sizes.size() > 2 ? sizes[1] : s;
   tl.first_ns = tl.in_call_ns + (x.node_priorities ? top.T(first_piece) : std::max(together, n1 / 2) * piece_time + top.L_ns) +
                 notice + (early ? g.publish.at(first_piece) : 0);
-  tl.round_share = x.node_priorities ? 1.0 / all_pieces : 1.0 / body;
+  const double last_round = x.node_priorities ? 1.0 : n1;  // pieces: one from each peer
+  tl.round_share = last_round / all_pieces;
   // (Of all the bytes a reader reads: its own block, copied in the call, is not in the stream.)
-  tl.last_share = (x.node_priorities ? 1.0 : std::max(together, n1)) / all_pieces * n1 / p.n;
+  tl.last_share = (x.node_priorities ? 1.0 : std::max(together, last_round)) / all_pieces * n1 / p.n;
   return tl;
 }
 

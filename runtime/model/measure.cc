@@ -123,13 +123,16 @@ Line memcpy_cold_line(Scratch& s, const std::vector<std::size_t>& sizes, int rep
   return fit(x, y);
 }
 
-std::size_t uncached_copy_bytes(std::size_t largest, int ranks) {
+std::size_t last_level_cache_bytes() {
   long llc = -1;
 #ifdef _SC_LEVEL3_CACHE_SIZE
   llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
 #endif
-  if (llc <= 0) llc = 32L << 20;
-  return std::max(3 * static_cast<std::size_t>(llc) / static_cast<std::size_t>(std::max(1, ranks)), 4 * largest);
+  return llc > 0 ? static_cast<std::size_t>(llc) : std::size_t{32} << 20;
+}
+
+std::size_t uncached_copy_bytes(std::size_t largest, int ranks) {
+  return std::max(3 * last_level_cache_bytes() / static_cast<std::size_t>(std::max(1, ranks)), 4 * largest);
 }
 
 double uncached_copy_ns(Scratch& s, std::size_t& cursor, std::size_t bytes, FunctionRef<void()> before, int reps) {

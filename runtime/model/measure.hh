@@ -51,9 +51,12 @@ Line memcpy_line(Scratch& s, const std::vector<std::size_t>& sizes, int reps);
 // receive buffer or tnbc's staging is new); the line through the medians.
 Line memcpy_cold_line(Scratch& s, const std::vector<std::size_t>& sizes, int reps);
 
+// This CPU's last-level cache (sysconf), 32 MiB where the system does not say.
+std::size_t last_level_cache_bytes();
+
 // The Scratch size for copies up to `largest` bytes that find neither side in the caches when
-// `ranks` ranks of the node copy at once: together three times this CPU's last-level cache
-// (sysconf; 32 MiB where it does not say), and at least four such copies each (a node of many
+// `ranks` ranks of the node copy at once: together three times the last-level cache, and at
+// least four such copies each (a node of many
 // ranks does not map gigabytes for it).
 std::size_t uncached_copy_bytes(std::size_t largest, int ranks);
 

@@ -18,8 +18,12 @@ CURC + CRC after an early return is compared with tnbc's measured one:
     excess = (measured tnbc total - predicted total) / Tcomm
 
 i.e. how much of Tcomm the model's predicted saving overstates the real one (> 0: the model is
-optimistic; the margin must cover it for optimize never to lose). Prints per scenario and the
-median and the largest excess; writes OUT/early_return_cost.json. --measured: predict again
+optimistic; the margin must cover it for optimize never to lose). The paired excess is the same
+miss taken per iteration against that iteration's blocking total (predicted saving - (blocking
+total - tnbc total), median over the iterations, / Tcomm): the variants run interleaved, so a
+disturbance of a whole iteration cancels; the margin is derived from it. Prints per scenario and the
+median and the largest excess, and the model's relative error on the time in the call and on
+the total (median and worst); writes OUT/early_return_cost.json. --measured: predict again
 from the Table 1 JSON files already in OUT (after a change to the estimators). A benchmark: run
 it under tnbc-quiet, never as a timed test.
 """
@@ -77,25 +81,49 @@ def main():
                                    str(nbytes), "--program", f"{curc * 1e3:.6f},{crc * 1e3:.6f}",
                                    "--tcomm-ms", f"{tcomm * 1e3:.6f}", "--json"]))
             p = next(r for r in pred["results"] if r["kind"] == kind)
+            # The same miss per iteration, against the blocking variant's total of that iteration (the
+            # variants run interleaved in every iteration): what disturbs an iteration as a whole
+            # (another process, a slow launch's first iterations) cancels out.
+            per_it = [b - t for b, t in zip(var["blocking"]["total_per_iteration_s"], tnbc_v["total_per_iteration_s"])]
+            paired = median([p["saved_s"] - x for x in per_it]) / tcomm if per_it else None
             rows.append({"kind": kind, "bytes": nbytes, "scenario": sc["id"], "tcomm_s": tcomm, "t_curc_s": curc,
                          "t_crc_s": crc, "blocking_total_s": var["blocking"]["total_s"], "tnbc_total_s": tnbc_v["total_s"],
                          "tnbc_init_s": tnbc_v["init_s"], "predicted_total_s": p["early_total_s"],
                          "predicted_in_call_s": p["in_call_s"], "predicted_saved_s": p["saved_s"],
                          "measured_saved_s": var["blocking"]["total_s"] - tnbc_v["total_s"],
-                         "excess_of_tcomm": (tnbc_v["total_s"] - p["early_total_s"]) / tcomm})
+                         "excess_of_tcomm": (tnbc_v["total_s"] - p["early_total_s"]) / tcomm,
+                         "paired_excess_of_tcomm": paired})
     where = f"np={a.np}, {a.nodes} node(s), " + (f"emulated link {a.rate}" if a.net == "shaped" else "shared memory")
     print(f"\nearly return: measured against the model ({where}; machine {machine}):")
     print(f"  {'kind':9} {'bytes':>9} sc {'Tcomm ms':>9} {'Tinit ms':>9} {'(model)':>8} {'total ms':>9} {'(model)':>8} "
-          f"{'saved ms':>9} {'(model)':>8} {'excess':>7}")
+          f"{'saved ms':>9} {'(model)':>8} {'excess':>7} {'paired':>7}")
     for r in rows:
         print(f"  {r['kind']:9} {r['bytes']:>9} {r['scenario']}  {r['tcomm_s'] * 1e3:9.2f} {r['tnbc_init_s'] * 1e3:9.2f} "
               f"{r['predicted_in_call_s'] * 1e3:8.2f} {r['tnbc_total_s'] * 1e3:9.2f} {r['predicted_total_s'] * 1e3:8.2f} "
-              f"{r['measured_saved_s'] * 1e3:9.2f} {r['predicted_saved_s'] * 1e3:8.2f} {100 * r['excess_of_tcomm']:+6.0f}%")
+              f"{r['measured_saved_s'] * 1e3:9.2f} {r['predicted_saved_s'] * 1e3:8.2f} {100 * r['excess_of_tcomm']:+6.0f}% "
+              f"{100 * r['paired_excess_of_tcomm']:+6.0f}%")
     ex = [r["excess_of_tcomm"] for r in rows]
     summary = {"median_excess_of_tcomm": median(ex) if ex else None, "largest_excess_of_tcomm": max(ex) if ex else None}
+    # The margin's basis (docs/settings.md, TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT): the largest paired
+    # excess among the calls a margin of 0 would let return early (a positive predicted saving).
+    pos = [r["paired_excess_of_tcomm"] for r in rows if r["predicted_saved_s"] > 0]
+    summary["largest_paired_excess_of_gainers"] = max(pos) if pos else None
+    # The issue's validation figures: the model's relative error on tnbc's time in the call and on
+    # the scenario's total (|predicted / measured - 1|), median and worst over the rows.
+    for what, meas, pred in (("in_call", "tnbc_init_s", "predicted_in_call_s"),
+                             ("total", "tnbc_total_s", "predicted_total_s")):
+        errs = [abs(r[pred] / r[meas] - 1) for r in rows if r[meas] > 0]
+        summary[f"median_error_{what}"] = median(errs) if errs else None
+        summary[f"worst_error_{what}"] = max(errs) if errs else None
     if ex:
         print(f"  excess over Tcomm: median {100 * summary['median_excess_of_tcomm']:+.0f}%, "
               f"largest {100 * summary['largest_excess_of_tcomm']:+.0f}%")
+        if pos:
+            print(f"  paired excess (per iteration against the blocking total) among the {len(pos)} calls with a positive "
+                  f"predicted saving: largest {100 * summary['largest_paired_excess_of_gainers']:+.0f}%")
+        print(f"  relative error, time in the call: median {100 * summary['median_error_in_call']:.0f}%, "
+              f"worst {100 * summary['worst_error_in_call']:.0f}%; total: median {100 * summary['median_error_total']:.0f}%, "
+              f"worst {100 * summary['worst_error_total']:.0f}%")
     with open(os.path.join(a.out, "early_return_cost.json"), "w") as f:
         json.dump({"format": "tnbc-early-return-cost", "version": 1, "where": where, "machine": machine, "rows": rows,
                    **summary}, f, indent=1)

@@ -94,7 +94,7 @@ const std::vector<Option> kOptions = {
      "Mode optimize, cost model: a site returns early only when the predicted saving exceeds this percentage of "
      "tnbc's predicted cost plus TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT of the blocking time (docs/settings.md).",
      &Settings::early_return_margin_cost_pct, 0, 1000},
-    {"early_return_margin_tcomm_pct", OptionType::Integer, "45", "",
+    {"early_return_margin_tcomm_pct", OptionType::Integer, "30", "",
      "Mode optimize, cost model: the share of the blocking time, in percent, by which the model may misjudge tnbc's "
      "own schedule with one rank per node; part of the margin a predicted saving must exceed (measured: "
      "docs/settings.md).",
@@ -112,6 +112,10 @@ const std::vector<Option> kOptions = {
      "Whether the ranks of a node start their sends to other nodes most urgent first, node-wide (shared memory); "
      "auto: in mode optimize with a profile, on nodes with more than one rank.",
      &Settings::node_priorities, 0, 0, true},
+    {"node_priorities_margin_pct", OptionType::Integer, "45", "",
+     "Node priorities, auto: the share of the blocking time, in percent, by which the model may misjudge when a "
+     "reader has its first-read piece; arbitration must bring it forward by more (docs/settings.md).",
+     &Settings::node_priorities_margin_pct, 0, 1000},
     {"node_hold_us", OptionType::Microseconds, "20000", "",
      "Node priorities: longest a send waits for a more urgent rank of its node that does not move.",
      &Settings::node_hold_us, 1, 0},

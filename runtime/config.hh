@@ -73,10 +73,11 @@ struct Settings {
   std::int64_t early_return_cost_us_per_mib = 0;
   // Mode optimize with the cost model: the margin a predicted saving must exceed (trace/gain.hh).
   std::int64_t early_return_margin_cost_pct = 15;
-  std::int64_t early_return_margin_tcomm_pct = 45;
+  std::int64_t early_return_margin_tcomm_pct = 30;
   std::int64_t early_return_margin_shared_node_pct = 100;
   std::int64_t early_return_margin_busy_poll_pct = 45;
   NodePriorities node_priorities = NodePriorities::Auto;
+  std::int64_t node_priorities_margin_pct = 45;
   std::int64_t node_hold_us = 20000;
   NodeLocalSends node_local_sends = NodeLocalSends::Shm;
   ProgressCpus progress_cpus = ProgressCpus::Auto;

@@ -58,7 +58,7 @@
 // has everything, with the same CPU shares.
 //
 // with M the ranks of the node on its link and the margin a share of the model's blocking time
-// (node_margin_share below: TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT for a first read judged alone,
+// (node_margin_share below: TNBC_NODE_PRIORITIES_MARGIN_PCT for a first read judged alone,
 // TNBC_EARLY_RETURN_MARGIN_COST_PCT with the program: a reader faster than the data, Table 1 (c),
 // gains 10-28 % measured at 4 MiB, ~20 % modelled, below the first read's 45 %).
 // Rank-local: it changes when this rank's sends start, never which messages exist.
@@ -103,7 +103,7 @@ struct NodeChoice {
 int link_senders(const model::Topology& t, int node, bool local_on_link);
 
 // The margin's share of the model's blocking time (Policy::node_priorities, `tnbc merge`): a first
-// read judged alone, `of_tcomm` (TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT: the model's error on it);
+// read judged alone, `of_tcomm` (TNBC_NODE_PRIORITIES_MARGIN_PCT: the model's error on it);
 // with the `program` known, `of_cost` (TNBC_EARLY_RETURN_MARGIN_COST_PCT: both ends of reading come
 // from one model run twice, so what matters is its error on their difference, as on tnbc's own
 // costs; measured within ~10 % of the program's end, docs/benchmarks.md node priorities session 9).

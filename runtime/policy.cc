@@ -312,7 +312,7 @@ class ModelPolicy final : public Policy {
       coll.segments = std::max(1, segments);
       if (call.kind != Kind::Bcast) coll.pieces = pieces_locked(call.kind, comm);
       const std::optional<model::Program> p = program ? model_program(*program, model_->machine, comm, coll) : std::nullopt;
-      const double share = node_margin_share(static_cast<double>(s_.early_return_margin_tcomm_pct) / 100.0,
+      const double share = node_margin_share(static_cast<double>(s_.node_priorities_margin_pct) / 100.0,
                                              static_cast<double>(s_.early_return_margin_cost_pct) / 100.0, p.has_value());
       it->second = node_choice(model_->machine, comm, coll, exec(), senders, share, p ? &*p : nullptr);
     }

@@ -97,7 +97,7 @@ std::string node_verdict(const trace::ProfileSite& site, const Settings& s, cons
   const std::optional<model::Program> program =
       sp && e.comm_ns ? model_program({*sp, *e.comm_ns}, mach, t, c) : std::nullopt;
   const NodeChoice n = node_choice(mach, t, c, judge.exec, senders,
-                                   node_margin_share(judge.margin_of_tcomm, judge.margin_of_cost, program.has_value()),
+                                   node_margin_share(judge.margin_of_first_read, judge.margin_of_cost, program.has_value()),
                                    program ? &*program : nullptr);
   if (n.basis == NodeBasis::OneSender) return "";  // one rank per node: nothing to arbitrate
   char b[256];

@@ -88,6 +88,7 @@ Judge make_judge(const Settings& s, std::shared_ptr<const model::Inputs> model, 
   j.margin_of_tcomm = static_cast<double>(s.early_return_margin_tcomm_pct) / 100.0;
   j.margin_of_tcomm_shared = static_cast<double>(s.early_return_margin_shared_node_pct) / 100.0;
   j.margin_of_tcomm_busy_poll = static_cast<double>(s.early_return_margin_busy_poll_pct) / 100.0;
+  j.margin_of_first_read = static_cast<double>(s.node_priorities_margin_pct) / 100.0;
   j.model = std::move(model);
   j.exec = x;
   j.piece_bytes = s.piece_bytes;

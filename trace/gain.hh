@@ -91,7 +91,10 @@ struct Judge {
   // (TNBC_EARLY_RETURN_MARGIN_SHARED_NODE_PCT): the model's error measured there is larger;
   // margin_of_tcomm_busy_poll there where the machine shows the MPI library's ranks spinning on
   // fewer CPUs (runtime/model/busy_poll.hh: TNBC_EARLY_RETURN_MARGIN_BUSY_POLL_PCT).
-  double margin_of_cost = 0.15, margin_of_tcomm = 0.45, margin_of_tcomm_shared = 1.0, margin_of_tcomm_busy_poll = 0.45;
+  double margin_of_cost = 0.15, margin_of_tcomm = 0.30, margin_of_tcomm_shared = 1.0, margin_of_tcomm_busy_poll = 0.45;
+  // Node-level priorities' margin on a first read judged alone (TNBC_NODE_PRIORITIES_MARGIN_PCT;
+  // `tnbc merge` prints their verdict with the site's).
+  double margin_of_first_read = 0.45;
   // The topology decisions assume for a site over `comm_size` ranks: the world's when that is
   // the whole world, else that many ranks block-wise, as many per node as the world has (equal
   // on every rank: all sites are judged before any call, not from one rank's communicator).

@@ -43,12 +43,12 @@ const Topology kTwoNodes = Topology::block(2, 1, 2, 1);  // one rank per node, 2
 
 Coll alltoall(double per_peer) { return test::alltoall(per_peer, kPage); }
 
-trace::Judge judge(const Machine& m, const Topology& world) {
+trace::Judge judge(const Machine& m, const Topology& world, const Settings& s = {}) {
   auto in = std::make_shared<Inputs>();
   in->machine = m;
   in->world = world;
   in->source = "file";
-  return trace::make_judge(Settings{}, in, Execution{});
+  return trace::make_judge(s, in, Execution{});
 }
 
 // A site's trace values: Tcomm measured, T_CURC before the first touch, T_CRC reading.
@@ -262,8 +262,9 @@ TEST_CASE("decision: compute-first sites return early, read-at-once sites do not
   CHECK(*compute.saved_ns > compute.margin_ns);
   CHECK(compute.margin_ns == Approx(j.margin_of_cost * std::max(0.0, compute.cost_ns) + j.margin_of_tcomm * blocking));
   CHECK(j.margin_of_cost == Approx(0.15));  // the settings' defaults
-  CHECK(j.margin_of_tcomm == Approx(0.45));
+  CHECK(j.margin_of_tcomm == Approx(0.30));
   CHECK(j.margin_of_tcomm_shared == Approx(1.0));
+  CHECK(j.margin_of_first_read == Approx(0.45));
   // Ranks sharing a node: the share measured there (100 %: no saving can exceed it).
   const trace::Judge shared = judge(m, Topology::block(2, 2, 2, 1));
   const trace::Decision there = trace::decide(site(2 * kMiB, blocking, 3 * blocking, 0.5 * kMs), Kind::Alltoall, 2, shared);
@@ -393,10 +394,7 @@ TEST_CASE("decision: TNBC_EARLY_RETURN_COST_US set replaces the model by the fix
   Settings s;
   s.early_return_cost_us = 1000;
   s.early_return_cost_us_per_mib = 0;
-  auto in = std::make_shared<Inputs>();
-  in->machine = two_nodes();
-  in->world = kTwoNodes;
-  const trace::Judge j = trace::make_judge(s, in, {});
+  const trace::Judge j = judge(two_nodes(), kTwoNodes, s);
   // min(Tcomm 10 ms, X 1.5 ms) - 1 ms = 0.5 ms > 0: pays, whatever the model says.
   const trace::Decision d = trace::decide(site(2 * kMiB, 10 * kMs, 1.5 * kMs, 0), Kind::Alltoall, 2, j);
   CHECK_FALSE(d.by_model);
@@ -404,6 +402,19 @@ TEST_CASE("decision: TNBC_EARLY_RETURN_COST_US set replaces the model by the fix
   CHECK(*d.saved_ns == Approx(0.5 * kMs));
   // The description of a fixed-rule decision names no model figures.
   CHECK(trace::describe(d).find("model") == std::string::npos);
+}
+
+TEST_CASE("decision: node priorities' first-read margin is a setting of its own, not the early return's") {
+  Settings s;
+  s.early_return_margin_tcomm_pct = 5;
+  s.node_priorities_margin_pct = 60;
+  const trace::Judge j = judge(two_nodes(), kTwoNodes, s);
+  CHECK(j.margin_of_tcomm == Approx(0.05));
+  CHECK(j.margin_of_first_read == Approx(0.60));
+  // The site's margin takes the early return's share of Tcomm (5 %), not the first read's (60 %).
+  const trace::Decision d = trace::decide(site(2 * kMiB, 10 * kMs, 30 * kMs, 0.5 * kMs), Kind::Alltoall, 2, j);
+  REQUIRE(d.saved_ns);
+  CHECK(d.margin_ns == Approx(j.margin_of_cost * std::max(0.0, d.cost_ns) + 0.05 * 10 * kMs));
 }
 
 TEST_CASE("decision: sites over part of the world are judged on that many ranks, placed like the world") {

@@ -84,7 +84,8 @@ def main():
             # The same miss per iteration, against the blocking variant's total of that iteration (the
             # variants run interleaved in every iteration): what disturbs an iteration as a whole
             # (another process, a slow launch's first iterations) cancels out.
-            per_it = [b - t for b, t in zip(var["blocking"]["total_per_iteration_s"], tnbc_v["total_per_iteration_s"])]
+            per_it = [b - t for b, t in zip(var["blocking"].get("total_per_iteration_s", []),
+                                            tnbc_v.get("total_per_iteration_s", []))]
             paired = median([p["saved_s"] - x for x in per_it]) / tcomm if per_it else None
             rows.append({"kind": kind, "bytes": nbytes, "scenario": sc["id"], "tcomm_s": tcomm, "t_curc_s": curc,
                          "t_crc_s": crc, "blocking_total_s": var["blocking"]["total_s"], "tnbc_total_s": tnbc_v["total_s"],
@@ -101,12 +102,13 @@ def main():
         print(f"  {r['kind']:9} {r['bytes']:>9} {r['scenario']}  {r['tcomm_s'] * 1e3:9.2f} {r['tnbc_init_s'] * 1e3:9.2f} "
               f"{r['predicted_in_call_s'] * 1e3:8.2f} {r['tnbc_total_s'] * 1e3:9.2f} {r['predicted_total_s'] * 1e3:8.2f} "
               f"{r['measured_saved_s'] * 1e3:9.2f} {r['predicted_saved_s'] * 1e3:8.2f} {100 * r['excess_of_tcomm']:+6.0f}% "
-              f"{100 * r['paired_excess_of_tcomm']:+6.0f}%")
+              + (f"{100 * r['paired_excess_of_tcomm']:+6.0f}%" if r["paired_excess_of_tcomm"] is not None else "      -"))
     ex = [r["excess_of_tcomm"] for r in rows]
     summary = {"median_excess_of_tcomm": median(ex) if ex else None, "largest_excess_of_tcomm": max(ex) if ex else None}
     # The margin's basis (docs/settings.md, TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT): the largest paired
     # excess among the calls a margin of 0 would let return early (a positive predicted saving).
-    pos = [r["paired_excess_of_tcomm"] for r in rows if r["predicted_saved_s"] > 0]
+    pos = [r["paired_excess_of_tcomm"] for r in rows
+           if r["predicted_saved_s"] > 0 and r["paired_excess_of_tcomm"] is not None]
     summary["largest_paired_excess_of_gainers"] = max(pos) if pos else None
     # The validation figures: the model's relative error on tnbc's time in the call and on
     # the scenario's total (|predicted / measured - 1|), median and worst over the rows.

@@ -636,7 +636,6 @@ void measure_guard(Machine& mach, std::size_t page, std::FILE* progress) {
   const std::vector<std::size_t> sizes{page, 16 * page, 256 * page, 1024 * page};
   Scratch s(1024 * page);
   if (!s.user) return;
-  const std::vector<char> evict = eviction_scratch(true);
   const double wait = reader_wait_ns(page);
   std::vector<std::unique_ptr<GuardBackend>> backends;
   if (uffd::start().ok()) {
@@ -644,6 +643,8 @@ void measure_guard(Machine& mach, std::size_t page, std::FILE* progress) {
     backends.push_back(make_uffd_backend(false));
   }
   if (publication_available()) backends.push_back(make_protect_backend());
+  if (backends.empty()) return;  // no scratch of twice the last-level cache for nothing
+  const std::vector<char> evict = eviction_scratch(true);
   for (auto& b : backends) {
     const int k = guard_index(b->probe_name());
     if (k < 0) continue;

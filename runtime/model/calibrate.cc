@@ -78,7 +78,7 @@ double sleeping_max(const Ctx& c, double mine) {
 }
 
 // Per size the slowest rank's figure (`mine`: this rank's, 0 where it takes no part, < 0 where it
-// failed), the line through them; {0, 0} with fewer than two sizes measured.
+// failed), the line through them, keeping them; {0, 0} with fewer than two sizes measured.
 Line slowest_line(const Ctx& c, const std::vector<std::size_t>& sizes, FunctionRef<double(std::size_t)> mine) {
   std::vector<double> x, y;
   for (std::size_t b : sizes) {
@@ -87,7 +87,7 @@ Line slowest_line(const Ctx& c, const std::vector<std::size_t>& sizes, FunctionR
     x.push_back(static_cast<double>(b));
     y.push_back(slowest);
   }
-  return x.size() >= 2 ? fit(x, y) : Line{};
+  return x.size() >= 2 ? fit_through(x, y) : Line{};
 }
 
 // tnbc's copies in a collective's call (model::Machine::memcpy_in_call): every rank copies at
@@ -172,8 +172,10 @@ double ping_pong(Ctx& c, int x, int y, std::size_t m) {
 // counting them, or the sleeps between them, would make o proportional to the transfer time
 // (o_s ~ G, as calibrate measured until 2026-11-24). The acknowledgement is outside too: the
 // sender's MPI_Recv spins until the receiver has everything. Only a polled train writes
-// os/orr (a waited one's CPU is its wall time: MPI_Waitall spins).
-double train(Ctx& c, int x, int y, std::size_t m, int k, bool polled, double& os, double& orr) {
+// os/orr (a waited one's CPU is its wall time: MPI_Waitall spins), and `post` at x: the wall
+// time of its MPI_Isend loop per message (the k sends started back to back, as a broadcast's
+// root starts its pieces' sends in its call).
+double train(Ctx& c, int x, int y, std::size_t m, int k, bool polled, double& os, double& orr, double* post = nullptr) {
   std::vector<MPI_Request> req(static_cast<std::size_t>(k));
   sync_pair(c, x, y);
   double c0 = thread_cpu_ns();
@@ -182,6 +184,7 @@ double train(Ctx& c, int x, int y, std::size_t m, int k, bool polled, double& os
   if (c.me == x) {
     for (int i = 0; i < k; ++i)
       PMPI_Isend(c.a.data() + static_cast<std::size_t>(i) * m, static_cast<int>(m), MPI_BYTE, y, kTag, c.comm, &req[static_cast<std::size_t>(i)]);
+    if (polled && post) *post = static_cast<double>(futex::now_ns() - t0) / k;
   } else if (c.me == y) {
     for (int i = 0; i < k; ++i)
       PMPI_Irecv(c.b.data() + static_cast<std::size_t>(i) * m, static_cast<int>(m), MPI_BYTE, x, kTag, c.comm, &req[static_cast<std::size_t>(i)]);
@@ -220,11 +223,11 @@ SizePoint measure_size(Ctx& c, int x, int y, std::size_t m) {
   barrier(c);
   if (c.me == x || c.me == y) c.idle_test_ns = idle_test_cpu_ns(c.comm, kTag + 4, kTrain, c.o.poll_ns, kIdlePolls, 3);
   const int reps = std::max(kMinReps, reps_for(c, p.t_ns * kTrain) / 2);
-  std::vector<double> os, orr, one, many;
+  std::vector<double> os, orr, one, many, posts;
   for (int i = 0; i <= reps; ++i) {
-    double s = 0, r = 0;
+    double s = 0, r = 0, post = 0;
     barrier(c);
-    train(c, x, y, m, kTrain, true, s, r);
+    train(c, x, y, m, kTrain, true, s, r, &post);
     barrier(c);
     const double t1 = train(c, x, y, m, 1, false, s, r);
     barrier(c);
@@ -232,19 +235,22 @@ SizePoint measure_size(Ctx& c, int x, int y, std::size_t m) {
     const double tk = train(c, x, y, m, kTrain, false, s2, r2);
     if (i == 0) continue;  // warm-up
     if (c.me == x) os.push_back(s);
+    if (c.me == x) posts.push_back(post);
     if (c.me == y) orr.push_back(r);
     one.push_back(t1);
     many.push_back(tk);
   }
   double v[3] = {median(os), median(orr), std::max(0.0, (median(many) - median(one)) / (kTrain - 1))};
-  double sx = v[0], gx = v[2];
+  double sx = v[0], gx = v[2], px = c.me == x ? median(posts) : 0;
   PMPI_Bcast(&sx, 1, MPI_DOUBLE, x, c.comm);
+  PMPI_Bcast(&px, 1, MPI_DOUBLE, x, c.comm);
   PMPI_Bcast(&gx, 1, MPI_DOUBLE, x, c.comm);
   double ry = v[1];
   PMPI_Bcast(&ry, 1, MPI_DOUBLE, y, c.comm);
   p.os_ns = sx;
   p.or_ns = ry;
   p.g_ns = std::max(gx, std::max(p.os_ns, p.or_ns));
+  p.post_ns = px;
   return p;
 }
 
@@ -360,8 +366,9 @@ Level measure_level(Ctx& c, int x, int y, std::FILE* progress) {
   for (std::size_t m = 1; m <= c.o.max_bytes; m = m < 64 ? 64 : m < 1024 ? 1024 : m * 4) {
     l.sweep.push_back(measure_size(c, x, y, m));
     if (progress && c.me == 0)
-      std::fprintf(progress, "  %9zu B: T %.1f us, o_s %.1f us, o_r %.1f us, g %.1f us\n", m, l.sweep.back().t_ns / 1e3,
-                   l.sweep.back().os_ns / 1e3, l.sweep.back().or_ns / 1e3, l.sweep.back().g_ns / 1e3);
+      std::fprintf(progress, "  %9zu B: T %.1f us, o_s %.1f us, o_r %.1f us, g %.1f us, MPI_Isend %.1f us\n", m,
+                   l.sweep.back().t_ns / 1e3, l.sweep.back().os_ns / 1e3, l.sweep.back().or_ns / 1e3,
+                   l.sweep.back().g_ns / 1e3, l.sweep.back().post_ns / 1e3);
   }
   const SizePoint& s0 = l.sweep.front();
   l.os_ns = s0.os_ns;

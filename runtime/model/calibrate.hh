@@ -12,7 +12,9 @@
 //               less its idle tests (the tests that found the train incomplete x one idle
 //               MPI_Testall's CPU, measured at each size: measure.hh idle_test_cpu_ns), neither
 //               the sleeps nor the acknowledgement (PLogP's overheads; with TCP they hold the
-//               kernel's copies, LogGOPS's O per byte; not the transfer time);
+//               kernel's copies, LogGOPS's O per byte; not the transfer time); and the
+//               sender's wall time in its loop of 8 MPI_Isend per message (post_ns: what a
+//               broadcast's root pays for each send it starts in its call);
 //     g(m)      the same train sent with MPI_Waitall: (time of 8 - time of 1) / 7 until the
 //               receiver has them (the gap between back-to-back messages);
 //               then L = T(1) - o_s(1) - o_r(1), G = the slope of g over the three largest
@@ -34,12 +36,13 @@
 //   guard       rank 0, each backend this kernel has (userfaultfd with page moves, with copies;
 //               PROT_NONE with /proc/self/mem): hold back and publish 1, 16, 256 and 1024 pages,
 //               each cycle after emptying the caches, as a call finds the program's pages (lines
-//               through the medians); a reader's wait on a page held back: a SIGSEGV
+//               through the medians, the hold's medians kept as its points); a reader's wait on a page held back: a SIGSEGV
 //               round trip on a PROT_NONE page (handler, mprotect, retry) plus the wake-up of a
 //               thread asleep on a futex (what a reader pays besides the data's arrival);
 //   memcpy      4 KiB .. 16 MiB, a line; and into a fresh mapping (first-touch faults: memcpy_cold);
 //               and tnbc's own in-call copy (bulk_copy) of 64 KiB .. 4 MiB between arenas outside the
-//               caches, every rank at once, the slowest rank (memcpy_in_call: Tinit's copies);
+//               caches, every rank at once, the slowest rank (memcpy_in_call: Tinit's copies;
+//               the line and, as its points, the slowest rank's median per size);
 //   progress    one MPI_Testsome over 8 pending receives, one sleep of TNBC_POLL_MIN_US.
 //   shared CPU  per level, its pair: each rank's computing thread and its exchanging thread on
 //               one CPU; the computation's extra time while 256 KiB, 1 MiB, 4 MiB go each way

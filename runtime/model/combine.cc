@@ -34,6 +34,14 @@ struct Median {
   }
 };
 
+// True where `a` and `b` kept points at the same sizes (or neither kept any).
+bool same_points(const Line& a, const Line& b) {
+  if (a.points.size() != b.points.size()) return false;
+  for (std::size_t i = 0; i < a.points.size(); ++i)
+    if (a.points[i].bytes != b.points[i].bytes) return false;
+  return true;
+}
+
 // The first way `b` describes another placement or another method than `a`; empty if none.
 std::string differs(const Machine& a, const Machine& b) {
   if (a.method != b.method) return "method (\"" + a.method + "\" and \"" + b.method + "\")";
@@ -52,6 +60,8 @@ std::string differs(const Machine& a, const Machine& b) {
     if (x.sweep.size() != y.sweep.size()) return at + ".sweep (other sizes: calibrate with the same --max-bytes)";
     for (std::size_t i = 0; i < x.sweep.size(); ++i)
       if (x.sweep[i].bytes != y.sweep[i].bytes) return at + ".sweep (other sizes: calibrate with the same --max-bytes)";
+    for (std::size_t i = 0; i < x.sweep.size(); ++i)
+      if ((x.sweep[i].post_ns >= 0) != (y.sweep[i].post_ns >= 0)) return at + ".sweep's post_ns (measured in one only)";
     if (x.node_sweep.size() != y.node_sweep.size()) return at + ".node_sweep (other sizes or rank counts)";
     for (std::size_t i = 0; i < x.node_sweep.size(); ++i)
       if (x.node_sweep[i].bytes != y.node_sweep[i].bytes || x.node_sweep[i].ranks != y.node_sweep[i].ranks)
@@ -63,6 +73,9 @@ std::string differs(const Machine& a, const Machine& b) {
     if (a.guard_measured[g] != b.guard_measured[g]) return "guard." + std::string(kGuardNames[g]) + " (measured in one only)";
   if (a.memcpy_cold_measured() != b.memcpy_cold_measured()) return "guard.memcpy_cold (measured in one only)";
   if (a.memcpy_in_call_measured() != b.memcpy_in_call_measured()) return "guard.memcpy_in_call (measured in one only)";
+  if (!same_points(a.memcpy_in_call, b.memcpy_in_call)) return "guard.memcpy_in_call.points (other sizes)";
+  for (int g = 0; g < kGuardBackends; ++g)
+    if (!same_points(a.guard[g].hold, b.guard[g].hold)) return "guard." + std::string(kGuardNames[g]) + ".hold.points (other sizes)";
   if ((a.wake_loaded_ns >= 0) != (b.wake_loaded_ns >= 0)) return "progress.wake_loaded_ns (measured in one only)";
   return {};
 }
@@ -103,6 +116,7 @@ Result<Combined> combine_machines(const std::vector<Machine>& ms, const std::vec
       med((p + "o_s_ns").c_str(), [k, i](auto& m) -> auto& { return m.level[k].sweep[i].os_ns; });
       med((p + "o_r_ns").c_str(), [k, i](auto& m) -> auto& { return m.level[k].sweep[i].or_ns; });
       med((p + "g_ns").c_str(), [k, i](auto& m) -> auto& { return m.level[k].sweep[i].g_ns; }, true);
+      med((p + "post_ns").c_str(), [k, i](auto& m) -> auto& { return m.level[k].sweep[i].post_ns; });
     }
     for (std::size_t i = 0; i < out.level[k].node_sweep.size(); ++i) {
       const std::string p = at + "node_sweep[" + std::to_string(i) + "].";
@@ -118,6 +132,9 @@ Result<Combined> combine_machines(const std::vector<Machine>& ms, const std::vec
     const std::string p = "guard." + std::string(kGuardNames[g]) + ".";
     med((p + "hold.ns").c_str(), [g](auto& m) -> auto& { return m.guard[g].hold.ns; });
     med((p + "hold.ns_per_byte").c_str(), [g](auto& m) -> auto& { return m.guard[g].hold.ns_per_byte; });
+    for (std::size_t i = 0; i < out.guard[g].hold.points.size(); ++i)
+      med((p + "hold.points[" + std::to_string(i) + "]").c_str(),
+          [g, i](auto& m) -> auto& { return m.guard[g].hold.points[i].ns; });
     med((p + "publish.ns").c_str(), [g](auto& m) -> auto& { return m.guard[g].publish.ns; });
     med((p + "publish.ns_per_byte").c_str(), [g](auto& m) -> auto& { return m.guard[g].publish.ns_per_byte; });
     med((p + "fault_ns").c_str(), [g](auto& m) -> auto& { return m.guard[g].fault_ns; });
@@ -128,6 +145,9 @@ Result<Combined> combine_machines(const std::vector<Machine>& ms, const std::vec
   med("guard.memcpy_cold.ns_per_byte", [](auto& m) -> auto& { return m.memcpy_cold.ns_per_byte; });
   med("guard.memcpy_in_call.ns", [](auto& m) -> auto& { return m.memcpy_in_call.ns; });
   med("guard.memcpy_in_call.ns_per_byte", [](auto& m) -> auto& { return m.memcpy_in_call.ns_per_byte; }, true);
+  for (std::size_t i = 0; i < out.memcpy_in_call.points.size(); ++i)
+    med(("guard.memcpy_in_call.points[" + std::to_string(i) + "]").c_str(),
+        [i](auto& m) -> auto& { return m.memcpy_in_call.points[i].ns; }, true);
   med("progress.test_ns", [](auto& m) -> auto& { return m.test_ns; });
   med("progress.sleep_ns", [](auto& m) -> auto& { return m.sleep_ns; });
   med("progress.wake_loaded_ns", [](auto& m) -> auto& { return m.wake_loaded_ns; });

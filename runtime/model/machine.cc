@@ -29,6 +29,28 @@ Line fit(const std::vector<double>& x, const std::vector<double>& y) {
   return l;
 }
 
+Line fit_through(const std::vector<double>& x, const std::vector<double>& y) {
+  Line l = fit(x, y);
+  for (std::size_t i = 0; i < std::min(x.size(), y.size()); ++i) l.points.push_back({x[i], std::max(0.0, y[i])});
+  return l;
+}
+
+double Line::through_points(double bytes) const {
+  const CostPoint& first = points.front();
+  if (bytes <= first.bytes) return first.bytes > 0 ? first.ns * std::max(0.0, bytes) / first.bytes : first.ns;
+  for (std::size_t i = 1; i < points.size(); ++i)
+    if (bytes <= points[i].bytes) {
+      const CostPoint &a = points[i - 1], &b = points[i];
+      return a.ns + (b.ns - a.ns) * (bytes - a.bytes) / (b.bytes - a.bytes);
+    }
+  double slope = ns_per_byte;
+  if (points.size() >= 2) {
+    const CostPoint &a = points[points.size() - 2], &b = points.back();
+    slope = std::max(0.0, (b.ns - a.ns) / (b.bytes - a.bytes));
+  }
+  return points.back().ns + slope * (bytes - points.back().bytes);
+}
+
 const char* level_name(LevelKind k) { return k == LevelKind::IntraNode ? "intra_node" : "inter_node"; }
 
 int guard_index(std::string_view name) {
@@ -72,6 +94,12 @@ double Level::g(double m) const {
 double Level::o_s(double m) const {
   if (sweep.empty()) return os_ns + Os_ns_per_byte * m;
   return interpolate(sweep, m, [](const SizePoint& p) { return p.os_ns; }, Os_ns_per_byte);
+}
+
+double Level::post(double m, double page) const {
+  const bool measured = !sweep.empty() && std::all_of(sweep.begin(), sweep.end(), [](const SizePoint& p) { return p.post_ns >= 0; });
+  if (!measured) return o_s(std::min(m, page));
+  return interpolate(sweep, m, [](const SizePoint& p) { return p.post_ns; }, 0);
 }
 
 double Level::o_r(double m) const {
@@ -137,7 +165,16 @@ std::string num(double v) {
 
 std::string str(const std::string& s) { return json::quote(s); }
 
-std::string line_json(const Line& l) { return "{\"ns\": " + num(l.ns) + ", \"ns_per_byte\": " + num(l.ns_per_byte) + "}"; }
+std::string line_json(const Line& l) {
+  std::string o = "{\"ns\": " + num(l.ns) + ", \"ns_per_byte\": " + num(l.ns_per_byte);
+  if (!l.points.empty()) {
+    o += ", \"points\": [";
+    for (std::size_t i = 0; i < l.points.size(); ++i)
+      o += (i ? ", [" : "[") + num(l.points[i].bytes) + ", " + num(l.points[i].ns) + "]";
+    o += "]";
+  }
+  return o + "}";
+}
 
 }  // namespace
 
@@ -162,7 +199,9 @@ std::string machine_json(const Machine& m) {
     for (std::size_t i = 0; i < l.sweep.size(); ++i) {
       const SizePoint& p = l.sweep[i];
       o << (i ? ",\n    " : "\n    ") << "{\"bytes\": " << num(p.bytes) << ", \"T_ns\": " << num(p.t_ns)
-        << ", \"o_s_ns\": " << num(p.os_ns) << ", \"o_r_ns\": " << num(p.or_ns) << ", \"g_ns\": " << num(p.g_ns) << "}";
+        << ", \"o_s_ns\": " << num(p.os_ns) << ", \"o_r_ns\": " << num(p.or_ns) << ", \"g_ns\": " << num(p.g_ns);
+      if (p.post_ns >= 0) o << ", \"post_ns\": " << num(p.post_ns);
+      o << "}";
     }
     o << "],\n   \"node_sweep\": [";
     for (std::size_t i = 0; i < l.node_sweep.size(); ++i) {
@@ -236,7 +275,20 @@ class Reader {
   Line line(const Value& obj, const std::string& path, const char* key) const {
     const Value& l = member(obj, path, key, Value::Type::Object);
     const std::string p = path + "." + key;
-    return {number(l, p, "ns"), number(l, p, "ns_per_byte")};
+    Line out(number(l, p, "ns"), number(l, p, "ns_per_byte"));
+    // Optional (calibrate writes them since session 20): [bytes, ns] per size measured.
+    if (!l.find("points")) return out;
+    const Value& pts = member(l, p, "points", Value::Type::Array);
+    for (std::size_t i = 0; i < pts.items.size(); ++i) {
+      const Value& pt = pts.items[i];
+      const std::string pp = p + ".points[" + std::to_string(i) + "]";
+      if (pt.type != Value::Type::Array || pt.items.size() != 2 || pt.items[0].type != Value::Type::Number ||
+          pt.items[1].type != Value::Type::Number || !(pt.items[0].number > 0) || !(pt.items[1].number >= 0))
+        fail(pp, pt, "expected [bytes > 0, ns >= 0]");
+      if (!out.points.empty() && pt.items[0].number <= out.points.back().bytes) fail(pp, pt, "sizes must increase");
+      out.points.push_back({pt.items[0].number, pt.items[1].number});
+    }
+    return out;
   }
 
  private:
@@ -293,7 +345,8 @@ Machine parse_or_throw(std::string_view text, const std::string& name) {
       const std::string pp = p + ".sweep[" + std::to_string(i) + "]";
       if (pt.type != Value::Type::Object) r.fail(pp, pt, "expected an object");
       SizePoint s{r.number(pt, pp, "bytes"), r.number(pt, pp, "T_ns"), r.number(pt, pp, "o_s_ns"),
-                  r.number(pt, pp, "o_r_ns"), r.number(pt, pp, "g_ns")};
+                  r.number(pt, pp, "o_r_ns"), r.number(pt, pp, "g_ns"), -1};
+      if (pt.find("post_ns")) s.post_ns = r.number(pt, pp, "post_ns");  // optional (session 20)
       if (i > 0 && s.bytes <= last) r.fail(pp + ".bytes", pt, "sizes must increase");
       last = s.bytes;
       l.sweep.push_back(s);

@@ -33,20 +33,41 @@ inline constexpr const char* kMachineFormat = "tnbc-machine";
 // and per ranks taking part (node_sweep)
 inline constexpr int kMachineVersion = 3;
 
-// A cost t(bytes) = ns + ns_per_byte * bytes.
+// One measured cost: `ns` at `bytes`.
+struct CostPoint {
+  double bytes = 0, ns = 0;
+};
+
+// A cost t(bytes) = ns + ns_per_byte * bytes. Where calibrate kept the sizes it measured
+// (`points`, increasing sizes), at() goes through them instead: linear between two points, in
+// proportion to the size below the first (a copy's or a page move's cost has no fixed part worth
+// a line's intercept there), on the last two points' slope beyond the last. A least-squares line
+// through a 64 KiB-4 MiB sweep is ruled by the largest sizes: its intercept (16-54 us on the
+// emulated nodes) was 2-3x the whole cost measured at 64 KiB (docs/benchmarks.md, "Session 20").
 struct Line {
+  Line() = default;
+  Line(double fixed_ns, double per_byte_ns) : ns(fixed_ns), ns_per_byte(per_byte_ns) {}
   double ns = 0, ns_per_byte = 0;
-  double at(double bytes) const { return ns + ns_per_byte * bytes; }
+  std::vector<CostPoint> points;  // optional
+  double at(double bytes) const { return points.empty() ? ns + ns_per_byte * bytes : through_points(bytes); }
+
+ private:
+  double through_points(double bytes) const;
 };
 
 // Least squares line through (x, y) points (at least one); negative terms (noise) clamp to 0.
 Line fit(const std::vector<double>& x, const std::vector<double>& y);
+// The same line, keeping the points (x increasing) for Line::at.
+Line fit_through(const std::vector<double>& x, const std::vector<double>& y);
 
 // One PLogP measurement at message size `bytes` (ns): half the ping-pong round trip T(m), the
 // CPU time the sender and the receiver spend on the message (o_s(m), o_r(m)), and the gap
-// between back-to-back messages g(m).
+// between back-to-back messages g(m); and the sender's time in MPI_Isend alone per message when
+// it posts a train of them back to back (post_ns: what a broadcast's root pays in its call for
+// each send it starts there; optional in the file, -1 where not measured: calibrate writes it
+// since session 20).
 struct SizePoint {
-  double bytes = 0, t_ns = 0, os_ns = 0, or_ns = 0, g_ns = 0;
+  double bytes = 0, t_ns = 0, os_ns = 0, or_ns = 0, g_ns = 0, post_ns = -1;
 };
 
 // The node's shared resource at one message size with `ranks` ranks of every node taking part at
@@ -104,6 +125,10 @@ struct Level {
   double g(double m) const;    // gap between back-to-back messages
   double o_s(double m) const;  // sender's CPU
   double o_r(double m) const;  // receiver's CPU
+  // The sender's time in MPI_Isend for a message of m bytes (SizePoint::post_ns); where the sweep
+  // lacks it, o_s of at most `page` bytes (the send's envelope; before session 20 the model priced
+  // every send started in a call so).
+  double post(double m, double page) const;
   // The node's ns per byte for messages of `m` bytes with `ranks` of its ranks taking part: the
   // node sweep's points at the most ranks measured up to `ranks` (the fewest measured when none
   // is), interpolated in log(m) and held at its ends; without a sweep node_bi().

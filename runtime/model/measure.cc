@@ -168,8 +168,8 @@ bool guard_lines(GuardBackend& b, Scratch& s, const std::vector<std::size_t>& si
     h.push_back(median(th));
     p.push_back(median(tp));
   }
-  hold = fit(x, h);
-  publish = fit(x, p);
+  hold = fit_through(x, h);  // one run of regions per size: the points price a hold of that size
+  publish = fit(x, p);        // per region and per byte (estimators count the regions)
   return !x.empty();
 }
 

@@ -68,7 +68,8 @@ std::size_t uncached_copy_bytes(std::size_t largest, int ranks);
 double uncached_copy_ns(Scratch& s, std::size_t& cursor, std::size_t bytes, FunctionRef<void()> before, int reps);
 
 // A guard backend's hold back and publish of each size (one region), each cycle after an
-// untimed `before` (e.g. emptying the caches): the lines through the medians. False when the
+// untimed `before` (e.g. emptying the caches): the lines through the medians (the hold's keeping
+// them: Line::points). False when the
 // backend fails on scratch memory.
 bool guard_lines(GuardBackend& b, Scratch& s, const std::vector<std::size_t>& sizes, int reps, FunctionRef<void()> before,
                  Line& hold, Line& publish);

@@ -107,6 +107,30 @@ TEST_CASE("calibrate --combine: another placement, library or sweep is refused, 
   c = launch(1.1, "z");
   c.level[0].shared_cpu = {0, 1.2};
   CHECK(refusal({a, b, c}).find("levels.intra_node.shared_cpu") != std::string::npos);
+  c = launch(1.1, "z");
+  c.guard[0].hold.points = {{4096, 9e3}};
+  CHECK(refusal({a, b, c}).find("guard.userfaultfd_move.hold.points") != std::string::npos);
+  c = launch(1.1, "z");
+  c.level[0].sweep[0].post_ns = 2e3;
+  CHECK(refusal({a, b, c}).find("c.json differs from a.json in levels.intra_node.sweep's post_ns") != std::string::npos);
+}
+
+TEST_CASE("calibrate --combine: the measured points of a cost and MPI_Isend's time per size are medians too") {
+  std::vector<Machine> ms = {launch(1.5, "a"), launch(1.0, "b"), launch(1.1, "c")};
+  for (std::size_t i = 0; i < ms.size(); ++i) {
+    const double f = i == 0 ? 1.5 : i == 1 ? 1.0 : 1.1;
+    ms[i].memcpy_in_call = {16e3 * f, 0.05 * f};
+    ms[i].memcpy_in_call.points = {{65536, 8e3 * f}, {1 << 20, 60e3 * f}};
+    ms[i].guard[0].hold.points = {{4096, 5e3 * f}, {1 << 20, 40e3 * f}};
+    for (SizePoint& p : ms[i].level[0].sweep) p.post_ns = 3e3 * f;
+  }
+  const Machine c = must(combine_machines(ms, {"a.json", "b.json", "c.json"})).machine;
+  REQUIRE(c.memcpy_in_call.points.size() == 2);
+  CHECK(c.memcpy_in_call.points[0].ns == Approx(8.8e3));
+  CHECK(c.memcpy_in_call.points[1].bytes == Approx(1 << 20));
+  REQUIRE(c.guard[0].hold.points.size() == 2);
+  CHECK(c.guard[0].hold.points[1].ns == Approx(44e3));
+  CHECK(c.level[0].sweep[1].post_ns == Approx(3.3e3));
 }
 
 TEST_CASE("`tnbc calibrate` recognises --combine wherever it stands, not as -o's value") {

@@ -228,3 +228,53 @@ TEST_CASE("machine file: memcpy_in_call is optional; without it tnbc's copies in
   CHECK(refusal(edited(text, "\"memcpy_in_call\": {\"ns\"", "\"memcpy_in_call\": {\"nanos\"")).find(
             "guard.memcpy_in_call") != std::string::npos);
 }
+
+TEST_CASE("machine file: a cost's measured points and MPI_Isend's time per size are optional, written and read back") {
+  const Machine without = sample();
+  const std::string old_text = machine_json(without);
+  CHECK(old_text.find("points") == std::string::npos);
+  CHECK(old_text.find("post_ns") == std::string::npos);
+  const Machine old_back = must(parse_machine(old_text, "m.json"));
+  CHECK(old_back.guard[0].hold.points.empty());
+  CHECK(old_back.at(LevelKind::InterNode).sweep[0].post_ns < 0);  // not measured
+  Machine with = sample();
+  with.memcpy_in_call = {16e3, 0.05};
+  with.memcpy_in_call.points = {{65536, 8e3}, {1 << 20, 60e3}, {4 << 20, 230e3}};
+  with.guard[0].hold.points = {{4096, 6e3}, {65536, 20e3}};
+  for (SizePoint& p : with.level[1].sweep) p.post_ns = p.bytes / 10;
+  const std::string text = machine_json(with);
+  CHECK(text.find("\"points\": [[65536, 8000], [1048576, 60000], [4194304, 230000]]") != std::string::npos);
+  const Machine back = must(parse_machine(text, "m.json"));
+  CHECK(machine_json(back) == text);
+  CHECK(machine_hash(back) != machine_hash(without));
+  REQUIRE(back.memcpy_in_call.points.size() == 3);
+  CHECK(back.guard[0].hold.points[1].ns == Approx(20e3));
+  CHECK(back.at(LevelKind::InterNode).sweep[1].post_ns == Approx(6553.6));
+  CHECK(refusal(edited(text, "[65536, 8000], [1048576", "[65536, 8000], [65536")).find(
+            "guard.memcpy_in_call.points[1]") != std::string::npos);
+  CHECK(refusal(edited(text, "[65536, 8000]", "[65536]")).find("expected [bytes > 0, ns >= 0]") != std::string::npos);
+}
+
+TEST_CASE("a cost through its measured points: in proportion below the first, linear between, the last slope beyond") {
+  Line l(50e3, 0.04);  // a least-squares line: its intercept alone exceeds the smallest size's cost
+  CHECK(l.at(65536) == Approx(50e3 + 0.04 * 65536));
+  l.points = {{65536, 20e3}, {1 << 20, 80e3}, {4 << 20, 200e3}};
+  CHECK(l.at(65536) == Approx(20e3));
+  CHECK(l.at(16384) == Approx(5e3));  // no fixed part below the first size measured
+  CHECK(l.at(0) == Approx(0));
+  const double mid = 65536 + (1048576 - 65536) / 2.0;
+  CHECK(l.at(mid) == Approx(50e3));
+  CHECK(l.at(8 << 20) == Approx(200e3 + 120e3 / 3145728.0 * 4194304));
+}
+
+TEST_CASE("MPI_Isend's time per size: interpolated through the sweep, or a small send's CPU where not measured") {
+  Level l = test::level(60, 117, 12, 280);
+  l.sweep = {{4096, 90e3, 12e3, 13e3, 40e3}, {65536, 600e3, 20e3, 30e3, 560e3}};
+  CHECK(l.post(65536, 4096) == Approx(l.o_s(4096)));  // not measured: the envelope's CPU, as before
+  l.sweep[0].post_ns = 3e3;
+  CHECK(l.post(65536, 4096) == Approx(l.o_s(4096)));  // measured at one size only: not measured
+  l.sweep[1].post_ns = 15e3;
+  CHECK(l.post(4096, 4096) == Approx(3e3));
+  CHECK(l.post(34816, 4096) == Approx(9e3));
+  CHECK(l.post(131072, 4096) == Approx(15e3 + 12e3 / 61440.0 * 65536));
+}

@@ -144,6 +144,7 @@ Decision decide(const SiteEstimate& e, Kind kind, int comm_size, const Judge& j)
   // exchange family); the model wants bytes per peer, or the broadcast's message.
   c.bytes = kind == Kind::Bcast ? e.bytes : e.bytes / comm_size;
   if (kind != Kind::Bcast) c.pieces = model::run_pieces(j.model->machine, t, j.exec, c.page, j.piece_bytes);
+  else c.segments = model::run_segments(j.model->machine, t, j.exec, c.bytes, c.page);
   const model::Program p = *site_program(e);
   const model::Overlap o = model::overlap(j.model->machine, t, c, j.exec, p, *e.comm_ns);
   d.model_blocking_ns = o.model_blocking_ns;

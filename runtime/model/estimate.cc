@@ -146,6 +146,11 @@ Crowding crowding(const Machine& m, const Topology& t) {
   return c;
 }
 
+// How soon a calling thread that waits in its call (for the pieces that land in partial pages)
+// sees one arrive: it polls back to back (runtime/policy.cc, waiting()), yielding between polls
+// only where the node's ranks outnumber its CPUs, where it sleeps as the progress thread does.
+double in_call_notice(const Machine& m, const Topology& t) { return t.cpu_stretch() > 1 ? m.O_r_ns() : m.test_ns; }
+
 // ---- exchange family ----
 
 Timeline exchange_timeline(const Machine& m, const Topology& t, const Coll& c, const Execution& x, bool early,
@@ -161,19 +166,20 @@ Timeline exchange_timeline(const Machine& m, const Topology& t, const Coll& c, c
   const double page = static_cast<double>(c.page);
   const Level& top = level(m, p.k[static_cast<int>(LevelKind::InterNode)] > 0 ? LevelKind::InterNode : LevelKind::IntraNode);
   const Line& copy = m.in_call_copy();  // the own block and the send staging, in the call
-  const double cpy = copy.ns_per_byte;
   // In the call: the own block into place; an early return also stages the data to send
-  // (copied, or its pages made read-only), holds the received pages back, starts the heads
-  // and tails, and waits for those that land in partial pages.
-  const double own = s * cpy;
+  // (copied piece by piece, or its pages made read-only), holds the received pages back, starts
+  // the heads and tails, and waits for those that land in partial pages.
+  const double own = copy.at(s);
   double post = 0;
   for (int k = 0; k < kLevels; ++k)
     if (p.k[k] > 0) post += p.k[k] * (pieces > 1 ? 2 : 1) * level(m, static_cast<LevelKind>(k)).o_s(std::min(s, page));
   if (early) {
-    const double stage = x.eager_copy ? n1 * (s * cpy + pieces * copy.ns)
-                                      : (m.guard_measured[2] ? m.guard[2].hold.at(n1 * s) : 0);
+    double stage = 0;
+    if (!x.eager_copy) stage = m.guard_measured[2] ? m.guard[2].hold.at(n1 * s) : 0;
+    else
+      for (double piece : sizes) stage += n1 * copy.at(piece);
     const double hold = g.hold.at(n1 * s);
-    const double wait = x.unaligned ? top.T(page) + notice : 0;
+    const double wait = x.unaligned ? top.T(page) + in_call_notice(m, t) : 0;
     tl.in_call_work_ns = own + stage + hold + post;
     tl.in_call_ns = tl.in_call_work_ns + wait;
   } else {
@@ -248,9 +254,13 @@ struct TreeResult {
 // A rank forwards a piece once it has it (noticed and published), to its children one after
 // another, no faster than its gap; each message takes T(q) at its level, its copy (all but the
 // latency) and gap `stretch` times longer where the copying threads share CPUs (tnbc's progress
-// threads on a node with more ranks than CPUs: crowding; the MPI library's own: 1).
+// threads on a node with more ranks than CPUs: crowding; the MPI library's own: 1). From
+// `first_of_interest` on, the pieces are in flight `together` at a time: the MPI library
+// interleaves them fragment by fragment, so each group is in when its last piece is (1: one at
+// a time).
 TreeResult tree(const Machine& m, const Topology& t, int root, const std::vector<double>& sizes, BcastTree shape,
-                double start, double notice, const Line& publish, std::size_t first_of_interest, double stretch = 1) {
+                double start, double notice, const Line& publish, std::size_t first_of_interest, double stretch = 1,
+                std::size_t together = 1) {
   const int n = t.n();
   const std::size_t P = sizes.size();
   TreeResult r;
@@ -277,6 +287,14 @@ TreeResult tree(const Machine& m, const Topology& t, int root, const std::vector
         have[static_cast<std::size_t>(c)][q] = arrive + notice + publish.at(sizes[q]);
         cpu[static_cast<std::size_t>(v)] += l.o_s(sizes[q]);
         cpu[static_cast<std::size_t>(c)] += l.o_r(sizes[q]) + publish.at(sizes[q]);
+      }
+    }
+    for (int c : ch) {
+      std::vector<double>& h = have[static_cast<std::size_t>(c)];
+      for (std::size_t g = first_of_interest; g < P; g += std::max<std::size_t>(1, together)) {
+        const std::size_t end = std::min(P, g + std::max<std::size_t>(1, together));
+        const double in = *std::max_element(h.begin() + static_cast<std::ptrdiff_t>(g), h.begin() + static_cast<std::ptrdiff_t>(end));
+        std::fill(h.begin() + static_cast<std::ptrdiff_t>(g), h.begin() + static_cast<std::ptrdiff_t>(end), in);
       }
     }
   }
@@ -373,8 +391,16 @@ Timeline bcast_timeline(const Machine& m, const Topology& t, const Coll& c, cons
   const GuardCost inner = m.guard_measured[1] ? m.guard[1] : g;
   double root_call = 0, leaf_call = 0;
   if (early) {
-    root_call = (x.eager_copy ? m.in_call_copy().at(S) : 0) + 2 * top.o_s(page);
-    leaf_call = g.hold.at(S) + (x.unaligned && sizes.size() > 1 ? depth * (top.T(page) + notice) : 0);
+    // The root starts its sends in the call: the edges', and every piece's where its progress
+    // thread has no CPU of its own or no send window (runtime/policy.cc, caller_starts_sends),
+    // to each of its children. Measured, 1 MiB on 2 nodes: ~0.1 ms of MPI_Isend calls in the
+    // root's call the model had not priced (docs/benchmarks.md, "Session 20").
+    const bool all_sends = t.spare_cpu() <= 0 || x.window < 1;
+    double posts = 0;
+    for (std::size_t i = 0; i < sizes.size(); ++i)
+      if (all_sends || i < 2) posts += top.post(sizes[i], page);  // bcast_pieces: the two edges first
+    root_call = (x.eager_copy ? m.in_call_copy().at(S) : 0) + std::max(1, depth) * posts;
+    leaf_call = g.hold.at(S) + (x.unaligned && sizes.size() > 1 ? depth * (top.T(page) + in_call_notice(m, t)) : 0);
   }
   tl.in_call_ns = std::max(root_call, leaf_call);
   tl.in_call_work_ns = std::max(root_call, early ? g.hold.at(S) : 0.0);
@@ -384,13 +410,21 @@ Timeline bcast_timeline(const Machine& m, const Topology& t, const Coll& c, cons
   // Read at once, every rank's program sleeps while the progress threads move the pieces: on a
   // node with more ranks than CPUs they share them (crowding; session 12 measured tnbc's
   // broadcast read at once at np 4 on 2 CPUs about 2x what the timeline gave without it).
+  // The middle pieces arrive a window at a time (TNBC_SEND_WINDOW, receives as sends): measured,
+  // 1 MiB in 5 pieces on 2 nodes, the first 4 were in together at 5.5 ms, the 5th at 7.7 ms
+  // (docs/benchmarks.md, "Session 20"). The reader gets the first with the first window and
+  // reads the last window's share after the end.
+  const std::size_t mids = sizes.size() > 2 ? sizes.size() - 2 : 1;
+  const std::size_t together = x.window > 0 ? std::min(mids, static_cast<std::size_t>(x.window)) : mids;
   const TreeResult r = tree(m, t, c.root, sizes, BcastTree::Binomial, root_call + handoff, notice,
-                            early ? inner.publish : Line{}, sizes.size() > 2 ? 2 : 0, early ? crowd.stretch : 1);
+                            early ? inner.publish : Line{}, sizes.size() > 2 ? 2 : 0, early ? crowd.stretch : 1, together);
   const double bound = bcast_node_bound(m, t, S, c.root, BcastTree::Binomial) + top.L_ns;
   tl.total_ns = std::max({r.last, root_call + bound, tl.in_call_ns});
   tl.first_ns = std::max(r.first_mean, leaf_call);
-  const double middle = sizes.size() > 2 ? static_cast<double>(sizes.size() - 2) : 1.0;
-  tl.last_share = tl.round_share = 1.0 / middle;
+  const double middle = static_cast<double>(mids);
+  const std::size_t last_group = mids % together == 0 ? together : mids % together;
+  tl.round_share = 1.0 / middle;
+  tl.last_share = static_cast<double>(last_group) / middle;
   tl.regions = early ? middle : 0;
   tl.publish_ns = early ? publication(inner, tl.regions, S) : 0;
   tl.driver_cpu_ns = r.inner_cpu + poll_cpu(m, tl.total_ns - tl.in_call_ns);
@@ -721,6 +755,10 @@ double piece_scale(const Machine& m, const Topology& t, const Execution& x, std:
 
 PieceRule run_pieces(const Machine& m, const Topology& t, const Execution& x, std::size_t page, PieceSetting setting) {
   return setting ? PieceRule(setting) : PieceRule(std::nullopt, piece_scale(m, t, x, page));
+}
+
+int run_segments(const Machine& m, const Topology& t, const Execution& x, double bytes, std::size_t page) {
+  return bcast_segments(m, t, bytes, x, x.bcast_max_segments, page);
 }
 
 bool lazy_copy_pays(const Machine& m, double bytes, bool written_early, std::size_t page) {

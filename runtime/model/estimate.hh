@@ -162,6 +162,10 @@ double piece_scale(const Machine& m, const Topology& t, const Execution& x, std:
 // else the model's rule at piece_scale. The estimates a decision or a report takes must cut them
 // alike: the pieces set what a reader waits for (Timeline::first_ns, last_share).
 PieceRule run_pieces(const Machine& m, const Topology& t, const Execution& x, std::size_t page, PieceSetting setting);
+// How a run cuts a broadcast of `bytes` (runtime/policy.cc, bcast_segments, where no trace's
+// count applies): bcast_segments up to TNBC_BCAST_MAX_SEGMENTS. The root starts a send per piece
+// in its call and every piece is noticed and published: estimates that decide must count them.
+int run_segments(const Machine& m, const Topology& t, const Execution& x, double bytes, std::size_t page);
 
 // Whether copying `bytes` to send lazily (read-only pages, copied by the progress thread) costs
 // the call less than copying them in it, including the write fault a program that overwrites

@@ -538,6 +538,116 @@ TEST_CASE("model: tnbc's copies in the call are priced at the machine's in-call 
   CHECK(lazy_copy_pays(m, 4 * kMiB, false, kPage));
 }
 
+TEST_CASE("model: where calibrate kept the in-call copy's points, small copies are priced by them, not the line's intercept") {
+  // The line through a 64 KiB-4 MiB sweep: 20 us + 0.1 ns/B, where 64 KiB measured 6 us. An
+  // early return at 64 KiB per peer copies its own block and stages the block it sends in pieces
+  // of at most 64 KiB: each piece paid the intercept.
+  Machine line = two_nodes();
+  line.memcpy_in_call = {20e3, 0.1};
+  Machine points = line;
+  points.memcpy_in_call.points = {{65536, 6e3}, {kMiB, 100e3}};
+  const Coll c = alltoall(65536);
+  const double own_line = tnbc_timeline(line, kTwoNodes, c, Execution{}, false).in_call_ns;
+  const double own_points = tnbc_timeline(points, kTwoNodes, c, Execution{}, false).in_call_ns;
+  CHECK(own_line - own_points == Approx(20e3 + 0.1 * 65536 - 6e3));  // the own block: one copy of 64 KiB
+  const double early_line = tnbc_timeline(line, kTwoNodes, c, Execution{}, true).in_call_ns;
+  const double early_points = tnbc_timeline(points, kTwoNodes, c, Execution{}, true).in_call_ns;
+  // The staging: every piece's intercept (at least one piece) and the slope's 6.5 us, against
+  // 6 us for the 64 KiB in proportion.
+  CHECK((early_line - own_line) - (early_points - own_points) >= Approx(20e3 + 0.1 * 65536 - 6e3));
+  // At a measured size both price the same; between two points the line through them.
+  Coll big = alltoall(kMiB);
+  points.memcpy_in_call.points = {{65536, 20e3 + 0.1 * 65536}, {kMiB, 20e3 + 0.1 * kMiB}};
+  CHECK(tnbc_timeline(points, kTwoNodes, big, Execution{}, false).in_call_ns ==
+        Approx(tnbc_timeline(line, kTwoNodes, big, Execution{}, false).in_call_ns));
+}
+
+TEST_CASE("model: a broadcast's root pays in its call for every send it starts there") {
+  // The root's progress thread shares its only CPU: the calling thread starts every piece's
+  // send (runtime/policy.cc, caller_starts_sends); with a CPU to spare, the edges' only. Each
+  // costs MPI_Isend's measured time (SizePoint::post_ns).
+  Machine m = two_nodes();
+  Coll c;
+  c.kind = Kind::Bcast;
+  c.bytes = 4 * kMiB;
+  c.page = kPage;
+  c.segments = 5;
+  const Topology spare = Topology::block(2, 1, 2, 2);  // two CPUs per rank
+  REQUIRE(kTwoNodes.spare_cpu() == 0);
+  REQUIRE(spare.spare_cpu() > 0);
+  auto root_call = [&](const Topology& t, double post_ns) {
+    for (SizePoint& p : m.level[1].sweep) p.post_ns = post_ns;
+    return tnbc_timeline(m, t, c, Execution{}, true).in_call_ns;
+  };
+  m.level[1].sweep = {{4096, 90e3, 12e3, 13e3, 40e3}, {kMiB, 8e6, 20e3, 30e3, 8e6}};
+  // Isends slow enough that the root's call is the longest (the leaves' guard is cheap here).
+  const double edges = root_call(spare, 800e3) - root_call(spare, 400e3);
+  CHECK(edges == Approx(2 * 400e3));
+  const double all = root_call(kTwoNodes, 800e3) - root_call(kTwoNodes, 400e3);
+  CHECK(all >= 2 * edges);  // the edges and the middle pieces, 5 segments at least
+  // A sweep without the field: each send started in the call costs a page's o_s, as before.
+  m.level[1].sweep[0].post_ns = m.level[1].sweep[1].post_ns = -1;
+  CHECK(m.level[1].post(kMiB, kPage) == Approx(m.level[1].o_s(kPage)));
+}
+
+TEST_CASE("model: a broadcast's middle pieces arrive a send window at a time") {
+  // The MPI library interleaves the sends in flight fragment by fragment: with TNBC_SEND_WINDOW
+  // 4 the first four of five middle pieces are in together, the fifth after them. The reader
+  // gets its first piece with the first window and reads the last window's share (one piece of
+  // five) after the end; one piece at a time, the first comes after one piece's time.
+  const Machine m = two_nodes();
+  Coll c;
+  c.kind = Kind::Bcast;
+  c.bytes = 4 * kMiB;
+  c.page = kPage;
+  c.segments = 5;
+  Execution four, one;
+  four.window = 4;
+  one.window = 1;
+  const Timeline w4 = tnbc_timeline(m, kTwoNodes, c, four, true), w1 = tnbc_timeline(m, kTwoNodes, c, one, true);
+  CHECK(w4.last_share == Approx(1.0 / 5));
+  CHECK(w4.round_share == Approx(1.0 / 5));
+  CHECK(w1.last_share == Approx(1.0 / 5));
+  CHECK(w4.total_ns == Approx(w1.total_ns));  // the last byte comes when it comes
+  const double transfer = w1.total_ns - w1.in_call_ns;
+  CHECK(w1.first_ns - w1.in_call_ns < 0.3 * transfer);   // one piece's time and the edges
+  CHECK(w4.first_ns - w4.in_call_ns > 0.7 * transfer);   // four of five pieces' time
+  // Four middle pieces and a window of 4: all of them in at the end.
+  c.segments = 4;
+  CHECK(tnbc_timeline(m, kTwoNodes, c, four, true).last_share == Approx(1.0));
+  // No window (TNBC_SEND_WINDOW <= 0): every piece in flight at once.
+  Execution all;
+  all.window = 0;
+  c.segments = 5;
+  CHECK(tnbc_timeline(m, kTwoNodes, c, all, true).last_share == Approx(1.0));
+}
+
+TEST_CASE("model: the estimates cut a broadcast as a run does (run_segments)") {
+  const Machine m = two_nodes();
+  Execution x;
+  x.bcast_max_segments = 5;
+  const int s = run_segments(m, kTwoNodes, x, 4 * kMiB, kPage);
+  CHECK(s == bcast_segments(m, kTwoNodes, 4 * kMiB, x, 5, kPage));
+  x.bcast_max_segments = 1;
+  CHECK(run_segments(m, kTwoNodes, x, 4 * kMiB, kPage) == 1);
+  CHECK(run_segments(m, kTwoNodes, Execution{}, 2 * kPage, kPage) == 1);  // too small to cut
+  // optimize's verdict on a broadcast site prices the pieces the run will cut (here more than one
+  // segment: a reader gets the first window before the last byte).
+  const trace::Judge j = judge(m, kTwoNodes);
+  const double blocking = 35 * kMs;
+  const trace::Decision d = trace::decide(site(4 * kMiB, blocking, 0.2 * kMs, 10 * kMs), Kind::Bcast, 2, j);
+  Coll c;
+  c.kind = Kind::Bcast;
+  c.bytes = 4 * kMiB;
+  c.page = kPage;
+  c.segments = run_segments(m, kTwoNodes, j.exec, c.bytes, kPage);
+  REQUIRE(c.segments > 1);
+  const Overlap o = overlap(m, kTwoNodes, c, j.exec, Program{0.2 * kMs, 10 * kMs}, blocking);
+  CHECK(d.saved_ns == Approx(o.saved_ns));
+  c.segments = 1;
+  CHECK(d.saved_ns != Approx(overlap(m, kTwoNodes, c, j.exec, Program{0.2 * kMs, 10 * kMs}, blocking).saved_ns));
+}
+
 TEST_CASE("model: what a transfer takes from a computation on its CPU comes from the level's measured shared_cpu") {
   // Two nodes of one CPU each (netrun's emulated nodes): the progress thread shares the rank's
   // CPU with the computation. A program that computes through the whole exchange (T_CURC longer

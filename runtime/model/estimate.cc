@@ -390,12 +390,12 @@ Timeline bcast_timeline(const Machine& m, const Topology& t, const Coll& c, cons
   // Inner ranks forward from the receive staging, so they publish by copying (no page swap).
   const GuardCost inner = m.guard_measured[1] ? m.guard[1] : g;
   double root_call = 0, leaf_call = 0;
+  // The root starts its sends in the call: the edges', and every piece's where its progress
+  // thread has no CPU of its own or no send window (runtime/policy.cc, caller_starts_sends),
+  // to each of its children. Measured, 1 MiB on 2 nodes: ~0.1 ms of MPI_Isend calls in the
+  // root's call the model had not priced (docs/benchmarks.md, "Session 20").
+  const bool all_sends = t.spare_cpu() <= 0 || x.window < 1;
   if (early) {
-    // The root starts its sends in the call: the edges', and every piece's where its progress
-    // thread has no CPU of its own or no send window (runtime/policy.cc, caller_starts_sends),
-    // to each of its children. Measured, 1 MiB on 2 nodes: ~0.1 ms of MPI_Isend calls in the
-    // root's call the model had not priced (docs/benchmarks.md, "Session 20").
-    const bool all_sends = t.spare_cpu() <= 0 || x.window < 1;
     double posts = 0;
     for (std::size_t i = 0; i < sizes.size(); ++i)
       if (all_sends || i < 2) posts += top.post(sizes[i], page);  // bcast_pieces: the two edges first
@@ -410,12 +410,15 @@ Timeline bcast_timeline(const Machine& m, const Topology& t, const Coll& c, cons
   // Read at once, every rank's program sleeps while the progress threads move the pieces: on a
   // node with more ranks than CPUs they share them (crowding; session 12 measured tnbc's
   // broadcast read at once at np 4 on 2 CPUs about 2x what the timeline gave without it).
-  // The middle pieces arrive a window at a time (TNBC_SEND_WINDOW, receives as sends): measured,
-  // 1 MiB in 5 pieces on 2 nodes, the first 4 were in together at 5.5 ms, the 5th at 7.7 ms
-  // (docs/benchmarks.md, "Session 20"). The reader gets the first with the first window and
-  // reads the last window's share after the end.
+  // Sends in flight together share the link fragment by fragment (as the exchange's window, above):
+  // the middle pieces arrive a send window (TNBC_SEND_WINDOW) at a time, and all together where
+  // the root starts every send in its call. Measured there, np 2 on 2 nodes: 1 MiB in 5 pieces,
+  // the first 4 in at 5.5 ms, the 5th at 7.7; a reader reading at once (Table 1 (b), (c), 1-16
+  // MiB) gained nothing from the pieces (-1.7..+0.5 ms against blocking), which one group prices
+  // and a window of 4 did not (+21..+25 % of Tcomm predicted; docs/benchmarks.md, "Session 20").
+  // The reader gets the first with the first group and reads the last group's share after the end.
   const std::size_t mids = sizes.size() > 2 ? sizes.size() - 2 : 1;
-  const std::size_t together = x.window > 0 ? std::min(mids, static_cast<std::size_t>(x.window)) : mids;
+  const std::size_t together = all_sends ? mids : std::min(mids, static_cast<std::size_t>(x.window));
   const TreeResult r = tree(m, t, c.root, sizes, BcastTree::Binomial, root_call + handoff, notice,
                             early ? inner.publish : Line{}, sizes.size() > 2 ? 2 : 0, early ? crowd.stretch : 1, together);
   const double bound = bcast_node_bound(m, t, S, c.root, BcastTree::Binomial) + top.L_ns;

@@ -590,12 +590,15 @@ TEST_CASE("model: a broadcast's root pays in its call for every send it starts t
   CHECK(m.level[1].post(kMiB, kPage) == Approx(m.level[1].o_s(kPage)));
 }
 
-TEST_CASE("model: a broadcast's middle pieces arrive a send window at a time") {
-  // The MPI library interleaves the sends in flight fragment by fragment: with TNBC_SEND_WINDOW
-  // 4 the first four of five middle pieces are in together, the fifth after them. The reader
-  // gets its first piece with the first window and reads the last window's share (one piece of
-  // five) after the end; one piece at a time, the first comes after one piece's time.
+TEST_CASE("model: a broadcast's middle pieces arrive a send window at a time, all together where the root starts them all") {
+  // The MPI library interleaves the sends in flight fragment by fragment. With a CPU to spare
+  // the root's progress thread keeps TNBC_SEND_WINDOW (4) of them in flight: the first four of
+  // five middle pieces are in together, the fifth after them; the reader gets its first piece
+  // with the first window and reads the last window's share (one piece of five) after the end.
+  // One piece at a time, the first comes after one piece's time. Where the root's calling thread
+  // starts every send (its progress thread on its only CPU: kTwoNodes), all are in at the end.
   const Machine m = two_nodes();
+  const Topology spare = Topology::block(2, 1, 2, 2);
   Coll c;
   c.kind = Kind::Bcast;
   c.bytes = 4 * kMiB;
@@ -604,22 +607,25 @@ TEST_CASE("model: a broadcast's middle pieces arrive a send window at a time") {
   Execution four, one;
   four.window = 4;
   one.window = 1;
-  const Timeline w4 = tnbc_timeline(m, kTwoNodes, c, four, true), w1 = tnbc_timeline(m, kTwoNodes, c, one, true);
+  const Timeline w4 = tnbc_timeline(m, spare, c, four, true), w1 = tnbc_timeline(m, spare, c, one, true);
   CHECK(w4.last_share == Approx(1.0 / 5));
   CHECK(w4.round_share == Approx(1.0 / 5));
   CHECK(w1.last_share == Approx(1.0 / 5));
   CHECK(w4.total_ns == Approx(w1.total_ns));  // the last byte comes when it comes
   const double transfer = w1.total_ns - w1.in_call_ns;
-  CHECK(w1.first_ns - w1.in_call_ns < 0.3 * transfer);   // one piece's time and the edges
-  CHECK(w4.first_ns - w4.in_call_ns > 0.7 * transfer);   // four of five pieces' time
+  CHECK(w1.first_ns - w1.in_call_ns < 0.3 * transfer);  // one piece's time and the edges
+  CHECK(w4.first_ns - w4.in_call_ns > 0.7 * transfer);  // four of five pieces' time
   // Four middle pieces and a window of 4: all of them in at the end.
   c.segments = 4;
-  CHECK(tnbc_timeline(m, kTwoNodes, c, four, true).last_share == Approx(1.0));
-  // No window (TNBC_SEND_WINDOW <= 0): every piece in flight at once.
+  CHECK(tnbc_timeline(m, spare, c, four, true).last_share == Approx(1.0));
+  // The root starts every send in its call, or no window: every piece in flight at once.
+  c.segments = 5;
+  const Timeline shared = tnbc_timeline(m, kTwoNodes, c, four, true);
+  CHECK(shared.last_share == Approx(1.0));
+  CHECK(shared.first_ns - shared.in_call_ns > 0.9 * (shared.total_ns - shared.in_call_ns));
   Execution all;
   all.window = 0;
-  c.segments = 5;
-  CHECK(tnbc_timeline(m, kTwoNodes, c, all, true).last_share == Approx(1.0));
+  CHECK(tnbc_timeline(m, spare, c, all, true).last_share == Approx(1.0));
 }
 
 TEST_CASE("model: the estimates cut a broadcast as a run does (run_segments)") {

@@ -23,6 +23,9 @@ model::Execution execution(const Settings& s, int guard_index) {
   x.eager_copy = s.send_copy != SendCopy::Lazy && s.send_copy != SendCopy::LazySends;
   x.poll_min_ns = static_cast<double>(s.poll_min_us) * 1e3;
   x.bcast_max_segments = static_cast<int>(std::max<std::int64_t>(1, s.bcast_max_segments));
+  x.margin_one_per_node = static_cast<double>(s.early_return_margin_tcomm_pct) / 100.0;
+  x.margin_shared_node = static_cast<double>(s.early_return_margin_shared_node_pct) / 100.0;
+  x.margin_busy_poll = static_cast<double>(s.early_return_margin_busy_poll_pct) / 100.0;
   return x;
 }
 

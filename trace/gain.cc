@@ -152,9 +152,8 @@ Decision decide(const SiteEstimate& e, Kind kind, int comm_size, const Judge& j)
   d.in_call_ns = o.in_call_ns;
   d.cost_ns = o.cost_ns;
   d.saved_ns = o.saved_ns;
-  const double of_tcomm = t.max_per_node() <= 1                ? j.margin_of_tcomm
-                          : model::spins_on(j.model->machine, t) ? j.margin_of_tcomm_busy_poll
-                                                                 : j.margin_of_tcomm_shared;
+  const double of_tcomm =
+      model::margin_of_tcomm(j.model->machine, t, j.margin_of_tcomm, j.margin_of_tcomm_busy_poll, j.margin_of_tcomm_shared);
   d.margin_ns = j.margin_of_cost * std::max(0.0, o.cost_ns) + of_tcomm * o.blocking_ns;
   d.basis = o.saved_ns > d.margin_ns ? Basis::OverlapPays : Basis::NoOverlapToGain;
   return d;

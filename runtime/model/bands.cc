@@ -85,16 +85,24 @@ SizeBands scan_bands(FunctionRef<bool(std::size_t)> pays, std::size_t floor, std
 
 SizeBands early_return_bands(const Machine& m, const Topology& t, Kind k, const Execution& x, std::size_t page) {
   if (t.n() <= 1) return SizeBands::from(kMinGuardablePages * page);
+  // A size returns early only where a program would at best save more than mode optimize's
+  // margin for this placement: no saving reaches Tcomm (Eq. 3), so at a margin of 100 % (ranks
+  // sharing a node: early return lost in 79 of 80 measured calls, docs/benchmarks.md "Session
+  // 19") none does. Before session 20 the balance alone decided: on shared memory np 4 a band at
+  // 908 KiB-1 MiB per peer paid by a few microseconds where every call measured lost 2-7 ms.
+  const double margin = margin_of_tcomm(m, t, x);
+  if (margin >= 1) return {};
+  auto clears = [&](const ReadOnceBalance& b) { return b.pays() && b.gain_ns > margin * b.blocking_ns; };
   if (k == Kind::Bcast)
     return scan_bands([&](std::size_t bytes) {
       const double s = static_cast<double>(bytes);
-      return bcast_balance(m, t, x, s, bcast_segments(m, t, s, x, x.bcast_max_segments, page), page).pays();
+      return clears(bcast_balance(m, t, x, s, bcast_segments(m, t, s, x, x.bcast_max_segments, page), page));
     }, kMinGuardablePages * page, page, kLargestBand);
   // The exchange family: from the size whose transfer covers what returning early adds, where its
   // read-at-once balance pays.
   const std::size_t floor = exchange_floor(m, t, k, x, page);
   if (floor == SIZE_MAX) return {};
-  return scan_bands([&](std::size_t bytes) { return exchange_balance(m, t, k, x, static_cast<double>(bytes), page).pays(); },
+  return scan_bands([&](std::size_t bytes) { return clears(exchange_balance(m, t, k, x, static_cast<double>(bytes), page)); },
                     floor, page, kLargestBand);
 }
 

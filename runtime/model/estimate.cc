@@ -79,7 +79,8 @@ double exchange_node_bound(const Machine& m, const Topology& t, double s, double
     // included); where they spin on fewer CPUs, one fragment per hand-off for every pair at once.
     const double intra = spin.spins() ? handoff_ns(spin, s, ranks, t.cpus_per_node)
                                       : stretch * M * (M - 1) * s * in.node_exchange(s, ranks);
-    const double v = M * (n - M) * s;
+    // The node's bytes to other nodes, less what the idle link takes before its rate applies.
+    const double v = std::max(0.0, M * (n - M) * s - out.head_bytes());
     const double inter = std::max(v * out.node_out(), 2 * v * out.node_bi());
     worst = std::max(worst, std::max(intra, inter));
   }
@@ -107,12 +108,22 @@ Stream exchange_stream(const Machine& m, const Topology& t, const std::vector<do
   for (int k = 0; k < kLevels; ++k) {
     if (p.k[k] <= 0) continue;
     const Level& l = level(m, static_cast<LevelKind>(k));
+    double gaps = 0, windowed = 0;
     for (double q : sizes) {
-      st.gaps += p.k[k] * l.g(q);
+      gaps += p.k[k] * l.g(q);
       st.cpu += p.k[k] * (l.o_s(q) + l.o_r(q));
-      st.windowed += p.k[k] * (window > 0 ? std::max(l.g(q), (l.T(q) + notice) / window) : l.g(q));
+      windowed += p.k[k] * (window > 0 ? std::max(l.g(q), (l.T(q) + notice) / window) : l.g(q));
       st.messages += static_cast<int>(p.k[k]);
     }
+    // Between nodes the trains' gaps were measured past the link's head start (head_bytes): the
+    // first bytes of the stream get through before the rate applies; never below the first
+    // message alone. (Inside a node T and g measure other things: a hot ping-pong, trains of
+    // distinct buffers.)
+    const bool link = static_cast<LevelKind>(k) == LevelKind::InterNode;
+    const double head = link ? l.head_bytes() * l.G_ns_per_byte : 0;
+    const double first = link && !sizes.empty() ? l.T(sizes.front()) - l.L_ns : 0;
+    st.gaps += std::max(first, gaps - head);
+    st.windowed += std::max(first, windowed - head);
   }
   return st;
 }
@@ -225,7 +236,18 @@ Timeline exchange_timeline(const Machine& m, const Topology& t, const Coll& c, c
 
 double exchange_mpi(const Machine& m, const Topology& t, const Coll& c) {
   const Stream st = exchange_stream(m, t, {c.bytes}, 0, 0);
-  const double flow = std::max({exchange_node_bound(m, t, c.bytes), st.gaps, st.cpu * t.cpu_stretch()});
+  // A rank's k messages between nodes, one per peer: LogGP's T(m) + (k - 1) g(m), the first as
+  // one message alone on the link (the ping-pong's T, with the link's head start), the rest a
+  // train's gaps; inside a node k gaps, as before.
+  const Peers p = peers(t);
+  double messages = 0;
+  for (int k = 0; k < kLevels; ++k)
+    if (p.k[k] > 0) {
+      const Level& l = level(m, static_cast<LevelKind>(k));
+      messages += static_cast<LevelKind>(k) == LevelKind::InterNode ? l.T(c.bytes) - l.L_ns + (p.k[k] - 1) * l.g(c.bytes)
+                                                                    : p.k[k] * l.g(c.bytes);
+    }
+  const double flow = std::max({exchange_node_bound(m, t, c.bytes), messages, st.cpu * t.cpu_stretch()});
   return flow + latency(m, t);
 }
 
@@ -758,6 +780,14 @@ double piece_scale(const Machine& m, const Topology& t, const Execution& x, std:
 
 PieceRule run_pieces(const Machine& m, const Topology& t, const Execution& x, std::size_t page, PieceSetting setting) {
   return setting ? PieceRule(setting) : PieceRule(std::nullopt, piece_scale(m, t, x, page));
+}
+
+double margin_of_tcomm(const Machine& m, const Topology& t, double one_per_node, double busy_poll, double shared_node) {
+  return t.max_per_node() <= 1 ? one_per_node : spins_on(m, t) ? busy_poll : shared_node;
+}
+
+double margin_of_tcomm(const Machine& m, const Topology& t, const Execution& x) {
+  return margin_of_tcomm(m, t, x.margin_one_per_node, x.margin_busy_poll, x.margin_shared_node);
 }
 
 int run_segments(const Machine& m, const Topology& t, const Execution& x, double bytes, std::size_t page) {

@@ -37,7 +37,16 @@ struct Execution {
   bool node_priorities = false;  // a node's senders give its link to what receivers read first (issue 19)
   double poll_min_ns = 20000;    // TNBC_POLL_MIN_US: how soon a driver polls again after progress
   int bcast_max_segments = static_cast<int>(kDefaultBcastMaxSegments);  // TNBC_BCAST_MAX_SEGMENTS: the most segments a broadcast is cut into
+  // TNBC_EARLY_RETURN_MARGIN_{TCOMM,SHARED_NODE,BUSY_POLL}_PCT as shares of Tcomm (0: none): what a
+  // predicted saving must exceed, by placement (margin_of_tcomm). Mode optimize weighs each site's
+  // saving against it; the sizes that return early (early_return_bands) the saving at best.
+  double margin_one_per_node = 0, margin_shared_node = 0, margin_busy_poll = 0;
 };
+
+// The margin of Tcomm for `t`'s placement: one rank per node, ranks sharing a node whose MPI
+// ranks spin (busy_poll.hh), or ranks sharing a node (mode optimize's judge: trace/gain.hh).
+double margin_of_tcomm(const Machine& m, const Topology& t, double one_per_node, double busy_poll, double shared_node);
+double margin_of_tcomm(const Machine& m, const Topology& t, const Execution& x);
 
 // A collective as the estimators see it.
 struct Coll {

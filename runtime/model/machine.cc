@@ -96,6 +96,12 @@ double Level::o_s(double m) const {
   return interpolate(sweep, m, [](const SizePoint& p) { return p.os_ns; }, Os_ns_per_byte);
 }
 
+double Level::head_bytes() const {
+  if (sweep.empty() || G_ns_per_byte <= 0) return 0;
+  const SizePoint& p = sweep.back();
+  return std::clamp(p.bytes - std::max(0.0, p.t_ns - L_ns) / G_ns_per_byte, 0.0, p.bytes);
+}
+
 double Level::post(double m, double page) const {
   const bool measured = !sweep.empty() && std::all_of(sweep.begin(), sweep.end(), [](const SizePoint& p) { return p.post_ns >= 0; });
   if (!measured) return o_s(std::min(m, page));

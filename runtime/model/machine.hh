@@ -137,6 +137,11 @@ struct Level {
   // ranks that share it): node_bi / node_out, or from G when not measured.
   double node_bi() const { return node_bi_ns_per_byte > 0 ? node_bi_ns_per_byte : G_ns_per_byte / 2; }
   double node_out() const { return node_out_ns_per_byte > 0 ? node_out_ns_per_byte : G_ns_per_byte; }
+  // The bytes a transfer through an idle link gets past before the link's rate applies: the
+  // largest sweep size's m - (T(m) - L) / G, >= 0 (a shaper's burst, a NIC's or switch's buffer;
+  // on the emulated links tbf's 256 KiB burst: 245-250 KiB measured, so a single 64 KiB message
+  // took 0.14 ms where 64 KiB at 1 Gbit/s is 0.52 ms; docs/benchmarks.md, "Session 20").
+  double head_bytes() const;
   // One flow's ns per byte in the node's one-way train (node_out was measured with `flows` of
   // them at once, 8 distinct messages each: data from memory, not a buffer in the cache), or G.
   double one_flow() const { return node_out_ns_per_byte > 0 ? node_out_ns_per_byte * std::max(1, flows) : G_ns_per_byte; }

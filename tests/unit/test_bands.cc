@@ -106,6 +106,7 @@ TEST_CASE("bands: a broadcast returns early where its balance pays at the call's
 
 TEST_CASE("bands: the policy runs the library's broadcast outside the band, equally on every rank") {
   Settings s;
+  s.early_return_margin_shared_node_pct = 0;  // the balance alone (the margins: the next tests)
   auto in = std::make_shared<model::Inputs>();
   in->machine = band_machine();
   in->world = kRoomy;
@@ -192,6 +193,7 @@ TEST_CASE("bands: read at once, tnbc's threads sharing a node's CPUs cost its ea
 
 TEST_CASE("bands: the policy decides the exchange family by its bands, equally on every rank") {
   Settings s;
+  s.early_return_margin_shared_node_pct = 0;  // the balance alone (the margins: the next test)
   auto in = std::make_shared<model::Inputs>();
   in->machine = test::machine(1000, 20, 2, 5, 100);
   in->world = kRoomy;
@@ -246,6 +248,7 @@ TEST_CASE("bands: one rule says where a call is the library's, for the run, the 
     CHECK(model::call_bands(m, kRoomy, Kind::Alltoallv, {}, kPage).ranges == a.ranges);
     CHECK(a.ranges.empty() == (mb_per_s > 1e5));
     Settings s;
+    s.early_return_margin_shared_node_pct = 0;  // as call_bands above: the balance alone
     auto in = std::make_shared<model::Inputs>();
     in->machine = m;
     in->world = kRoomy;
@@ -262,4 +265,43 @@ TEST_CASE("bands: one rule says where a call is the library's, for the run, the 
     const trace::Judge judge = trace::make_judge(s, in, {});
     CHECK(trace::site_sizes(s, judge, site, Kind::Alltoallv).outside == library);
   }
+}
+
+TEST_CASE("bands: a size returns early only where the saving at best clears optimize's margin for the placement") {
+  // Mode nbc cannot know the program; mode optimize returns early where the predicted saving
+  // exceeds its margin (TNBC_EARLY_RETURN_MARGIN_*_PCT of Tcomm). The sizes of mode nbc take the
+  // best program's saving against the same margin: none where the margin is 100 % (no saving
+  // reaches Tcomm), fewer the larger it is.
+  const model::Machine link = test::machine(125);
+  const model::Topology two = model::Topology::block(2, 1, 2, 1);
+  model::Execution x;
+  const model::SizeBands none = model::early_return_bands(link, two, Kind::Alltoall, x, kPage);
+  REQUIRE_FALSE(none.ranges.empty());
+  x.margin_one_per_node = 0.6;
+  const model::SizeBands some = model::early_return_bands(link, two, Kind::Alltoall, x, kPage);
+  REQUIRE_FALSE(some.ranges.empty());
+  CHECK(some.first() > none.first());
+  const model::ReadOnceBalance at = model::exchange_balance(link, two, Kind::Alltoall, x, static_cast<double>(some.first()), kPage);
+  CHECK(at.gain_ns > 0.6 * at.blocking_ns);
+  const model::ReadOnceBalance below =
+      model::exchange_balance(link, two, Kind::Alltoall, x, static_cast<double>(some.first() - kPage), kPage);
+  CHECK((!below.pays() || below.gain_ns <= 0.6 * below.blocking_ns));
+  x.margin_one_per_node = 1.0;
+  CHECK(model::early_return_bands(link, two, Kind::Alltoall, x, kPage).ranges.empty());
+  CHECK(model::early_return_bands(link, two, Kind::Bcast, x, kPage).ranges.empty());
+  // The placement picks the margin: ranks sharing a node take the shared node's.
+  x.margin_one_per_node = 0;
+  x.margin_shared_node = 1.0;
+  CHECK_FALSE(model::early_return_bands(link, two, Kind::Alltoall, x, kPage).ranges.empty());
+  CHECK(model::early_return_bands(band_machine(), kRoomy, Kind::Bcast, x, kPage).ranges.empty());
+  // The policy takes them from the settings (default: 100 % on a shared node).
+  Settings s;
+  auto in = std::make_shared<model::Inputs>();
+  in->machine = band_machine();
+  in->world = kRoomy;
+  auto p = make_policy(s, kPage, nullptr);
+  p->start(in, 0, true);
+  CHECK(p->early_return_sizes(Kind::Bcast, kRoomy).ranges.empty());
+  CHECK(model::margin_of_tcomm(in->machine, kRoomy, execution(s, 0)) == Approx(1.0));
+  CHECK(model::margin_of_tcomm(in->machine, two, execution(s, 0)) == Approx(0.3));
 }

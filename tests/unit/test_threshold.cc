@@ -19,10 +19,12 @@ TEST_CASE("threshold: a slow link pays from the floor of three pages") {
   const model::Machine m = test::machine(125);  // 1 Gbit/s shared by the node's ranks
   // The exchange's floor (its read-at-once balance decides above it: test_bands.cc).
   CHECK(model::exchange_floor(m, kFour, Kind::Alltoall, {}, kPage) == kMinGuardablePages * kPage);
-  // A broadcast weighs its loss read at once too (bcast_balance): a few pages more, far below 1 MiB.
+  // A broadcast weighs its loss read at once too (bcast_balance): more pages, below 1 MiB. (Its
+  // root here starts every send in its call, so a reader reading at once gets every piece at the
+  // end: since session 20 the balance pays from ~740 KiB, where it paid from a few pages.)
   const std::size_t b = model::threshold_bytes(m, kFour, Kind::Bcast, {}, kPage);
   CHECK(b >= kMinGuardablePages * kPage);
-  CHECK(b < 64 * kPage);
+  CHECK(b < 256 * kPage);
 }
 
 TEST_CASE("threshold: the exchange's floor on a fast link is a larger size, in whole pages, never below three pages") {

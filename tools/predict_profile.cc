@@ -482,6 +482,9 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
   for (int gi = 0; gi < model::kGuardBackends && guard < 0; ++gi)
     if (cfg.machine.guard_measured[gi]) guard = gi;
   cfg.x = execution(settings, guard);
+  // A platform whose node's ranks spin in slices on fewer cores: the margin of busy polling, as a
+  // machine file showing it gives the run (model::margin_of_tcomm; busy_poll.hh).
+  if (platform.slice_s > 0 && platform.cores < per_node) cfg.x.margin_shared_node = cfg.x.margin_busy_poll;
   // The global route (Policy::route): blocks outside the cost model's early-return sizes run as
   // MPI's; a kind whose sizes differ between ranks (Alltoallv) runs as MPI's where no size returns
   // early on the communicator, else takes tnbc's schedule at every call.

@@ -87,6 +87,10 @@ struct Timeline {
 // that run at once; elsewhere all pairs at once for the exchange family and a pipelined
 // binomial tree for Bcast.
 double mpi_blocking_ns(const Machine& m, const Topology& t, const Coll& c);
+// The library's call as mode nbc weighs its sizes (no measured Tcomm): an exchange between
+// nodes on links idle before it (at most mpi_blocking_ns; exchange_idle_link in estimate.cc),
+// else mpi_blocking_ns.
+double nbc_blocking_ns(const Machine& m, const Topology& t, const Coll& c);
 
 // tnbc's schedule returning early (the progress thread drives it after the call), or completed
 // in the call by the calling thread (`early` false: no guard, no staging, no send window).

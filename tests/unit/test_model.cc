@@ -727,10 +727,12 @@ TEST_CASE("model: a send window's pieces arrive together, so a reader at once ge
   CHECK(ob.early_total_ns - faster.early_total_ns == Approx(4 / body / 2 * 0.25 * blocking).epsilon(0.01));
 }
 
-TEST_CASE("model: an idle link's head start (a shaper's burst) prices one message at its measured T, not its bytes at G") {
+TEST_CASE("model: mode nbc weighs an exchange against the library's call on idle links (the head start of a shaper's burst)") {
   // The sweep of a link shaped to 125 MB/s whose first 256 KiB get through at once: a message
-  // alone takes T(m) = L + max(0, m - 256 KiB) G. An exchange of one message each way (np 2 on 2
-  // nodes) takes that, not m x G; beyond the head start the rate applies again.
+  // alone takes T(m) = L + max(0, m - 256 KiB) G. Mode nbc, with no measured Tcomm, weighs an
+  // exchange of one message each way (np 2 on 2 nodes) against that, not m x G; beyond the head
+  // start the rate applies again. The estimate a measured Tcomm scales (mpi_blocking_ns) is the
+  // rate's, as before.
   Machine m = two_nodes();
   Level& l = m.level[1];
   const double head = 256 * 1024, G = l.G_ns_per_byte;
@@ -739,13 +741,22 @@ TEST_CASE("model: an idle link's head start (a shaper's burst) prices one messag
     l.sweep.push_back({b, l.L_ns + std::max(0.0, b - head) * G + 0.01 * b, 10e3, 10e3, b * G, -1});
   CHECK(l.head_bytes() == Approx(head - 0.01 * 4194304 / G).epsilon(0.01));
   const Coll small = alltoall(65536), big = alltoall(4 * kMiB);
-  CHECK(mpi_blocking_ns(m, kTwoNodes, small) < 0.5 * 65536 * G);  // was 64 KiB at G and more
-  CHECK(mpi_blocking_ns(m, kTwoNodes, big) == Approx(l.T(4 * kMiB)).epsilon(0.05));
-  // Without a head start (T grows at G from the first byte) the estimates are as before.
+  CHECK(nbc_blocking_ns(m, kTwoNodes, small) < 0.5 * 65536 * G);
+  CHECK(mpi_blocking_ns(m, kTwoNodes, small) >= 65536 * G);
+  CHECK(nbc_blocking_ns(m, kTwoNodes, big) == Approx(l.T(4 * kMiB)).epsilon(0.05));
+  CHECK(nbc_blocking_ns(m, kTwoNodes, big) <= mpi_blocking_ns(m, kTwoNodes, big));
+  // The balance of mode nbc's sizes takes it as Tcomm.
+  CHECK(exchange_balance(m, kTwoNodes, Kind::Alltoall, Execution{}, 65536, kPage).blocking_ns ==
+        Approx(nbc_blocking_ns(m, kTwoNodes, small)));
+  // Without a head start (T grows at G from the first byte) nothing changes; a broadcast and one
+  // node keep the library's estimate.
   Machine plain = two_nodes();
   plain.level[1].sweep.clear();
   for (double b : {65536.0, 262144.0, 1048576.0, 4194304.0})
     plain.level[1].sweep.push_back({b, plain.level[1].L_ns + b * G, 10e3, 10e3, b * G, -1});
   CHECK(plain.level[1].head_bytes() == Approx(0).margin(1));
-  CHECK(mpi_blocking_ns(plain, kTwoNodes, small) >= 65536 * G);
+  CHECK(nbc_blocking_ns(plain, kTwoNodes, small) == Approx(mpi_blocking_ns(plain, kTwoNodes, small)).epsilon(0.02));
+  Coll b = small;
+  b.kind = Kind::Bcast;
+  CHECK(nbc_blocking_ns(m, kTwoNodes, b) == Approx(mpi_blocking_ns(m, kTwoNodes, b)));
 }

@@ -66,7 +66,9 @@ std::vector<double> pieces_of(double s, const PieceRule& rule, std::size_t page)
 }
 
 // Bytes through each node's shared resources for an exchange of `s` per peer, the slowest node.
-// `stretch`: the copies inside a node take that much longer (Crowding), the wire not.
+// `stretch`: the copies inside a node take that much longer (Crowding), the wire not;
+// `head_bytes`: what the node's link takes before its rate applies (an idle link's head start,
+// Level::head_bytes; only mode nbc's weighing passes it: exchange_idle_link).
 double exchange_node_bound(const Machine& m, const Topology& t, double s, double stretch = 1, double head_bytes = 0) {
   const int n = t.n();
   const BusyPoll spin = spins_on(m, t) ? busy_poll(m) : BusyPoll{};

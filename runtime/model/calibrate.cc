@@ -234,8 +234,10 @@ SizePoint measure_size(Ctx& c, int x, int y, std::size_t m) {
     double s2 = 0, r2 = 0;
     const double tk = train(c, x, y, m, kTrain, false, s2, r2);
     if (i == 0) continue;  // warm-up
-    if (c.me == x) os.push_back(s);
-    if (c.me == x) posts.push_back(post);
+    if (c.me == x) {
+      os.push_back(s);
+      posts.push_back(post);
+    }
     if (c.me == y) orr.push_back(r);
     one.push_back(t1);
     many.push_back(tk);

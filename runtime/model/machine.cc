@@ -35,22 +35,6 @@ Line fit_through(const std::vector<double>& x, const std::vector<double>& y) {
   return l;
 }
 
-double Line::through_points(double bytes) const {
-  const CostPoint& first = points.front();
-  if (bytes <= first.bytes) return first.bytes > 0 ? first.ns * std::max(0.0, bytes) / first.bytes : first.ns;
-  for (std::size_t i = 1; i < points.size(); ++i)
-    if (bytes <= points[i].bytes) {
-      const CostPoint &a = points[i - 1], &b = points[i];
-      return a.ns + (b.ns - a.ns) * (bytes - a.bytes) / (b.bytes - a.bytes);
-    }
-  double slope = ns_per_byte;
-  if (points.size() >= 2) {
-    const CostPoint &a = points[points.size() - 2], &b = points.back();
-    slope = std::max(0.0, (b.ns - a.ns) / (b.bytes - a.bytes));
-  }
-  return points.back().ns + slope * (bytes - points.back().bytes);
-}
-
 const char* level_name(LevelKind k) { return k == LevelKind::IntraNode ? "intra_node" : "inter_node"; }
 
 int guard_index(std::string_view name) {
@@ -61,10 +45,10 @@ int guard_index(std::string_view name) {
 
 namespace {
 
-// Linear interpolation of field f of the sweep at m; beyond the last point the slope of the
-// last two points (at least `slope`), below the first the first point's value.
-template <class F>
-double interpolate(const std::vector<SizePoint>& s, double m, F f, double slope) {
+// Linear interpolation of field f of the points (a sweep's, a line's) at m; beyond the last point
+// the slope of the last two points (at least `slope`), below the first the first point's value.
+template <class P, class F>
+double interpolate(const std::vector<P>& s, double m, F f, double slope) {
   if (m <= s.front().bytes) return f(s.front());
   for (std::size_t i = 1; i < s.size(); ++i)
     if (m <= s[i].bytes) {
@@ -73,13 +57,20 @@ double interpolate(const std::vector<SizePoint>& s, double m, F f, double slope)
     }
   double tail = slope;
   if (s.size() >= 2) {
-    const SizePoint &p = s[s.size() - 2], &q = s.back();
+    const P &p = s[s.size() - 2], &q = s.back();
     tail = std::max(tail, (f(q) - f(p)) / (q.bytes - p.bytes));
   }
   return f(s.back()) + tail * (m - s.back().bytes);
 }
 
 }  // namespace
+
+double Line::through_points(double bytes) const {
+  const CostPoint& first = points.front();
+  if (bytes <= first.bytes) return first.bytes > 0 ? first.ns * std::max(0.0, bytes) / first.bytes : first.ns;
+  if (points.size() == 1) return first.ns + ns_per_byte * (bytes - first.bytes);
+  return interpolate(points, bytes, [](const CostPoint& p) { return p.ns; }, 0.0);
+}
 
 double Level::T(double m) const {
   if (sweep.empty()) return os_ns + or_ns + L_ns + std::max(0.0, m - 1) * G_ns_per_byte;

@@ -56,6 +56,8 @@ import tempfile
 
 def fail(msg, output=""):
     print(f"FAIL: {msg}")
+    if isinstance(output, bytes):  # subprocess.TimeoutExpired keeps what was read as bytes, even with text=True
+        output = output.decode(errors="replace")
     if output:
         print("---- output (last 60 lines) ----")
         print("\n".join(output.splitlines()[-60:]))

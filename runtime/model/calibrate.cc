@@ -96,8 +96,9 @@ Line slowest_line(const Ctx& c, const std::vector<std::size_t>& sizes, FunctionR
 // once between buffers outside the caches; per size the slowest rank's median. Measured in
 // passes spread over the calibration (its start, middle and end), per size the median over the
 // passes: one calibration here measured 3.8 ms for 4 MiB where the twelve after it measured
-// 0.19-0.37 (a disturbance of the VM that grew over the sizes, never seen in the runs it priced:
-// docs/benchmarks.md, "Session 21"). The Scratch lives from the first pass to the last.
+// 0.19-0.37 (a disturbance of the VM that grew over the sizes; session 20's two such files priced
+// Tinit 2-8x above what the runs then measured: docs/benchmarks.md, "Session 20", "Session 21").
+// The Scratch lives from the first pass to the last.
 class InCallCopy {
  public:
   InCallCopy(const Ctx& c, std::vector<std::size_t> sizes, int ranks_per_node)

@@ -125,18 +125,7 @@ class InCallCopy {
   // Per size the median over the passes, the line through them (keeping them); {0, 0} when a rank
   // could not map its buffers or fewer than two sizes were measured (then the model keeps the
   // memcpy line).
-  Line line() const {
-    std::vector<double> x, y;
-    for (std::size_t i = 0; i < sizes_.size(); ++i) {
-      std::vector<double> at;
-      for (const auto& row : passes_)
-        if (row[i] >= 0) at.push_back(row[i]);
-      if (at.empty()) continue;
-      x.push_back(static_cast<double>(sizes_[i]));
-      y.push_back(median(at));
-    }
-    return x.size() >= 2 ? fit_through(x, y) : Line{};
-  }
+  Line line() const { return fit_through_pass_medians(std::vector<double>(sizes_.begin(), sizes_.end()), passes_); }
 
   // The largest size's passes, slowest over quickest (1: they agree; 0: not measured).
   double spread() const {

@@ -35,6 +35,21 @@ Line fit_through(const std::vector<double>& x, const std::vector<double>& y) {
   return l;
 }
 
+Line fit_through_pass_medians(const std::vector<double>& sizes, const std::vector<std::vector<double>>& passes) {
+  std::vector<double> x, y;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    std::vector<double> at;
+    for (const auto& pass : passes)
+      if (i < pass.size() && pass[i] >= 0) at.push_back(pass[i]);
+    if (at.empty()) continue;
+    std::sort(at.begin(), at.end());
+    const std::size_t h = at.size() / 2;
+    x.push_back(sizes[i]);
+    y.push_back(at.size() % 2 ? at[h] : (at[h - 1] + at[h]) / 2);
+  }
+  return x.size() >= 2 ? fit_through(x, y) : Line{};
+}
+
 const char* level_name(LevelKind k) { return k == LevelKind::IntraNode ? "intra_node" : "inter_node"; }
 
 int guard_index(std::string_view name) {

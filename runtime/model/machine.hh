@@ -59,6 +59,10 @@ struct Line {
 Line fit(const std::vector<double>& x, const std::vector<double>& y);
 // The same line, keeping the points (x increasing) for Line::at.
 Line fit_through(const std::vector<double>& x, const std::vector<double>& y);
+// Several passes over the same `sizes` (passes[k][i]: pass k's figure at sizes[i], < 0 where not
+// measured): per size the median over the passes that measured it, the line through them
+// (fit_through); {0, 0} with fewer than two sizes measured.
+Line fit_through_pass_medians(const std::vector<double>& sizes, const std::vector<std::vector<double>>& passes);
 
 // One PLogP measurement at message size `bytes` (ns): half the ping-pong round trip T(m), the
 // CPU time the sender and the receiver spend on the message (o_s(m), o_r(m)), and the gap

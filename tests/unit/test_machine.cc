@@ -267,6 +267,27 @@ TEST_CASE("a cost through its measured points: in proportion below the first, li
   CHECK(l.at(8 << 20) == Approx(200e3 + 120e3 / 3145728.0 * 4194304));
 }
 
+TEST_CASE("calibrate's passes: per size the median over the passes that measured it, one disturbed pass outvoted") {
+  const std::vector<double> sizes{65536, 1 << 20, 4 << 20};
+  // The middle pass disturbed at the larger sizes (as one calibration here: 4 MiB at 3.8 ms).
+  const std::vector<std::vector<double>> passes{{4e3, 90e3, 300e3}, {4.2e3, 237e3, 3.8e6}, {3.8e3, 95e3, 320e3}};
+  const Line l = fit_through_pass_medians(sizes, passes);
+  REQUIRE(l.points.size() == 3);
+  CHECK(l.points[0].ns == Approx(4e3));
+  CHECK(l.points[1].ns == Approx(95e3));
+  CHECK(l.points[2].ns == Approx(320e3));
+  CHECK(l.at(4 << 20) == Approx(320e3));
+  // A size no pass measured (< 0: a rank failed) is left out; two passes: their mean.
+  const Line two = fit_through_pass_medians(sizes, {{4e3, -1, 300e3}, {6e3, -1, 340e3}});
+  REQUIRE(two.points.size() == 2);
+  CHECK(two.points[0].bytes == Approx(65536));
+  CHECK(two.points[0].ns == Approx(5e3));
+  CHECK(two.points[1].ns == Approx(320e3));
+  // Fewer than two sizes measured, or no pass: no line (the model keeps the memcpy line).
+  CHECK(fit_through_pass_medians(sizes, {{-1, -1, 300e3}}).points.empty());
+  CHECK(fit_through_pass_medians(sizes, {}).ns_per_byte == 0);
+}
+
 TEST_CASE("MPI_Isend's time per size: interpolated through the sweep, or a small send's CPU where not measured") {
   Level l = test::level(60, 117, 12, 280);
   l.sweep = {{4096, 90e3, 12e3, 13e3, 40e3}, {65536, 600e3, 20e3, 30e3, 560e3}};

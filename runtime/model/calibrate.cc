@@ -820,13 +820,12 @@ Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* 
   m.memcpy_in_call = in_call.line();
   if (progress && c.me == 0 && m.memcpy_in_call_measured()) {
     std::fprintf(progress, "tnbc's copies in a call (outside the caches, every rank at once, the slowest; the median of %zu "
-                 "passes): %.1f us + %.1f us/MiB\n", in_call.passes().size(), m.memcpy_in_call.ns / 1e3,
-                 m.memcpy_in_call.ns_per_byte * 1048.576);
-    if (in_call.spread() > kInCallSpreadNote) {
-      std::fprintf(progress, "  its passes disagree (%zu KiB:", in_call.sizes().back() >> 10);
-      for (const auto& row : in_call.passes()) std::fprintf(progress, " %.0f us", row.back() / 1e3);
-      std::fprintf(progress, "): the machine was disturbed during some; the median is kept\n");
-    }
+                 "passes): %.1f us + %.1f us/MiB; its passes at %zu KiB:", in_call.passes().size(), m.memcpy_in_call.ns / 1e3,
+                 m.memcpy_in_call.ns_per_byte * 1048.576, in_call.sizes().back() >> 10);
+    for (const auto& row : in_call.passes()) std::fprintf(progress, " %.0f us", row.back() / 1e3);
+    std::fprintf(progress, "\n");
+    if (in_call.spread() > kInCallSpreadNote)
+      std::fprintf(progress, "  they disagree: the machine was disturbed during some (the median is kept)\n");
   }
   PMPI_Comm_free(&comm);
   return m;

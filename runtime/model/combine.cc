@@ -8,12 +8,6 @@ namespace tnbc::model {
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t k = v.size() / 2;
-  return v.size() % 2 ? v[k] : (v[k - 1] + v[k]) / 2;
-}
-
 // Sets field(out) to the median of field(each file); for the times the estimators lean on
 // (`watched`: the sweeps' T, g and node rates, memcpy) remembers the one whose values spread the
 // most ((max - min) / median; CPU overheads near 0 would name noise).
@@ -28,7 +22,7 @@ struct Median {
     for (const Machine& m : ms) v.push_back(field(m));
     const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
     const double spread_lo = *lo, spread_hi = *hi;
-    field(out) = median(std::move(v));
+    field(out) = median_of(std::move(v));
     const double mid = field(out);
     if (watched && mid > 0 && (spread_hi - spread_lo) / mid > widest.relative) widest = {(spread_hi - spread_lo) / mid, name};
   }

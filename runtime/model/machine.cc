@@ -35,6 +35,12 @@ Line fit_through(const std::vector<double>& x, const std::vector<double>& y) {
   return l;
 }
 
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t k = v.size() / 2;
+  return v.size() % 2 ? v[k] : (v[k - 1] + v[k]) / 2;
+}
+
 Line fit_through_pass_medians(const std::vector<double>& sizes, const std::vector<std::vector<double>>& passes) {
   std::vector<double> x, y;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
@@ -42,10 +48,8 @@ Line fit_through_pass_medians(const std::vector<double>& sizes, const std::vecto
     for (const auto& pass : passes)
       if (i < pass.size() && pass[i] >= 0) at.push_back(pass[i]);
     if (at.empty()) continue;
-    std::sort(at.begin(), at.end());
-    const std::size_t h = at.size() / 2;
     x.push_back(sizes[i]);
-    y.push_back(at.size() % 2 ? at[h] : (at[h - 1] + at[h]) / 2);
+    y.push_back(median_of(std::move(at)));
   }
   return x.size() >= 2 ? fit_through(x, y) : Line{};
 }

@@ -59,6 +59,8 @@ struct Line {
 Line fit(const std::vector<double>& x, const std::vector<double>& y);
 // The same line, keeping the points (x increasing) for Line::at.
 Line fit_through(const std::vector<double>& x, const std::vector<double>& y);
+// The median of `v` (not empty; of an even count the mean of the middle two).
+double median_of(std::vector<double> v);
 // Several passes over the same `sizes` (passes[k][i]: pass k's figure at sizes[i], < 0 where not
 // measured): per size the median over the passes that measured it, the line through them
 // (fit_through); {0, 0} with fewer than two sizes measured.

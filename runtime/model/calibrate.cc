@@ -50,6 +50,9 @@ struct Ctx {
   int me, n;
   const CalibrateOptions& o;
   std::vector<char> a, b;  // send and receive buffers, max_bytes x kTrain
+  // Read through to empty the caches before a measurement (eviction_scratch): made once, at the
+  // start, with the in-call copy's arena (see calibrate()).
+  std::vector<char> evict;
   double idle_test_ns = 0;  // this rank's CPU per idle MPI_Testall between sleeps, at the current size
 };
 
@@ -92,13 +95,27 @@ Line slowest_line(const Ctx& c, const std::vector<std::size_t>& sizes, FunctionR
   return x.size() >= 2 ? fit_through(x, y) : Line{};
 }
 
+// The sizes of tnbc's in-call copy: 64 KiB to 4 MiB always, and 16 and 64 MiB where the arena
+// made to find no copy in the caches (uncached_copy_bytes, here 3 x 384 MiB / ranks of the node)
+// holds four copies of them anyway, so that a node of many ranks maps no more than before.
+std::vector<std::size_t> in_call_copy_sizes(int ranks_per_node) {
+  std::vector<std::size_t> sizes{65536, 256u << 10, 1u << 20, 4u << 20};
+  const std::size_t arena = uncached_copy_bytes(sizes.back(), ranks_per_node);
+  for (std::size_t b : {std::size_t{16} << 20, std::size_t{64} << 20})
+    if (4 * b <= arena) sizes.push_back(b);
+  return sizes;
+}
+
 // tnbc's copies in a collective's call (model::Machine::memcpy_in_call): every rank copies at
 // once between buffers outside the caches; per size the slowest rank's median. Measured in
-// passes spread over the calibration (its start, middle and end), per size the median over the
-// passes: one calibration here measured 3.8 ms for 4 MiB where the twelve after it measured
-// 0.19-0.37 (a disturbance of the VM that grew over the sizes; session 20's two such files priced
-// Tinit 2-8x above what the runs then measured: docs/benchmarks.md, "Session 20", "Session 21").
-// The Scratch lives from the first pass to the last.
+// passes spread over the calibration (after the levels, after the node measurements, at its
+// end), per size the median over the passes: one calibration here measured 3.8 ms for 4 MiB
+// where the twelve after it measured 0.19-0.37 (a disturbance of the VM that grew over the sizes;
+// session 20's two such files priced Tinit 2-8x above what the runs then measured:
+// docs/benchmarks.md, "Session 20", "Session 21"). The Scratch lives from the first pass to the
+// last. The sizes reach the largest calls the model prices where memory allows (NPB FT.A at np 2:
+// 32 MiB per peer): a line from 4 MiB up priced 16 MiB at 56 us/MiB where the calls copied at ~83
+// (session 22).
 class InCallCopy {
  public:
   InCallCopy(const Ctx& c, std::vector<std::size_t> sizes, int ranks_per_node)
@@ -478,10 +495,8 @@ void measure_node(Ctx& c, Level& l, const std::vector<std::pair<int, int>>& pair
 }
 
 // A scratch twice the last-level cache, written once so that its pages exist (untouched pages
-// all read the one zero page); empty for a rank that takes no part.
-std::vector<char> eviction_scratch(bool part) {
-  return std::vector<char>(part ? 2 * last_level_cache_bytes() : 0, 1);
-}
+// all read the one zero page).
+std::vector<char> eviction_scratch() { return std::vector<char>(2 * last_level_cache_bytes(), 1); }
 
 // Reads every cache line of `v` (the compiler may not drop the loads: the sum is kept).
 void read_through(const std::vector<char>& v) {
@@ -511,10 +526,9 @@ double node_pattern(Ctx& c, const std::vector<std::vector<int>>& on, std::size_t
   // writing them back to memory, which a program's collective does not. (That was one
   // candidate for the sweep measuring 20-40 % slower than MPI's own calls at np 4; measured in
   // session 9, it is not the cause: docs/benchmarks.md.)
-  const std::vector<char> evict = eviction_scratch(at >= 0);
   std::vector<double> t;
   for (int rep = 0; rep <= kMinReps; ++rep) {
-    read_through(evict);
+    if (at >= 0) read_through(c.evict);
     barrier(c);
     PMPI_Barrier(c.comm);  // all awake now: start together (the sleeping barrier wakes them ~0.1 ms apart)
     const long long t0 = futex::now_ns();
@@ -574,9 +588,8 @@ std::vector<double> node_mpi_alltoall(Ctx& c, const std::vector<std::vector<int>
   PMPI_Comm_split(c.comm, color, c.me, &node);
   const std::size_t n = sizes.size();
   std::vector<std::vector<double>> t(n);
-  const std::vector<char> evict = eviction_scratch(node != MPI_COMM_NULL);
   for (int round = 0; node != MPI_COMM_NULL && round <= kOwnCallReps; ++round) {
-    read_through(evict);
+    read_through(c.evict);
     for (std::size_t s = 0; s < n; ++s) {
       const std::size_t which = (s + static_cast<std::size_t>(round)) % n;
       const int m = static_cast<int>(sizes[which]);
@@ -681,7 +694,7 @@ double reader_wait_ns(std::size_t page) {
 // through): a collective's call finds its receive buffer's pages so after the program's work.
 // With them cached a 4 MiB hold back took 74 us on this VM, after emptying 170-290 us, in
 // Table 1's calls 160-430 us (docs/benchmarks.md, "Session 18").
-void measure_guard(Machine& mach, std::size_t page, std::FILE* progress) {
+void measure_guard(Machine& mach, std::size_t page, const std::vector<char>& evict, std::FILE* progress) {
   const std::vector<std::size_t> sizes{page, 16 * page, 256 * page, 1024 * page};
   Scratch s(1024 * page);
   if (!s.user) return;
@@ -692,8 +705,7 @@ void measure_guard(Machine& mach, std::size_t page, std::FILE* progress) {
     backends.push_back(make_uffd_backend(false));
   }
   if (publication_available()) backends.push_back(make_protect_backend());
-  if (backends.empty()) return;  // no scratch of twice the last-level cache for nothing
-  const std::vector<char> evict = eviction_scratch(true);
+  if (backends.empty()) return;
   for (auto& b : backends) {
     const int k = guard_index(b->probe_name());
     if (k < 0) continue;
@@ -713,7 +725,7 @@ void measure_guard(Machine& mach, std::size_t page, std::FILE* progress) {
 Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* progress) {
   MPI_Comm comm = MPI_COMM_NULL;
   PMPI_Comm_dup(world, &comm);
-  Ctx c{comm, 0, 1, o, {}, {}};
+  Ctx c{comm, 0, 1, o, {}, {}, {}};
   PMPI_Comm_rank(comm, &c.me);
   PMPI_Comm_size(comm, &c.n);
   if (c.n < 2) {
@@ -726,8 +738,14 @@ Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* 
   c.b.assign(o.max_bytes * kTrain, 0);
   const World w = gather_world(comm);
   const Topology t = w.topology();
-  InCallCopy in_call(c, {65536, 256u << 10, 1u << 20, 4u << 20}, t.max_per_node());
-  in_call.pass(c, kInCallReps);
+  // The calibration's large buffers are made here, all of them, and the first timed copies come
+  // seconds later (after the levels): memory the process touches for the first time can be slow
+  // to come, and disturbs the copies right after it, where the host backs it lazily (this VM's
+  // balloon reports freed pages to the host: populating 2 x 1152 MiB took 5 s after a pause, 1.7
+  // s right after another run, and the next second's copies had a p90 2.7-4.5x their median;
+  // docs/benchmarks.md, "Session 22").
+  InCallCopy in_call(c, in_call_copy_sizes(t.max_per_node()), t.max_per_node());
+  c.evict = eviction_scratch();
   Machine m;
   m.method = "calibrate";
   m.mpi_library = w.mpi_library;
@@ -759,6 +777,7 @@ Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* 
     if (progress && c.me == 0) std::fprintf(progress, "inter-node level: ranks %d and %d\n", on[0][0], on[1][0]);
     m.at(LevelKind::InterNode) = measure_level(c, on[0][0], on[1][0], progress);
   }
+  in_call.pass(c, kInCallReps);
   // Node resources: pairs inside every node; rank i of node 0 with rank i of node 1.
   std::vector<std::pair<int, int>> intra, inter;
   std::size_t most = 0;
@@ -813,7 +832,7 @@ Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* 
     }
     m.wake_loaded_ns = loaded_wake_ns(o.poll_ns);
     if (progress) std::fprintf(progress, "a progress thread's wake-up on a busy CPU: %.1f us later\n", m.wake_loaded_ns / 1e3);
-    measure_guard(m, page, progress);
+    measure_guard(m, page, c.evict, progress);
   }
   barrier(c);  // the others sleep meanwhile
   in_call.pass(c, kInCallReps);

@@ -40,10 +40,12 @@
 //               round trip on a PROT_NONE page (handler, mprotect, retry) plus the wake-up of a
 //               thread asleep on a futex (what a reader pays besides the data's arrival);
 //   memcpy      4 KiB .. 16 MiB, a line; and into a fresh mapping (first-touch faults: memcpy_cold);
-//               and tnbc's own in-call copy (bulk_copy) of 64 KiB .. 4 MiB between arenas outside the
-//               caches, every rank at once, the slowest rank (memcpy_in_call: Tinit's copies),
-//               in three passes (the calibration's start, middle and end): the line and, as its
-//               points, per size the median over the passes of the slowest rank's median;
+//               and tnbc's own in-call copy (bulk_copy) of 64 KiB .. 4 MiB (and 16, 64 MiB where
+//               the arena holds four of them) between arenas outside the caches, every rank at
+//               once, the slowest rank (memcpy_in_call: Tinit's copies), in three passes (after
+//               the levels, after the node measurements, at the end; the arenas and the
+//               caches' eviction scratch made at the start, before any timing): the line and, as
+//               its points, per size the median over the passes of the slowest rank's median;
 //   progress    one MPI_Testsome over 8 pending receives, one sleep of TNBC_POLL_MIN_US.
 //   shared CPU  per level, its pair: each rank's computing thread and its exchanging thread on
 //               one CPU; the computation's extra time while 256 KiB, 1 MiB, 4 MiB go each way

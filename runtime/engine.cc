@@ -201,7 +201,14 @@ class EngineImpl final : public Engine {
       if (node.on) node_register(*f, pc.node, node);
       else stats_.record_node(c.kind, c.site, {false, node});
     }
-    if (!prep.send_src.empty()) stage_sends(*f, prep.send_src, !in_call && policy_->lazy_send_copy(layout.sent), page_, stream);
+    if (!prep.send_src.empty()) {
+      const StagedCopies staged = stage_sends(*f, prep.send_src, !in_call && policy_->lazy_send_copy(layout.sent), page_, stream);
+      if (staged.pieces > 0) {
+        const double each = static_cast<double>(staged.bytes) / static_cast<double>(staged.pieces);
+        stats_.record_call_copy(staged.pieces, staged.bytes, futex::now_ns() - t_setup,
+                                static_cast<double>(staged.pieces) * copy_price(each));
+      }
+    }
     const long long t_staged = futex::now_ns();
     Reason why = prep.local;
     // Asked of every call, also one that receives nothing here (only sends after the return):
@@ -234,12 +241,18 @@ class EngineImpl final : public Engine {
     drain_or_end("in MPI_Finalize");
     rma_release_all();
     stats_.set_thread_cpu(progress_->cpu_seconds(), uffd::listener_cpu_seconds());
+    say_copy_price();
     progress_->stop();
     g_current.store(nullptr);
   }
 
  private:
   static constexpr long long kNsPerSecond = 1000 * 1000 * 1000;
+  // say_copy_price(): the run's copies this far off the machine file's price (either way) are
+  // worth a word; this VM's two copy rates are ~1.6x apart (docs/benchmarks.md, "Session 22"),
+  // a file from another machine can be anything. Over at least this many copies.
+  static constexpr double kCopyPriceNote = 1.5;
+  static constexpr std::uint64_t kCopyPriceMinCopies = 8;
 
   // What the engine lends a collective while it prepares a call.
   class CallServices final : public Services {
@@ -267,7 +280,9 @@ class EngineImpl final : public Engine {
       if (bytes == 0) return {};
       if (types_.type(t).dense) {
         // The own block into place: cold, not read in the call.
+        const long long t0 = futex::now_ns();
         bulk_copy(dst, src, bytes, stream_ || streams(bytes));
+        e_.stats_.record_call_copy(1, bytes, futex::now_ns() - t0, e_.copy_price(static_cast<double>(bytes)));
         // (streamed even though the program reads it next: a memcpy that kept it cached cost the call
         // 0.15-0.2 ms more and gained nothing, Table 1 (c) in order self; docs/benchmarks.md, session 10)
         return {};
@@ -425,6 +440,27 @@ class EngineImpl final : public Engine {
     return t;
   }
 
+  // What the machine's line for tnbc's copies in a call prices a copy of `bytes` at (0 before
+  // the model starts): the summary compares the run's copies with it (Stats::record_call_copy).
+  double copy_price(double bytes) const { return model_ ? model_->machine.in_call_copy().at(bytes) : 0; }
+
+  // At the end, rank 0 of the world: where its calls' copies took far more or less than the
+  // machine file's in-call copy line priced, the model's Tinit is off by as much (a file from
+  // another machine, or from a launch of this VM whose copies ran in the other of its two rates:
+  // docs/benchmarks.md, "Session 22"). The start-up probe does not measure that copy: nothing said.
+  void say_copy_price() const {
+    if (world_rank_ != 0 || !model_ || model_->source != "file" || !model_->machine.memcpy_in_call_measured()) return;
+    const Stats::CallCopies cc = stats_.call_copies();
+    if (cc.copies < kCopyPriceMinCopies || cc.priced_ns == 0) return;
+    const double ratio = static_cast<double>(cc.ns) / static_cast<double>(cc.priced_ns);
+    if (ratio <= kCopyPriceNote && ratio >= 1 / kCopyPriceNote) return;
+    log(LogLevel::Warn, "tnbc's copies in its calls took %.2fx what the machine file (%s) prices them at (%llu copies, "
+                        "%.1f MiB): the model's time in the call is %s by as much; calibrate on this machine again "
+                        "(tnbc calibrate), or combine several launches' calibrations (tnbc calibrate --combine)",
+        ratio, model_->file.c_str(), static_cast<unsigned long long>(cc.copies), static_cast<double>(cc.bytes) / (1 << 20),
+        ratio > 1 ? "low" : "high");
+  }
+
   // The cost model (runtime/model/startup.hh): the machine and the placement, then the policy
   // starts deciding from them. Whether the ranks' profile and judging settings agree is
   // compared here (one reduction): only then may the profile route calls to plain MPI.
@@ -443,6 +479,7 @@ class EngineImpl final : public Engine {
     const bool same = agreed[0] == ~agreed[1];
     int rank = 0;
     PMPI_Comm_rank(world, &rank);
+    world_rank_ = rank;
     if (!same && rank == 0)
       log(LogLevel::Warn, "the ranks read different profiles or judge them with different settings "
                           "(TNBC_PROFILE, TNBC_PROFILE_BLOCKING, TNBC_EARLY_RETURN_*): no call runs as plain MPI "
@@ -571,6 +608,7 @@ class EngineImpl final : public Engine {
   long long timeout_ns_;
   std::unique_ptr<Policy> policy_;
   std::shared_ptr<const model::Inputs> model_;
+  int world_rank_ = -1;  // set when the model starts
   std::unique_ptr<GuardBackend> uffd_, protect_;
   std::vector<GuardBackend*> backends_;  // usable here, in the policy's order
   Pool pool_;       // send staging (kept populated)

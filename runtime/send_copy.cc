@@ -191,7 +191,7 @@ bool guard_bodies(InFlight& f, const std::vector<const char*>& src, std::size_t 
 
 }  // namespace
 
-void stage_sends(InFlight& f, const std::vector<const char*>& src, bool lazy, std::size_t page, bool stream) {
+StagedCopies stage_sends(InFlight& f, const std::vector<const char*>& src, bool lazy, std::size_t page, bool stream) {
   g_page = page;
   const bool guarded = lazy && guard_bodies(f, src, page);
   // The pieces copied here; they stream past the cache when the call's copies together exceed it
@@ -203,15 +203,16 @@ void stage_sends(InFlight& f, const std::vector<const char*>& src, bool lazy, st
     const bool own = p.kind == StepKind::Copy && i < src.size() && src[i];  // into the send area
     return (p.kind == StepKind::Send || own) && p.length != 0 && !(guarded && f.send_src[i]);
   };
-  std::size_t total = 0;
+  StagedCopies done;
   for (std::size_t i = 0; i < f.schedule.size(); ++i)
-    if (copied(i)) total += f.schedule[i].length;
-  const bool streamed = stream || streams(total);
+    if (copied(i)) done.bytes += f.schedule[i].length, ++done.pieces;
+  const bool streamed = stream || streams(done.bytes);
   for (std::size_t i = 0; i < f.schedule.size(); ++i) {
     if (!copied(i)) continue;
     const Step& p = f.schedule[i];
     bulk_copy(f.send_data + (p.kind == StepKind::Copy ? p.source : p.offset), src[i], p.length, streamed);
   }
+  return done;
 }
 
 void run_copy_step(InFlight& f, int i) {

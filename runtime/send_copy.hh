@@ -34,8 +34,11 @@ struct InFlight;
 // and writable, on the calling thread's stack, mprotect refused) everything is copied now (the
 // own block into the send area). Call before the pieces are submitted. `stream`: the copies bypass
 // the cache (runtime/bulk_copy.hh, streams() of everything the call sends); they also do when
-// the bytes copied here alone exceed it.
-void stage_sends(InFlight& f, const std::vector<const char*>& src, bool lazy, std::size_t page, bool stream);
+// the bytes copied here alone exceed it. Returns what it copied now.
+struct StagedCopies {
+  std::size_t bytes = 0, pieces = 0;
+};
+StagedCopies stage_sends(InFlight& f, const std::vector<const char*>& src, bool lazy, std::size_t page, bool stream);
 
 // Progress thread, before posting Send piece i: true once its bytes are in staging (copying
 // them now if nobody has); false while a program thread is copying it (try again later).

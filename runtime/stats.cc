@@ -369,8 +369,11 @@ std::string Stats::summary_json(int rank, int size, const std::string& mode) con
   j << "\"bcast_backends\": {\"p2p\": " << bcast_backends_[0].load() << ", \"rma_binomial\": " << bcast_backends_[1].load()
     << ", \"rma_linear\": " << bcast_backends_[2].load() << "},\n ";
   j << "\"overhead\": {\"in_early_calls_s\": " << static_cast<double>(in_early_ns) / 1e9
-    << ", \"progress_thread_cpu_s\": " << progress_cpu_s_ << ", \"uffd_listener_cpu_s\": " << listener_cpu_s_
-    << "},\n ";
+    << ", \"progress_thread_cpu_s\": " << progress_cpu_s_ << ", \"uffd_listener_cpu_s\": " << listener_cpu_s_;
+  const CallCopies cc = call_copies();
+  j << ", \"in_call_copies\": {\"copies\": " << cc.copies << ", \"bytes\": " << cc.bytes
+    << ", \"s\": " << static_cast<double>(cc.ns) / 1e9 << ", \"priced_s\": " << static_cast<double>(cc.priced_ns) / 1e9
+    << "}},\n ";
   if (!threshold_.basis.empty()) {
     // min_bytes null: no size pays (every collective runs blocking).
     const MeasuredCosts& c = threshold_.costs;

@@ -145,6 +145,21 @@ class Stats {
   void set_profile(const std::string& file, const std::string& status);
   void record_profile(ProfileUse u) { profile_uses_[static_cast<std::size_t>(u)].fetch_add(1, std::memory_order_relaxed); }
   std::uint64_t profile_uses(ProfileUse u) const { return profile_uses_[static_cast<std::size_t>(u)].load(); }
+  // tnbc's own copies in its calls (the own block into place, the send pieces staged): how many,
+  // their bytes and time, and what the machine's in-call copy line (model::Machine::in_call_copy)
+  // priced them at: the run's check of that input of Tinit's estimate.
+  struct CallCopies {
+    std::uint64_t copies = 0, bytes = 0, ns = 0, priced_ns = 0;
+  };
+  void record_call_copy(std::uint64_t copies, std::uint64_t bytes, long long ns, double priced_ns) {
+    call_copies_[0].fetch_add(copies, std::memory_order_relaxed);
+    call_copies_[1].fetch_add(bytes, std::memory_order_relaxed);
+    call_copies_[2].fetch_add(static_cast<std::uint64_t>(std::max(0LL, ns)), std::memory_order_relaxed);
+    call_copies_[3].fetch_add(static_cast<std::uint64_t>(std::max(0.0, priced_ns)), std::memory_order_relaxed);
+  }
+  CallCopies call_copies() const {
+    return {call_copies_[0].load(), call_copies_[1].load(), call_copies_[2].load(), call_copies_[3].load()};
+  }
   // tnbc's own costs: the CPU time of its threads (read at shutdown; -1 when unknown).
   void set_thread_cpu(double progress_s, double listener_s) {
     progress_cpu_s_ = progress_s;
@@ -220,6 +235,7 @@ class Stats {
   std::array<std::atomic<std::uint64_t>, 3> guards_{};  // rare (early returns only): shared
   std::array<std::atomic<std::uint64_t>, 3> bcast_backends_{};  // p2p, rma_binomial, rma_linear
   std::array<std::atomic<std::uint64_t>, 3> profile_uses_{};
+  std::array<std::atomic<std::uint64_t>, 4> call_copies_{};  // CallCopies' fields, in order
   std::string profile_file_, profile_status_;  // set once at start-up
   double progress_cpu_s_ = -1, listener_cpu_s_ = -1;  // set once at shutdown
   std::string profile_blocking_;

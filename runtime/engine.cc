@@ -249,9 +249,10 @@ class EngineImpl final : public Engine {
  private:
   static constexpr long long kNsPerSecond = 1000 * 1000 * 1000;
   // say_copy_price(): the run's copies this far off the machine file's price (either way) are
-  // worth a word; this VM's two copy rates are ~1.6x apart (docs/benchmarks.md, "Session 22"),
+  // worth a word: beyond the spread of one machine's launches (this VM's two copy rates are
+  // 1.6-1.8x apart, docs/benchmarks.md "Session 22"; a word each time would only say that), where
   // a file from another machine can be anything. Over at least this many copies.
-  static constexpr double kCopyPriceNote = 1.5;
+  static constexpr double kCopyPriceNote = 2;
   static constexpr std::uint64_t kCopyPriceMinCopies = 8;
 
   // What the engine lends a collective while it prepares a call.

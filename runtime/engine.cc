@@ -205,8 +205,7 @@ class EngineImpl final : public Engine {
       const StagedCopies staged = stage_sends(*f, prep.send_src, !in_call && policy_->lazy_send_copy(layout.sent), page_, stream);
       if (staged.pieces > 0) {
         const double each = static_cast<double>(staged.bytes) / static_cast<double>(staged.pieces);
-        stats_.record_call_copy(staged.pieces, staged.bytes, futex::now_ns() - t_setup,
-                                static_cast<double>(staged.pieces) * copy_price(each));
+        stats_.record_call_copy(staged.pieces, staged.bytes, staged.ns, static_cast<double>(staged.pieces) * copy_price(each));
       }
     }
     const long long t_staged = futex::now_ns();

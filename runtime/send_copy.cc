@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "runtime/bulk_copy.hh"
+#include "runtime/futex.hh"
 #include "runtime/inflight.hh"
 #include "runtime/log.hh"
 #include "runtime/memory_map.hh"
@@ -207,11 +208,13 @@ StagedCopies stage_sends(InFlight& f, const std::vector<const char*>& src, bool 
   for (std::size_t i = 0; i < f.schedule.size(); ++i)
     if (copied(i)) done.bytes += f.schedule[i].length, ++done.pieces;
   const bool streamed = stream || streams(done.bytes);
+  const long long t0 = futex::now_ns();
   for (std::size_t i = 0; i < f.schedule.size(); ++i) {
     if (!copied(i)) continue;
     const Step& p = f.schedule[i];
     bulk_copy(f.send_data + (p.kind == StepKind::Copy ? p.source : p.offset), src[i], p.length, streamed);
   }
+  done.ns = futex::now_ns() - t0;
   return done;
 }
 

@@ -34,9 +34,10 @@ struct InFlight;
 // and writable, on the calling thread's stack, mprotect refused) everything is copied now (the
 // own block into the send area). Call before the pieces are submitted. `stream`: the copies bypass
 // the cache (runtime/bulk_copy.hh, streams() of everything the call sends); they also do when
-// the bytes copied here alone exceed it. Returns what it copied now.
+// the bytes copied here alone exceed it. Returns what it copied now, and the copies' time (ns).
 struct StagedCopies {
   std::size_t bytes = 0, pieces = 0;
+  long long ns = 0;
 };
 StagedCopies stage_sends(InFlight& f, const std::vector<const char*>& src, bool lazy, std::size_t page, bool stream);
 

@@ -97,12 +97,12 @@ Line slowest_line(const Ctx& c, const std::vector<std::size_t>& sizes, FunctionR
 
 // The sizes of tnbc's in-call copy: 64 KiB to 4 MiB always, and 16 and 64 MiB where the arena
 // made to find no copy in the caches (uncached_copy_bytes, here 3 x 384 MiB / ranks of the node)
-// holds four copies of them anyway, so that a node of many ranks maps no more than before.
+// need not grow for them, so that a node of many ranks maps no more than before.
 std::vector<std::size_t> in_call_copy_sizes(int ranks_per_node) {
   std::vector<std::size_t> sizes{65536, 256u << 10, 1u << 20, 4u << 20};
   const std::size_t arena = uncached_copy_bytes(sizes.back(), ranks_per_node);
   for (std::size_t b : {std::size_t{16} << 20, std::size_t{64} << 20})
-    if (4 * b <= arena) sizes.push_back(b);
+    if (uncached_copy_bytes(b, ranks_per_node) <= arena) sizes.push_back(b);
   return sizes;
 }
 

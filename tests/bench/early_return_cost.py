@@ -29,6 +29,7 @@ input the model cannot know from another launch is taken out); writes OUT/early_
 from the Table 1 JSON files already in OUT (after a change to the estimators). A benchmark: run
 it under tnbc-quiet, never as a timed test.
 """
+import glob
 import json
 import os
 import subprocess
@@ -44,10 +45,8 @@ def copy_misprice_per_call(out_dir, kind):
     (seconds; the summaries' overhead.in_call_copies, the largest over the ranks), None without
     summaries that have it."""
     worst = None
-    for name in sorted(os.listdir(out_dir)) if os.path.isdir(out_dir) else []:
-        if not (name.startswith("tnbc-summary.") and name.endswith(".json")):
-            continue
-        s = json.load(open(os.path.join(out_dir, name)))
+    for path in sorted(glob.glob(os.path.join(out_dir, "tnbc-summary.*.json"))):
+        s = json.load(open(path))
         cc = s.get("overhead", {}).get("in_call_copies")
         calls = s.get("collectives", {}).get(kind, {}).get("calls", 0)
         if not cc or not calls:

@@ -14,6 +14,7 @@
 #include "runtime/fatal.hh"
 #include "runtime/futex.hh"
 #include "runtime/log.hh"
+#include "runtime/return_wait.hh"
 #include "runtime/sched_slice.hh"
 #include "runtime/send_copy.hh"
 #include "runtime/stats.hh"
@@ -88,11 +89,6 @@ double Progress::cpu_seconds() {
 }
 
 namespace {
-// While a caller on this thread's CPU leaves its call: how often the thread looks whether it has
-// returned, and how long at most it lets it go first (Progress::wait_for_returns).
-constexpr long kReturnLookNs = 10 * 1000;
-constexpr long long kReturnWaitNs = 1000 * 1000;
-
 // Debug log: each step's start and completion (ms after the call), in schedule order: where a
 // transfer stretches (a send started late, or started on time and slow on the wire).
 void log_step_times(const InFlight& f) {

@@ -38,6 +38,7 @@ constexpr int kGuardReps = 9;    // guard: cycles per size, each after emptying 
 constexpr int kInCallReps = 11;  // tnbc's in-call copy: copies per size in each of its 3 passes (median)
 constexpr double kInCallSpreadNote = 2;  // its passes this far apart at the largest size: say so (a note only)
 constexpr int kOwnCallReps = 9;  // node_mpi_alltoall: timed rounds (median per size), as tests/bench/blocking_times
+constexpr int kHandoverReps = 21;  // the hand-over: pokes 1 ms apart (median)
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -832,6 +833,11 @@ Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* 
     }
     m.wake_loaded_ns = loaded_wake_ns(o.poll_ns);
     if (progress) std::fprintf(progress, "a progress thread's wake-up on a busy CPU: %.1f us later\n", m.wake_loaded_ns / 1e3);
+    // Caches emptied before each poke: a call hands over after its copies (with them warm the
+    // poke took 11-12 us on this VM, emptied 24, in Table 1's calls 31-35: docs/benchmarks.md,
+    // "Session 23").
+    m.handover_ns = handover_ns(kHandoverReps, [&] { read_through(c.evict); });
+    if (progress) std::fprintf(progress, "the hand-over to the progress thread at the end of a call: %.1f us\n", m.handover_ns / 1e3);
     measure_guard(m, page, c.evict, progress);
   }
   barrier(c);  // the others sleep meanwhile

@@ -46,7 +46,10 @@
 //               the levels, after the node measurements, at the end; the arenas and the
 //               caches' eviction scratch made at the start, before any timing): the line and, as
 //               its points, per size the median over the passes of the slowest rank's median;
-//   progress    one MPI_Testsome over 8 pending receives, one sleep of TNBC_POLL_MIN_US.
+//   progress    one MPI_Testsome over 8 pending receives, one sleep of TNBC_POLL_MIN_US; rank 0:
+//               a sleep's extra wait on a busy CPU, and the hand-over at the end of an early
+//               return (a poke of a thread standing for the progress thread, placed as the runtime
+//               places it, asleep; the caller's time until it runs on: measure.hh, handover_ns).
 //   shared CPU  per level, its pair: each rank's computing thread and its exchanging thread on
 //               one CPU; the computation's extra time while 256 KiB, 1 MiB, 4 MiB go each way
 //               (polled as the progress thread polls a long transfer), the slower rank's; a line

@@ -71,6 +71,7 @@ std::string differs(const Machine& a, const Machine& b) {
   for (int g = 0; g < kGuardBackends; ++g)
     if (!same_points(a.guard[g].hold, b.guard[g].hold)) return "guard." + std::string(kGuardNames[g]) + ".hold.points (other sizes)";
   if ((a.wake_loaded_ns >= 0) != (b.wake_loaded_ns >= 0)) return "progress.wake_loaded_ns (measured in one only)";
+  if ((a.handover_ns >= 0) != (b.handover_ns >= 0)) return "progress.handover_ns (measured in one only)";
   return {};
 }
 
@@ -145,6 +146,7 @@ Result<Combined> combine_machines(const std::vector<Machine>& ms, const std::vec
   med("progress.test_ns", [](auto& m) -> auto& { return m.test_ns; });
   med("progress.sleep_ns", [](auto& m) -> auto& { return m.sleep_ns; });
   med("progress.wake_loaded_ns", [](auto& m) -> auto& { return m.wake_loaded_ns; });
+  med("progress.handover_ns", [](auto& m) -> auto& { return m.handover_ns; });
   return c;
 }
 

@@ -247,6 +247,7 @@ std::string machine_json(const Machine& m) {
   }
   o << "},\n \"progress\": {\"test_ns\": " << num(m.test_ns) << ", \"sleep_ns\": " << num(m.sleep_ns);
   if (m.wake_loaded_ns >= 0) o << ", \"wake_loaded_ns\": " << num(m.wake_loaded_ns);
+  if (m.handover_ns >= 0) o << ", \"handover_ns\": " << num(m.handover_ns);
   o << ", \"O_r_ns\": " << num(m.O_r_ns()) << "}}\n";
   return o.str();
 }
@@ -407,6 +408,7 @@ Machine parse_or_throw(std::string_view text, const std::string& name) {
   m.sleep_ns = r.number(progress, "progress", "sleep_ns");
   // Optional (files written before it was measured keep loading: not measured, -1).
   if (progress.find("wake_loaded_ns")) m.wake_loaded_ns = r.number(progress, "progress", "wake_loaded_ns");
+  if (progress.find("handover_ns")) m.handover_ns = r.number(progress, "progress", "handover_ns");
   return m;
 }
 

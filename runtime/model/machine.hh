@@ -205,6 +205,12 @@ struct Machine {
   // threads outnumber its CPUs. Optional in the file (`tnbc calibrate` writes it; files before it
   // and the start-up probe: -1, not measured, and the model charges no such wait).
   double wake_loaded_ns = -1;
+  // What the end of an early return costs its caller (model/measure.hh, handover_ns): the poke
+  // that wakes the progress thread and, where that thread shares the caller's CPU, the switch to
+  // it and back. Optional in the file (`tnbc calibrate` writes it since session 23; files before
+  // it and the start-up probe: -1, not measured, and the model charges none).
+  double handover_ns = -1;
+  double handover() const { return std::max(0.0, handover_ns); }
 
   const Level& at(LevelKind k) const { return level[static_cast<int>(k)]; }
   Level& at(LevelKind k) { return level[static_cast<int>(k)]; }

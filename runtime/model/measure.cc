@@ -14,6 +14,7 @@
 #include "runtime/bulk_copy.hh"
 #include "runtime/futex.hh"
 #include "runtime/guard_backend.hh"
+#include "runtime/return_wait.hh"
 #include "runtime/sched_slice.hh"
 
 namespace tnbc::model {
@@ -284,6 +285,44 @@ double loaded_wake_ns(long long ns) {
   sleeper.join();
   if (!placed || idle < 0 || loaded < 0) return -1;
   return std::max(0.0, loaded - idle);
+}
+
+double handover_ns(int reps, FunctionRef<void()> before) {
+  std::atomic<std::uint32_t> wake{0};
+  std::atomic<bool> returned{true}, stop{false};
+  std::thread progress([&] {
+    cpu_set_t all;
+    CPU_ZERO(&all);
+    for (int k = 0; k < CPU_SETSIZE; ++k) CPU_SET(k, &all);  // the kernel keeps the cpuset's
+    pthread_setaffinity_np(pthread_self(), sizeof all, &all);
+    request_short_slice(kShortSliceNs);
+    std::uint32_t seen = 0;
+    while (!stop.load(std::memory_order_acquire)) {
+      futex::wait(wake, seen, -1);
+      seen = wake.load(std::memory_order_acquire);
+      const long long start = futex::now_ns();
+      while (!returned.load(std::memory_order_acquire) && futex::now_ns() - start <= kReturnWaitNs) {
+        struct timespec ts{0, kReturnLookNs};
+        nanosleep(&ts, nullptr);
+      }
+    }
+  });
+  const double t = median_ns([&] {
+    wake.fetch_add(1, std::memory_order_release);  // as Urgency::poke
+    futex::wake_all(wake);
+    return true;
+  }, [&] {
+    returned.store(true, std::memory_order_release);  // the previous call has returned
+    before();
+    sleep_for(1000000);                               // the thread asleep again, as between two calls
+    returned.store(false, std::memory_order_release);
+  }, reps);
+  returned.store(true, std::memory_order_release);
+  stop.store(true, std::memory_order_release);
+  wake.fetch_add(1, std::memory_order_release);
+  futex::wake_all(wake);
+  progress.join();
+  return t;
 }
 
 }  // namespace tnbc::model

@@ -107,5 +107,14 @@ double sleep_ns(long long ns);
 // first CPU the caller may use; the medians with and without the busy thread, their difference
 // (>= 0), ns. -1 when the threads cannot be placed.
 double loaded_wake_ns(long long ns);
+// What the end of an early return costs its calling thread (the hand-over, runtime/engine.cc):
+// the poke that wakes tnbc's sleeping progress thread, and where that thread shares the caller's
+// CPU, the switch to it, its look whether the call has returned and its sleep
+// (runtime/return_wait.hh) before the caller runs again. A thread stands for the progress thread:
+// placed as the runtime places it by default (every CPU the rank's cpuset allows: on a node of one
+// CPU the caller's), with its short slice, asleep on a futex. The caller's time from the poke until
+// it runs on, the median of `reps` (1 ms apart, the thread asleep again; `before` runs before
+// each: calibrate empties the caches there), ns.
+double handover_ns(int reps, FunctionRef<void()> before);
 
 }  // namespace tnbc::model

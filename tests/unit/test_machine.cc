@@ -229,6 +229,25 @@ TEST_CASE("machine file: memcpy_in_call is optional; without it tnbc's copies in
             "guard.memcpy_in_call") != std::string::npos);
 }
 
+TEST_CASE("machine file: the hand-over is optional; files without it load as not measured and the model charges none") {
+  const Machine without = sample();
+  const std::string old_text = machine_json(without);
+  CHECK(old_text.find("handover_ns") == std::string::npos);
+  const Machine old_back = must(parse_machine(old_text, "m.json"));
+  CHECK(old_back.handover_ns < 0);
+  CHECK(old_back.handover() == 0);
+  Machine with = sample();
+  with.handover_ns = 24e3;
+  const std::string text = machine_json(with);
+  CHECK(text.find("\"handover_ns\": 24000") != std::string::npos);
+  const Machine back = must(parse_machine(text, "m.json"));
+  CHECK(back.handover() == Approx(24e3));
+  CHECK(machine_json(back) == text);
+  CHECK(machine_hash(back) != machine_hash(without));
+  CHECK(refusal(edited(text, "\"handover_ns\": 24000", "\"handover_ns\": \"24000\"")).find("handover_ns") !=
+        std::string::npos);
+}
+
 TEST_CASE("machine file: a cost's measured points and MPI_Isend's time per size are optional, written and read back") {
   const Machine without = sample();
   const std::string old_text = machine_json(without);

@@ -538,6 +538,29 @@ TEST_CASE("model: tnbc's copies in the call are priced at the machine's in-call 
   CHECK(lazy_copy_pays(m, 4 * kMiB, false, kPage));
 }
 
+TEST_CASE("model: an early return's time in the call ends with the hand-over calibrate measured, a completion's does not") {
+  // Every early return hands its steps to the progress thread at its end (runtime/engine.cc):
+  // the poke, and where that thread shares the caller's CPU the switch there and back.
+  Machine m = two_nodes();
+  REQUIRE(m.handover_ns < 0);  // not measured: none charged
+  Machine h = m;
+  h.handover_ns = 30e3;
+  Coll b;
+  b.kind = Kind::Bcast;
+  b.page = kPage;
+  for (const Coll& c : {alltoall(kMiB), alltoall(4 * kMiB), b}) {
+    Coll x = c;
+    if (x.kind == Kind::Bcast) x.bytes = kMiB;
+    const Timeline early = tnbc_timeline(m, kTwoNodes, x, Execution{}, true);
+    const Timeline early_h = tnbc_timeline(h, kTwoNodes, x, Execution{}, true);
+    CHECK(early_h.in_call_ns - early.in_call_ns == Approx(30e3));
+    CHECK(early_h.in_call_work_ns - early.in_call_work_ns == Approx(30e3));  // work a blocking call does not do
+    CHECK(tnbc_timeline(h, kTwoNodes, x, Execution{}, false).in_call_ns ==
+          Approx(tnbc_timeline(m, kTwoNodes, x, Execution{}, false).in_call_ns));
+    CHECK(mpi_blocking_ns(h, kTwoNodes, x) == Approx(mpi_blocking_ns(m, kTwoNodes, x)));
+  }
+}
+
 TEST_CASE("model: where calibrate kept the in-call copy's points, small copies are priced by them, not the line's intercept") {
   // The line through a 64 KiB-4 MiB sweep: 20 us + 0.1 ns/B, where 64 KiB measured 6 us. An
   // early return at 64 KiB per peer copies its own block and stages the block it sends in pieces

@@ -573,7 +573,8 @@ void rank_main(int r, std::vector<SimSite> sites) {
         // staging copy of what is sent, holding back the received pages (emptied and registered).
         // The staging copy: a site's share of calls into untouched pages (SimSite::cold_calls) at
         // the cold line; the figure is one call x calls, so each call carries that share.
-        // Copies into touched pages at the machine's in-call line (Machine::in_call_copy).
+        // Copies into touched pages at the machine's in-call line (Machine::in_call_copy). At the
+        // end the hand-over to the progress thread (Machine::handover_ns).
         const model::Line& warm = m.in_call_copy();
         const model::Line& cold = m.memcpy_cold_measured() ? m.memcpy_cold : warm;
         const double cold_share = site.calls > 0 ? std::min(1.0, site.cold_calls / site.calls) : 0.0;
@@ -586,6 +587,7 @@ void rank_main(int r, std::vector<SimSite> sites) {
         // move without waiting for scheduler slices (the cost model's busy_poll says the same).
         drive(me, Scope::Edges, kEdgeWindow);
         wait_until(me, [&] { return me.call.edge_recv_left == 0; });
+        compute(m.handover());
         out.call_ns = (sg::Engine::get_clock() - t0) * 1e9;
         sg::ActorPtr progress =
             sg::Actor::create("progress-" + std::to_string(r), me.host, [&me, &cfg] { drive(me, Scope::Body, cfg.x.window); });

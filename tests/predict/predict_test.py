@@ -6,7 +6,7 @@ usage: predict_test.py --tool TNBC (physics | variants | bad-input | report)
 
 physics    a blocking Alltoall between two nodes of 1 Gb/s takes the bytes over the link (within
            10%); a broadcast's blocking time grows with the tree; tnbc's time in the call is a
-           small part of the blocking time for 1 MiB blocks; 4 ranks on a node of 2 cores take
+           small part of the blocking time for 1 MiB blocks, and holds the machine's hand-over; 4 ranks on a node of 2 cores take
            twice their CURC (the cores are shared), and a trace taken so (--traced-ranks-per-node)
            gives back the measured time; 2 ranks per node that busy-poll on 1 core (platform
            slice) exchange through shared memory a fragment per two slices, far slower than on 2
@@ -129,6 +129,14 @@ def physics(e):
         fail(f"blocking Alltoall of 4 MiB over 1 Gb/s: {s['blocking_s']:.4f} s, expected {expect:.4f} s", out)
     if not 0 < s["nbc"]["call_s"] < 0.2 * s["blocking_s"]:
         fail(f"tnbc's time in the call {s['nbc']['call_s']} s is not a small part of {s['blocking_s']} s", out)
+    # The hand-over that ends an early return (the machine file's progress.handover_ns, 5 ms here
+    # to stand out) is in tnbc's time in the call, once per call.
+    slow = machine()
+    slow["progress"]["handover_ns"] = 5e6
+    jh, outh = e.json(profile(np=2, per_peer=4 << 20), slow, "--np", "2", "--ranks-per-node", "1", platform=TWO_NODES)
+    handover = jh["sites"][0]["nbc"]["call_s"] - s["nbc"]["call_s"]
+    if abs(handover - 5e-3) > 0.5e-3:
+        fail(f"a hand-over of 5 ms added {handover * 1e3:.2f} ms to tnbc's time in the call, expected 5 ms", outh)
     big = "nodes 8\ncores 1\nlink_bw 1Gbps\nlink_lat 50us\n"
     times = []
     for n in (2, 8):

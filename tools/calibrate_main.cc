@@ -16,6 +16,7 @@
 
 #include "runtime/model/calibrate.hh"
 #include "runtime/output_file.hh"
+#include "tools/calibrate_own_call.hh"
 
 namespace {
 
@@ -59,7 +60,11 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  auto m = tnbc::model::calibrate(MPI_COMM_WORLD, o, rank == 0 && !quiet ? stderr : nullptr);
+  std::FILE* progress = rank == 0 && !quiet ? stderr : nullptr;
+  o.last = [&](tnbc::model::Machine& mach, const std::function<void(std::size_t)>& touch) {
+    tnbc::tools::measure_own_call(MPI_COMM_WORLD, mach, o.max_bytes, touch, progress);
+  };
+  auto m = tnbc::model::calibrate(MPI_COMM_WORLD, o, progress);
   int rc = 0;
   if (rank == 0) {
     if (!m.ok()) {

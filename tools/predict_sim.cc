@@ -573,14 +573,15 @@ void rank_main(int r, std::vector<SimSite> sites) {
         // staging copy of what is sent, holding back the received pages (emptied and registered).
         // The staging copy: a site's share of calls into untouched pages (SimSite::cold_calls) at
         // the cold line; the figure is one call x calls, so each call carries that share.
-        // Copies into touched pages at the machine's in-call line (Machine::in_call_copy). At the
-        // end the hand-over to the progress thread (Machine::handover_ns).
+        // Copies into touched pages at the machine's in-call line (Machine::in_call_copy). Besides,
+        // tnbc's bookkeeping (Machine::in_call_rest, by the bytes received), and at the end the
+        // hand-over to the progress thread (Machine::handover_ns).
         const model::Line& warm = m.in_call_copy();
         const model::Line& cold = m.memcpy_cold_measured() ? m.memcpy_cold : warm;
         const double cold_share = site.calls > 0 ? std::min(1.0, site.cold_calls / site.calls) : 0.0;
         const double staging_ns = (1 - cold_share) * warm.at(send_bytes) + cold_share * cold.at(send_bytes);
         const double work_ns = warm.at(b.own) + staging_ns +
-                               (cfg.x.guard >= 0 ? m.guard[guard].hold.at(total_bytes) : 0.0);
+                               (cfg.x.guard >= 0 ? m.guard[guard].hold.at(total_bytes) : 0.0) + m.in_call_rest.at(total_bytes);
         compute(work_ns);
         // tnbc's calling thread does not busy-poll where the node's ranks outnumber its CPUs: it
         // yields between its polls (Policy::waiting), as its progress thread does, so its edges

@@ -55,6 +55,10 @@
 //               (polled as the progress thread polls a long transfer), the slower rank's; a line
 //               (Level::shared_cpu: what an early return's transfer takes from the program's CPU).
 //
+//   own call    last, every rank (CalibrateOptions::last, from tools/calibrate_main.cc): tnbc's
+//               own early return through its engine, the part the model's priced parts miss
+//               (Machine::in_call_rest; tools/calibrate_own_call.hh).
+//
 // Medians of repetitions after a warm-up; each size repeated until about --seconds-per-size
 // (at least 5 times). Collective over `world`; the machine file is rank 0's.
 #pragma once
@@ -63,6 +67,7 @@
 
 #include <cstddef>
 #include <cstdio>
+#include <functional>
 #include <string>
 
 #include "runtime/model/machine.hh"
@@ -71,6 +76,11 @@
 namespace tnbc::model {
 
 struct CalibrateOptions {
+  // Run last on every rank (may be empty), with the machine measured so far and `touch`, which
+  // reads through that many bytes of other data (SIZE_MAX: enough to empty the caches):
+  // `tnbc calibrate`'s own early return (tools/calibrate_own_call.hh), which needs tnbc's
+  // engine, not part of the model.
+  std::function<void(Machine&, const std::function<void(std::size_t)>& touch)> last;
   std::size_t max_bytes = 4u << 20;
   double seconds_per_size = 0.05;
   long long poll_ns = 20000;  // TNBC_POLL_MIN_US, as the progress thread sleeps

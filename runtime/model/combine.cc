@@ -68,6 +68,8 @@ std::string differs(const Machine& a, const Machine& b) {
   if (a.memcpy_cold_measured() != b.memcpy_cold_measured()) return "guard.memcpy_cold (measured in one only)";
   if (a.memcpy_in_call_measured() != b.memcpy_in_call_measured()) return "guard.memcpy_in_call (measured in one only)";
   if (!same_points(a.memcpy_in_call, b.memcpy_in_call)) return "guard.memcpy_in_call.points (other sizes)";
+  if (a.in_call_rest_measured() != b.in_call_rest_measured()) return "guard.in_call_rest (measured in one only)";
+  if (!same_points(a.in_call_rest, b.in_call_rest)) return "guard.in_call_rest.points (other sizes)";
   for (int g = 0; g < kGuardBackends; ++g)
     if (!same_points(a.guard[g].hold, b.guard[g].hold)) return "guard." + std::string(kGuardNames[g]) + ".hold.points (other sizes)";
   if ((a.wake_loaded_ns >= 0) != (b.wake_loaded_ns >= 0)) return "progress.wake_loaded_ns (measured in one only)";
@@ -143,6 +145,11 @@ Result<Combined> combine_machines(const std::vector<Machine>& ms, const std::vec
   for (std::size_t i = 0; i < out.memcpy_in_call.points.size(); ++i)
     med(("guard.memcpy_in_call.points[" + std::to_string(i) + "]").c_str(),
         [i](auto& m) -> auto& { return m.memcpy_in_call.points[i].ns; }, true);
+  med("guard.in_call_rest.ns", [](auto& m) -> auto& { return m.in_call_rest.ns; });
+  med("guard.in_call_rest.ns_per_byte", [](auto& m) -> auto& { return m.in_call_rest.ns_per_byte; }, true);
+  for (std::size_t i = 0; i < out.in_call_rest.points.size(); ++i)
+    med(("guard.in_call_rest.points[" + std::to_string(i) + "]").c_str(),
+        [i](auto& m) -> auto& { return m.in_call_rest.points[i].ns; }, true);
   med("progress.test_ns", [](auto& m) -> auto& { return m.test_ns; });
   med("progress.sleep_ns", [](auto& m) -> auto& { return m.sleep_ns; });
   med("progress.wake_loaded_ns", [](auto& m) -> auto& { return m.wake_loaded_ns; });

@@ -171,7 +171,8 @@ Timeline exchange_timeline(const Machine& m, const Topology& t, const Coll& c, c
   // In the call: the own block into place; an early return also stages the data to send
   // (copied piece by piece, or its pages made read-only), holds the received pages back, starts
   // the heads and tails, waits for those that land in partial pages, and hands the rest over to
-  // the progress thread (Machine::handover_ns).
+  // the progress thread (Machine::handover_ns); its bookkeeping besides, measured by calibrate
+  // running tnbc's own early return (Machine::in_call_rest).
   const double own = copy.at(s);
   double post = 0;
   for (int k = 0; k < kLevels; ++k)
@@ -183,7 +184,7 @@ Timeline exchange_timeline(const Machine& m, const Topology& t, const Coll& c, c
       for (double piece : sizes) stage += n1 * copy.at(piece);
     const double hold = g.hold.at(n1 * s);
     const double wait = x.unaligned ? top.T(page) + in_call_notice(m, t) : 0;
-    tl.in_call_work_ns = own + stage + hold + post + m.handover();
+    tl.in_call_work_ns = own + stage + hold + post + m.handover() + m.in_call_rest.at(n1 * s);
     tl.in_call_ns = tl.in_call_work_ns + wait;
   } else {
     tl.in_call_ns = tl.in_call_work_ns = own + post;
@@ -428,10 +429,10 @@ Timeline bcast_timeline(const Machine& m, const Topology& t, const Coll& c, cons
       if (all_sends || i < 2) posts += top.post(sizes[i], page);  // bcast_pieces: the two edges first
     // (Each early return ends handing its steps over to the progress thread: Machine::handover_ns.)
     root_call = (x.eager_copy ? m.in_call_copy().at(S) : 0) + std::max(1, depth) * posts + m.handover();
-    leaf_call = g.hold.at(S) + m.handover() + (x.unaligned && sizes.size() > 1 ? depth * (top.T(page) + in_call_notice(m, t)) : 0);
+    leaf_call = g.hold.at(S) + m.handover() + m.in_call_rest.at(S) + (x.unaligned && sizes.size() > 1 ? depth * (top.T(page) + in_call_notice(m, t)) : 0);
   }
   tl.in_call_ns = std::max(root_call, leaf_call);
-  tl.in_call_work_ns = std::max(root_call, early ? g.hold.at(S) + m.handover() : 0.0);
+  tl.in_call_work_ns = std::max(root_call, early ? g.hold.at(S) + m.handover() + m.in_call_rest.at(S) : 0.0);
   // After an early return the root's progress thread takes the sends over: it notices the
   // call (the hand-off) before the tree moves on from the root.
   const double handoff = early ? notice : 0;

@@ -236,6 +236,7 @@ std::string machine_json(const Machine& m) {
   o << "},\n \"guard\": {\"memcpy\": " << line_json(m.memcpy_cost);
   if (m.memcpy_cold_measured()) o << ", \"memcpy_cold\": " << line_json(m.memcpy_cold);
   if (m.memcpy_in_call_measured()) o << ", \"memcpy_in_call\": " << line_json(m.memcpy_in_call);
+  if (m.in_call_rest_measured()) o << ", \"in_call_rest\": " << line_json(m.in_call_rest);
   for (int b = 0; b < kGuardBackends; ++b) {
     o << ",\n   \"" << kGuardNames[b] << "\": ";
     if (!m.guard_measured[b]) {
@@ -393,6 +394,7 @@ Machine parse_or_throw(std::string_view text, const std::string& name) {
   m.memcpy_cost = r.line(guard, "guard", "memcpy");
   if (guard.find("memcpy_cold")) m.memcpy_cold = r.line(guard, "guard", "memcpy_cold");  // optional, as above
   if (guard.find("memcpy_in_call")) m.memcpy_in_call = r.line(guard, "guard", "memcpy_in_call");  // optional
+  if (guard.find("in_call_rest")) m.in_call_rest = r.line(guard, "guard", "in_call_rest");  // optional
   for (int b = 0; b < kGuardBackends; ++b) {
     const std::string key(kGuardNames[b]);
     const Value* g = guard.find(key);

@@ -195,6 +195,13 @@ struct Machine {
   Line memcpy_in_call;
   bool memcpy_in_call_measured() const { return memcpy_in_call.ns_per_byte > 0; }
   const Line& in_call_copy() const { return memcpy_in_call_measured() ? memcpy_in_call : memcpy_cost; }
+  // What tnbc's own early return took in its call beyond the parts the model prices (its copies,
+  // the guard's hold, the posts, the wait, the hand-over): its bookkeeping on cold caches, by
+  // bytes received from the other ranks; `tnbc calibrate` measures it last, running tnbc's engine
+  // (tools/calibrate_own_call.hh). Optional in the file (since session 23); {0, 0}: not measured
+  // (the start-up probe, older files), and the model charges none.
+  Line in_call_rest;
+  bool in_call_rest_measured() const { return !in_call_rest.points.empty() || in_call_rest.ns > 0 || in_call_rest.ns_per_byte > 0; }
   // The progress thread's poll: one MPI_Testsome over pending requests, and how long a sleep
   // of TNBC_POLL_MIN_US really lasts (timer slack). O_r, the cost of noticing that a message or
   // request arrived (seed 000's RMA broadcast: its Broadcaster's busy-wait), is test + sleep / 2.

@@ -144,13 +144,14 @@ TEST_CASE("`tnbc calibrate` recognises --combine wherever it stands, not as -o's
   CHECK_FALSE(tools::combine_request({}));
 }
 
-TEST_CASE("calibrate --combine: the in-call copy line, the levels' shared_cpu and the hand-over are the launches' medians") {
+TEST_CASE("calibrate --combine: the in-call copy line, the levels' shared_cpu, the hand-over and the call's rest are the launches' medians") {
   std::vector<Machine> ms;
   for (double f : {1.0, 1.6, 1.1}) {
     ms.push_back(launch(f, "x"));
     ms.back().memcpy_in_call = {2000 * f, 0.1 * f};
     ms.back().level[0].shared_cpu = {100 * f, 1.2 * f};
     ms.back().handover_ns = 20e3 * f;
+    ms.back().in_call_rest = fit_through({65536, 1 << 20}, {50e3 * f, 80e3 * f});
   }
   const Combined c = must(combine_machines(ms, {"a.json", "b.json", "c.json"}));
   REQUIRE(c.machine.memcpy_in_call_measured());
@@ -159,6 +160,8 @@ TEST_CASE("calibrate --combine: the in-call copy line, the levels' shared_cpu an
   CHECK(c.machine.at(LevelKind::IntraNode).shared_cpu.ns == Approx(110));
   CHECK(c.machine.at(LevelKind::IntraNode).shared_cpu.ns_per_byte == Approx(1.32));
   CHECK(c.machine.handover_ns == Approx(22e3));
+  REQUIRE(c.machine.in_call_rest.points.size() == 2);
+  CHECK(c.machine.in_call_rest.points[1].ns == Approx(88e3));
   ms[1].handover_ns = -1;  // measured in two of three launches only: refused
   const Result<Combined> refused = combine_machines(ms, {"a.json", "b.json", "c.json"});
   REQUIRE_FALSE(refused.ok());

@@ -248,6 +248,27 @@ TEST_CASE("machine file: the hand-over is optional; files without it load as not
         std::string::npos);
 }
 
+TEST_CASE("machine file: in_call_rest is optional; files without it load as not measured and the model charges none") {
+  const Machine without = sample();
+  const std::string old_text = machine_json(without);
+  CHECK(old_text.find("in_call_rest") == std::string::npos);
+  const Machine old_back = must(parse_machine(old_text, "m.json"));
+  CHECK_FALSE(old_back.in_call_rest_measured());
+  CHECK(old_back.in_call_rest.at(4 << 20) == 0);
+  Machine with = sample();
+  with.in_call_rest = fit_through({65536, 1 << 20, 4 << 20}, {80e3, 100e3, 95e3});
+  const std::string text = machine_json(with);
+  CHECK(text.find("\"in_call_rest\": {") != std::string::npos);
+  const Machine back = must(parse_machine(text, "m.json"));
+  REQUIRE(back.in_call_rest_measured());
+  REQUIRE(back.in_call_rest.points.size() == 3);
+  CHECK(back.in_call_rest.at(1 << 20) == Approx(100e3));
+  CHECK(machine_json(back) == text);
+  CHECK(machine_hash(back) != machine_hash(without));
+  CHECK(refusal(edited(text, "\"in_call_rest\": {\"ns\"", "\"in_call_rest\": {\"nanos\"")).find("guard.in_call_rest") !=
+        std::string::npos);
+}
+
 TEST_CASE("machine file: a cost's measured points and MPI_Isend's time per size are optional, written and read back") {
   const Machine without = sample();
   const std::string old_text = machine_json(without);

@@ -561,6 +561,38 @@ TEST_CASE("model: an early return's time in the call ends with the hand-over cal
   }
 }
 
+TEST_CASE("model: the rest calibrate measured in tnbc's own early return is charged by the bytes received") {
+  // Measured by running tnbc's engine (tools/calibrate_own_call.hh): what its call took beyond
+  // the priced parts, by bytes received from the other ranks (the exchange: (n - 1) x per peer;
+  // a broadcast's leaf: the whole message); not in a completion in the call, not in MPI's call.
+  Machine m = two_nodes();
+  m.memcpy_cost = {0, 0};  // the broadcast's root copies for free: its leaf's call is the longer
+  REQUIRE_FALSE(m.in_call_rest_measured());
+  Machine r = m;
+  r.in_call_rest = fit_through({65536, 4 * kMiB}, {20e3, 100e3});
+  Coll b;
+  b.kind = Kind::Bcast;
+  b.page = kPage;
+  b.bytes = 4 * kMiB;
+  const Coll a = alltoall(4 * kMiB);  // two ranks: 4 MiB from the one peer
+  for (const Coll& c : {a, b}) {
+    const Timeline with = tnbc_timeline(r, kTwoNodes, c, Execution{}, true);
+    const Timeline without = tnbc_timeline(m, kTwoNodes, c, Execution{}, true);
+    CHECK(with.in_call_work_ns - without.in_call_work_ns == Approx(100e3));
+    CHECK(tnbc_timeline(r, kTwoNodes, c, Execution{}, false).in_call_ns ==
+          Approx(tnbc_timeline(m, kTwoNodes, c, Execution{}, false).in_call_ns));
+    CHECK(mpi_blocking_ns(r, kTwoNodes, c) == Approx(mpi_blocking_ns(m, kTwoNodes, c)));
+  }
+  // On four ranks of one node each, an exchange of 1 MiB per peer receives 3 MiB: priced there.
+  const Topology four = Topology::block(4, 1, 2, 1);
+  Machine r4 = r, m4 = m;
+  for (Machine* x : {&r4, &m4}) x->ranks = x->nodes = 4;
+  const double rest3 = r.in_call_rest.at(3 * kMiB);
+  CHECK(tnbc_timeline(r4, four, alltoall(kMiB), Execution{}, true).in_call_work_ns -
+            tnbc_timeline(m4, four, alltoall(kMiB), Execution{}, true).in_call_work_ns ==
+        Approx(rest3));
+}
+
 TEST_CASE("model: where calibrate kept the in-call copy's points, small copies are priced by them, not the line's intercept") {
   // The line through a 64 KiB-4 MiB sweep: 20 us + 0.1 ns/B, where 64 KiB measured 6 us. An
   // early return at 64 KiB per peer copies its own block and stages the block it sends in pieces

@@ -1,0 +1,114 @@
+#include "tools/calibrate_own_call.hh"
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "runtime/config.hh"
+#include "runtime/engine.hh"
+#include "runtime/futex.hh"
+#include "runtime/model/estimate.hh"
+#include "runtime/model/topology.hh"
+#include "runtime/policy.hh"
+#include "runtime/stats.hh"
+
+namespace tnbc::tools {
+
+namespace {
+
+constexpr int kOwnCallReps = 7;                    // timed calls per size (median), after one warm-up
+constexpr std::size_t kOwnCallSmallest = 64 << 10;  // the sizes: 64 KiB x 4^k up to --max-bytes
+constexpr std::uint64_t kOwnCallMinBytes = 4096;    // TNBC_MIN_BYTES for the engine here: every size returns early
+
+int median_index(std::size_t n) { return static_cast<int>(n / 2); }
+
+double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + median_index(v.size()), v.end());
+  return v[static_cast<std::size_t>(median_index(v.size()))];
+}
+
+// The model's Tinit of an early-returning Alltoall of `bytes` per peer on `t`, as `tnbc predict`
+// prices it (the same Execution and piece rule), without in_call_rest.
+double model_in_call_ns(const model::Machine& m, const model::Topology& t, double bytes) {
+  const model::Execution x = execution(Settings{}, m.guard_measured[0] ? 0 : -1);
+  model::Coll c;
+  c.kind = Kind::Alltoall;
+  c.bytes = bytes;
+  c.page = m.page;
+  c.pieces = model::run_pieces(m, t, x, m.page, Settings{}.piece_bytes);
+  return model::tnbc_timeline(m, t, c, x, true).in_call_ns;
+}
+
+}  // namespace
+
+void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, const std::function<void(std::size_t)>& touch,
+                      std::FILE* progress) {
+  int me = 0, n = 1;
+  MPI_Comm_rank(world, &me);
+  MPI_Comm_size(world, &n);
+  // The user's TNBC_* settings (the guard, the poll), but every call returns early here and the
+  // machine is the start-up probe's (the engine's decisions do not matter: mode nbc, any size).
+  ConfigResult cfg = load_config(process_getenv);
+  Settings s = cfg.settings;
+  s.mode = Mode::Nbc;
+  s.min_bytes = kOwnCallMinBytes;
+  s.machine.clear();
+  s.output_dir.clear();
+  s.timeline_calls = 0;
+  s.log = LogLevel::Warn;
+  Stats stats;
+  std::unique_ptr<Engine> engine = Engine::create(s, stats);
+  if (!engine) {
+    if (progress) std::fprintf(progress, "tnbc's own call: the engine cannot run here (not measured)\n");
+    return;
+  }
+  std::vector<std::size_t> sizes;
+  for (std::size_t b = kOwnCallSmallest; b <= max_bytes; b *= 4) sizes.push_back(b);
+  std::vector<char> send(sizes.back() * static_cast<std::size_t>(n), 1), recv(sizes.back() * static_cast<std::size_t>(n), 0);
+  const CallSite site{reinterpret_cast<const void*>(&measure_own_call), Lang::C};
+  std::vector<double> mine;  // this rank's median per size, ns
+  for (std::size_t b : sizes) {
+    const int count = static_cast<int>(b);
+    std::vector<double> t;
+    for (int r = 0; r <= kOwnCallReps; ++r) {
+      touch(SIZE_MAX);  // the caches emptied, as the machine's other in-call costs are measured
+      PMPI_Barrier(world);
+      const CollCall call{Kind::Alltoall, site, world, {send.data(), count, nullptr, nullptr, MPI_BYTE},
+                          {recv.data(), count, nullptr, nullptr, MPI_BYTE}, -1, false};
+      const long long t0 = futex::now_ns();
+      engine->run(call, [&] { return PMPI_Alltoall(send.data(), count, MPI_BYTE, recv.data(), count, MPI_BYTE, world); });
+      const long long t1 = futex::now_ns();
+      engine->complete_all();
+      if (r > 0) t.push_back(static_cast<double>(t1 - t0));
+    }
+    mine.push_back(median(t));
+  }
+  engine->shutdown();
+  const KindCounters k = stats.kind(Kind::Alltoall);
+  const std::uint64_t early = k.early_return, calls = k.calls;
+  // Every rank's calls returned early, or the figures are not an early return's.
+  int all_early = early == calls && calls > 0 ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &all_early, 1, MPI_INT, MPI_MIN, world);
+  std::vector<double> slowest(mine.size());
+  MPI_Allreduce(mine.data(), slowest.data(), static_cast<int>(mine.size()), MPI_DOUBLE, MPI_MAX, world);
+  if (!all_early) {
+    if (progress) std::fprintf(progress, "tnbc's own call: not every call returned early here (not measured)\n");
+    return;
+  }
+  const model::Topology topo = model::Topology::block(n, std::max(1, m.ranks_per_node), std::max(1, m.cpus_per_node), 1);
+  std::vector<double> x, rest;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    x.push_back(static_cast<double>(sizes[i]) * (n - 1));  // bytes received from the peers: what the model's hold is of
+    rest.push_back(std::max(0.0, slowest[i] - model_in_call_ns(m, topo, static_cast<double>(sizes[i]))));
+  }
+  m.in_call_rest = model::fit_through(x, rest);
+  if (progress) {
+    std::fprintf(progress, "tnbc's own early return (MPI_Alltoall, the slowest rank), the model's parts left out:");
+    for (std::size_t i = 0; i < sizes.size(); ++i)
+      std::fprintf(progress, " %zu KiB %.0f us (of %.0f)", sizes[i] >> 10, rest[i] / 1e3, slowest[i] / 1e3);
+    std::fprintf(progress, "\n");
+  }
+}
+
+}  // namespace tnbc::tools

@@ -1,0 +1,35 @@
+// `tnbc calibrate`'s last measurement (tools/calibrate_main.cc): tnbc's own early return, run by
+// tnbc's engine (runtime/engine.hh) on every rank, as a program's MPI_Alltoall would run it —
+// set-up, send staging, the guard's hold, the first poll, the edge pieces, the hand-over —, each
+// call after emptying the caches as the machine file's other in-call costs are measured. What
+// the model's priced parts (its copies, hold, posts, wait and hand-over: runtime/model/estimate.cc)
+// do not account for is the machine's `in_call_rest` (runtime/model/machine.hh): tnbc's own
+// bookkeeping on cold caches (the schedule, the regions, the guard table, the first poll's MPI
+// calls), which no LogGP parameter or copy line measures.
+//
+//   per size (64 KiB, 256 KiB, 1 MiB, 4 MiB per peer, up to --max-bytes), 1 + 7 calls:
+//     empty the caches; a barrier; time MPI_Alltoall through the engine (mode nbc, every size
+//     returns early; the machine the start-up probe's: its decisions do not matter here);
+//     complete it (Engine::complete_all)
+//   the slowest rank's median per size, less the model's Tinit for the same call on the
+//   machine just measured (the calibrating run's placement), >= 0: the points of the line
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdio>
+#include <functional>
+
+#include "runtime/model/machine.hh"
+
+namespace tnbc::tools {
+
+// Collective over `world`. Sets m.in_call_rest where tnbc's engine could return early here
+// (else leaves it unmeasured and says why on `progress`, rank 0's, may be null). `touch(bytes)`
+// reads through that many bytes of other data (calibrate's eviction scratch; SIZE_MAX: all of
+// it, emptying the caches).
+void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, const std::function<void(std::size_t)>& touch,
+                      std::FILE* progress);
+
+}  // namespace tnbc::tools

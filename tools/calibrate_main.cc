@@ -61,8 +61,8 @@ int main(int argc, char** argv) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   std::FILE* progress = rank == 0 && !quiet ? stderr : nullptr;
-  o.last = [&](tnbc::model::Machine& mach, const std::function<void(std::size_t)>& touch) {
-    tnbc::tools::measure_own_call(MPI_COMM_WORLD, mach, o.max_bytes, touch, progress);
+  o.last = [&](tnbc::model::Machine& mach, const std::function<void()>& empty_caches) {
+    tnbc::tools::measure_own_call(MPI_COMM_WORLD, mach, o.max_bytes, empty_caches, progress);
   };
   auto m = tnbc::model::calibrate(MPI_COMM_WORLD, o, progress);
   int rc = 0;

@@ -21,13 +21,6 @@ constexpr int kOwnCallReps = 7;                    // timed calls per size (medi
 constexpr std::size_t kOwnCallSmallest = 64 << 10;  // the sizes: 64 KiB x 4^k up to --max-bytes
 constexpr std::uint64_t kOwnCallMinBytes = 4096;    // TNBC_MIN_BYTES for the engine here: every size returns early
 
-int median_index(std::size_t n) { return static_cast<int>(n / 2); }
-
-double median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + median_index(v.size()), v.end());
-  return v[static_cast<std::size_t>(median_index(v.size()))];
-}
-
 // The model's Tinit of an early-returning Alltoall of `bytes` per peer on `t`, as `tnbc predict`
 // prices it (the same Execution and piece rule), without in_call_rest.
 double model_in_call_ns(const model::Machine& m, const model::Topology& t, double bytes) {
@@ -42,11 +35,13 @@ double model_in_call_ns(const model::Machine& m, const model::Topology& t, doubl
 
 }  // namespace
 
-void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, const std::function<void(std::size_t)>& touch,
+void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, const std::function<void()>& empty_caches,
                       std::FILE* progress) {
-  int me = 0, n = 1;
-  MPI_Comm_rank(world, &me);
+  int n = 1;
   MPI_Comm_size(world, &n);
+  std::vector<std::size_t> sizes;
+  for (std::size_t b = kOwnCallSmallest; b <= max_bytes; b *= 4) sizes.push_back(b);
+  if (sizes.empty()) return;  // --max-bytes below the smallest size: not measured
   // The user's TNBC_* settings (the guard, the poll), but every call returns early here and the
   // machine is the start-up probe's (the engine's decisions do not matter: mode nbc, any size).
   ConfigResult cfg = load_config(process_getenv);
@@ -63,8 +58,6 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
     if (progress) std::fprintf(progress, "tnbc's own call: the engine cannot run here (not measured)\n");
     return;
   }
-  std::vector<std::size_t> sizes;
-  for (std::size_t b = kOwnCallSmallest; b <= max_bytes; b *= 4) sizes.push_back(b);
   std::vector<char> send(sizes.back() * static_cast<std::size_t>(n), 1), recv(sizes.back() * static_cast<std::size_t>(n), 0);
   const CallSite site{reinterpret_cast<const void*>(&measure_own_call), Lang::C};
   std::vector<double> mine;  // this rank's median per size, ns
@@ -72,7 +65,7 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
     const int count = static_cast<int>(b);
     std::vector<double> t;
     for (int r = 0; r <= kOwnCallReps; ++r) {
-      touch(SIZE_MAX);  // the caches emptied, as the machine's other in-call costs are measured
+      empty_caches();  // as the machine's other in-call costs are measured
       PMPI_Barrier(world);
       const CollCall call{Kind::Alltoall, site, world, {send.data(), count, nullptr, nullptr, MPI_BYTE},
                           {recv.data(), count, nullptr, nullptr, MPI_BYTE}, -1, false};
@@ -82,7 +75,7 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
       engine->complete_all();
       if (r > 0) t.push_back(static_cast<double>(t1 - t0));
     }
-    mine.push_back(median(t));
+    mine.push_back(model::median_of(t));
   }
   engine->shutdown();
   const KindCounters k = stats.kind(Kind::Alltoall);

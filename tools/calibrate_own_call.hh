@@ -26,10 +26,9 @@
 namespace tnbc::tools {
 
 // Collective over `world`. Sets m.in_call_rest where tnbc's engine could return early here
-// (else leaves it unmeasured and says why on `progress`, rank 0's, may be null). `touch(bytes)`
-// reads through that many bytes of other data (calibrate's eviction scratch; SIZE_MAX: all of
-// it, emptying the caches).
-void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, const std::function<void(std::size_t)>& touch,
+// (else leaves it unmeasured and says why on `progress`, rank 0's, may be null).
+// `empty_caches` reads through calibrate's eviction scratch.
+void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, const std::function<void()>& empty_caches,
                       std::FILE* progress);
 
 }  // namespace tnbc::tools

@@ -500,11 +500,11 @@ void measure_node(Ctx& c, Level& l, const std::vector<std::pair<int, int>>& pair
 std::vector<char> eviction_scratch() { return std::vector<char>(2 * last_level_cache_bytes(), 1); }
 
 // Reads every cache line of `v` (the compiler may not drop the loads: the sum is kept).
-void read_through(const std::vector<char>& v, std::size_t bytes = SIZE_MAX) {
+void read_through(const std::vector<char>& v) {
   if (v.empty()) return;
   constexpr std::size_t kLine = 64;
   unsigned long sum = 0;
-  for (std::size_t i = 0; i < std::min(bytes, v.size()); i += kLine) sum += static_cast<unsigned char>(v[i]);
+  for (std::size_t i = 0; i < v.size(); i += kLine) sum += static_cast<unsigned char>(v[i]);
   [[maybe_unused]] static volatile unsigned long sink;
   sink = sum;
 }
@@ -852,7 +852,7 @@ Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* 
     if (in_call.spread() > kInCallSpreadNote)
       std::fprintf(progress, "  they disagree: the machine was disturbed during some (the median is kept)\n");
   }
-  if (o.last) o.last(m, [&](std::size_t bytes) { read_through(c.evict, bytes); });
+  if (o.last) o.last(m, [&] { read_through(c.evict); });
   PMPI_Comm_free(&comm);
   return m;
 }

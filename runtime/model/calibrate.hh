@@ -76,11 +76,10 @@
 namespace tnbc::model {
 
 struct CalibrateOptions {
-  // Run last on every rank (may be empty), with the machine measured so far and `touch`, which
-  // reads through that many bytes of other data (SIZE_MAX: enough to empty the caches):
-  // `tnbc calibrate`'s own early return (tools/calibrate_own_call.hh), which needs tnbc's
-  // engine, not part of the model.
-  std::function<void(Machine&, const std::function<void(std::size_t)>& touch)> last;
+  // Run last on every rank (may be empty), with the machine measured so far and a way to empty
+  // the caches as the other in-call costs are measured: `tnbc calibrate`'s own early return
+  // (tools/calibrate_own_call.hh), which needs tnbc's engine, not part of the model.
+  std::function<void(Machine&, const std::function<void()>& empty_caches)> last;
   std::size_t max_bytes = 4u << 20;
   double seconds_per_size = 0.05;
   long long poll_ns = 20000;  // TNBC_POLL_MIN_US, as the progress thread sleeps

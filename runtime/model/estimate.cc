@@ -429,7 +429,8 @@ Timeline bcast_timeline(const Machine& m, const Topology& t, const Coll& c, cons
       if (all_sends || i < 2) posts += top.post(sizes[i], page);  // bcast_pieces: the two edges first
     // (Each early return ends handing its steps over to the progress thread: Machine::handover_ns.)
     root_call = (x.eager_copy ? m.in_call_copy().at(S) : 0) + std::max(1, depth) * posts + m.handover();
-    leaf_call = g.hold.at(S) + m.handover() + m.in_call_rest.at(S) + (x.unaligned && sizes.size() > 1 ? depth * (top.T(page) + in_call_notice(m, t)) : 0);
+    leaf_call = g.hold.at(S) + m.handover() + m.in_call_rest.at(S) +
+                (x.unaligned && sizes.size() > 1 ? depth * (top.T(page) + in_call_notice(m, t)) : 0);
   }
   tl.in_call_ns = std::max(root_call, leaf_call);
   tl.in_call_work_ns = std::max(root_call, early ? g.hold.at(S) + m.handover() + m.in_call_rest.at(S) : 0.0);

@@ -25,8 +25,9 @@
 
 namespace tnbc::tools {
 
-// Collective over `world`. Sets m.in_call_rest where tnbc's engine could return early here
-// (else leaves it unmeasured and says why on `progress`, rank 0's, may be null).
+// Collective over `world`. Sets m.in_call_rest where the ranks are one per node and tnbc's engine
+// returned early at every call (else leaves it unmeasured and says why on `progress`, rank 0's,
+// may be null).
 // `empty_caches` reads through calibrate's eviction scratch.
 void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, const std::function<void()>& empty_caches,
                       std::FILE* progress);

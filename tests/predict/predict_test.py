@@ -6,7 +6,8 @@ usage: predict_test.py --tool TNBC (physics | variants | bad-input | report)
 
 physics    a blocking Alltoall between two nodes of 1 Gb/s takes the bytes over the link (within
            10%); a broadcast's blocking time grows with the tree; tnbc's time in the call is a
-           small part of the blocking time for 1 MiB blocks, and holds the machine's hand-over; 4 ranks on a node of 2 cores take
+           small part of the blocking time for 1 MiB blocks, and holds the machine's hand-over
+           once per call; 4 ranks on a node of 2 cores take
            twice their CURC (the cores are shared), and a trace taken so (--traced-ranks-per-node)
            gives back the measured time; 2 ranks per node that busy-poll on 1 core (platform
            slice) exchange through shared memory a fragment per two slices, far slower than on 2

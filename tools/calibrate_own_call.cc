@@ -25,11 +25,7 @@ constexpr std::uint64_t kOwnCallMinBytes = 4096;    // TNBC_MIN_BYTES for the en
 // prices it (the same Execution and piece rule), without in_call_rest.
 double model_in_call_ns(const model::Machine& m, const model::Topology& t, double bytes) {
   const model::Execution x = execution(Settings{}, m.guard_measured[0] ? 0 : -1);
-  model::Coll c;
-  c.kind = Kind::Alltoall;
-  c.bytes = bytes;
-  c.page = m.page;
-  c.pieces = model::run_pieces(m, t, x, m.page, Settings{}.piece_bytes);
+  const model::Coll c = model::run_coll(m, t, x, Kind::Alltoall, bytes, Settings{}.piece_bytes);
   return model::tnbc_timeline(m, t, c, x, true).in_call_ns;
 }
 

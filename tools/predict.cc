@@ -95,12 +95,7 @@ int cmd_predict(const std::vector<std::string>& args) {
   bool first = true;
   for (std::size_t b : sizes)
     for (Kind k : {Kind::Bcast, Kind::Alltoall}) {
-      model::Coll c;
-      c.kind = k;
-      c.bytes = static_cast<double>(b);
-      c.page = machine.page;
-      if (k != Kind::Bcast) c.pieces = model::run_pieces(machine, t, x, machine.page, Settings{}.piece_bytes);  // as a run cuts them
-      else c.segments = model::run_segments(machine, t, x, c.bytes, machine.page);
+      const model::Coll c = model::run_coll(machine, t, x, k, static_cast<double>(b), Settings{}.piece_bytes);  // as a run cuts it
       const double blocking = model::mpi_blocking_ns(machine, t, c);
       const model::Timeline tl = model::tnbc_timeline(machine, t, c, x, true);
       const char* name = k == Kind::Bcast ? "bcast" : "alltoall";

@@ -137,14 +137,10 @@ Decision decide(const SiteEstimate& e, Kind kind, int comm_size, const Judge& j)
     return d;
   }
   const model::Topology t = j.topology(comm_size);
-  model::Coll c;
-  c.kind = kind;
-  c.page = j.model->machine.page;
   // The profile's bytes are what the rank received per call (its own block included for the
   // exchange family); the model wants bytes per peer, or the broadcast's message.
-  c.bytes = kind == Kind::Bcast ? e.bytes : e.bytes / comm_size;
-  if (kind != Kind::Bcast) c.pieces = model::run_pieces(j.model->machine, t, j.exec, c.page, j.piece_bytes);
-  else c.segments = model::run_segments(j.model->machine, t, j.exec, c.bytes, c.page);
+  const model::Coll c =
+      model::run_coll(j.model->machine, t, j.exec, kind, kind == Kind::Bcast ? e.bytes : e.bytes / comm_size, j.piece_bytes);
   const model::Program p = *site_program(e);
   const model::Overlap o = model::overlap(j.model->machine, t, c, j.exec, p, *e.comm_ns);
   d.model_blocking_ns = o.model_blocking_ns;

@@ -417,7 +417,7 @@ Timeline bcast_timeline(const Machine& m, const Topology& t, const Coll& c, cons
   const Level& top = level(m, t.nodes() > 1 ? LevelKind::InterNode : LevelKind::IntraNode);
   // Inner ranks forward from the receive staging, so they publish by copying (no page swap).
   const GuardCost inner = m.guard_measured[1] ? m.guard[1] : g;
-  double root_call = 0, leaf_call = 0;
+  double root_call = 0, leaf_call = 0, leaf_work = 0;
   // The root starts its sends in the call: the edges', and every piece's where its progress
   // thread has no CPU of its own or no send window (runtime/policy.cc, caller_starts_sends),
   // to each of its children. Measured, 1 MiB on 2 nodes: ~0.1 ms of MPI_Isend calls in the
@@ -429,11 +429,11 @@ Timeline bcast_timeline(const Machine& m, const Topology& t, const Coll& c, cons
       if (all_sends || i < 2) posts += top.post(sizes[i], page);  // bcast_pieces: the two edges first
     // (Each early return ends handing its steps over to the progress thread: Machine::handover_ns.)
     root_call = (x.eager_copy ? m.in_call_copy().at(S) : 0) + std::max(1, depth) * posts + m.handover();
-    leaf_call = g.hold.at(S) + m.handover() + m.in_call_rest.at(S) +
-                (x.unaligned && sizes.size() > 1 ? depth * (top.T(page) + in_call_notice(m, t)) : 0);
+    leaf_work = g.hold.at(S) + m.handover() + m.in_call_rest.at(S);
+    leaf_call = leaf_work + (x.unaligned && sizes.size() > 1 ? depth * (top.T(page) + in_call_notice(m, t)) : 0);
   }
   tl.in_call_ns = std::max(root_call, leaf_call);
-  tl.in_call_work_ns = std::max(root_call, early ? g.hold.at(S) + m.handover() + m.in_call_rest.at(S) : 0.0);
+  tl.in_call_work_ns = std::max(root_call, leaf_work);
   // After an early return the root's progress thread takes the sends over: it notices the
   // call (the hand-off) before the tree moves on from the root.
   const double handoff = early ? notice : 0;
@@ -807,6 +807,16 @@ double margin_of_tcomm(const Machine& m, const Topology& t, const Execution& x) 
 
 int run_segments(const Machine& m, const Topology& t, const Execution& x, double bytes, std::size_t page) {
   return bcast_segments(m, t, bytes, x, x.bcast_max_segments, page);
+}
+
+Coll run_coll(const Machine& m, const Topology& t, const Execution& x, Kind kind, double bytes, PieceSetting setting) {
+  Coll c;
+  c.kind = kind;
+  c.bytes = bytes;
+  c.page = m.page;
+  if (kind != Kind::Bcast) c.pieces = run_pieces(m, t, x, m.page, setting);
+  else c.segments = run_segments(m, t, x, bytes, m.page);
+  return c;
 }
 
 bool lazy_copy_pays(const Machine& m, double bytes, bool written_early, std::size_t page) {

@@ -179,6 +179,9 @@ PieceRule run_pieces(const Machine& m, const Topology& t, const Execution& x, st
 // count applies): bcast_segments up to TNBC_BCAST_MAX_SEGMENTS. The root starts a send per piece
 // in its call and every piece is noticed and published: estimates that decide must count them.
 int run_segments(const Machine& m, const Topology& t, const Execution& x, double bytes, std::size_t page);
+// A collective of `bytes` (per peer; a broadcast's whole message) on the machine's page, cut as
+// a run cuts it: run_pieces for the exchange family, run_segments for a broadcast.
+Coll run_coll(const Machine& m, const Topology& t, const Execution& x, Kind kind, double bytes, PieceSetting setting);
 
 // Whether copying `bytes` to send lazily (read-only pages, copied by the progress thread) costs
 // the call less than copying them in it, including the write fault a program that overwrites

@@ -11,10 +11,7 @@
 
 namespace tnbc {
 
-namespace {
-
-// This CPU's L2 cache per core in bytes, 0 if the system does not say.
-std::size_t l2_bytes() {
+std::size_t l2_cache_bytes() {
 #ifdef _SC_LEVEL2_CACHE_SIZE
   static const long bytes = sysconf(_SC_LEVEL2_CACHE_SIZE);
   return bytes > 0 ? static_cast<std::size_t>(bytes) : 0;
@@ -23,11 +20,9 @@ std::size_t l2_bytes() {
 #endif
 }
 
-}  // namespace
-
 bool streams(std::size_t total) {
 #if defined(__x86_64__)
-  const std::size_t l2 = l2_bytes();
+  const std::size_t l2 = l2_cache_bytes();
   return l2 > 0 && total > l2;
 #else
   (void)total;  // no streaming stores here

@@ -14,6 +14,9 @@
 
 namespace tnbc {
 
+// This CPU's L2 cache per core in bytes (sysconf), 0 where the system does not say.
+std::size_t l2_cache_bytes();
+
 // Whether copies that together move `total` bytes should bypass the cache (bulk_copy's `stream`):
 // above this CPU's L2 cache size; false where it is unknown or the CPU has no streaming stores.
 bool streams(std::size_t total);

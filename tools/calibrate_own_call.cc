@@ -66,12 +66,14 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
   }
   std::vector<char> send(sizes.back() * static_cast<std::size_t>(n), 1), recv(sizes.back() * static_cast<std::size_t>(n), 0);
   const CallSite site{reinterpret_cast<const void*>(&measure_own_call), Lang::C};
-  std::vector<double> mine;  // this rank's median per size, ns
-  for (std::size_t b : sizes) {
+  // This rank's median per size, ns: after emptying the caches, as the machine's other in-call
+  // costs are measured; then, at the sizes whose calls the model prices warm (Machine::warm: what
+  // a rank sends and receives fits in the cache), with the caches as the previous call left them.
+  auto median_call = [&](std::size_t b, bool cold) {
     const int count = static_cast<int>(b);
     std::vector<double> t;
     for (int r = 0; r <= kOwnCallReps; ++r) {
-      empty_caches();  // as the machine's other in-call costs are measured
+      if (cold) empty_caches();
       PMPI_Barrier(world);
       const CollCall call{Kind::Alltoall, site, world, {send.data(), count, nullptr, nullptr, MPI_BYTE},
                           {recv.data(), count, nullptr, nullptr, MPI_BYTE}, -1, false};
@@ -81,8 +83,14 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
       engine->complete_all();
       if (r > 0) t.push_back(static_cast<double>(t1 - t0));
     }
-    mine.push_back(model::median_of(t));
-  }
+    return model::median_of(t);
+  };
+  int warm_sizes = 0;  // the smallest ones; as few as any rank's cache allows, so all run the same calls
+  for (std::size_t b : sizes) warm_sizes += m.warm(2.0 * static_cast<double>(b) * n) ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &warm_sizes, 1, MPI_INT, MPI_MIN, world);
+  std::vector<double> mine;  // the cold medians by size, then the warm ones
+  for (std::size_t b : sizes) mine.push_back(median_call(b, true));
+  for (int i = 0; i < warm_sizes; ++i) mine.push_back(median_call(sizes[static_cast<std::size_t>(i)], false));
   engine->shutdown();
   const KindCounters k = stats.kind(Kind::Alltoall);
   const std::uint64_t early = k.early_return, calls = k.calls;
@@ -96,16 +104,28 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
     return;
   }
   const model::Topology topo = model::Topology::block(n, std::max(1, m.ranks_per_node), std::max(1, m.cpus_per_node), 1);
-  std::vector<double> x, rest;
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    x.push_back(static_cast<double>(sizes[i]) * (n - 1));  // bytes received from the peers: what the model's hold is of
-    rest.push_back(std::max(0.0, slowest[i] - model_in_call_ns(m, topo, static_cast<double>(sizes[i]))));
-  }
-  m.in_call_rest = model::fit_through(x, rest);
+  // The model's Tinit prices the warm sizes warm (its hold and hand-over), so each rest is the
+  // part of its own kind of call the model leaves out.
+  auto size_at = [&](std::size_t i) { return sizes[i < sizes.size() ? i : i - sizes.size()]; };
+  std::vector<double> rests;  // per entry of `mine`
+  for (std::size_t i = 0; i < mine.size(); ++i)
+    rests.push_back(std::max(0.0, slowest[i] - model_in_call_ns(m, topo, static_cast<double>(size_at(i)))));
+  // The line through entries [from, to), by bytes received from the peers (what the model's hold is of).
+  auto line = [&](std::size_t from, std::size_t to) {
+    std::vector<double> x, y;
+    for (std::size_t i = from; i < to; ++i) {
+      x.push_back(static_cast<double>(size_at(i)) * (n - 1));
+      y.push_back(rests[i]);
+    }
+    return model::fit_through(x, y);
+  };
+  m.in_call_rest = line(0, sizes.size());
+  if (warm_sizes > 0) m.in_call_rest_warm = line(sizes.size(), mine.size());
   if (progress) {
     std::fprintf(progress, "tnbc's own early return (MPI_Alltoall, the slowest rank), the model's parts left out:");
-    for (std::size_t i = 0; i < sizes.size(); ++i)
-      std::fprintf(progress, " %zu KiB %.0f us (of %.0f)", sizes[i] >> 10, rest[i] / 1e3, slowest[i] / 1e3);
+    for (std::size_t i = 0; i < mine.size(); ++i)
+      std::fprintf(progress, " %zu KiB%s %.0f us (of %.0f)", size_at(i) >> 10, i < sizes.size() ? "" : " warm", rests[i] / 1e3,
+                   slowest[i] / 1e3);
     std::fprintf(progress, "\n");
   }
 }

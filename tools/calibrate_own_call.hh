@@ -12,7 +12,9 @@
 //     returns early; the machine the start-up probe's: its decisions do not matter here);
 //     complete it (Engine::complete_all)
 //   the slowest rank's median per size, less the model's Tinit for the same call on the
-//   machine just measured (the calibrating run's placement), >= 0: the points of the line
+//   machine just measured (the calibrating run's placement), >= 0: the points of the line;
+//   then the sizes whose calls the model prices warm (Machine::warm) once more without
+//   emptying the caches: the points of `in_call_rest_warm` (since session 24)
 #pragma once
 
 #include <mpi.h>

@@ -575,23 +575,32 @@ void rank_main(int r, std::vector<SimSite> sites) {
         // the cold line; the figure is one call x calls, so each call carries that share.
         // Copies into touched pages at the machine's in-call line (Machine::in_call_copy). Besides,
         // tnbc's bookkeeping (Machine::in_call_rest, by the bytes received), and at the end the
-        // hand-over to the progress thread (Machine::handover_ns).
-        const model::Line& warm = m.in_call_copy();
-        const model::Line& cold = m.memcpy_cold_measured() ? m.memcpy_cold : warm;
+        // hand-over to the progress thread (Machine::handover_ns); those three at their warm
+        // figures where the call's data fits in the cache (Machine::warm), as the model prices them.
+        const model::Line& touched = m.in_call_copy();
+        const model::Line& cold = m.memcpy_cold_measured() ? m.memcpy_cold : touched;
         const double cold_share = site.calls > 0 ? std::min(1.0, site.cold_calls / site.calls) : 0.0;
-        const double staging_ns = (1 - cold_share) * warm.at(send_bytes) + cold_share * cold.at(send_bytes);
-        const double work_ns = warm.at(b.own) + staging_ns +
-                               (cfg.x.guard >= 0 ? m.guard[guard].hold.at(total_bytes) : 0.0) + m.in_call_rest.at(total_bytes);
+        const double staging_ns = (1 - cold_share) * touched.at(send_bytes) + cold_share * cold.at(send_bytes);
+        const bool warm = m.warm(2 * b.own + send_bytes + total_bytes);
+        const double work_ns = touched.at(b.own) + staging_ns +
+                               (cfg.x.guard >= 0 ? m.guard[guard].hold_at(total_bytes, warm) : 0.0) + m.rest(total_bytes, warm);
         compute(work_ns);
         // tnbc's calling thread does not busy-poll where the node's ranks outnumber its CPUs: it
         // yields between its polls (Policy::waiting), as its progress thread does, so its edges
         // move without waiting for scheduler slices (the cost model's busy_poll says the same).
         drive(me, Scope::Edges, kEdgeWindow);
         wait_until(me, [&] { return me.call.edge_recv_left == 0; });
-        compute(m.handover());
+        compute(m.handover(warm));
         out.call_ns = (sg::Engine::get_clock() - t0) * 1e9;
-        sg::ActorPtr progress =
-            sg::Actor::create("progress-" + std::to_string(r), me.host, [&me, &cfg] { drive(me, Scope::Body, cfg.x.window); });
+        // Where the progress thread shares the rank's CPU (no more cores on the node than ranks)
+        // and the program computes after the call, its first round comes late
+        // (Machine::first_round_ns), as the model prices it.
+        const bool shares = me.host->get_core_count() <= static_cast<int>(g->node_ranks[static_cast<std::size_t>(me.node)].size());
+        const double late_s = shares ? std::min(site.curc_ns, m.first_round()) / 1e9 : 0.0;
+        sg::ActorPtr progress = sg::Actor::create("progress-" + std::to_string(r), me.host, [&me, &cfg, late_s] {
+          sg::this_actor::sleep_for(late_s);
+          drive(me, Scope::Body, cfg.x.window);
+        });
         sg::ActorPtr publisher = sg::Actor::create("publish-" + std::to_string(r), me.host, [&me] { publish(me); });
         compute(site.curc_ns);
         std::vector<int> order = is_bcast(site.kind) && site.order.size() != b.sub_bytes.size() ? std::vector<int>{}

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/bulk_copy.hh"
 #include "runtime/function_ref.hh"
 #include "runtime/futex.hh"
 #include "runtime/guard_backend.hh"
@@ -695,6 +696,9 @@ double reader_wait_ns(std::size_t page) {
 // through): a collective's call finds its receive buffer's pages so after the program's work.
 // With them cached a 4 MiB hold back took 74 us on this VM, after emptying 170-290 us, in
 // Table 1's calls 160-430 us (docs/benchmarks.md, "Session 18").
+// And where the call's data fits in the cache (Machine::warm): the sizes below warm_below_bytes
+// again, each cycle finding the caches as the previous one left them (hold_warm; a 64 KiB hold
+// took 17 us in Table 1's calls, 53 us emptied: docs/benchmarks.md, "Session 24").
 void measure_guard(Machine& mach, std::size_t page, const std::vector<char>& evict, std::FILE* progress) {
   const std::vector<std::size_t> sizes{page, 16 * page, 256 * page, 1024 * page};
   Scratch s(1024 * page);
@@ -713,10 +717,17 @@ void measure_guard(Machine& mach, std::size_t page, const std::vector<char>& evi
     Line hold, publish;
     if (!guard_lines(*b, s, sizes, kGuardReps, [&] { read_through(evict); }, hold, publish)) continue;
     mach.guard_measured[k] = true;
-    mach.guard[k] = {hold, publish, wait};
+    mach.guard[k] = {hold, publish, wait, {}};
+    std::vector<std::size_t> warm;
+    for (std::size_t bytes : sizes)
+      if (mach.warm(static_cast<double>(bytes))) warm.push_back(bytes);
+    Line hold_warm, unused;
+    if (!warm.empty() && guard_lines(*b, s, warm, kGuardReps, [] {}, hold_warm, unused)) mach.guard[k].hold_warm = hold_warm;
     if (progress)
-      std::fprintf(progress, "  guard %s: hold %.1f us + %.1f us/MiB, publish %.1f us + %.1f us/MiB, reader's wait %.1f us\n",
-                   b->probe_name(), hold.ns / 1e3, hold.ns_per_byte * 1048.576, publish.ns / 1e3,
+      std::fprintf(progress, "  guard %s: hold %.1f us + %.1f us/MiB (at %zu KiB with the caches warm: %.1f us), publish %.1f us "
+                   "+ %.1f us/MiB, reader's wait %.1f us\n",
+                   b->probe_name(), hold.ns / 1e3, hold.ns_per_byte * 1048.576, warm.empty() ? 0 : warm.back() >> 10,
+                   hold_warm.points.empty() ? 0.0 : hold_warm.points.back().ns / 1e3, publish.ns / 1e3,
                    publish.ns_per_byte * 1048.576, wait / 1e3);
   }
 }
@@ -755,6 +766,7 @@ Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* 
   m.ranks_per_node = t.max_per_node();
   m.cpus_per_node = w.cpus_per_node;
   m.page = page;
+  m.warm_below_bytes = static_cast<double>(l2_cache_bytes());  // Machine::warm
   {
     char host[256] = "";
     ::gethostname(host, sizeof host - 1);
@@ -836,8 +848,14 @@ Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* 
     // Caches emptied before each poke: a call hands over after its copies (with them warm the
     // poke took 11-12 us on this VM, emptied 24, in Table 1's calls 31-35: docs/benchmarks.md,
     // "Session 23").
-    m.handover_ns = handover_ns(kHandoverReps, [&] { read_through(c.evict); });
-    if (progress) std::fprintf(progress, "the hand-over to the progress thread at the end of a call: %.1f us\n", m.handover_ns / 1e3);
+    const Handover cold = handover(kHandoverReps, [&] { read_through(c.evict); });
+    m.handover_ns = cold.handover_ns;
+    m.first_round_ns = cold.first_round_ns;
+    m.handover_warm_ns = handover(kHandoverReps, [] {}).handover_ns;  // as the previous poke left the caches
+    if (progress)
+      std::fprintf(progress, "the hand-over to the progress thread at the end of a call: %.1f us (caches warm: %.1f us); "
+                   "its first round while the program computes: %.1f us later\n",
+                   m.handover_ns / 1e3, m.handover_warm_ns / 1e3, m.first_round_ns / 1e3);
     measure_guard(m, page, c.evict, progress);
   }
   barrier(c);  // the others sleep meanwhile

@@ -49,7 +49,9 @@
 //   progress    one MPI_Testsome over 8 pending receives, one sleep of TNBC_POLL_MIN_US; rank 0:
 //               a sleep's extra wait on a busy CPU, and the hand-over at the end of an early
 //               return (a poke of a thread standing for the progress thread, placed as the runtime
-//               places it, asleep; the caller's time until it runs on: measure.hh, handover_ns).
+//               places it, asleep; the caller's time until it runs on, after emptying the caches
+//               and again warm; then, the caller computing on, the thread's first round after
+//               the return: measure.hh, handover).
 //   shared CPU  per level, its pair: each rank's computing thread and its exchanging thread on
 //               one CPU; the computation's extra time while 256 KiB, 1 MiB, 4 MiB go each way
 //               (polled as the progress thread polls a long transfer), the slower rank's; a line
@@ -57,7 +59,9 @@
 //
 //   own call    last, every rank (CalibrateOptions::last, from tools/calibrate_main.cc): tnbc's
 //               own early return through its engine, the part the model's priced parts miss
-//               (Machine::in_call_rest; tools/calibrate_own_call.hh).
+//               (Machine::in_call_rest; tools/calibrate_own_call.hh), cold and, at the sizes
+//               whose calls fit in the L2 cache (Machine::warm), warm. The guard's holds are
+//               measured warm at those sizes too (hold_warm).
 //
 // Medians of repetitions after a warm-up; each size repeated until about --seconds-per-size
 // (at least 5 times). Collective over `world`; the machine file is rank 0's.

@@ -70,10 +70,17 @@ std::string differs(const Machine& a, const Machine& b) {
   if (!same_points(a.memcpy_in_call, b.memcpy_in_call)) return "guard.memcpy_in_call.points (other sizes)";
   if (a.in_call_rest_measured() != b.in_call_rest_measured()) return "guard.in_call_rest (measured in one only)";
   if (!same_points(a.in_call_rest, b.in_call_rest)) return "guard.in_call_rest.points (other sizes)";
-  for (int g = 0; g < kGuardBackends; ++g)
+  if (!same_points(a.in_call_rest_warm, b.in_call_rest_warm)) return "guard.in_call_rest_warm.points (other sizes)";
+  if (a.warm_below_bytes != b.warm_below_bytes) return "guard.warm_below_bytes (another cache size)";
+  for (int g = 0; g < kGuardBackends; ++g) {
     if (!same_points(a.guard[g].hold, b.guard[g].hold)) return "guard." + std::string(kGuardNames[g]) + ".hold.points (other sizes)";
+    if (!same_points(a.guard[g].hold_warm, b.guard[g].hold_warm))
+      return "guard." + std::string(kGuardNames[g]) + ".hold_warm.points (other sizes)";
+  }
   if ((a.wake_loaded_ns >= 0) != (b.wake_loaded_ns >= 0)) return "progress.wake_loaded_ns (measured in one only)";
   if ((a.handover_ns >= 0) != (b.handover_ns >= 0)) return "progress.handover_ns (measured in one only)";
+  if ((a.handover_warm_ns >= 0) != (b.handover_warm_ns >= 0)) return "progress.handover_warm_ns (measured in one only)";
+  if ((a.first_round_ns >= 0) != (b.first_round_ns >= 0)) return "progress.first_round_ns (measured in one only)";
   return {};
 }
 
@@ -132,6 +139,11 @@ Result<Combined> combine_machines(const std::vector<Machine>& ms, const std::vec
     for (std::size_t i = 0; i < out.guard[g].hold.points.size(); ++i)
       med((p + "hold.points[" + std::to_string(i) + "]").c_str(),
           [g, i](auto& m) -> auto& { return m.guard[g].hold.points[i].ns; });
+    med((p + "hold_warm.ns").c_str(), [g](auto& m) -> auto& { return m.guard[g].hold_warm.ns; });
+    med((p + "hold_warm.ns_per_byte").c_str(), [g](auto& m) -> auto& { return m.guard[g].hold_warm.ns_per_byte; }, true);
+    for (std::size_t i = 0; i < out.guard[g].hold_warm.points.size(); ++i)
+      med((p + "hold_warm.points[" + std::to_string(i) + "]").c_str(),
+          [g, i](auto& m) -> auto& { return m.guard[g].hold_warm.points[i].ns; });
     med((p + "publish.ns").c_str(), [g](auto& m) -> auto& { return m.guard[g].publish.ns; });
     med((p + "publish.ns_per_byte").c_str(), [g](auto& m) -> auto& { return m.guard[g].publish.ns_per_byte; });
     med((p + "fault_ns").c_str(), [g](auto& m) -> auto& { return m.guard[g].fault_ns; });
@@ -150,10 +162,17 @@ Result<Combined> combine_machines(const std::vector<Machine>& ms, const std::vec
   for (std::size_t i = 0; i < out.in_call_rest.points.size(); ++i)
     med(("guard.in_call_rest.points[" + std::to_string(i) + "]").c_str(),
         [i](auto& m) -> auto& { return m.in_call_rest.points[i].ns; }, true);
+  med("guard.in_call_rest_warm.ns", [](auto& m) -> auto& { return m.in_call_rest_warm.ns; });
+  med("guard.in_call_rest_warm.ns_per_byte", [](auto& m) -> auto& { return m.in_call_rest_warm.ns_per_byte; }, true);
+  for (std::size_t i = 0; i < out.in_call_rest_warm.points.size(); ++i)
+    med(("guard.in_call_rest_warm.points[" + std::to_string(i) + "]").c_str(),
+        [i](auto& m) -> auto& { return m.in_call_rest_warm.points[i].ns; }, true);
   med("progress.test_ns", [](auto& m) -> auto& { return m.test_ns; });
   med("progress.sleep_ns", [](auto& m) -> auto& { return m.sleep_ns; });
   med("progress.wake_loaded_ns", [](auto& m) -> auto& { return m.wake_loaded_ns; });
   med("progress.handover_ns", [](auto& m) -> auto& { return m.handover_ns; });
+  med("progress.handover_warm_ns", [](auto& m) -> auto& { return m.handover_warm_ns; });
+  med("progress.first_round_ns", [](auto& m) -> auto& { return m.first_round_ns; });
   return c;
 }
 

@@ -178,13 +178,15 @@ Timeline exchange_timeline(const Machine& m, const Topology& t, const Coll& c, c
   for (int k = 0; k < kLevels; ++k)
     if (p.k[k] > 0) post += p.k[k] * (pieces > 1 ? 2 : 1) * level(m, static_cast<LevelKind>(k)).o_s(std::min(s, page));
   if (early) {
+    // What it sends and receives, its own block included, fits in the cache: warm (Machine::warm).
+    const bool warm = m.warm(2 * p.n * s);
     double stage = 0;
-    if (!x.eager_copy) stage = m.guard_measured[2] ? m.guard[2].hold.at(n1 * s) : 0;
+    if (!x.eager_copy) stage = m.guard_measured[2] ? m.guard[2].hold_at(n1 * s, warm) : 0;
     else
       for (double piece : sizes) stage += n1 * copy.at(piece);
-    const double hold = g.hold.at(n1 * s);
+    const double hold = g.hold_at(n1 * s, warm);
     const double wait = x.unaligned ? top.T(page) + in_call_notice(m, t) : 0;
-    tl.in_call_work_ns = own + stage + hold + post + m.handover() + m.in_call_rest.at(n1 * s);
+    tl.in_call_work_ns = own + stage + hold + post + m.handover(warm) + m.rest(n1 * s, warm);
     tl.in_call_ns = tl.in_call_work_ns + wait;
   } else {
     tl.in_call_ns = tl.in_call_work_ns = own + post;
@@ -428,8 +430,9 @@ Timeline bcast_timeline(const Machine& m, const Topology& t, const Coll& c, cons
     for (std::size_t i = 0; i < sizes.size(); ++i)
       if (all_sends || i < 2) posts += top.post(sizes[i], page);  // bcast_pieces: the two edges first
     // (Each early return ends handing its steps over to the progress thread: Machine::handover_ns.)
-    root_call = (x.eager_copy ? m.in_call_copy().at(S) : 0) + std::max(1, depth) * posts + m.handover();
-    leaf_work = g.hold.at(S) + m.handover() + m.in_call_rest.at(S);
+    const bool warm = m.warm(S);  // the message fits in the cache (Machine::warm)
+    root_call = (x.eager_copy ? m.in_call_copy().at(S) : 0) + std::max(1, depth) * posts + m.handover(warm);
+    leaf_work = g.hold_at(S, warm) + m.handover(warm) + m.rest(S, warm);
     leaf_call = leaf_work + (x.unaligned && sizes.size() > 1 ? depth * (top.T(page) + in_call_notice(m, t)) : 0);
   }
   tl.in_call_ns = std::max(root_call, leaf_call);
@@ -663,8 +666,12 @@ Overlap overlap(const Machine& m, const Topology& t, const Coll& c, const Execut
   // messages, publication, polls) comes out of the computation where the rank has no CPU to
   // spare, for the part of it that overlaps the computation; a reader that touches a region
   // still held back waits for it and pays a wake-up (fault round trip).
-  const double after = std::max(0.0, (tl.total_ns - tl.in_call_ns) * scale);
-  const double first = std::max(0.0, (tl.first_ns - tl.in_call_ns) * scale);
+  // Where the progress thread shares the caller's CPU and the program computes after the call,
+  // its first round, and with it the bodies, comes late (Machine::first_round_ns); a reader that
+  // touches a region first sleeps in the fault and lets it in at once.
+  const double late = (1 - t.spare_cpu()) * std::min(p.curc_ns, m.first_round());
+  const double after = std::max(0.0, (tl.total_ns - tl.in_call_ns) * scale) + late;
+  const double first = std::max(0.0, (tl.first_ns - tl.in_call_ns) * scale) + late;
   const double overlapped = after > 0 ? std::min(1.0, X / after) : 1.0;
   // The CPU the transfer takes: the driving thread's, or what calibrate measured a computation on
   // the transfer's CPU losing (its kernel work and evicted caches too), whichever is more.

@@ -237,6 +237,8 @@ std::string machine_json(const Machine& m) {
   if (m.memcpy_cold_measured()) o << ", \"memcpy_cold\": " << line_json(m.memcpy_cold);
   if (m.memcpy_in_call_measured()) o << ", \"memcpy_in_call\": " << line_json(m.memcpy_in_call);
   if (m.in_call_rest_measured()) o << ", \"in_call_rest\": " << line_json(m.in_call_rest);
+  if (!m.in_call_rest_warm.points.empty()) o << ", \"in_call_rest_warm\": " << line_json(m.in_call_rest_warm);
+  if (m.warm_below_bytes > 0) o << ", \"warm_below_bytes\": " << num(m.warm_below_bytes);
   for (int b = 0; b < kGuardBackends; ++b) {
     o << ",\n   \"" << kGuardNames[b] << "\": ";
     if (!m.guard_measured[b]) {
@@ -244,11 +246,15 @@ std::string machine_json(const Machine& m) {
       continue;
     }
     o << "{\"hold\": " << line_json(m.guard[b].hold) << ", \"publish\": " << line_json(m.guard[b].publish)
-      << ", \"fault_ns\": " << num(m.guard[b].fault_ns) << "}";
+      << ", \"fault_ns\": " << num(m.guard[b].fault_ns);
+    if (!m.guard[b].hold_warm.points.empty()) o << ", \"hold_warm\": " << line_json(m.guard[b].hold_warm);
+    o << "}";
   }
   o << "},\n \"progress\": {\"test_ns\": " << num(m.test_ns) << ", \"sleep_ns\": " << num(m.sleep_ns);
   if (m.wake_loaded_ns >= 0) o << ", \"wake_loaded_ns\": " << num(m.wake_loaded_ns);
   if (m.handover_ns >= 0) o << ", \"handover_ns\": " << num(m.handover_ns);
+  if (m.handover_warm_ns >= 0) o << ", \"handover_warm_ns\": " << num(m.handover_warm_ns);
+  if (m.first_round_ns >= 0) o << ", \"first_round_ns\": " << num(m.first_round_ns);
   o << ", \"O_r_ns\": " << num(m.O_r_ns()) << "}}\n";
   return o.str();
 }
@@ -395,6 +401,8 @@ Machine parse_or_throw(std::string_view text, const std::string& name) {
   if (guard.find("memcpy_cold")) m.memcpy_cold = r.line(guard, "guard", "memcpy_cold");  // optional, as above
   if (guard.find("memcpy_in_call")) m.memcpy_in_call = r.line(guard, "guard", "memcpy_in_call");  // optional
   if (guard.find("in_call_rest")) m.in_call_rest = r.line(guard, "guard", "in_call_rest");  // optional
+  if (guard.find("in_call_rest_warm")) m.in_call_rest_warm = r.line(guard, "guard", "in_call_rest_warm");  // optional
+  if (guard.find("warm_below_bytes")) m.warm_below_bytes = r.number(guard, "guard", "warm_below_bytes");  // optional
   for (int b = 0; b < kGuardBackends; ++b) {
     const std::string key(kGuardNames[b]);
     const Value* g = guard.find(key);
@@ -403,7 +411,8 @@ Machine parse_or_throw(std::string_view text, const std::string& name) {
     if (g->type == Value::Type::Null) continue;
     if (g->type != Value::Type::Object) r.fail(p, *g, "expected an object or null");
     m.guard_measured[b] = true;
-    m.guard[b] = {r.line(*g, p, "hold"), r.line(*g, p, "publish"), r.number(*g, p, "fault_ns")};
+    m.guard[b] = {r.line(*g, p, "hold"), r.line(*g, p, "publish"), r.number(*g, p, "fault_ns"), {}};
+    if (g->find("hold_warm")) m.guard[b].hold_warm = r.line(*g, p, "hold_warm");  // optional
   }
   const Value& progress = r.member(root, "", "progress", Value::Type::Object);
   m.test_ns = r.number(progress, "progress", "test_ns");
@@ -411,6 +420,8 @@ Machine parse_or_throw(std::string_view text, const std::string& name) {
   // Optional (files written before it was measured keep loading: not measured, -1).
   if (progress.find("wake_loaded_ns")) m.wake_loaded_ns = r.number(progress, "progress", "wake_loaded_ns");
   if (progress.find("handover_ns")) m.handover_ns = r.number(progress, "progress", "handover_ns");
+  if (progress.find("handover_warm_ns")) m.handover_warm_ns = r.number(progress, "progress", "handover_warm_ns");
+  if (progress.find("first_round_ns")) m.first_round_ns = r.number(progress, "progress", "first_round_ns");
   return m;
 }
 

@@ -164,6 +164,11 @@ struct GuardCost {
   Line hold;      // in the call, per run of regions (fixed) and per byte
   Line publish;   // after the data is in, per region (fixed) and per byte
   double fault_ns = 0;
+  // The hold where the call's data is in the cache (Machine::warm): measured by calibrate at the
+  // sizes below Machine::warm_below_bytes, caches left as the last cycle left them. Optional in
+  // the file (since session 24); no points: not measured, and `hold` prices every call.
+  Line hold_warm;
+  double hold_at(double bytes, bool warm) const { return warm && !hold_warm.points.empty() ? hold_warm.at(bytes) : hold.at(bytes); }
 };
 
 // The backends by the name the probe and the summary use (runtime/guard_backend.hh).
@@ -202,6 +207,21 @@ struct Machine {
   // (the start-up probe, older files), and the model charges none.
   Line in_call_rest;
   bool in_call_rest_measured() const { return !in_call_rest.points.empty() || in_call_rest.ns > 0 || in_call_rest.ns_per_byte > 0; }
+  // The same where the call's data is in the cache (warm): measured with the caches left as the
+  // previous call left them, at the sizes below warm_below_bytes. Optional (since session 24).
+  Line in_call_rest_warm;
+  double rest(double bytes, bool warm) const {
+    return warm && !in_call_rest_warm.points.empty() ? in_call_rest_warm.at(bytes) : in_call_rest.at(bytes);
+  }
+  // A call touching fewer bytes than this (what it sends and receives, its own block included)
+  // finds them, tnbc's structures and the kernel's page tables in the cache — the program has just
+  // written what it sends — and pays the warm figures (hold_warm, in_call_rest_warm,
+  // handover_warm_ns) where they were measured: this CPU's L2 cache per core, the size above which
+  // tnbc's copies stream past the cache (runtime/bulk_copy.hh). Measured cold, Table 1's 64 KiB
+  // calls cost 2-3x less in the call than priced (docs/benchmarks.md, "Session 24"). Optional in
+  // the file (calibrate writes it since session 24); 0: every call priced cold.
+  double warm_below_bytes = 0;
+  bool warm(double touched) const { return warm_below_bytes > 0 && touched < warm_below_bytes; }
   // The progress thread's poll: one MPI_Testsome over pending requests, and how long a sleep
   // of TNBC_POLL_MIN_US really lasts (timer slack). O_r, the cost of noticing that a message or
   // request arrived (seed 000's RMA broadcast: its Broadcaster's busy-wait), is test + sleep / 2.
@@ -217,7 +237,16 @@ struct Machine {
   // it and back. Optional in the file (`tnbc calibrate` writes it since session 23; files before
   // it and the start-up probe: -1, not measured, and the model charges none).
   double handover_ns = -1;
-  double handover() const { return std::max(0.0, handover_ns); }
+  // The same with the caches warm (Machine::warm); optional (since session 24), -1: not measured.
+  double handover_warm_ns = -1;
+  double handover(bool warm) const { return std::max(0.0, warm && handover_warm_ns >= 0 ? handover_warm_ns : handover_ns); }
+  // After the hand-over, while the program computes, how long until the progress thread's first
+  // round (model/measure.hh, Handover::first_round_ns): where that thread shares the caller's CPU
+  // the scheduler lets it in late (0.27 ms in Table 1's calls, docs/benchmarks.md "Session 23"),
+  // and the bodies start that much later; a program that reads at once sleeps in its first fault
+  // and lets it in at once. Optional (calibrate writes it since session 24); -1: not measured, none.
+  double first_round_ns = -1;
+  double first_round() const { return std::max(0.0, first_round_ns); }
 
   const Level& at(LevelKind k) const { return level[static_cast<int>(k)]; }
   Level& at(LevelKind k) { return level[static_cast<int>(k)]; }

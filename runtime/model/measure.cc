@@ -287,9 +287,10 @@ double loaded_wake_ns(long long ns) {
   return std::max(0.0, loaded - idle);
 }
 
-double handover_ns(int reps, FunctionRef<void()> before) {
+Handover handover(int reps, FunctionRef<void()> before) {
   std::atomic<std::uint32_t> wake{0};
   std::atomic<bool> returned{true}, stop{false};
+  std::atomic<long long> looked{0};  // when the thread last ended its wait for the return
   std::thread progress([&] {
     cpu_set_t all;
     CPU_ZERO(&all);
@@ -305,24 +306,34 @@ double handover_ns(int reps, FunctionRef<void()> before) {
         struct timespec ts{0, kReturnLookNs};
         nanosleep(&ts, nullptr);
       }
+      looked.store(futex::now_ns(), std::memory_order_release);  // its first round would start here
     }
   });
-  const double t = median_ns([&] {
-    wake.fetch_add(1, std::memory_order_release);  // as Urgency::poke
-    futex::wake_all(wake);
-    return true;
-  }, [&] {
+  std::vector<double> pokes, rounds;
+  for (int i = 0; i <= std::max(1, reps); ++i) {  // the first: a warm-up
     returned.store(true, std::memory_order_release);  // the previous call has returned
     before();
-    sleep_for(1000000);                               // the thread asleep again, as between two calls
+    sleep_for(1000000);  // the thread asleep again, as between two calls
     returned.store(false, std::memory_order_release);
-  }, reps);
+    looked.store(0, std::memory_order_release);
+    const long long t0 = futex::now_ns();
+    wake.fetch_add(1, std::memory_order_release);  // as Urgency::poke
+    futex::wake_all(wake);
+    const long long t1 = futex::now_ns();
+    returned.store(true, std::memory_order_release);  // the call returns; the program computes on
+    long long at = 0;
+    while ((at = looked.load(std::memory_order_acquire)) == 0 && futex::now_ns() - t1 <= 2 * kReturnWaitNs) {
+    }
+    if (i == 0) continue;
+    pokes.push_back(static_cast<double>(t1 - t0));
+    if (at > 0) rounds.push_back(static_cast<double>(std::max(0LL, at - t1)));
+  }
   returned.store(true, std::memory_order_release);
   stop.store(true, std::memory_order_release);
   wake.fetch_add(1, std::memory_order_release);
   futex::wake_all(wake);
   progress.join();
-  return t;
+  return {median(std::move(pokes)), rounds.empty() ? -1 : median(std::move(rounds))};
 }
 
 }  // namespace tnbc::model

@@ -114,7 +114,15 @@ double loaded_wake_ns(long long ns);
 // placed as the runtime places it by default (every CPU the rank's cpuset allows: on a node of one
 // CPU the caller's), with its short slice, asleep on a futex. The caller's time from the poke until
 // it runs on, the median of `reps` (1 ms apart, the thread asleep again; `before` runs before
-// each: calibrate empties the caches there), ns.
-double handover_ns(int reps, FunctionRef<void()> before);
+// each: calibrate empties the caches there), ns. Then the caller computes on (spins, as a program
+// after its call) and the thread's first round after the return — its next look finds the call
+// returned — comes `first_round_ns` later (the median): where the thread shares the caller's CPU,
+// when the scheduler lets it preempt the computation (0.27 ms in Table 1's calls on this VM,
+// docs/benchmarks.md "Session 23"); on a CPU of its own, one look (kReturnLookNs).
+struct Handover {
+  double handover_ns = -1;
+  double first_round_ns = -1;
+};
+Handover handover(int reps, FunctionRef<void()> before);
 
 }  // namespace tnbc::model

@@ -93,6 +93,26 @@ def main():
     if not rest or len(rest.get("points", [])) < 2:
         fail(f"guard.in_call_rest {rest}: expected measured at 64 KiB .. 1 MiB (tnbc's own early return)",
              p.stdout)
+    # The warm figures and the first round (session 24): where the system names its L2 cache, the
+    # cache size, the progress thread's first round after the return, the warm hand-over, the hold
+    # of every measured guard at the sizes below it, and the warm call (64 KiB per peer on two
+    # ranks touches 256 KiB: below any L2 of 512 KiB or more).
+    l2 = os.sysconf("SC_LEVEL2_CACHE_SIZE") if "SC_LEVEL2_CACHE_SIZE" in os.sysconf_names else 0
+    if l2 and l2 > 0:
+        doc = json.load(open(machine))
+        if doc["guard"].get("warm_below_bytes") != l2:
+            fail(f"guard.warm_below_bytes {doc['guard'].get('warm_below_bytes')}: expected this CPU's L2, {l2}", p.stdout)
+        first = doc["progress"].get("first_round_ns")
+        if first is None or not 0 <= first <= 2 * RETURN_WAIT_NS:
+            fail(f"progress.first_round_ns {first}: expected measured, at most 2 ms", p.stdout)
+        warm = doc["progress"].get("handover_warm_ns")
+        if warm is None or not 0 < warm < RETURN_WAIT_NS:
+            fail(f"progress.handover_warm_ns {warm}: expected measured, above 0 and below 1 ms", p.stdout)
+        for name, g in doc["guard"].items():
+            if isinstance(g, dict) and "hold" in g and not g.get("hold_warm", {}).get("points"):
+                fail(f"guard.{name}.hold_warm: expected measured below {l2} bytes", p.stdout)
+        if l2 >= 512 << 10 and not doc["guard"].get("in_call_rest_warm", {}).get("points"):
+            fail("guard.in_call_rest_warm: expected measured at 64 KiB (tnbc's own early return, caches warm)", p.stdout)
     print(f"OK: G {G:.2f} ns/B, O_s {level['O_s_ns_per_byte']:.3f} ns/B, O_r {level['O_r_ns_per_byte']:.3f} ns/B, "
           f"o_s/o_r at {last['bytes']:.0f} B: {last['o_s_ns'] / 1e3:.1f} / {last['o_r_ns'] / 1e3:.1f} us "
           f"(g {last['g_ns'] / 1e3:.1f} us), hand-over {handover / 1e3:.1f} us")

@@ -33,7 +33,7 @@ def main():
     machine = os.path.join(work, "machine.json")
     calibrate(a, machine, "256k", 0.02)
     m = json.load(open(machine))
-    guards = [g for name, g in m["guard"].items() if name != "memcpy" and g]
+    guards = [g for g in m["guard"].values() if isinstance(g, dict) and "fault_ns" in g]  # the backends measured
     if not guards:
         fail(f"the machine file has no guard backend measured: {m['guard']}")
     for g in guards:

@@ -138,6 +138,23 @@ def physics(e):
     handover = jh["sites"][0]["nbc"]["call_s"] - s["nbc"]["call_s"]
     if abs(handover - 5e-3) > 0.5e-3:
         fail(f"a hand-over of 5 ms added {handover * 1e3:.2f} ms to tnbc's time in the call, expected 5 ms", outh)
+    # The progress thread's first round after the return (progress.first_round_ns, 5 ms here): on
+    # nodes of one core the bodies start that much later, at most T_CURC later (2 ms here: the
+    # reader then waits for the whole transfer, ~34 ms); on nodes of two cores not at all.
+    one_core = TWO_NODES.replace("cores 2", "cores 1")
+    late = machine()
+    late["progress"]["first_round_ns"] = 5e6
+    totals = {}
+    for name, plat in (("one core", one_core), ("two cores", TWO_NODES)):
+        for label, mach in (("without", machine()), ("with", late)):
+            jl, outl = e.json(profile(np=2, per_peer=4 << 20, curc=2e6), mach, "--np", "2", "--ranks-per-node", "1",
+                              platform=plat)
+            totals[name, label] = jl["sites"][0]["nbc"]["total_s"]
+    for name, expect in (("one core", 2e-3), ("two cores", 0.0)):
+        added = totals[name, "with"] - totals[name, "without"]
+        if abs(added - expect) > 0.5e-3:
+            fail(f"a first round 5 ms late after T_CURC 2 ms added {added * 1e3:.2f} ms to tnbc's total on nodes of "
+                 f"{name}, expected {expect * 1e3:.0f} ms", outl)
     big = "nodes 8\ncores 1\nlink_bw 1Gbps\nlink_lat 50us\n"
     times = []
     for n in (2, 8):

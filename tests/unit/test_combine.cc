@@ -167,3 +167,27 @@ TEST_CASE("calibrate --combine: the in-call copy line, the levels' shared_cpu, t
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.status().message().find("progress.handover_ns") != std::string::npos);
 }
+
+TEST_CASE("calibrate --combine: the warm figures and the first round are the launches' medians; another cache size is refused") {
+  std::vector<Machine> ms;
+  for (double f : {1.0, 1.6, 1.1}) {
+    ms.push_back(launch(f, "x"));
+    ms.back().warm_below_bytes = 1 << 20;
+    ms.back().handover_warm_ns = 10e3 * f;
+    ms.back().first_round_ns = 60e3 * f;
+    ms.back().in_call_rest_warm = fit_through({65536}, {30e3 * f});
+    ms.back().guard[0].hold_warm = fit_through({4096, 65536}, {5e3 * f, 15e3 * f});
+  }
+  const Combined c = must(combine_machines(ms, {"a.json", "b.json", "c.json"}));
+  CHECK(c.machine.warm_below_bytes == 1 << 20);
+  CHECK(c.machine.handover_warm_ns == Approx(11e3));
+  CHECK(c.machine.first_round_ns == Approx(66e3));
+  REQUIRE(c.machine.in_call_rest_warm.points.size() == 1);
+  CHECK(c.machine.in_call_rest_warm.points[0].ns == Approx(33e3));
+  REQUIRE(c.machine.guard[0].hold_warm.points.size() == 2);
+  CHECK(c.machine.guard[0].hold_warm.points[1].ns == Approx(16.5e3));
+  ms[2].warm_below_bytes = 512 << 10;
+  const Result<Combined> refused = combine_machines(ms, {"a.json", "b.json", "c.json"});
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().message().find("guard.warm_below_bytes") != std::string::npos);
+}

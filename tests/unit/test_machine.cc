@@ -235,13 +235,13 @@ TEST_CASE("machine file: the hand-over is optional; files without it load as not
   CHECK(old_text.find("handover_ns") == std::string::npos);
   const Machine old_back = must(parse_machine(old_text, "m.json"));
   CHECK(old_back.handover_ns < 0);
-  CHECK(old_back.handover() == 0);
+  CHECK(old_back.handover(false) == 0);
   Machine with = sample();
   with.handover_ns = 24e3;
   const std::string text = machine_json(with);
   CHECK(text.find("\"handover_ns\": 24000") != std::string::npos);
   const Machine back = must(parse_machine(text, "m.json"));
-  CHECK(back.handover() == Approx(24e3));
+  CHECK(back.handover(false) == Approx(24e3));
   CHECK(machine_json(back) == text);
   CHECK(machine_hash(back) != machine_hash(without));
   CHECK(refusal(edited(text, "\"handover_ns\": 24000", "\"handover_ns\": \"24000\"")).find("handover_ns") !=
@@ -266,6 +266,44 @@ TEST_CASE("machine file: in_call_rest is optional; files without it load as not 
   CHECK(machine_json(back) == text);
   CHECK(machine_hash(back) != machine_hash(without));
   CHECK(refusal(edited(text, "\"in_call_rest\": {\"ns\"", "\"in_call_rest\": {\"nanos\"")).find("guard.in_call_rest") !=
+        std::string::npos);
+}
+
+TEST_CASE("machine file: the warm figures and the first round are optional; written, read back; without them every call is priced cold") {
+  const Machine without = sample();
+  const std::string old_text = machine_json(without);
+  for (const char* key : {"warm_below_bytes", "hold_warm", "in_call_rest_warm", "handover_warm_ns", "first_round_ns"})
+    CHECK(old_text.find(key) == std::string::npos);
+  const Machine old_back = must(parse_machine(old_text, "m.json"));
+  CHECK_FALSE(old_back.warm(1));
+  CHECK(old_back.first_round() == 0);
+  Machine with = sample();
+  with.warm_below_bytes = 1 << 20;
+  with.handover_warm_ns = 11e3;
+  with.handover_ns = 24e3;
+  with.in_call_rest = fit_through({65536, 1 << 20}, {60e3, 45e3});
+  with.in_call_rest_warm = fit_through({65536}, {25e3});
+  with.guard[0].hold_warm = fit_through({4096, 65536}, {9e3, 17e3});
+  with.first_round_ns = 66e3;
+  const std::string text = machine_json(with);
+  const Machine back = must(parse_machine(text, "m.json"));
+  CHECK(machine_json(back) == text);
+  CHECK(machine_hash(back) != machine_hash(without));
+  CHECK(back.warm((1 << 20) - 1));
+  CHECK_FALSE(back.warm(1 << 20));  // as large as the cache: cold
+  CHECK(back.first_round() == Approx(66e3));
+  CHECK(back.handover(true) == Approx(11e3));
+  CHECK(back.handover(false) == Approx(24e3));
+  CHECK(back.rest(65536, true) == Approx(25e3));
+  CHECK(back.rest(65536, false) == Approx(60e3));
+  CHECK(back.guard[0].hold_at(65536, true) == Approx(17e3));
+  CHECK(back.guard[0].hold_at(65536, false) == Approx(back.guard[0].hold.at(65536)));
+  // A warm figure that was not measured falls back to the cold one.
+  CHECK(back.guard[2].hold_at(65536, true) == Approx(back.guard[2].hold.at(65536)));
+  Machine no_handover = back;
+  no_handover.handover_warm_ns = -1;
+  CHECK(no_handover.handover(true) == Approx(24e3));
+  CHECK(refusal(edited(text, "\"handover_warm_ns\": 11000", "\"handover_warm_ns\": \"fast\"")).find("handover_warm_ns") !=
         std::string::npos);
 }
 

@@ -249,6 +249,28 @@ TEST_CASE("model: without a spare CPU the progress thread's work comes out of th
   CHECK(shared.saved_ns < spare.saved_ns);
 }
 
+TEST_CASE("model: a program that computes after the call meets the progress thread's first round late where they share a CPU") {
+  // Machine::first_round_ns: the bodies start that much later (at most T_CURC: a reader's fault
+  // lets the progress thread in at once); with a CPU of its own nothing changes.
+  Machine m = two_nodes();
+  REQUIRE(m.first_round_ns < 0);
+  Machine late = m;
+  late.first_round_ns = 200e3;
+  const Coll c = alltoall(kMiB);
+  const Topology shared = Topology::block(2, 1, 1, 1), spare = Topology::block(2, 1, 2, 2);
+  REQUIRE(shared.spare_cpu() == 0);
+  REQUIRE(spare.spare_cpu() == 1);
+  const Program computes{0.5 * kMs, 0.1 * kMs};  // shorter than the transfer: the reader waits for it
+  CHECK(overlap(late, shared, c, {}, computes).early_total_ns - overlap(m, shared, c, {}, computes).early_total_ns ==
+        Approx(200e3).epsilon(0.01));  // (the progress CPU stolen from the computation shifts a little)
+  const Program brief{0.05 * kMs, 0.1 * kMs};  // the reader's first fault comes after 50 us
+  CHECK(overlap(late, shared, c, {}, brief).early_total_ns - overlap(m, shared, c, {}, brief).early_total_ns ==
+        Approx(50e3).epsilon(0.01));
+  const Program at_once{0, 0.1 * kMs};
+  CHECK(overlap(late, shared, c, {}, at_once).early_total_ns == Approx(overlap(m, shared, c, {}, at_once).early_total_ns));
+  CHECK(overlap(late, spare, c, {}, computes).early_total_ns == Approx(overlap(m, spare, c, {}, computes).early_total_ns));
+}
+
 TEST_CASE("decision: compute-first sites return early, read-at-once sites do not, with the margin") {
   const Machine m = two_nodes();
   const trace::Judge j = judge(m, kTwoNodes);
@@ -591,6 +613,36 @@ TEST_CASE("model: the rest calibrate measured in tnbc's own early return is char
   CHECK(tnbc_timeline(r4, four, alltoall(kMiB), Execution{}, true).in_call_work_ns -
             tnbc_timeline(m4, four, alltoall(kMiB), Execution{}, true).in_call_work_ns ==
         Approx(rest3));
+}
+
+TEST_CASE("model: a call whose data fits in the cache pays the warm hold, rest and hand-over; a larger one the cold") {
+  // Machine::warm: what a rank sends and receives (its own block included) below the cache size.
+  Machine m = two_nodes();
+  m.memcpy_cost = {0, 0};  // the broadcast's root copies for free: its leaf's call is the longer
+  m.handover_ns = 24e3;
+  m.in_call_rest = fit_through({65536, 4 * kMiB}, {160e3, 200e3});  // the leaf's call the longer, warm or cold
+  Machine w = m;
+  w.warm_below_bytes = static_cast<double>(kMiB);
+  w.handover_warm_ns = 11e3;
+  w.in_call_rest_warm = fit_through({65536}, {125e3});
+  w.guard[0].hold_warm = fit_through({4096, 65536}, {2e3, 3e3});
+  const double cold_hold = m.guard[0].hold.at(65536), warm_hold = w.guard[0].hold_warm.at(65536);
+  REQUIRE(cold_hold > warm_hold);
+  Coll b;
+  b.kind = Kind::Bcast;
+  b.page = kPage;
+  b.bytes = 65536;
+  // Two ranks at 64 KiB per peer touch 256 KiB; a 64 KiB broadcast 64 KiB: both warm.
+  for (const Coll& c : {alltoall(65536), b}) {
+    const Timeline cold = tnbc_timeline(m, kTwoNodes, c, Execution{}, true);
+    const Timeline warm = tnbc_timeline(w, kTwoNodes, c, Execution{}, true);
+    CHECK(cold.in_call_work_ns - warm.in_call_work_ns == Approx((24e3 - 11e3) + (160e3 - 125e3) + (cold_hold - warm_hold)));
+  }
+  // 256 KiB per peer touch 1 MiB (not below the cache), a 1 MiB broadcast too: priced cold.
+  b.bytes = kMiB;
+  for (const Coll& c : {alltoall(256 << 10), b})
+    CHECK(tnbc_timeline(w, kTwoNodes, c, Execution{}, true).in_call_work_ns ==
+          Approx(tnbc_timeline(m, kTwoNodes, c, Execution{}, true).in_call_work_ns));
 }
 
 TEST_CASE("model: where calibrate kept the in-call copy's points, small copies are priced by them, not the line's intercept") {

@@ -67,7 +67,7 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
   std::vector<char> send(sizes.back() * static_cast<std::size_t>(n), 1), recv(sizes.back() * static_cast<std::size_t>(n), 0);
   const CallSite site{reinterpret_cast<const void*>(&measure_own_call), Lang::C};
   // This rank's median per size, ns: after emptying the caches, as the machine's other in-call
-  // costs are measured; then, at the sizes whose calls the model prices warm (Machine::warm: what
+  // costs are measured; then, at the sizes whose calls the model prices warm (Machine::fits_cache: what
   // a rank sends and receives fits in the cache), with the caches as the previous call left them.
   auto median_call = [&](std::size_t b, bool cold) {
     const int count = static_cast<int>(b);
@@ -86,7 +86,7 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
     return model::median_of(t);
   };
   int warm_sizes = 0;  // the smallest ones; as few as any rank's cache allows, so all run the same calls
-  for (std::size_t b : sizes) warm_sizes += m.warm(2.0 * static_cast<double>(b) * n) ? 1 : 0;
+  for (std::size_t b : sizes) warm_sizes += m.fits_cache(2.0 * static_cast<double>(b) * n) ? 1 : 0;
   MPI_Allreduce(MPI_IN_PLACE, &warm_sizes, 1, MPI_INT, MPI_MIN, world);
   std::vector<double> mine;  // the cold medians by size, then the warm ones
   for (std::size_t b : sizes) mine.push_back(median_call(b, true));

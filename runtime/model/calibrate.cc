@@ -696,7 +696,7 @@ double reader_wait_ns(std::size_t page) {
 // through): a collective's call finds its receive buffer's pages so after the program's work.
 // With them cached a 4 MiB hold back took 74 us on this VM, after emptying 170-290 us, in
 // Table 1's calls 160-430 us (docs/benchmarks.md, "Session 18").
-// And where the call's data fits in the cache (Machine::warm): the sizes below warm_below_bytes
+// And where the call's data fits in the cache (Machine::fits_cache): the sizes below warm_below_bytes
 // again, each cycle finding the caches as the previous one left them (hold_warm; a 64 KiB hold
 // took 17 us in Table 1's calls, 53 us emptied: docs/benchmarks.md, "Session 24").
 void measure_guard(Machine& mach, std::size_t page, const std::vector<char>& evict, std::FILE* progress) {
@@ -720,7 +720,7 @@ void measure_guard(Machine& mach, std::size_t page, const std::vector<char>& evi
     mach.guard[k] = {hold, publish, wait, {}};
     std::vector<std::size_t> warm;
     for (std::size_t bytes : sizes)
-      if (mach.warm(static_cast<double>(bytes))) warm.push_back(bytes);
+      if (mach.fits_cache(static_cast<double>(bytes))) warm.push_back(bytes);
     Line hold_warm, unused;
     if (!warm.empty() && guard_lines(*b, s, warm, kGuardReps, [] {}, hold_warm, unused)) mach.guard[k].hold_warm = hold_warm;
     if (progress)

@@ -300,6 +300,10 @@ TEST_CASE("machine file: the warm figures and the first round are optional; writ
   CHECK(back.guard[0].hold_at(65536, false) == Approx(back.guard[0].hold.at(65536)));
   // A warm figure that was not measured falls back to the cold one.
   CHECK(back.guard[2].hold_at(65536, true) == Approx(back.guard[2].hold.at(65536)));
+  // Without tnbc's own call measured warm (ranks sharing a node) no call is priced warm.
+  Machine no_rest = back;
+  no_rest.in_call_rest_warm = {};
+  CHECK_FALSE(no_rest.warm(65536));
   Machine no_handover = back;
   no_handover.handover_warm_ns = -1;
   CHECK(no_handover.handover(true) == Approx(24e3));

@@ -116,9 +116,10 @@ double loaded_wake_ns(long long ns);
 // it runs on, the median of `reps` (1 ms apart, the thread asleep again; `before` runs before
 // each: calibrate empties the caches there), ns. Then the caller computes on (spins, as a program
 // after its call) and the thread's first round after the return — its next look finds the call
-// returned — comes `first_round_ns` later (the median): where the thread shares the caller's CPU,
-// when the scheduler lets it preempt the computation (0.27 ms in Table 1's calls on this VM,
-// docs/benchmarks.md "Session 23"); on a CPU of its own, one look (kReturnLookNs).
+// returned — comes `first_round_ns` later (the median): its look every kReturnLookNs and the
+// timer's slack, or later where the scheduler keeps the computing caller on their one CPU (66 us
+// here; the real progress thread's first round in Table 1's calls came 0.27 ms after the return,
+// a difference not explained: docs/benchmarks.md, "Session 24").
 struct Handover {
   double handover_ns = -1;
   double first_round_ns = -1;

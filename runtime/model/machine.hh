@@ -247,7 +247,7 @@ struct Machine {
   double handover(bool warm) const { return std::max(0.0, warm && handover_warm_ns >= 0 ? handover_warm_ns : handover_ns); }
   // After the hand-over, while the program computes, how long until the progress thread's first
   // round (model/measure.hh, Handover::first_round_ns): where that thread shares the caller's CPU
-  // the bodies start that much later (calibrate's stand-in 66 us here, Table 1's calls 0.27 ms:
+  // the bodies start that much later (66 us here, calibrate's stand-in and Table 1's calls alike:
   // docs/benchmarks.md, "Session 24"); a program that reads at once sleeps in its first fault and
   // lets it in at once. Optional (calibrate writes it since session 24); -1: not measured, none.
   double first_round_ns = -1;

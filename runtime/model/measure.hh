@@ -118,8 +118,8 @@ double loaded_wake_ns(long long ns);
 // after its call) and the thread's first round after the return — its next look finds the call
 // returned — comes `first_round_ns` later (the median): its look every kReturnLookNs and the
 // timer's slack, or later where the scheduler keeps the computing caller on their one CPU (66 us
-// here; the real progress thread's first round in Table 1's calls came 0.27 ms after the return,
-// a difference not explained: docs/benchmarks.md, "Session 24").
+// here, as the real progress thread's in Table 1's calls, 63-66 us: docs/benchmarks.md,
+// "Session 24").
 struct Handover {
   double handover_ns = -1;
   double first_round_ns = -1;

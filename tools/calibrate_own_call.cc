@@ -86,11 +86,13 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
     return model::median_of(t);
   };
   int warm_sizes = 0;  // the smallest ones; as few as any rank's cache allows, so all run the same calls
-  for (std::size_t b : sizes) warm_sizes += m.fits_cache(2.0 * static_cast<double>(b) * n) ? 1 : 0;
+  for (std::size_t b : sizes) warm_sizes += m.fits_cache(model::Machine::exchange_touched(n, static_cast<double>(b))) ? 1 : 0;
   MPI_Allreduce(MPI_IN_PLACE, &warm_sizes, 1, MPI_INT, MPI_MIN, world);
-  std::vector<double> mine;  // the cold medians by size, then the warm ones
-  for (std::size_t b : sizes) mine.push_back(median_call(b, true));
-  for (int i = 0; i < warm_sizes; ++i) mine.push_back(median_call(sizes[static_cast<std::size_t>(i)], false));
+  // The cold medians by size, then the warm ones; `at` holds each one's size.
+  std::vector<std::size_t> at = sizes;
+  at.insert(at.end(), sizes.begin(), sizes.begin() + warm_sizes);
+  std::vector<double> mine;
+  for (std::size_t i = 0; i < at.size(); ++i) mine.push_back(median_call(at[i], i < sizes.size()));
   engine->shutdown();
   const KindCounters k = stats.kind(Kind::Alltoall);
   const std::uint64_t early = k.early_return, calls = k.calls;
@@ -106,15 +108,14 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
   const model::Topology topo = model::Topology::block(n, std::max(1, m.ranks_per_node), std::max(1, m.cpus_per_node), 1);
   // The model's Tinit prices the warm sizes warm (its hold and hand-over), so each rest is the
   // part of its own kind of call the model leaves out.
-  auto size_at = [&](std::size_t i) { return sizes[i < sizes.size() ? i : i - sizes.size()]; };
   std::vector<double> rests;  // per entry of `mine`
   for (std::size_t i = 0; i < mine.size(); ++i)
-    rests.push_back(std::max(0.0, slowest[i] - model_in_call_ns(m, topo, static_cast<double>(size_at(i)))));
+    rests.push_back(std::max(0.0, slowest[i] - model_in_call_ns(m, topo, static_cast<double>(at[i]))));
   // The line through entries [from, to), by bytes received from the peers (what the model's hold is of).
   auto line = [&](std::size_t from, std::size_t to) {
     std::vector<double> x, y;
     for (std::size_t i = from; i < to; ++i) {
-      x.push_back(static_cast<double>(size_at(i)) * (n - 1));
+      x.push_back(static_cast<double>(at[i]) * (n - 1));
       y.push_back(rests[i]);
     }
     return model::fit_through(x, y);
@@ -124,7 +125,7 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
   if (progress) {
     std::fprintf(progress, "tnbc's own early return (MPI_Alltoall, the slowest rank), the model's parts left out:");
     for (std::size_t i = 0; i < mine.size(); ++i)
-      std::fprintf(progress, " %zu KiB%s %.0f us (of %.0f)", size_at(i) >> 10, i < sizes.size() ? "" : " warm", rests[i] / 1e3,
+      std::fprintf(progress, " %zu KiB%s %.0f us (of %.0f)", at[i] >> 10, i < sizes.size() ? "" : " warm", rests[i] / 1e3,
                    slowest[i] / 1e3);
     std::fprintf(progress, "\n");
   }

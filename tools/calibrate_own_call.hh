@@ -13,7 +13,7 @@
 //     complete it (Engine::complete_all)
 //   the slowest rank's median per size, less the model's Tinit for the same call on the
 //   machine just measured (the calibrating run's placement), >= 0: the points of the line;
-//   then the sizes whose calls the model prices warm (Machine::warm) once more without
+//   then the sizes whose calls fit in the cache (Machine::fits_cache) once more without
 //   emptying the caches: the points of `in_call_rest_warm` (since session 24)
 #pragma once
 

@@ -766,7 +766,7 @@ Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* 
   m.ranks_per_node = t.max_per_node();
   m.cpus_per_node = w.cpus_per_node;
   m.page = page;
-  m.warm_below_bytes = static_cast<double>(l2_cache_bytes());  // Machine::warm
+  m.warm_below_bytes = static_cast<double>(l2_cache_bytes());  // Machine::fits_cache
   {
     char host[256] = "";
     ::gethostname(host, sizeof host - 1);

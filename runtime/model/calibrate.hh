@@ -60,7 +60,7 @@
 //   own call    last, every rank (CalibrateOptions::last, from tools/calibrate_main.cc): tnbc's
 //               own early return through its engine, the part the model's priced parts miss
 //               (Machine::in_call_rest; tools/calibrate_own_call.hh), cold and, at the sizes
-//               whose calls fit in the L2 cache (Machine::warm), warm. The guard's holds are
+//               whose calls fit in the L2 cache (Machine::fits_cache), warm. The guard's holds are
 //               measured warm at those sizes too (hold_warm).
 //
 // Medians of repetitions after a warm-up; each size repeated until about --seconds-per-size

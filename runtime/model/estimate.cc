@@ -178,8 +178,7 @@ Timeline exchange_timeline(const Machine& m, const Topology& t, const Coll& c, c
   for (int k = 0; k < kLevels; ++k)
     if (p.k[k] > 0) post += p.k[k] * (pieces > 1 ? 2 : 1) * level(m, static_cast<LevelKind>(k)).o_s(std::min(s, page));
   if (early) {
-    // What it sends and receives, its own block included, fits in the cache: warm (Machine::warm).
-    const bool warm = m.warm(2 * p.n * s);
+    const bool warm = m.warm(Machine::exchange_touched(p.n, s));
     double stage = 0;
     if (!x.eager_copy) stage = m.guard_measured[2] ? m.guard[2].hold_at(n1 * s, warm) : 0;
     else

@@ -227,6 +227,9 @@ struct Machine {
   double warm_below_bytes = 0;
   bool fits_cache(double touched) const { return warm_below_bytes > 0 && touched < warm_below_bytes; }
   bool warm(double touched) const { return fits_cache(touched) && !in_call_rest_warm.points.empty(); }
+  // What one rank of an exchange of `per_peer` bytes over `ranks` ranks touches (the `touched` of
+  // fits_cache and warm): its sends and receives, its own block included.
+  static double exchange_touched(int ranks, double per_peer) { return 2.0 * ranks * per_peer; }
   // The progress thread's poll: one MPI_Testsome over pending requests, and how long a sleep
   // of TNBC_POLL_MIN_US really lasts (timer slack). O_r, the cost of noticing that a message or
   // request arrived (seed 000's RMA broadcast: its Broadcaster's busy-wait), is test + sleep / 2.

@@ -13,7 +13,10 @@ std::optional<model::Program> model_program(const SiteProgram& p, const model::M
   const double model_ns = model::mpi_blocking_ns(m, comm, c);
   if (!(p.blocking_ns > 0) || !(model_ns > 0)) return std::nullopt;
   const double f = model_ns / p.blocking_ns;
-  return model::Program{p.program.curc_ns * f, p.program.crc_ns * f};
+  model::Program scaled = p.program;
+  scaled.curc_ns *= f;
+  scaled.crc_ns *= f;
+  return scaled;
 }
 
 model::Execution execution(const Settings& s, int guard_index) {
@@ -301,7 +304,8 @@ class ModelPolicy final : public Policy {
     const std::optional<SiteProgram> program = orders_->program(call);
     const std::uint64_t program_key =
         program ? std::bit_cast<std::uint64_t>(program->program.curc_ns) * 31 ^ std::bit_cast<std::uint64_t>(program->program.crc_ns) ^
-                      std::bit_cast<std::uint64_t>(program->blocking_ns) * 17
+                      std::bit_cast<std::uint64_t>(program->blocking_ns) * 17 ^
+                      static_cast<std::uint64_t>(program->program.own_last)
                 : 0;
     std::lock_guard lock(mutex_);
     if (node_.size() >= kNodeCacheEntries) node_.clear();  // Alltoallv: sizes may differ every call

@@ -50,8 +50,10 @@ int cmd_predict(const std::vector<std::string>& args) {
   bool json = false;
   // --program CURC_MS,CRC_MS [--tcomm-ms T]: also the early return's predicted total for a
   // program that computes T_CURC, then reads for T_CRC (overlap(), Eq. 1 and 3 with tnbc's costs),
-  // with the blocking time T measured (else the model's).
+  // with the blocking time T measured (else the model's); --own-last: some rank reads its own
+  // block after every peer's (model::Program::own_last).
   std::string program;
+  bool own_last = false;
   double tcomm_ms = 0;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -62,12 +64,13 @@ int cmd_predict(const std::vector<std::string>& args) {
     else if (a == "--json") json = true;
     else if (a == "--program") program = value();
     else if (a == "--tcomm-ms") tcomm_ms = std::atof(value().c_str());
+    else if (a == "--own-last") own_last = true;
     else if (!a.empty() && a[0] == '-') return fail("unknown option '" + a + "'");
     else file = a;
   }
   if (file.empty() || np < 1)
     return fail("usage: tnbc predict MACHINE.json --np N [--per-node M (default: all on one node)] "
-                "[--sizes 64k,256k,1m,4m,16m] [--program CURC_MS,CRC_MS [--tcomm-ms T]] [--json]");
+                "[--sizes 64k,256k,1m,4m,16m] [--program CURC_MS,CRC_MS [--tcomm-ms T] [--own-last]] [--json]");
   model::Program prog;
   const bool with_program = !program.empty();
   if (with_program) {
@@ -78,6 +81,9 @@ int cmd_predict(const std::vector<std::string>& args) {
     prog.crc_ns = std::strtod(crc, &end) * 1e6;
     if (end == crc || *end != '\0' || prog.curc_ns < 0 || prog.crc_ns < 0)
       return fail("--program wants CURC_MS,CRC_MS, not '" + program + "'");
+    prog.own_last = own_last;
+  } else if (own_last) {
+    return fail("--own-last describes the program of --program CURC_MS,CRC_MS: give both");
   }
   Result<model::Machine> m = model::read_machine(file);
   if (!m.ok()) return fail(m.status().message());

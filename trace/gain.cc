@@ -33,6 +33,26 @@ std::optional<double> rank_crc_ns(const ProfileSite::Rank& r, std::optional<doub
   return t_crc;
 }
 
+bool reads_own_last(const ProfileSite& s) {
+  const auto n = static_cast<std::size_t>(s.comm_size);
+  if (n < 2) return false;
+  const bool one_comm = s.ranks.size() == n && std::all_of(s.ranks.begin(), s.ranks.end(), [&](const ProfileSite::Rank& r) {
+                          return r.rank >= 0 && static_cast<std::size_t>(r.rank) < n;
+                        });
+  const auto full = [&](const ProfileSite::Rank& r) { return r.receives && r.order.size() == n; };
+  if (one_comm)
+    return std::any_of(s.ranks.begin(), s.ranks.end(), [&](const ProfileSite::Rank& r) { return full(r) && r.order.back() == r.rank; });
+  const std::vector<int>* common = nullptr;
+  std::size_t alike = 0;
+  for (const ProfileSite::Rank& r : s.ranks) {
+    if (!full(r)) continue;
+    if (!common) common = &r.order;
+    if (*common != r.order) return false;
+    ++alike;
+  }
+  return alike >= n;  // at least a communicator's worth of ranks, one order
+}
+
 SiteEstimate estimate_site(const ProfileSite& s) {
   SiteEstimate e;
   std::vector<double> comm, curc, crc, overlap;
@@ -48,6 +68,7 @@ SiteEstimate estimate_site(const ProfileSite& s) {
     overlap.push_back(*r.curc_ns + t_crc);
   }
   e.estimating_ranks = static_cast<int>(overlap.size());
+  e.own_last = s.kind != "bcast" && reads_own_last(s);
   e.comm_ns = median(comm);
   e.curc_ns = median(curc);
   e.crc_ns = median(crc);
@@ -123,7 +144,7 @@ Decision decide(const SiteEstimate& e, const CostModel& cost) {
 
 std::optional<model::Program> site_program(const SiteEstimate& e) {
   if (!e.overlap_ns) return std::nullopt;
-  return model::Program{e.curc_ns.value_or(0), std::max(0.0, *e.overlap_ns - e.curc_ns.value_or(0))};
+  return model::Program{e.curc_ns.value_or(0), std::max(0.0, *e.overlap_ns - e.curc_ns.value_or(0)), e.own_last};
 }
 
 Decision decide(const SiteEstimate& e, Kind kind, int comm_size, const Judge& j) {

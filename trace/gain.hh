@@ -61,8 +61,16 @@ struct SiteEstimate {
   std::optional<double> crc_ns;        // median T_CRC
   std::optional<double> overlap_ns;    // median T_CURC + T_CRC (per rank, then the median)
   double bytes = 0;                    // most bytes received per call by one rank
+  bool own_last = false;               // a rank reads its own block after every peer's (model::Program::own_last)
 };
 SiteEstimate estimate_site(const ProfileSite& s);
+// Whether some rank of the site reads its own block after every peer's (exchange family): a rank
+// whose recorded order ends with its own block, where the site's ranks are those of one
+// communicator (as many as its size, numbered below it: the profile's rank numbers are the job's,
+// its sub-message indices places in the communicator); elsewhere every receiving rank recording
+// one and the same full order (at least as many ranks as the communicator has), which puts the
+// own block of the rank that order names last, last.
+bool reads_own_last(const ProfileSite& s);
 // T_CURC and T_CRC of a site's estimate (T_CRC: the overlap less T_CURC); nothing without an
 // overlap estimate.
 std::optional<model::Program> site_program(const SiteEstimate& e);

@@ -677,7 +677,9 @@ Overlap overlap(const Machine& m, const Topology& t, const Coll& c, const Execut
   const double stolen = (1 - t.spare_cpu()) * std::max(tl.driver_cpu_ns, tl.shared_cpu_ns) * overlapped;
   const double waiting = after > 0 ? std::clamp(1.0 - p.curc_ns / after, 0.0, 1.0) : 0.0;
   const double wakeups = g.fault_ns * std::min(tl.regions, std::max(1.0, tl.regions * waiting)) * (X < after ? 1 : 0);
-  const double reader = std::max({X + stolen, after + tl.last_share * p.crc_ns, first + p.crc_ns});
+  // A reader that reads its own block last reads it after the stream's last piece (Program::own_last).
+  const double own_after = p.own_last && c.kind != Kind::Bcast ? p.crc_ns / std::max(1, t.n()) : 0;
+  const double reader = std::max({X + stolen, after + tl.last_share * p.crc_ns + own_after, first + p.crc_ns});
   o.early_total_ns = o.in_call_ns + reader + wakeups;
   o.saved_ns = o.blocking_ns + X - o.early_total_ns;
   o.cost_ns = o.hidden_ns - o.saved_ns;

@@ -104,8 +104,14 @@ double bcast_tree_ns(const Machine& m, const Topology& t, double bytes, int root
 
 // The code after the call: it computes T_CURC without touching the received data, then reads
 // it in order, taking T_CRC = bytes / R_CRC (the trace pass's estimates, or Table 1's).
+// `own_last`: in the exchange family some rank reads its own block after every peer's (every
+// rank reading the blocks in one order, as Table 1's `seq` and the proxies do: the rank whose
+// block that order puts last). Its own block, in place since the call, is then read only after
+// the last piece came in (T_CRC / n more at the end), and the program's next collective waits
+// for that rank.
 struct Program {
   double curc_ns = 0, crc_ns = 0;
+  bool own_last = false;
 };
 
 // An early return against the blocking call, for a program (Eq. 1 and Eq. 3 with tnbc's costs).

@@ -97,9 +97,12 @@ def main():
             var = {v["name"]: v for v in sc["variants"]}
             tnbc_v = var.get("tnbc") or var.get("tnbc-optimize")
             tcomm, curc, crc = m["tcomm_s"], m["t_curc_s"], m["t_crc_s"]
+            # Every rank reads the blocks in one order (all but `self`, where each reads its own first):
+            # the rank whose block it puts last reads its own after every peer's.
+            own_last = ["--own-last"] if kind == "alltoall" and d["parameters"].get("order") != "self" else []
             pred = json.loads(run([tnbc, "predict", machine, "--np", str(a.np), "--per-node", str(per_node), "--sizes",
                                    str(nbytes), "--program", f"{curc * 1e3:.6f},{crc * 1e3:.6f}",
-                                   "--tcomm-ms", f"{tcomm * 1e3:.6f}", "--json"]))
+                                   "--tcomm-ms", f"{tcomm * 1e3:.6f}"] + own_last + ["--json"]))
             p = next(r for r in pred["results"] if r["kind"] == kind)
             # The same miss per iteration, against the blocking variant's total of that iteration (the
             # variants run interleaved in every iteration): what disturbs an iteration as a whole

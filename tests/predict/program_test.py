@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`tnbc predict MACHINE --program CURC_MS,CRC_MS [--tcomm-ms T]` (tools/predict.cc): the early
+"""`tnbc predict MACHINE --program CURC_MS,CRC_MS [--tcomm-ms T] [--own-last]` (tools/predict.cc): the early
 return's predicted cost for a program that computes T_CURC, then reads for T_CRC (the listing
 tests/bench/early_return_cost.py compares with measurements), on a machine file written here
 (predict_test.machine: 2 nodes, 1 Gbit/s-like between them). Not timed.
@@ -10,7 +10,8 @@ min(Tcomm - Tinit, T_CURC + T_CRC), saved = Tcomm + T_CURC + T_CRC - early total
 - saved), with the model's Tcomm and with one given by --tcomm-ms; a program that computes three
 times the transfer first saves most of it, one that reads at once saves nothing; the text listing
 carries the same numbers; without --program no such fields; a malformed --program gives one
-message and exit 2.
+message and exit 2; --own-last adds T_CRC / n to a reader at once of an exchange, nothing to a
+broadcast.
 """
 import argparse
 import json
@@ -90,6 +91,25 @@ def main():
     out = run(a.tool, *place, "--program", f"{curc / ms:.6f},1", "--tcomm-ms", "50", "--json")
     for r in rows(out):
         check_identities(r, curc + ms, 50 * ms, out)
+
+    # --own-last (some rank reads its own block after every peer's): a reader at once twice as
+    # fast as the link reads its own block, half of what it reads at np 2, after the last piece
+    # came in — the exchange's total grows by that, the broadcast's (no own block) not at all.
+    for size in sorted({b for _, b in blocking}):
+        one = [mach, "--np", "2", "--per-node", "1", "--sizes", str(size)]
+        read = 0.5 * blocking[("alltoall", size)] / ms
+        same = rows(run(a.tool, *one, "--program", f"0,{read:.6f}", "--json"))
+        out = run(a.tool, *one, "--program", f"0,{read:.6f}", "--own-last", "--json")
+        for r, o in zip(same, rows(out)):
+            check_identities(o, read * ms, blocking[(r["kind"], r["bytes"])], out)
+            grew = o["early_total_s"] - r["early_total_s"]
+            if r["kind"] == "bcast":
+                close(grew, 0, f"bcast {r['bytes']} B: --own-last changes no broadcast", out)
+            elif abs(grew - read * ms / 2) > 0.01 * read * ms:
+                fail(f"alltoall {r['bytes']} B: --own-last should add T_CRC / 2 = {read * ms / 2} s, added {grew} s", out)
+    out = run(a.tool, *place, "--own-last", status=2)
+    if "--own-last describes the program of --program" not in out:
+        fail("--own-last without --program: one message", out)
 
     # The text listing: one line per row with the same early-return figures.
     text = run(a.tool, *place, "--program", f"{curc / ms:.6f},1")

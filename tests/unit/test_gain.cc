@@ -121,6 +121,45 @@ TEST_CASE("gain: missing site, missing estimates, older profile: return early") 
   CHECK(decide_text(old).basis == Basis::NoEstimate);
 }
 
+TEST_CASE("gain: a site where some rank reads its own block after every peer's") {
+  ProfileSite s;
+  s.kind = "alltoall";
+  s.comm_size = 2;
+  auto rank = [](int id, std::vector<int> order) {
+    ProfileSite::Rank r;
+    r.rank = id;
+    r.receives = true;
+    r.order = std::move(order);
+    return r;
+  };
+  // One communicator (the job's ranks 0 and 1), both reading block 0 first: rank 1's own last.
+  s.ranks = {rank(0, {0, 1}), rank(1, {0, 1})};
+  CHECK(reads_own_last(s));
+  CHECK(estimate_site(s).own_last);
+  // Each its own block first (Table 1's `self`).
+  s.ranks = {rank(0, {0, 1}), rank(1, {1, 0})};
+  CHECK_FALSE(reads_own_last(s));
+  // A partial order (a block never touched) says nothing.
+  s.ranks = {rank(0, {0, 1}), rank(1, {0})};
+  CHECK_FALSE(reads_own_last(s));
+  // Four job ranks at a site of two-rank communicators: the numbers are not places in it; one
+  // order for all puts some rank's own block last, orders that differ do not tell.
+  s.ranks = {rank(0, {0, 1}), rank(1, {0, 1}), rank(2, {0, 1}), rank(3, {0, 1})};
+  CHECK(reads_own_last(s));
+  s.ranks = {rank(0, {0, 1}), rank(1, {1, 0}), rank(2, {0, 1}), rank(3, {1, 0})};
+  CHECK_FALSE(reads_own_last(s));
+  s.ranks = {rank(2, {0, 1}), rank(3, {0})};  // one full order only: fewer than a communicator's ranks
+  CHECK_FALSE(reads_own_last(s));
+  // The estimate carries it to the model's program; a broadcast has no own block.
+  s.ranks = {rank(0, {0, 1}), rank(1, {0, 1})};
+  for (auto& r : s.ranks) r.traced = 1, r.curc_ns = 1e6, r.gaps_ns = {1e6};
+  const auto p = site_program(estimate_site(s));
+  REQUIRE(p);
+  CHECK(p->own_last);
+  s.kind = "bcast";
+  CHECK_FALSE(estimate_site(s).own_last);
+}
+
 TEST_CASE("gain: T_CRC from the gaps when no R_CRC was measured") {
   std::vector<RankValues> r(4);
   for (auto& v : r) v.r_crc.reset(), v.gaps_ns = {1 * kMs, 1 * kMs}, v.curc_ns = 0.2 * kMs;

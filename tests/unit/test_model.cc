@@ -834,6 +834,34 @@ TEST_CASE("model: a send window's pieces arrive together, so a reader at once ge
   CHECK(ob.early_total_ns - faster.early_total_ns == Approx(4 / body / 2 * 0.25 * blocking).epsilon(0.01));
 }
 
+TEST_CASE("model: a reader that reads its own block after every peer's reads it after the last piece") {
+  // Table 1 (c) in `seq` order, np 2: rank 1 reads rank 0's block, then its own — in place since
+  // the call, but read only once the peer's last window is in and read (Program::own_last).
+  // Measured on the emulated link, 4 MiB per peer: the model without it 16-26 % short of the
+  // slowest rank's total (docs/benchmarks.md, "Session 25").
+  const Machine m = two_nodes();
+  Coll c = alltoall(4 * kMiB);
+  c.pieces = PieceRule(std::size_t{208 * 1024});
+  Execution four;
+  four.window = 4;
+  const double blocking = mpi_blocking_ns(m, kTwoNodes, c);
+  Program at_once{0, 0.5 * blocking};
+  Program own_last = at_once;
+  own_last.own_last = true;
+  CHECK(overlap(m, kTwoNodes, c, four, own_last).early_total_ns - overlap(m, kTwoNodes, c, four, at_once).early_total_ns ==
+        Approx(at_once.crc_ns / 2).epsilon(0.01));
+  // A reader slower than the data is bound by its own reading, wherever its own block comes.
+  Program slow{0, 4 * blocking};
+  Program slow_own = slow;
+  slow_own.own_last = true;
+  CHECK(overlap(m, kTwoNodes, c, four, slow_own).early_total_ns == Approx(overlap(m, kTwoNodes, c, four, slow).early_total_ns));
+  // A broadcast has no own block.
+  Coll b = c;
+  b.kind = Kind::Bcast;
+  b.segments = 4;
+  CHECK(overlap(m, kTwoNodes, b, four, own_last).early_total_ns == Approx(overlap(m, kTwoNodes, b, four, at_once).early_total_ns));
+}
+
 TEST_CASE("model: mode nbc weighs an exchange against the library's call on idle links (the head start of a shaper's burst)") {
   // The sweep of a link shaped to 125 MB/s whose first 256 KiB get through at once: a message
   // alone takes T(m) = L + max(0, m - 256 KiB) G. Mode nbc, with no measured Tcomm, weighs an

@@ -146,8 +146,10 @@ double uncached_copy_ns(Scratch& s, std::size_t& cursor, std::size_t bytes, Func
     return true;
   }, [&] {
     before();
+    // The cursor is shared by every size: one a smaller copy left may not leave room for this one.
+    if (cursor + bytes > s.len) cursor = 0;
     at = cursor;
-    cursor = cursor + step + bytes <= s.len ? cursor + step : 0;
+    cursor += step;
   }, reps);
 }
 

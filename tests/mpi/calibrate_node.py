@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""`tnbc calibrate` with four ranks on one node measures tnbc's in-call copies to 4 MiB.
+
+usage: calibrate_node.py --tool TNBC [--mpi openmpi --mpirun mpirun]
+
+Four ranks on this machine (shared memory, oversubscribed where it has fewer CPUs): `tnbc
+calibrate --max-bytes 256k`. The in-call copy is measured at 64 KiB-4 MiB whatever --max-bytes
+says, each rank walking its arena (three times the last-level cache over the node's ranks, at
+least four of the largest copy) with one cursor for every size; the more ranks share a node, the
+smaller the arena. Until session 25 a cursor a smaller copy left near the arena's end started
+the next size's larger copy there: every calibration at np 4 on one node died of SIGSEGV (since
+session 22), and the harness's contended cells fell back to the start-up probe. The file must be
+written, with the in-call copy measured at every size up to 4 MiB.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from run_mpi_test import add_launcher_options, fail, launch_command  # noqa: E402
+
+NP = 4
+SIZES = [65536, 256 << 10, 1 << 20, 4 << 20]  # runtime/model/calibrate.cc, in_call_copy_sizes
+
+
+def main():
+    import argparse
+    ap = argparse.ArgumentParser()
+    add_launcher_options(ap)
+    ap.add_argument("--tool", required=True)
+    a = ap.parse_args()
+    machine = os.path.join(tempfile.mkdtemp(prefix="tnbc-calibrate-node-"), "machine.json")
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    # The sanitized build's runtime options (ASAN_OPTIONS ...): the tool itself is instrumented.
+    exports = dict(kv.split("=", 1) for kv in a.env)
+    cmd = launch_command(a.mpi, a.mpirun, NP, exports) + [a.tool, "calibrate", "-o", machine, "--max-bytes", "256k",
+                                                          "--seconds-per-size", "0.02"]
+    print("running:", " ".join(cmd), flush=True)
+    try:
+        p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
+    except subprocess.TimeoutExpired as e:
+        fail("tnbc calibrate timed out after 240 s", e.stdout or "")
+    print(p.stdout)
+    if p.returncode != 0 or not os.path.exists(machine):
+        fail(f"tnbc calibrate at np {NP} on one node failed (exit {p.returncode})", p.stdout)
+    m = json.load(open(machine))
+    if m.get("ranks_per_node") != NP:
+        fail(f"the file says {m.get('ranks_per_node')} ranks per node, not {NP}", open(machine).read())
+    line = m.get("guard", {}).get("memcpy_in_call")
+    points = [x for x, _ in line.get("points", [])] if line else []
+    if points[:len(SIZES)] != SIZES:  # (16 and 64 MiB follow where the node's last-level cache is large)
+        fail(f"the in-call copy's points are at {points}, expected {SIZES} first", open(machine).read())
+    print(f"PASS: np {NP} on one node calibrated; in-call copy measured at {points}")
+
+
+if __name__ == "__main__":
+    main()

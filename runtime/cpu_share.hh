@@ -27,6 +27,17 @@ struct CpuShare {
 // Collective over `world` (every rank calls it): splits it by node and ORs the affinity masks.
 CpuShare measure_cpu_share(MPI_Comm world);
 
+// Whether tnbc's progress thread has no CPU but the callers': its only CPU is this rank's, or
+// the node has as many ranks as the CPUs it may run on (each of them some rank's). Woken at the
+// hand-over of an early return, it then takes a caller's CPU, so it waits for that call's
+// return before its round (Progress::wait_for_returns). Measured on shared memory, np 2 on a
+// node of 2 CPUs with the thread on both: its first round (the receiver's copies of a Bcast's
+// bodies) ran while the leaf's caller waited for a CPU, 1.0 ms in the call where 0.3 without
+// (docs/benchmarks.md, "Session 25").
+inline bool progress_takes_callers_cpu(const CpuShare& c) {
+  return c.progress_on_own_cpu || (c.progress_cpus > 0 && c.node_ranks >= c.progress_cpus);
+}
+
 // Empty when every rank has a CPU for its computation and one to spare for communication on
 // average, else a sentence saying what competes with what.
 std::string cpu_share_problem(const CpuShare& c);

@@ -128,7 +128,7 @@ class EngineImpl final : public Engine {
     const cpu_set_t got = progress_->place(want);
     cpus.progress_cpus = CPU_COUNT(&got);
     cpus.progress_on_own_cpu = CPU_COUNT(&got) == 1 && CPU_EQUAL(&got, &cpus.own_set);
-    progress_->set_shares_caller_cpu(cpus.progress_on_own_cpu);
+    progress_->set_shares_caller_cpu(progress_takes_callers_cpu(cpus));
     if (cpus.node_rank == 0)
       log(LogLevel::Info, "the progress thread runs on CPUs %s (the rank's binding: %s; TNBC_PROGRESS_CPUS)",
           cpu_list(got).c_str(), cpu_list(cpus.own_set).c_str());

@@ -51,7 +51,8 @@ class Progress {
   // would (the waiter's CPU is idle); `yield`: give the CPU up between polls (a node with more
   // ranks than CPUs, Policy::waiting()).
   void set_yield(bool yield) { yield_.store(yield, std::memory_order_relaxed); }
-  // `shared`: the thread runs only on the rank's own single CPU (a fully subscribed node). Woken
+  // `shared`: the thread has no CPU but the callers' (progress_takes_callers_cpu: the rank's own
+  // single CPU, or a node with as many ranks as the CPUs it may run on). Woken
   // by an early return, it then lets the calling thread leave the call first (it sleeps in
   // steps of ~60 us, at most 1 ms, before its round while a caller whose part is done has not
   // returned): woken with a short slice it would otherwise preempt the caller inside the call
@@ -71,7 +72,8 @@ class Progress {
  private:
   void run();
   void retire(InFlight& f);
-  // Sleeps while a caller on this thread's only CPU is leaving its call (set_shares_caller_cpu).
+  // Sleeps while a caller whose CPU this thread takes is leaving its call (set_shares_caller_cpu:
+  // progress_takes_callers_cpu).
   void wait_for_returns();
 
   const long long poll_min_ns_, poll_max_ns_;

@@ -132,6 +132,25 @@ TEST_CASE("policy: guard backends and send windows from the settings") {
   CHECK(q->guards()[0] == GuardKind::Userfaultfd);
 }
 
+TEST_CASE("cpu share: the progress thread takes a caller's CPU where it has none of its own") {
+  CpuShare c;
+  c.node_ranks = 1;
+  c.own_cpus = c.node_cpus = c.progress_cpus = 1;
+  c.progress_on_own_cpu = true;  // one rank per node, bound to its node's one CPU
+  CHECK(progress_takes_callers_cpu(c));
+  c.progress_on_own_cpu = false;
+  c.node_ranks = 2;
+  c.node_cpus = c.progress_cpus = 2;  // shared memory, np 2 on 2 CPUs, the thread on both
+  CHECK(progress_takes_callers_cpu(c));
+  c.node_ranks = 4;  // np 4 on 2 CPUs
+  CHECK(progress_takes_callers_cpu(c));
+  c.node_ranks = 2;
+  c.node_cpus = c.progress_cpus = 4;  // two ranks on four CPUs: two to spare
+  CHECK_FALSE(progress_takes_callers_cpu(c));
+  c.progress_cpus = 0;  // not placed yet
+  CHECK_FALSE(progress_takes_callers_cpu(c));
+}
+
 TEST_CASE("policy: where the progress thread runs (TNBC_PROGRESS_CPUS)") {
   CpuShare bound;  // one rank per node, bound to one CPU (mpirun --bind-to core at np <= 2)
   bound.node_ranks = 1;

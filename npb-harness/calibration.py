@@ -92,6 +92,12 @@ class Calibrations:
         self.files[key] = path if ok else None
         return self.files[key]
 
+    def failed(self):
+        """The configurations whose calibration failed (their passes' cost model ran on the start-up
+        probe), sorted: what the harness repeats at the end of its output, where a reader of the
+        tables looks (a failure said only in the run's log went unseen in sessions 22-24)."""
+        return sorted(key for key, path in self.files.items() if path is None)
+
     def calibrate_once(self, np, path, text, what, alone=True):
         """One launch of tnbc calibrate writing `path` (its output in `text`); False, said, if it failed
         (`alone`: the machine file itself, whose failure sends the passes to the probe)."""

@@ -113,6 +113,9 @@ def main():
         check(c.machine(4) is None, "every launch failed: no machine file")
         check(any("start-up probe" in s for s in said), f"the fallback is said: {said}")
         check(not os.path.exists(os.path.join(tmp, "machines", "machine.none.np4.json")), "no partial machine file")
+        check(c.failed() == ["none.np4"], f"the failed configuration is listed for the end of the output: {c.failed()}")
+        c.machine(2)
+        check(c.failed() == ["none.np4"], f"a configuration that calibrated is not listed: {c.failed()}")
 
     if failures:
         sys.exit(f"{len(failures)} check(s) failed")

@@ -801,7 +801,8 @@ def main():
                               "stopped": stopped.get((b, c, n))} for b, c, _, n in cells]}
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump({"format": "tnbc-harness-summary", "version": 1, "runs": runs, "comparisons": comparisons,
-                   "speedups": list(paired.values()), "repetitions": repetitions}, f, indent=1)
+                   "speedups": list(paired.values()), "repetitions": repetitions,
+                   "machines": dict(calibrations.files) if calibrations else {}}, f, indent=1)
 
     # Comparison: medians per (benchmark, class, np, pass), speedup and hidden share vs baseline.
     def median(xs):
@@ -860,6 +861,9 @@ def main():
                    if r.get("tnbc_calls") and r["tnbc_calls"].get("cpu_contention")})
     for text in said:
         print(f"\nCPUs: {text} (docs/limitations.md)")
+    for key in calibrations.failed() if calibrations else []:
+        print(f"\n!!! machine {key}: every tnbc calibrate failed ({os.path.join(out, 'machines')}): the tnbc passes' "
+              "cost model ran on the start-up probe, not on a calibrated machine")
     # The overlap reports: one comparison page per benchmark, and each run's report.
     if comparisons or any(r.get("report") for r in runs):
         print("\noverlap reports (tnbc report; hidden and ideal above are shares of each pass's collective time, "

@@ -14,13 +14,12 @@ written, with the in-call copy measured at every size up to 4 MiB.
 """
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run_mpi_test import add_launcher_options, fail, launch_command  # noqa: E402
+from run_mpi_test import add_launcher_options, fail, run_mpirun  # noqa: E402
 
 NP = 4
 SIZES = [65536, 256 << 10, 1 << 20, 4 << 20]  # runtime/model/calibrate.cc, in_call_copy_sizes
@@ -33,19 +32,11 @@ def main():
     ap.add_argument("--tool", required=True)
     a = ap.parse_args()
     machine = os.path.join(tempfile.mkdtemp(prefix="tnbc-calibrate-node-"), "machine.json")
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    # The sanitized build's runtime options (ASAN_OPTIONS ...): the tool itself is instrumented.
-    exports = dict(kv.split("=", 1) for kv in a.env)
-    cmd = launch_command(a.mpi, a.mpirun, NP, exports) + [a.tool, "calibrate", "-o", machine, "--max-bytes", "256k",
-                                                          "--seconds-per-size", "0.02"]
-    print("running:", " ".join(cmd), flush=True)
-    try:
-        p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
-    except subprocess.TimeoutExpired as e:
-        fail("tnbc calibrate timed out after 240 s", e.stdout or "")
-    print(p.stdout)
-    if p.returncode != 0 or not os.path.exists(machine):
-        fail(f"tnbc calibrate at np {NP} on one node failed (exit {p.returncode})", p.stdout)
+    code, out = run_mpirun(NP, {}, [a.tool, "calibrate", "-o", machine, "--max-bytes", "256k", "--seconds-per-size", "0.02"],
+                           240, a)
+    print(out)
+    if code != 0 or not os.path.exists(machine):
+        fail(f"tnbc calibrate at np {NP} on one node failed (exit {code})", out)
     m = json.load(open(machine))
     if m.get("ranks_per_node") != NP:
         fail(f"the file says {m.get('ranks_per_node')} ranks per node, not {NP}", open(machine).read())

@@ -33,13 +33,16 @@ usage: harness.py [--tnbc PATH] [--build-dir build] [--benchmarks is,ft] [--clas
                   [--launcher mpirun|mpiexec|srun] [--hostfile FILE] [--ranks-per-node M]
                   [--launcher-args ARGS] [--passes baseline,nbc,trace,optimize] [--npb-src DIR]
                   [--out DIR] [--repeat 1] [--max-repeat N] [--speedup-floor 0.99] [--confidence 0.95]
-                  [--order rotate|fixed] [--settle S] [--trace-once] [--timeout 600] [--predict] [--what-if-np N,...]
+                  [--order rotate|fixed] [--settle S] [--steal-retries 2] [--steal-limit 1] [--trace-once]
+                  [--timeout 600] [--predict] [--what-if-np N,...]
 
 Repetitions: each runs every pass once, interleaved (--order rotate: each repetition starts one pass
 later); per pass the median of the repetitions' ratios baseline time / pass time, with a
 distribution-free confidence interval (order statistics) and a verdict against --speedup-floor:
 not slower, slower, undecided; --max-repeat N adds repetitions to the undecided cells
 (npb-harness/speedups.py, docs/harness.md). A pass named twice runs twice (baseline,baseline: A/A).
+A run during which a virtual machine's hypervisor took more than --steal-limit % of the machine's CPU
+time (steal) is measured again, up to --steal-retries times (hostload.py).
 """
 import argparse
 import atexit
@@ -67,6 +70,8 @@ STOP_GRACE_S = 30
 # A run during which the machine's CPUs spent more than this outside the run (other processes,
 # the hypervisor's steal) gets a line in the log (`host` in summary.json has it for every run).
 HOST_OTHER_CPU_NOTE_S = 0.05
+# The CPUs /proc/stat's steal sums over (hostload.stolen).
+MACHINE_CPUS = os.cpu_count() or 1
 # The passes a --passes entry may name (a name given twice is run twice: `baseline,baseline` is an
 # A/A comparison, the second recorded as baseline-2).
 PASS_NAMES = ("baseline", "nbc", "trace", "optimize", "optimize-order", "optimize-nodeoff", "optimize-nodeon",
@@ -525,6 +530,13 @@ def main():
                          "default) or always the given one (fixed)")
     ap.add_argument("--settle", type=float, default=0.0, metavar="S",
                     help="seconds to wait before each run (default 0)")
+    ap.add_argument("--steal-retries", type=int, default=2, metavar="N",
+                    help="measure a run again, up to N times, when the hypervisor took CPU from the machine during "
+                         "it (steal above --steal-limit; a virtual machine's host was busy): the last run is kept "
+                         "(default 2; 0: never)")
+    ap.add_argument("--steal-limit", type=float, default=1.0, metavar="PCT",
+                    help="steal that makes a run be measured again: %% of the machine's CPU time during the run "
+                         "(default 1)")
     ap.add_argument("--trace-once", action="store_true",
                     help="the trace pass in the first repetition only: every later optimize pass uses its profile "
                          "(saves a trace run per repetition in a measurement campaign)")
@@ -565,6 +577,8 @@ def main():
         sys.exit("harness: --confidence must lie between 0 and 1 (e.g. 0.95)")
     if a.speedup_floor <= 0 or a.settle < 0:
         sys.exit("harness: --speedup-floor must be positive and --settle not negative")
+    if a.steal_retries < 0 or a.steal_limit <= 0:
+        sys.exit("harness: --steal-retries must not be negative and --steal-limit must be positive")
     if any(p != "baseline" for p in passes) and not os.path.exists(tnbc):
         sys.exit(f"harness: {tnbc} not found (build first, or --tnbc PATH)")
     flavor = launcher_flavor(a.launcher)
@@ -644,6 +658,13 @@ def main():
     progress = {"done": 0, "total": 0}
     load = hostload.HostLoad()
     atexit.register(load.close)
+    reporting = hostload.free_page_reporting()
+    if reporting is not None:
+        log(f"note: this virtual machine hands freed memory back to its hypervisor (virtio-balloon free page "
+            f"reporting, blocks of order {reporting} and above): a run that allocates memory freed shortly before "
+            f"waits while the hypervisor backs it again (steal; such runs are measured again, --steal-retries). "
+            f"For a measurement campaign, as root: echo {hostload.LARGEST_PAGE_ORDER + 1} > "
+            f"{hostload.PAGE_REPORTING_ORDER} (and {reporting} again after; docs/harness.md)")
 
     def passes_of(rep):
         """(label, pass) of repetition rep in the order they run: the given order, or with --order
@@ -690,10 +711,19 @@ def main():
         env = dict(os.environ)
         if os.geteuid() == 0:
             env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-        t0 = time.time()
-        before = load.sample()
-        output, code = run_bounded(cmd, rundir, env, a.timeout, load.preexec)
-        host = load.between(before, load.sample())
+        def run_once():
+            t0 = time.time()
+            before = load.sample()
+            output, code = run_bounded(cmd, rundir, env, a.timeout, load.preexec)
+            return output, code, load.between(before, load.sample()), t0, time.time() - t0
+
+        def again(r):
+            log(f"  the hypervisor took {r[2]['steal_s']:.2f} s of the machine's CPU during the run (steal, more than "
+                f"{a.steal_limit:g}% of {MACHINE_CPUS} CPUs x {r[4]:.1f} s): measured again")
+            shutil.rmtree(os.path.join(rundir, "tnbc"), ignore_errors=True)  # the next run writes its own
+
+        (output, code, host, t0, wall), repeated = hostload.run_until_undisturbed(
+            run_once, lambda r: hostload.stolen(r[2], r[4], MACHINE_CPUS, a.steal_limit), a.steal_retries, again)
         with open(os.path.join(rundir, "output.txt"), "w") as f:
             f.write(output)
         res = parse(output)
@@ -719,7 +749,7 @@ def main():
                "repeat": rep, "time": res["time"], "time_fine": res["time_fine"],
                "verified": res["verified"] and code == 0,
                "exit": code, "comm_timers": res["timers"], "net_stats": net_stats(output),
-               "wall": time.time() - t0, "started": t0, "host": host,
+               "wall": wall, "started": t0, "host": host, "stolen_runs": [r[2]["steal_s"] for r in repeated],
                "output": os.path.join(rundir, "output.txt"),
                "tnbc_report": os.path.join(rundir, "tnbc") if summarized else None,
                "tnbc_calls": tnbc_calls(os.path.join(rundir, "tnbc")) if summarized else None,
@@ -795,6 +825,8 @@ def main():
                                      and ((r.get("host") or {}).get("other_cpu_s") or 0) > HOST_OTHER_CPU_NOTE_S})
             paired[(bench, cls, np, s["pass"])] = s
     repetitions = {"repeat": a.repeat, "max_repeat": a.max_repeat, "order": a.order, "settle_s": a.settle,
+                   "steal_retries": a.steal_retries, "steal_limit_pct": a.steal_limit,
+                   "free_page_reporting_order": reporting,
                    "confidence": a.confidence, "speedup_floor": a.speedup_floor, "looks": looks,
                    "look_confidence": look_confidence,
                    "cells": [{"benchmark": b, "class": c, "np": n, "ran": ran.get((b, c, n), 0),
@@ -830,6 +862,15 @@ def main():
                       f"{speed:>8} {c if c is not None else float('nan'):8.3f} {cut:>11} {hidden:>7} {ideal:>7}"
                       f"{'' if ok else '   VERIFICATION FAILED'}")
     print_speedups(paired, repetitions, net_for)
+    again = [r for r in runs if r.get("stolen_runs")]
+    if again:
+        still = [r for r in again if hostload.stolen(r["host"], r["wall"], MACHINE_CPUS, a.steal_limit)]
+        dropped = sum(len(r["stolen_runs"]) for r in again)
+        print(f"steal: {len(again)} run{'s' if len(again) != 1 else ''} measured again because the hypervisor took the "
+              f"machine's CPU during {'them' if len(again) != 1 else 'it'} ({dropped} run{'s' if dropped != 1 else ''} "
+              f"discarded; summary.json runs' stolen_runs)"
+              + (f"; {len(still)} kept with steal still above {a.steal_limit:g}% after {a.steal_retries} repeats"
+                 if still else ""))
     predict.print_tables(predictions, runs, median)
     # Mode optimize's site decisions (the last repetition of each pass): which sites returned
     # early and which completed in the call, on which ranks (ranks may decide differently).

@@ -11,8 +11,8 @@ nodes, one host per rank and the ranks not all bound to one CPU; one machine fil
 `--predict` and `--what-if-np` (tnbc predict's table and picture).
 
 With --unit, only the deterministic checks of the paired speedups' confidence interval, verdict and
-look plan (npb-harness/speedups.py), of the passes' labels and of the host figures (hostload.py)
-(no MPI, no timing).
+look plan (npb-harness/speedups.py), of the passes' labels and of the host figures (hostload.py:
+steal, the runs measured again, free page reporting) (no MPI, no timing).
 
 usage: harness_test.py --tnbc PATH --build-dir DIR
        harness_test.py --unit
@@ -174,6 +174,42 @@ def unit_host():
     check(between((10.0, 0.0, None), (12.0, 0.0, None))["other_cpu_s"] is None, "no cgroup: other unknown")
     check(between((10.0, 0.0, 5.0), (10.5, 0.0, 5.6))["other_cpu_s"] == 0.0, "10 ms ticks: never negative")
     check(between(None, (1.0, 0.0, 1.0)) is None, "no /proc/stat: no figures")
+
+    # Steal above the limit: a share of the machine's CPU time (CPUs x the run's wall time).
+    stolen = hostload.stolen
+    check(stolen({"steal_s": 0.18}, 1.5, 2, 2.0), "0.18 s of 2 CPUs x 1.5 s is above 2 %")
+    check(not stolen({"steal_s": 0.05}, 1.5, 2, 2.0), "0.05 s of 2 CPUs x 1.5 s is below 2 %")
+    check(not stolen({"steal_s": 0.05}, 0.0, 2, 2.0) and not stolen(None, 1.5, 2, 2.0)
+          and not stolen({"steal_s": None}, 1.5, 2, 2.0), "unknown: not stolen")
+
+    # Measured again while disturbed, at most `retries` times; the last run kept in every case.
+    def scripted(steals, retries):
+        runs, said = iter(steals), []
+        kept, discarded = hostload.run_until_undisturbed(lambda: next(runs), lambda r: r > 1, retries, said.append)
+        return kept, discarded, said
+    check(scripted([0], 2) == (0, [], []), "an undisturbed run runs once")
+    check(scripted([5, 0, 9], 2) == (0, [5], [5]), "a disturbed run is measured again, the next kept")
+    check(scripted([5, 6, 7, 0], 2) == (7, [5, 6], [5, 6]), "at most 2 repeats: the last run kept though disturbed")
+    check(scripted([5, 0], 0) == (5, [], []), "--steal-retries 0: never again")
+
+    # Free page reporting: read from the kernel's parameter where a balloon device is bound.
+    with tempfile.TemporaryDirectory() as d:
+        order, driver = os.path.join(d, "order"), os.path.join(d, "driver")
+        os.makedirs(driver)
+        saved = hostload.PAGE_REPORTING_ORDER, hostload.BALLOON_DRIVER
+        hostload.PAGE_REPORTING_ORDER, hostload.BALLOON_DRIVER = order, driver
+        try:
+            check(hostload.free_page_reporting() is None, "no parameter: no reporting")
+            with open(order, "w") as f:
+                f.write("9\n")
+            check(hostload.free_page_reporting() is None, "no balloon device bound: no reporting")
+            os.symlink(d, os.path.join(driver, "virtio0"))
+            check(hostload.free_page_reporting() == 9, "order 9 with a bound balloon: reporting from order 9")
+            with open(order, "w") as f:
+                f.write(f"{hostload.LARGEST_PAGE_ORDER + 1}\n")
+            check(hostload.free_page_reporting() is None, "above the largest order: off")
+        finally:
+            hostload.PAGE_REPORTING_ORDER, hostload.BALLOON_DRIVER = saved
 
 
 def unit():

@@ -89,3 +89,50 @@ class HostLoad:
                 os.rmdir(self.group)
             except OSError:
                 pass
+
+
+def stolen(host, wall_s, cpus, limit_pct):
+    """Whether the hypervisor took more than `limit_pct` % of the machine's CPU time (`cpus` x the
+    run's `wall_s`) during a run: steal, the time a virtual CPU was ready but not run. Unknown
+    (no /proc/stat): False."""
+    if not host or host.get("steal_s") is None or wall_s <= 0 or cpus <= 0:
+        return False
+    return host["steal_s"] > limit_pct / 100 * wall_s * cpus
+
+
+def run_until_undisturbed(run_once, disturbed, retries, on_retry):
+    """run_once() again while disturbed(its result) and fewer than `retries` runs were repeated:
+    (the last result, the results of the repeated runs). on_retry(result) is called before each
+    repeat (to say why and to clear what the run left). The last run is kept even when it was
+    disturbed too: a run's files on disk are always the kept result's."""
+    discarded = []
+    while True:
+        result = run_once()
+        if len(discarded) >= retries or not disturbed(result):
+            return result, discarded
+        discarded.append(result)
+        on_retry(result)
+
+
+# Linux hands free memory back to the hypervisor of a virtual machine with virtio-balloon's free page
+# reporting: free blocks of this order and above, about 2 s after they were freed. The next
+# allocation of that memory then waits while the hypervisor backs it again, which the guest sees as
+# steal (this VM: ~1.4 GiB reported within 5 s of a `tnbc calibrate`, then 0.1-0.3 s of steal every
+# ~2.2 s in the runs after it; docs/benchmarks.md, "Session 26"). Above the kernel's largest order no
+# block qualifies: reporting is off.
+PAGE_REPORTING_ORDER = "/sys/module/page_reporting/parameters/page_reporting_order"
+BALLOON_DRIVER = "/sys/bus/virtio/drivers/virtio_balloon"
+LARGEST_PAGE_ORDER = 10  # MAX_PAGE_ORDER of x86-64 and arm64 kernels with their default configuration
+
+
+def free_page_reporting():
+    """The page order from which this machine reports free memory to its hypervisor, or None where
+    it does not (no virtio-balloon device bound, no page reporting in the kernel, or switched off)."""
+    try:
+        bound = any(os.path.islink(os.path.join(BALLOON_DRIVER, d)) and d.startswith("virtio")
+                    for d in os.listdir(BALLOON_DRIVER))
+        with open(PAGE_REPORTING_ORDER) as f:
+            order = int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+    return order if bound and order <= LARGEST_PAGE_ORDER else None

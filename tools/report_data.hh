@@ -148,6 +148,9 @@ struct World {
   std::vector<Host> hosts;
   std::vector<KindCounts> kinds;
   double in_early_calls_s = 0, progress_cpu_s = 0, early_returns = 0;
+  // tnbc's own copies inside its calls (the summaries' overhead.in_call_copies, all ranks): their
+  // time and the cost model's price of the same copies (0 and 0: none, or summaries without them).
+  double copies_s = 0, copies_priced_s = 0;
   std::string threshold;        // the size threshold, one line ("" without)
   std::string cpu_contention;   // the first rank's sentence, "" if none
   std::string profile_file, profile_status, profile_blocking;

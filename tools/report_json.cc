@@ -164,6 +164,7 @@ std::string world_json(const World& w) {
                            map_json(k.reasons) + "}";
                   }) +
                   ",\n     \"in_early_calls_s\": " + num(w.in_early_calls_s) + ", \"progress_cpu_s\": " + num(w.progress_cpu_s) +
+                  ", \"copies_s\": " + num(w.copies_s) + ", \"copies_priced_s\": " + num(w.copies_priced_s) +
                   ", \"early_returns\": " + num(w.early_returns) + ", \"threshold\": " + quote(w.threshold) +
                   ", \"cpu_contention\": " + quote(w.cpu_contention) + ", \"profile_file\": " + quote(w.profile_file) +
                   ", \"profile_status\": " + quote(w.profile_status) + ", \"profile_blocking\": " + quote(w.profile_blocking) +
@@ -245,6 +246,8 @@ World read_world(const Value& v) {
                        numbers(k, "reasons")});
   w.in_early_calls_s = number(v, "in_early_calls_s");
   w.progress_cpu_s = number(v, "progress_cpu_s");
+  w.copies_s = maybe(v, "copies_s").value_or(0);  // absent from reports written before session 26
+  w.copies_priced_s = maybe(v, "copies_priced_s").value_or(0);
   w.early_returns = number(v, "early_returns");
   w.threshold = str(v, "threshold");
   w.cpu_contention = str(v, "cpu_contention");

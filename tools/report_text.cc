@@ -110,6 +110,15 @@ void world_text(std::string& o, const World& w) {
     o += fmt("  time inside the early-returning calls (Tinit): %.3f ms per early return; ",
              w.in_early_calls_s / w.early_returns * 1e3) +
          fmt("progress threads' CPU %.3f s (all ranks)\n", w.progress_cpu_s);
+  // The copies' rate against the machine the model priced them with: a run whose memory was
+  // slower than at calibration (this VM's copy rate halves for minutes at a time) has a Tinit the
+  // model could not foresee, and a reader comparing the model's verdicts with the run needs that.
+  // Every call that ran tnbc's schedule copies (an early return, and one completed in the call).
+  double scheduled = 0;
+  for (const KindCounts& k : w.kinds) scheduled += k.early + k.in_call;
+  if (scheduled > 0 && w.copies_priced_s > 0)
+    o += fmt("  tnbc's copies in its calls: %.3f ms per call on its schedule, ", w.copies_s / scheduled * 1e3) +
+         fmt("%.2fx the cost model's price for them (the machine's in-call copy rate)\n", w.copies_s / w.copies_priced_s);
   if (!w.threshold.empty()) o += "  " + w.threshold + "\n";
   if (!w.cpu_contention.empty()) o += "  CPUs (" + w.cpu_contention + ")\n";
 

@@ -82,6 +82,8 @@ def check_figures(tool, work):
         "  alltoall   calls 20: early return 18, completed in the call 0, plain MPI 2; why not early: below_threshold 2",
         "  bcast      calls 4: early return 0, completed in the call 0, plain MPI 4; why not early: single_rank 4",
         "  allgather  calls 2: early return 2, completed in the call 0, plain MPI 0",
+        "  tnbc's copies in its calls: 0.360 ms per call on its schedule, 1.20x the cost model's price for them"
+        " (the machine's in-call copy rate)",
         "  wall time 2.000 s (2 ranks); collectives 0.206 s = 10.3% of the run",
         "  hidden 48.5% (5.0% of the run); exposed 51.5%: Tinit 32.0% (3.3% of the run), blocked 19.4% (2.0% of the run)",
         "  ideal (Eq. 1, the sites in the profile): 30.0% of their time (3.0% of the run)",
@@ -136,6 +138,8 @@ def check_json(tool, work):
     if main["label"] != "nbc" or main["profile"] != profile or len(main["worlds"]) != 2:
         fail(f"run: {main['label']} {main['profile']} {len(main['worlds'])} worlds")
     w = main["worlds"][0]
+    if not approx(w.get("copies_s"), 0.0072) or not approx(w.get("copies_priced_s"), 0.006):
+        fail(f"world copies_s / copies_priced_s = {w.get('copies_s')} / {w.get('copies_priced_s')}, expected 0.0072 / 0.006")
     t = w["totals"]
     for k, v in (("duration_ns", 206e6), ("tinit_ns", 66e6), ("blocked_ns", 40e6), ("hidden_ns", 100e6),
                  ("ideal_ns", 60e6), ("hidden_share", 100 / 206), ("tinit_share", 66 / 206),

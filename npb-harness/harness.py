@@ -42,7 +42,8 @@ distribution-free confidence interval (order statistics) and a verdict against -
 not slower, slower, undecided; --max-repeat N adds repetitions to the undecided cells
 (npb-harness/speedups.py, docs/harness.md). A pass named twice runs twice (baseline,baseline: A/A).
 A run during which a virtual machine's hypervisor took more than --steal-limit % of the machine's CPU
-time (steal) is measured again, up to --steal-retries times (hostload.py).
+time (steal), and 3x the campaign's usual share, is measured again, up to --steal-retries times
+(hostload.py).
 """
 import argparse
 import atexit
@@ -658,6 +659,7 @@ def main():
     progress = {"done": 0, "total": 0}
     load = hostload.HostLoad()
     atexit.register(load.close)
+    steal_shares = []  # the kept runs' steal shares: what is usual on this machine (hostload.stolen)
     reporting = hostload.free_page_reporting()
     if reporting is not None:
         log(f"note: this virtual machine hands freed memory back to its hypervisor (virtio-balloon free page "
@@ -719,11 +721,14 @@ def main():
 
         def again(r):
             log(f"  the hypervisor took {r[2]['steal_s']:.2f} s of the machine's CPU during the run (steal, more than "
-                f"{a.steal_limit:g}% of {MACHINE_CPUS} CPUs x {r[4]:.1f} s): measured again")
+                f"{a.steal_limit:g}% of {MACHINE_CPUS} CPUs x {r[4]:.1f} s"
+                + (f" and {hostload.STEAL_OUTLIER:g}x the usual {100 * usual:.1f}%" if usual > 0 else "") + "): measured again")
             shutil.rmtree(os.path.join(rundir, "tnbc"), ignore_errors=True)  # the next run writes its own
 
+        usual = hostload.usual_steal_share(steal_shares)
         (output, code, host, t0, wall), repeated = hostload.run_until_undisturbed(
-            run_once, lambda r: hostload.stolen(r[2], r[4], MACHINE_CPUS, a.steal_limit), a.steal_retries, again)
+            run_once, lambda r: hostload.stolen(r[2], r[4], MACHINE_CPUS, a.steal_limit, usual), a.steal_retries, again)
+        steal_shares.append(hostload.steal_share(host, wall, MACHINE_CPUS))
         with open(os.path.join(rundir, "output.txt"), "w") as f:
             f.write(output)
         res = parse(output)
@@ -864,7 +869,8 @@ def main():
     print_speedups(paired, repetitions, net_for)
     again = [r for r in runs if r.get("stolen_runs")]
     if again:
-        still = [r for r in again if hostload.stolen(r["host"], r["wall"], MACHINE_CPUS, a.steal_limit)]
+        still = [r for r in again if hostload.stolen(r["host"], r["wall"], MACHINE_CPUS, a.steal_limit,
+                                                     hostload.usual_steal_share(steal_shares))]
         dropped = sum(len(r["stolen_runs"]) for r in again)
         print(f"steal: {len(again)} run{'s' if len(again) != 1 else ''} measured again because the hypervisor took the "
               f"machine's CPU during {'them' if len(again) != 1 else 'it'} ({dropped} run{'s' if dropped != 1 else ''} "

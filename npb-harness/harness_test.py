@@ -181,6 +181,12 @@ def unit_host():
     check(not stolen({"steal_s": 0.05}, 1.5, 2, 2.0), "0.05 s of 2 CPUs x 1.5 s is below 2 %")
     check(not stolen({"steal_s": 0.05}, 0.0, 2, 2.0) and not stolen(None, 1.5, 2, 2.0)
           and not stolen({"steal_s": None}, 1.5, 2, 2.0), "unknown: not stolen")
+    # Where the hypervisor always takes some: only a run well above the usual share.
+    check(not stolen({"steal_s": 0.18}, 1.5, 2, 2.0, usual_share=0.05), "6 % where 5 % is usual: not stolen")
+    check(stolen({"steal_s": 0.48}, 1.5, 2, 2.0, usual_share=0.05), "16 % where 5 % is usual: stolen")
+    usual = hostload.usual_steal_share
+    check(usual([0.5, 0.5]) == 0.0, "fewer than 3 runs: nothing usual yet")
+    check(usual([0.0, None, 0.01, 0.2]) == 0.01 and usual([0.0, 0.02, 0.04, 0.2]) == 0.03, "the median, None ignored")
 
     # Measured again while disturbed, at most `retries` times; the last run kept in every case.
     def scripted(steals, retries):

@@ -91,13 +91,33 @@ class HostLoad:
                 pass
 
 
-def stolen(host, wall_s, cpus, limit_pct):
-    """Whether the hypervisor took more than `limit_pct` % of the machine's CPU time (`cpus` x the
-    run's `wall_s`) during a run: steal, the time a virtual CPU was ready but not run. Unknown
-    (no /proc/stat): False."""
+# A run's steal is a disturbance where it is this many times the campaign's usual share (a
+# machine whose hypervisor always takes a few % would otherwise have every run measured again).
+STEAL_OUTLIER = 3.0
+
+
+def steal_share(host, wall_s, cpus):
+    """The share of the machine's CPU time (`cpus` x the run's `wall_s`) the hypervisor took during
+    a run (steal: the time a virtual CPU was ready but not run); None where unknown (no /proc/stat)."""
     if not host or host.get("steal_s") is None or wall_s <= 0 or cpus <= 0:
-        return False
-    return host["steal_s"] > limit_pct / 100 * wall_s * cpus
+        return None
+    return host["steal_s"] / (wall_s * cpus)
+
+
+def stolen(host, wall_s, cpus, limit_pct, usual_share=0.0):
+    """Whether the hypervisor took more than `limit_pct` % of the machine's CPU time during a run,
+    and more than STEAL_OUTLIER times the `usual_share` of the campaign's runs. Unknown: False."""
+    share = steal_share(host, wall_s, cpus)
+    return share is not None and share > limit_pct / 100 and share > STEAL_OUTLIER * usual_share
+
+
+def usual_steal_share(shares, at_least=3):
+    """The median of the kept runs' steal shares (None ignored), 0 before `at_least` of them."""
+    known = sorted(s for s in shares if s is not None)
+    if len(known) < at_least:
+        return 0.0
+    mid = len(known) // 2
+    return known[mid] if len(known) % 2 else (known[mid - 1] + known[mid]) / 2
 
 
 def run_until_undisturbed(run_once, disturbed, retries, on_retry):

@@ -22,6 +22,22 @@ double bench_cpu_now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+double bench_steal_s(void) {
+  FILE* f = fopen("/proc/stat", "r");
+  if (!f) return -1;
+  unsigned long long t[8] = {0};
+  const int got = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &t[0], &t[1], &t[2], &t[3], &t[4], &t[5],
+                         &t[6], &t[7]);
+  fclose(f);
+  const long hz = sysconf(_SC_CLK_TCK);
+  return got == 8 && hz > 0 ? (double)t[7] / (double)hz : -1;
+}
+
+int bench_cpus(void) {
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
+
 static int cmp_double(const void* a, const void* b) {
   double x = *(const double*)a, y = *(const double*)b;
   return x < y ? -1 : x > y;

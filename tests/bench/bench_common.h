@@ -11,6 +11,12 @@ double bench_now(void);
 /* CPU time of the calling thread in seconds (does not advance while it is preempted). */
 double bench_cpu_now(void);
 
+/* The machine's steal so far in seconds, summed over its CPUs (/proc/stat: time a virtual CPU was
+ * ready to run and its hypervisor did not run it); -1 where unknown. */
+double bench_steal_s(void);
+/* Online CPUs of the machine (what bench_steal_s sums over). */
+int bench_cpus(void);
+
 /* Median of v[0..n-1] (sorts v in place); NaN when n == 0. */
 double bench_median(double* v, int n);
 /* Median of v[0..n-1], leaving v as it is. */

@@ -74,6 +74,12 @@ def check_json(path, with_tnbc):
                 fail(f"scenario {s['id']} {v['name']}: per-iteration times missing")
         if not finite(s["ideal_overlap_s"]) or not isinstance(s["measured"]["condition_holds"], bool):
             fail(f"scenario {s['id']}: ideal/condition missing")
+        # The hypervisor's steal during the scenario: a share of the machine's CPU time, or null
+        # where /proc/stat cannot be read.
+        m = s["measured"]
+        if os.path.exists("/proc/stat") and not (finite(m.get("steal_s")) and m["steal_s"] >= 0
+                                                 and finite(m.get("steal_share")) and 0 <= m["steal_share"] <= 1):
+            fail(f"scenario {s['id']}: steal_s / steal_share = {m.get('steal_s')} / {m.get('steal_share')}")
     ver = d["verification"]
     if ver["wrong_results"] != 0 or ver["iterations_checked"] != 10:
         fail(f"verification: {ver}")

@@ -111,8 +111,8 @@ void world_text(std::string& o, const World& w) {
              w.in_early_calls_s / w.early_returns * 1e3) +
          fmt("progress threads' CPU %.3f s (all ranks)\n", w.progress_cpu_s);
   // The copies' rate against the machine the model priced them with: a run whose memory was
-  // slower than at calibration (this VM's copy rate halves for minutes at a time) has a Tinit the
-  // model could not foresee, and a reader comparing the model's verdicts with the run needs that.
+  // slower than at calibration (this VM's copy rate changes ~2x with the machine's state) has a
+  // Tinit the model could not foresee, and a reader comparing its verdicts with the run needs that.
   // Every call that ran tnbc's schedule copies (an early return, and one completed in the call).
   double scheduled = 0;
   for (const KindCounts& k : w.kinds) scheduled += k.early + k.in_call;

@@ -713,6 +713,8 @@ def main():
         env = dict(os.environ)
         if os.geteuid() == 0:
             env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        usual = hostload.usual_steal_share(steal_shares)
+
         def run_once():
             t0 = time.time()
             before = load.sample()
@@ -725,7 +727,6 @@ def main():
                 + (f" and {hostload.STEAL_OUTLIER:g}x the usual {100 * usual:.1f}%" if usual > 0 else "") + "): measured again")
             shutil.rmtree(os.path.join(rundir, "tnbc"), ignore_errors=True)  # the next run writes its own
 
-        usual = hostload.usual_steal_share(steal_shares)
         (output, code, host, t0, wall), repeated = hostload.run_until_undisturbed(
             run_once, lambda r: hostload.stolen(r[2], r[4], MACHINE_CPUS, a.steal_limit, usual), a.steal_retries, again)
         steal_shares.append(hostload.steal_share(host, wall, MACHINE_CPUS))

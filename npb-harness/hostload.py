@@ -12,6 +12,8 @@ only the machine's busy and steal time is recorded.
 """
 import os
 
+import speedups  # the one median of the harness
+
 def _mount_point():
     """Where the cgroup v1 hierarchy with the `cpuacct` controller is mounted, or None."""
     try:
@@ -113,11 +115,8 @@ def stolen(host, wall_s, cpus, limit_pct, usual_share=0.0):
 
 def usual_steal_share(shares, at_least=3):
     """The median of the kept runs' steal shares (None ignored), 0 before `at_least` of them."""
-    known = sorted(s for s in shares if s is not None)
-    if len(known) < at_least:
-        return 0.0
-    mid = len(known) // 2
-    return known[mid] if len(known) % 2 else (known[mid - 1] + known[mid]) / 2
+    known = [s for s in shares if s is not None]
+    return speedups.median(known) if len(known) >= at_least else 0.0
 
 
 def run_until_undisturbed(run_once, disturbed, retries, on_retry):

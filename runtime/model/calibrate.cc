@@ -435,7 +435,7 @@ Level measure_level(Ctx& c, int x, int y, std::FILE* progress) {
   l.os_ns = s0.os_ns;
   l.or_ns = s0.or_ns;
   l.g_ns = s0.g_ns;
-  l.L_ns = std::max(0.0, s0.t_ns - s0.os_ns - s0.or_ns);
+  l.L_ns = latency_of(l.sweep);
   std::vector<double> x_, g_, os_, or_;
   for (std::size_t i = l.sweep.size() >= 3 ? l.sweep.size() - 3 : 0; i < l.sweep.size(); ++i) {
     x_.push_back(l.sweep[i].bytes);

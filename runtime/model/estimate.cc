@@ -676,7 +676,12 @@ Overlap overlap(const Machine& m, const Topology& t, const Coll& c, const Execut
   // the transfer's CPU losing (its kernel work and evicted caches too), whichever is more.
   const double stolen = (1 - t.spare_cpu()) * std::max(tl.driver_cpu_ns, tl.shared_cpu_ns) * overlapped;
   const double waiting = after > 0 ? std::clamp(1.0 - p.curc_ns / after, 0.0, 1.0) : 0.0;
-  const double wakeups = g.fault_ns * std::min(tl.regions, std::max(1.0, tl.regions * waiting)) * (X < after ? 1 : 0);
+  // A reader that reads at the return (X = 0, read_once_balance's worst case) meets a region
+  // held back even where the timeline lands every piece inside the call: the progress thread
+  // publishes them after it (one wake-up at least, as exchange_floor prices one). Without it a
+  // broadcast of 3 pages "paid" under a machine whose wake-up costs 1000 s (threshold-never).
+  const bool meets = X < after || (X <= 0 && tl.regions > 0);
+  const double wakeups = g.fault_ns * std::min(tl.regions, std::max(1.0, tl.regions * waiting)) * (meets ? 1 : 0);
   // A reader that reads its own block last reads it after the stream's last piece (Program::own_last).
   const double own_after = p.own_last && c.kind != Kind::Bcast ? p.crc_ns / std::max(1, t.n()) : 0;
   const double reader = std::max({X + stolen, after + tl.last_share * p.crc_ns + own_after, first + p.crc_ns});

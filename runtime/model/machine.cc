@@ -35,6 +35,16 @@ Line fit_through(const std::vector<double>& x, const std::vector<double>& y) {
   return l;
 }
 
+double latency_of(const std::vector<SizePoint>& sweep) {
+  double best = -1;
+  for (const SizePoint& p : sweep) {
+    if (p.bytes > std::max(kLatencySweepBytes, sweep.front().bytes)) break;
+    const double l = p.t_ns - p.os_ns - p.or_ns;
+    if (best < 0 || l < best) best = l;
+  }
+  return std::max(0.0, best);
+}
+
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t k = v.size() / 2;

@@ -76,6 +76,13 @@ struct SizePoint {
   double bytes = 0, t_ns = 0, os_ns = 0, or_ns = 0, g_ns = 0, post_ns = -1;
 };
 
+// LogGP's L from a size sweep (sizes increasing): T(m) - o_s(m) - o_r(m) of the fastest point up
+// to kLatencySweepBytes. T grows with the size, so a small size slower than a larger one was
+// disturbed: one MPICH calibration of 3 ranks on 2 CPUs (ranks spinning) measured T(1 B) 2 ms and
+// T(64 B) 150 ns, and the 1-byte point alone priced every MPICH broadcast at 6 ms.
+inline constexpr double kLatencySweepBytes = 1024;
+double latency_of(const std::vector<SizePoint>& sweep);
+
 // The node's shared resource at one message size with `ranks` ranks of every node taking part at
 // once (PLogP's G(m) at the node level, LogGPH's contention): what one per-byte rate cannot
 // describe on shared memory, where the copies share the node's CPUs and memory and their rate

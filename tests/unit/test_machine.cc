@@ -370,6 +370,24 @@ TEST_CASE("calibrate's passes: per size the median over the passes that measured
   CHECK(fit_through_pass_medians(sizes, {}).ns_per_byte == 0);
 }
 
+TEST_CASE("LogGP's L from a size sweep: the fastest small size, a disturbed 1-byte point outvoted") {
+  auto point = [](double bytes, double t, double os, double orr) {
+    SizePoint p;
+    p.bytes = bytes, p.t_ns = t, p.os_ns = os, p.or_ns = orr;
+    return p;
+  };
+  // The MPICH calibration under CI (3 ranks spinning on 2 CPUs): T(1 B) 2 ms, T(64 B) 2.4 us.
+  const std::vector<SizePoint> disturbed{point(1, 2.003e6, 170, 220), point(64, 2400, 175, 225),
+                                         point(1024, 2600, 230, 290), point(4096, 1e3, 0, 0)};
+  CHECK(latency_of(disturbed) == Approx(2400 - 175 - 225));
+  // Undisturbed: the 1-byte point; sizes above 1 KiB never count (their T carries the bytes).
+  const std::vector<SizePoint> calm{point(1, 1983, 155, 0), point(64, 2200, 153, 137), point(1024, 2606, 53, 168),
+                                    point(4096, 100, 0, 0)};
+  CHECK(latency_of(calm) == Approx(1983 - 155));
+  CHECK(latency_of({point(1, 100, 80, 60)}) == 0);  // o_s + o_r above T: no latency left
+  CHECK(latency_of({}) == 0);
+}
+
 TEST_CASE("MPI_Isend's time per size: interpolated through the sweep, or a small send's CPU where not measured") {
   Level l = test::level(60, 117, 12, 280);
   l.sweep = {{4096, 90e3, 12e3, 13e3, 40e3}, {65536, 600e3, 20e3, 30e3, 560e3}};

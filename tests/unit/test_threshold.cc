@@ -67,6 +67,28 @@ TEST_CASE("threshold: a broadcast returns early from the size whose best gain ou
   CHECK(at.loss_ns >= m.guard[0].fault_ns);
 }
 
+TEST_CASE("threshold: read at once, a broadcast whose pieces all land inside the call still waits for one region") {
+  // A fast node: tnbc's tree is done before its call is (the guard's set-up), so the timeline
+  // leaves nothing after the return; the progress thread still publishes after it. Under a
+  // machine whose wake-up costs 1000 s no size may pay (the MPICH build's threshold-never once
+  // found a 3-page broadcast that did).
+  model::Machine m = test::machine(20000, 2, 2, 1, 50);
+  m.guard[0].hold = {300e3, 0};  // holding the pages back takes 0.3 ms
+  m.sleep_ns = 1e3;
+  const model::Topology two = model::Topology::block(2, 2, 2, 1);
+  model::Coll c;
+  c.kind = Kind::Bcast;
+  c.bytes = 3.0 * kPage;
+  c.page = kPage;
+  const model::Timeline tl = model::tnbc_timeline(m, two, c, {}, true);
+  REQUIRE(tl.total_ns == Approx(tl.in_call_ns));
+  REQUIRE(tl.regions > 0);
+  const model::Overlap at_once = model::overlap(m, two, c, {}, model::Program{0, 0});
+  CHECK(at_once.early_total_ns >= tl.in_call_ns + m.guard[0].fault_ns);
+  for (int b : {0, 1, 2}) m.guard[b].fault_ns = 1e12;
+  CHECK(model::threshold_bytes(m, two, Kind::Bcast, {}, kPage) == kNeverPays);
+}
+
 TEST_CASE("threshold: a broadcast never returns early where tnbc's own costs outgrow what it can hide") {
   model::Machine m = test::machine(20000, 2, 2, 1, 50);
   // Publication as slow as a copy at 1 GB/s and a 200 us wake-up per region: more than the

@@ -18,6 +18,7 @@ struct CpuShare {
   int node_rank = 0;   // this rank among them
   int node_cpus = 0;   // CPUs in the union of their affinity masks
   int own_cpus = 0;    // CPUs in this rank's affinity mask
+  int cpuset_cpus = 0; // CPUs the rank's cpuset lets it have, binding aside (cpuset_cpu_count; 0: unknown)
   cpu_set_t own_set{};   // this rank's affinity mask
   cpu_set_t node_set{};  // the union of the node's ranks' masks (own_set where unknown)
   int progress_cpus = 0; // CPUs tnbc's progress thread may run on (0: not placed yet)
@@ -37,6 +38,11 @@ CpuShare measure_cpu_share(MPI_Comm world);
 inline bool progress_takes_callers_cpu(const CpuShare& c) {
   return c.progress_on_own_cpu || (c.progress_cpus > 0 && c.node_ranks >= c.progress_cpus);
 }
+
+// The CPUs this process's cpuset lets a thread have, whatever the rank's binding (0: unknown): a
+// container, a Slurm job step or an emulated node (npb-harness/netrun.py) that gives the rank one
+// CPU leaves no binding option a second one.
+int cpuset_cpu_count();
 
 // Empty when every rank has a CPU for its computation and one to spare for communication on
 // average, else a sentence saying what competes with what.

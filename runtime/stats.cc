@@ -389,7 +389,8 @@ std::string Stats::summary_json(int rank, int size, const std::string& mode) con
   }
   if (have_node_)
     j << "\"node\": {\"ranks\": " << node_.node_ranks << ", \"cpus\": " << node_.node_cpus
-      << ", \"own_cpus\": " << node_.own_cpus << ", \"progress_cpus\": " << node_.progress_cpus
+      << ", \"own_cpus\": " << node_.own_cpus << ", \"cpuset_cpus\": " << node_.cpuset_cpus
+      << ", \"progress_cpus\": " << node_.progress_cpus
       << ", \"cpu_contention\": "
       << (node_problem_.empty() ? std::string("null") : "\"" + json_escape(node_problem_) + "\"") << "},\n ";
   if (!profile_status_.empty())

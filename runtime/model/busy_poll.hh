@@ -11,7 +11,8 @@
 //
 // The evidence, in a calibration made with more ranks per node than CPUs: the intra-node
 // ping-pong's latency is at least a scheduler slice (kSliceEvidenceNs; a message through shared
-// memory takes a microsecond). Then
+// memory takes a microsecond) at every size up to 1 KiB (latency_of: a 1-byte point alone of
+// 2 ms, with 64 bytes in 150 ns, was one MPICH calibration's noise, not spinning). Then
 //   slice      that latency
 //   fragment   what the ping-pong's largest sizes add per two slices (2 L / slope of T(m))
 //   memory     the level's CPU gap G per byte after o_s + o_r (what the copies themselves take)

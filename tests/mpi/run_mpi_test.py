@@ -160,6 +160,11 @@ def check_threshold(summaries, basis, output):
         contention = n["ranks"] > n["cpus"] or (n["own_cpus"] == 1 and n["progress_cpus"] == 1)
         if (n["cpu_contention"] is not None) != contention:
             fail(f"cpu_contention does not match ranks/cpus/own_cpus/progress_cpus: {n}", output)
+        # The rank's cpuset holds its CPUs (0: unknown); a binding is advised only beside a second CPU.
+        if not (n["cpuset_cpus"] == 0 or n["own_cpus"] <= n["cpuset_cpus"] <= os.cpu_count()):
+            fail(f"cpuset_cpus outside own_cpus..{os.cpu_count()}: {n}", output)
+        if n["cpu_contention"] and n["ranks"] <= n["cpus"] and ("--bind-to" in n["cpu_contention"]) != (n["cpuset_cpus"] != 1):
+            fail(f"cpu_contention's advice does not fit cpuset_cpus {n['cpuset_cpus']}: {n['cpu_contention']}", output)
     print(f"node: {summaries[0]['node']}")
 
 

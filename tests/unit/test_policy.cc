@@ -3,6 +3,8 @@
 // model's answers: tests/unit/test_model.cc.
 #include <catch2/catch.hpp>
 
+#include <thread>
+
 #include "runtime/coll/collective.hh"
 #include "runtime/policy.hh"
 
@@ -149,6 +151,41 @@ TEST_CASE("cpu share: the progress thread takes a caller's CPU where it has none
   CHECK_FALSE(progress_takes_callers_cpu(c));
   c.progress_cpus = 0;  // not placed yet
   CHECK_FALSE(progress_takes_callers_cpu(c));
+}
+
+TEST_CASE("cpu share: a rank on one CPU is told whether a binding or its cpuset gave it that one") {
+  CpuShare c;
+  c.own_cpus = c.node_cpus = c.progress_cpus = 1;
+  c.cpuset_cpus = 2;  // bound to one of its cpuset's two CPUs: a binding option helps
+  CHECK(cpu_share_problem(c).find("bound to a single CPU") != std::string::npos);
+  c.cpuset_cpus = 0;  // cpuset unknown: the binding's advice, as before
+  CHECK(cpu_share_problem(c).find("--bind-to none") != std::string::npos);
+  c.cpuset_cpus = 1;  // the node (its cpuset) has one CPU: no binding option gives a second
+  const std::string one = cpu_share_problem(c);
+  CHECK(one.find("node has a single CPU") != std::string::npos);
+  CHECK(one.find("--bind-to none") == std::string::npos);
+  c.own_cpus = c.node_cpus = c.progress_cpus = c.cpuset_cpus = 2;
+  CHECK(cpu_share_problem(c).empty());
+}
+
+TEST_CASE("cpu share: the cpuset's CPUs, whatever the binding, at least the rank's own") {
+  cpu_set_t mine;
+  REQUIRE(sched_getaffinity(0, sizeof mine, &mine) == 0);
+  const int n = cpuset_cpu_count();
+  CHECK(n >= CPU_COUNT(&mine));
+  CHECK(n <= static_cast<int>(std::thread::hardware_concurrency()));
+  // Bound to one CPU, the process still reaches the others of its cpuset.
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &mine)) {
+      CPU_SET(c, &one);
+      break;
+    }
+  REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);
+  const int bound = cpuset_cpu_count();
+  REQUIRE(sched_setaffinity(0, sizeof mine, &mine) == 0);
+  CHECK(bound == n);
 }
 
 TEST_CASE("policy: where the progress thread runs (TNBC_PROGRESS_CPUS)") {

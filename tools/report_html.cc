@@ -269,6 +269,8 @@ std::string render_html(const std::vector<Run>& runs) {
       for (const std::string& n : w.notes) o += "<li>" + esc(n) + "</li>";
       o += "</ul>\n";
     }
+    // Where the ranks ran and how each kind's calls ended (the text's lines).
+    o += "<pre class=\"section\" id=\"collectives\">" + esc(placement_text(w) + (w.hosts.empty() ? "" : "\n") + collectives_text(w)) + "</pre>\n";
     for (std::size_t i = 0; i < w.sites.size(); ++i) {
       const Site& s = w.sites[i];
       const RankFigures r = s.total();

@@ -20,6 +20,12 @@ std::string render_json(const std::vector<Run>& runs);
 Result<std::vector<Run>> parse_report_json(const std::string& text);
 std::string render_html(const std::vector<Run>& runs);
 
+// The world's placement (hosts, ranks, CPUs) and its collectives' outcomes (per kind, Tinit per
+// early return, the copies against the model's price, the size threshold, CPU contention), as the
+// text prints them; the HTML shows the same lines preformatted.
+std::string placement_text(const World& w);
+std::string collectives_text(const World& w);
+
 // Shared formatting: "12.3%" of a share (0.123), "n/a" when unknown; "1.23 ms".
 std::string percent(std::optional<double> share);
 std::string milliseconds(double ns);

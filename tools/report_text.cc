@@ -72,8 +72,11 @@ std::string read_order(const Timeline& t) {
   return s;
 }
 
-void placement(std::string& o, const World& w) {
-  if (w.hosts.empty()) return;
+}  // namespace
+
+std::string placement_text(const World& w) {
+  std::string o;
+  if (w.hosts.empty()) return o;
   o += "placement: " + std::to_string(w.hosts.size()) + (w.hosts.size() == 1 ? " host\n" : " hosts\n");
   for (const Host& h : w.hosts) {
     bool same = true;
@@ -90,20 +93,11 @@ void placement(std::string& o, const World& w) {
       o += "\n";
     }
   }
+  return o;
 }
 
-void world_text(std::string& o, const World& w) {
-  const bool times = w.summary_version >= 2;
-  o += "tnbc report: " + w.dir + ": " + std::to_string(w.ranks.size()) + " of " + std::to_string(w.size) + " ranks, mode " +
-       w.mode + (w.spawned ? ", a world started by MPI_Comm_spawn" : "") +
-       (w.run_id.empty() ? "" : ", run " + w.run_id) + "\n";
-  placement(o, w);
-  if (!w.notes.empty()) {
-    o += "notes:\n";
-    for (const std::string& n : w.notes) o += "  - " + n + "\n";
-  }
-
-  o += "\ncollectives (all ranks):\n";
+std::string collectives_text(const World& w) {
+  std::string o = "collectives (all ranks):\n";
   for (const KindCounts& k : w.kinds)
     o += "  " + pad(k.kind, 11) + outcome_line(k.calls, k.early, k.in_call, k.plain, k.reasons) + "\n";
   if (w.early_returns > 0)
@@ -121,6 +115,23 @@ void world_text(std::string& o, const World& w) {
          fmt("%.2fx the cost model's price for them (the machine's in-call copy rate)\n", w.copies_s / w.copies_priced_s);
   if (!w.threshold.empty()) o += "  " + w.threshold + "\n";
   if (!w.cpu_contention.empty()) o += "  CPUs (" + w.cpu_contention + ")\n";
+  return o;
+}
+
+namespace {
+
+void world_text(std::string& o, const World& w) {
+  const bool times = w.summary_version >= 2;
+  o += "tnbc report: " + w.dir + ": " + std::to_string(w.ranks.size()) + " of " + std::to_string(w.size) + " ranks, mode " +
+       w.mode + (w.spawned ? ", a world started by MPI_Comm_spawn" : "") +
+       (w.run_id.empty() ? "" : ", run " + w.run_id) + "\n";
+  o += placement_text(w);
+  if (!w.notes.empty()) {
+    o += "notes:\n";
+    for (const std::string& n : w.notes) o += "  - " + n + "\n";
+  }
+
+  o += "\n" + collectives_text(w);
 
   const RankFigures t = w.total();
   const double wall = w.wall_total_ns();

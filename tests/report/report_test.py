@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from html import escape as html_escape
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import synthetic  # noqa: E402
@@ -360,6 +361,14 @@ def check_browser(tool, work, screenshot):
     if drawn != sites or laid_out not in dom:
         said = dom[dom.find('id="rendered"'):][:80]
         fail(f"{sites} call sites, {drawn} timelines in the rendered DOM; the page's script says {said}")
+    # The placement and the collectives' outcomes: the text's lines, in the page as rendered.
+    block = out[out.index("collectives (all ranks):"):]
+    block = block[:block.index("\n\n")].split("\n")
+    shown = dom[dom.find('id="collectives"'):]
+    shown = shown[:shown.find("</pre>")]
+    missing = [line for line in block if html_escape(line.strip(), quote=False) not in shown]
+    if len(block) < 3 or missing:
+        fail(f"the page's collectives block lacks the text's lines {missing or block}", shown[:2000])
     if dom.count('<svg class="compare"') != 1 or dom.count('<svg class="compare-site"') != 3:
         fail("the comparison bars are missing")
     if dom.count('<g class="arrival">') != 2 or dom.count('<g class="access">') != 2:

@@ -286,10 +286,10 @@ struct TreeResult {
 // threads on a node with more ranks than CPUs: crowding; the MPI library's own: 1). From
 // `first_of_interest` on, the pieces are in flight `together` at a time: the MPI library
 // interleaves them fragment by fragment, so each group is in when its last piece is (1: one at
-// a time).
+// a time). An inner rank publishes each piece with `publish`, a leaf with `leaf_publish`.
 TreeResult tree(const Machine& m, const Topology& t, int root, const std::vector<double>& sizes, BcastTree shape,
-                double start, double notice, const Line& publish, std::size_t first_of_interest, double stretch = 1,
-                std::size_t together = 1) {
+                double start, double notice, const Line& publish, const Line& leaf_publish, std::size_t first_of_interest,
+                double stretch = 1, std::size_t together = 1) {
   const int n = t.n();
   const std::size_t P = sizes.size();
   TreeResult r;
@@ -313,9 +313,10 @@ TreeResult tree(const Machine& m, const Topology& t, int root, const std::vector
         const double send = std::max(have[static_cast<std::size_t>(v)][q], free_at);
         free_at = send + stretch * l.g(sizes[q]);
         const double arrive = send + stretch * (l.T(sizes[q]) - l.L_ns) + l.L_ns;
-        have[static_cast<std::size_t>(c)][q] = arrive + notice + publish.at(sizes[q]);
+        const double published = (tree_children(c, n, shape).empty() ? leaf_publish : publish).at(sizes[q]);
+        have[static_cast<std::size_t>(c)][q] = arrive + notice + published;
         cpu[static_cast<std::size_t>(v)] += l.o_s(sizes[q]);
-        cpu[static_cast<std::size_t>(c)] += l.o_r(sizes[q]) + publish.at(sizes[q]);
+        cpu[static_cast<std::size_t>(c)] += l.o_r(sizes[q]) + published;
       }
     }
     for (int c : ch) {
@@ -416,8 +417,12 @@ Timeline bcast_timeline(const Machine& m, const Topology& t, const Coll& c, cons
   const std::vector<double> sizes = bcast_pieces(c);
   const int depth = static_cast<int>(std::ceil(std::log2(std::max(1, t.n()))));
   const Level& top = level(m, t.nodes() > 1 ? LevelKind::InterNode : LevelKind::IntraNode);
-  // Inner ranks forward from the receive staging, so they publish by copying (no page swap).
+  // Inner ranks forward from the receive staging, so they publish by copying (no page swap);
+  // leaves publish as the guard does (uffd_backend.cc, can_swap: a leaf sends nothing). Priced
+  // as inner ranks until session 27: np 2 on one node, 4-16 MiB, the model put the leaf's read at
+  // once 0.8-2.1 ms after the measured one, about the copy publication it does not do.
   const GuardCost inner = m.guard_measured[1] ? m.guard[1] : g;
+  const bool has_inner = t.n() > 2;  // a binomial tree of 2 ranks is the root and a leaf
   double root_call = 0, leaf_call = 0, leaf_work = 0;
   // The root starts its sends in the call: the edges', and every piece's where its progress
   // thread has no CPU of its own or no send window (runtime/policy.cc, caller_starts_sends),
@@ -452,7 +457,8 @@ Timeline bcast_timeline(const Machine& m, const Topology& t, const Coll& c, cons
   const std::size_t mids = sizes.size() > 2 ? sizes.size() - 2 : 1;
   const std::size_t together = all_sends ? mids : std::min(mids, static_cast<std::size_t>(x.window));
   const TreeResult r = tree(m, t, c.root, sizes, BcastTree::Binomial, root_call + handoff, notice,
-                            early ? inner.publish : Line{}, sizes.size() > 2 ? 2 : 0, early ? crowd.stretch : 1, together);
+                            early ? inner.publish : Line{}, early ? g.publish : Line{}, sizes.size() > 2 ? 2 : 0,
+                            early ? crowd.stretch : 1, together);
   const double bound = bcast_node_bound(m, t, S, c.root, BcastTree::Binomial) + top.L_ns;
   tl.total_ns = std::max({r.last, root_call + bound, tl.in_call_ns});
   tl.first_ns = std::max(r.first_mean, leaf_call);
@@ -461,7 +467,7 @@ Timeline bcast_timeline(const Machine& m, const Topology& t, const Coll& c, cons
   tl.round_share = 1.0 / middle;
   tl.last_share = static_cast<double>(last_group) / middle;
   tl.regions = early ? middle : 0;
-  tl.publish_ns = early ? publication(inner, tl.regions, S) : 0;
+  tl.publish_ns = early ? publication(has_inner ? inner : g, tl.regions, S) : 0;
   tl.driver_cpu_ns = r.inner_cpu + poll_cpu(m, tl.total_ns - tl.in_call_ns);
   // A rank receives the message once (and an inner one forwards it): priced as one exchange of it.
   if (top.shared_cpu_measured()) tl.shared_cpu_ns = top.shared_cpu.at(S);
@@ -602,7 +608,7 @@ double bcast_tree_ns(const Machine& m, const Topology& t, double bytes, int root
                      double notice_ns, const Line& publish, std::size_t page) {
   (void)page;
   const std::vector<double> sizes = split(bytes, bytes / std::max(1, pieces));
-  const TreeResult r = tree(m, t, root, sizes, shape, 0, notice_ns, publish, 0);
+  const TreeResult r = tree(m, t, root, sizes, shape, 0, notice_ns, publish, publish, 0);
   const Level& top = level(m, t.nodes() > 1 ? LevelKind::InterNode : LevelKind::IntraNode);
   return std::max(r.last, bcast_node_bound(m, t, bytes, root, shape) + top.L_ns);
 }

@@ -697,6 +697,31 @@ TEST_CASE("model: a broadcast's root pays in its call for every send it starts t
   CHECK(m.level[1].post(kMiB, kPage) == Approx(m.level[1].o_s(kPage)));
 }
 
+TEST_CASE("model: a broadcast's leaves publish as the guard does, its inner ranks by copying") {
+  // Inner ranks forward from the receive staging, so the userfaultfd guard copies there; a leaf
+  // sends nothing and swaps its pages (uffd_backend.cc, can_swap). A copy publication made 100x
+  // dearer changes nothing at 2 ranks (the root and a leaf), and the forwarding ranks' at 4.
+  Machine m = test::machine(20000, 2, 8, 1, 50);  // shared memory, 8 CPUs: no crowding
+  m.guard_measured[1] = true;
+  m.guard[1] = m.guard[0];
+  Coll c;
+  c.kind = Kind::Bcast;
+  c.bytes = 4 * kMiB;
+  c.page = kPage;
+  c.segments = 5;
+  auto timeline = [&](int n, double copy_publish_ns_per_byte) {
+    m.guard[1].publish = {4e3, copy_publish_ns_per_byte};
+    return tnbc_timeline(m, Topology::block(n, n, 8, 1), c, Execution{}, true);
+  };
+  const Timeline two = timeline(2, 0.2), two_dear = timeline(2, 20);
+  CHECK(two_dear.total_ns == Approx(two.total_ns));
+  CHECK(two_dear.driver_cpu_ns == Approx(two.driver_cpu_ns));
+  CHECK(two_dear.publish_ns == Approx(two.publish_ns));
+  const Timeline four = timeline(4, 0.2), four_dear = timeline(4, 20);
+  CHECK(four_dear.total_ns > four.total_ns + 10 * 4 * kMiB * 0.2);
+  CHECK(four_dear.publish_ns > four.publish_ns);
+}
+
 TEST_CASE("model: a broadcast's middle pieces arrive a send window at a time, all together where the root starts them all") {
   // The MPI library interleaves the sends in flight fragment by fragment. With a CPU to spare
   // the root's progress thread keeps TNBC_SEND_WINDOW (4) of them in flight: the first four of

@@ -376,7 +376,7 @@ TEST_CASE("LogGP's L from a size sweep: the fastest small size, a disturbed 1-by
     p.bytes = bytes, p.t_ns = t, p.os_ns = os, p.or_ns = orr;
     return p;
   };
-  // The MPICH calibration under CI (3 ranks spinning on 2 CPUs): T(1 B) 2 ms, T(64 B) 2.4 us.
+  // As the MPICH calibrations under CI (3 ranks on 2 CPUs): the 1-byte point 2 ms, the next sizes microseconds.
   const std::vector<SizePoint> disturbed{point(1, 2.003e6, 170, 220), point(64, 2400, 175, 225),
                                          point(1024, 2600, 230, 290), point(4096, 1e3, 0, 0)};
   CHECK(latency_of(disturbed) == Approx(2400 - 175 - 225));

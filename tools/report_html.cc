@@ -191,6 +191,7 @@ svg rect.hidden { fill: #2e8b57; } svg rect.tinit { fill: #f0a030; } svg rect.bl
 svg line.ideal { stroke: #000; stroke-width: 2; }
 .site { border-top: 1px solid #ccc; margin-top: 18px; }
 code { background: #f4f4f4; padding: 0 3px; }
+pre.section { white-space: pre-wrap; font-size: 12.5px; }
 )";
 
 }  // namespace

@@ -422,7 +422,6 @@ Timeline bcast_timeline(const Machine& m, const Topology& t, const Coll& c, cons
   // as inner ranks until session 27: np 2 on one node, 4-16 MiB, the model put the leaf's read at
   // once 0.8-2.1 ms after the measured one, about the copy publication it does not do.
   const GuardCost inner = m.guard_measured[1] ? m.guard[1] : g;
-  const bool has_inner = t.n() > 2;  // a binomial tree of 2 ranks is the root and a leaf
   double root_call = 0, leaf_call = 0, leaf_work = 0;
   // The root starts its sends in the call: the edges', and every piece's where its progress
   // thread has no CPU of its own or no send window (runtime/policy.cc, caller_starts_sends),
@@ -467,7 +466,8 @@ Timeline bcast_timeline(const Machine& m, const Topology& t, const Coll& c, cons
   tl.round_share = 1.0 / middle;
   tl.last_share = static_cast<double>(last_group) / middle;
   tl.regions = early ? middle : 0;
-  tl.publish_ns = early ? publication(has_inner ? inner : g, tl.regions, S) : 0;
+  // The busiest receiver's: an inner rank's where the tree has one (more than 2 ranks), else the leaf's.
+  tl.publish_ns = early ? publication(t.n() > 2 ? inner : g, tl.regions, S) : 0;
   tl.driver_cpu_ns = r.inner_cpu + poll_cpu(m, tl.total_ns - tl.in_call_ns);
   // A rank receives the message once (and an inner one forwards it): priced as one exchange of it.
   if (top.shared_cpu_measured()) tl.shared_cpu_ns = top.shared_cpu.at(S);
@@ -684,9 +684,10 @@ Overlap overlap(const Machine& m, const Topology& t, const Coll& c, const Execut
   const double waiting = after > 0 ? std::clamp(1.0 - p.curc_ns / after, 0.0, 1.0) : 0.0;
   // A reader that reads at the return (X = 0, read_once_balance's worst case) meets a region
   // held back even where the timeline lands every piece inside the call: the progress thread
-  // publishes them after it (one wake-up at least, as exchange_floor prices one). Without it a
-  // broadcast of 3 pages "paid" under a machine whose wake-up costs 1000 s (threshold-never).
-  const bool meets = X < after || (X <= 0 && tl.regions > 0);
+  // publishes them after it (one wake-up at least, as exchange_floor prices one; none where the
+  // call holds no region back). Without it a broadcast of 3 pages "paid" under a machine whose
+  // wake-up costs 1000 s (threshold-never).
+  const bool meets = X < after || X <= 0;
   const double wakeups = g.fault_ns * std::min(tl.regions, std::max(1.0, tl.regions * waiting)) * (meets ? 1 : 0);
   // A reader that reads its own block last reads it after the stream's last piece (Program::own_last).
   const double own_after = p.own_last && c.kind != Kind::Bcast ? p.crc_ns / std::max(1, t.n()) : 0;

@@ -286,10 +286,12 @@ struct TreeResult {
 // threads on a node with more ranks than CPUs: crowding; the MPI library's own: 1). From
 // `first_of_interest` on, the pieces are in flight `together` at a time: the MPI library
 // interleaves them fragment by fragment, so each group is in when its last piece is (1: one at
-// a time). An inner rank publishes each piece with `publish`, a leaf with `leaf_publish`.
+// a time). An inner rank publishes each piece with `publish`, a leaf with `leaf_publish`, and
+// neither before `ready`: a receiver's pieces are its progress thread's to publish and forward
+// once its own call has handed them over (an early return; 0: from the start).
 TreeResult tree(const Machine& m, const Topology& t, int root, const std::vector<double>& sizes, BcastTree shape,
                 double start, double notice, const Line& publish, const Line& leaf_publish, std::size_t first_of_interest,
-                double stretch = 1, std::size_t together = 1) {
+                double stretch = 1, std::size_t together = 1, double ready = 0) {
   const int n = t.n();
   const std::size_t P = sizes.size();
   TreeResult r;
@@ -314,7 +316,7 @@ TreeResult tree(const Machine& m, const Topology& t, int root, const std::vector
         free_at = send + stretch * l.g(sizes[q]);
         const double arrive = send + stretch * (l.T(sizes[q]) - l.L_ns) + l.L_ns;
         const double published = (tree_children(c, n, shape).empty() ? leaf_publish : publish).at(sizes[q]);
-        have[static_cast<std::size_t>(c)][q] = arrive + notice + published;
+        have[static_cast<std::size_t>(c)][q] = std::max(arrive + notice, ready) + published;
         cpu[static_cast<std::size_t>(v)] += l.o_s(sizes[q]);
         cpu[static_cast<std::size_t>(c)] += l.o_r(sizes[q]) + published;
       }
@@ -455,9 +457,13 @@ Timeline bcast_timeline(const Machine& m, const Topology& t, const Coll& c, cons
   // The reader gets the first with the first group and reads the last group's share after the end.
   const std::size_t mids = sizes.size() > 2 ? sizes.size() - 2 : 1;
   const std::size_t together = all_sends ? mids : std::min(mids, static_cast<std::size_t>(x.window));
+  // A receiver's progress thread publishes (and an inner rank's forwards) what arrived during the
+  // receiver's own call once that call has handed its steps over (leaf_call). Before session 28
+  // the tree let a piece be in as it arrived: where the call (its guard's hold) outlasts the
+  // arrivals, nothing was left after the return and a reader reading at once paid no wake-up.
   const TreeResult r = tree(m, t, c.root, sizes, BcastTree::Binomial, root_call + handoff, notice,
                             early ? inner.publish : Line{}, early ? g.publish : Line{}, sizes.size() > 2 ? 2 : 0,
-                            early ? crowd.stretch : 1, together);
+                            early ? crowd.stretch : 1, together, early ? leaf_call : 0);
   const double bound = bcast_node_bound(m, t, S, c.root, BcastTree::Binomial) + top.L_ns;
   tl.total_ns = std::max({r.last, root_call + bound, tl.in_call_ns});
   tl.first_ns = std::max(r.first_mean, leaf_call);
@@ -682,13 +688,10 @@ Overlap overlap(const Machine& m, const Topology& t, const Coll& c, const Execut
   // the transfer's CPU losing (its kernel work and evicted caches too), whichever is more.
   const double stolen = (1 - t.spare_cpu()) * std::max(tl.driver_cpu_ns, tl.shared_cpu_ns) * overlapped;
   const double waiting = after > 0 ? std::clamp(1.0 - p.curc_ns / after, 0.0, 1.0) : 0.0;
-  // A reader that reads at the return (X = 0, read_once_balance's worst case) meets a region
-  // held back even where the timeline lands every piece inside the call: the progress thread
-  // publishes them after it (one wake-up at least, as exchange_floor prices one; none where the
-  // call holds no region back). Without it a broadcast of 3 pages "paid" under a machine whose
-  // wake-up costs 1000 s (threshold-never).
-  const bool meets = X < after || X <= 0;
-  const double wakeups = g.fault_ns * std::min(tl.regions, std::max(1.0, tl.regions * waiting)) * (meets ? 1 : 0);
+  // Both timelines publish every region after the return (the progress thread's, after the
+  // hand-over), so a reader reading at the return (X = 0, read_once_balance's worst case) meets
+  // one at least (as exchange_floor prices one).
+  const double wakeups = g.fault_ns * std::min(tl.regions, std::max(1.0, tl.regions * waiting)) * (X < after ? 1 : 0);
   // A reader that reads its own block last reads it after the stream's last piece (Program::own_last).
   const double own_after = p.own_last && c.kind != Kind::Bcast ? p.crc_ns / std::max(1, t.n()) : 0;
   const double reader = std::max({X + stolen, after + tl.last_share * p.crc_ns + own_after, first + p.crc_ns});

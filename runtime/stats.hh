@@ -107,6 +107,7 @@ struct ProfileDecision {
   bool blocking = false;
   double cost_ns = 0;
   double comm_ns = -1, overlap_ns = -1, saved_ns = 0;  // -1: no estimate (saved_ns then unset)
+  double in_call_ns = -1;  // the model's time in the call of an early return there (Tinit); -1: no estimate
 };
 
 class Stats {

@@ -498,7 +498,8 @@ World build_world(const std::string& dir, const std::vector<Summary>& sums, cons
       if (it == w.decisions.end()) {
         w.decisions.push_back({text(x, "site"), text(x, "kind"), text(x, "where"), text(x, "decision"), text(x, "basis"), 0,
                                {}, optional_number(x, "comm_ns"), optional_number(x, "overlap_ns"),
-                               optional_number(x, "cost_ns"), optional_number(x, "saved_ns")});
+                               optional_number(x, "cost_ns"), optional_number(x, "saved_ns"),
+                               optional_number(x, "in_call_ns")});
         it = w.decisions.end() - 1;
       }
       it->calls += number(x, "calls");
@@ -732,6 +733,14 @@ double World::ideal_duration_ns() const {
   for (const Site& s : sites)
     if (const RankFigures r = s.total(); r.ideal_ns) d += r.duration_ns;
   return d;
+}
+
+std::optional<double> World::model_tinit_ns() const {
+  double ns = 0, calls = 0;
+  for (const Decision& d : decisions)
+    if (d.decision == "early_return" && d.in_call_ns) ns += d.calls * *d.in_call_ns, calls += d.calls;
+  if (calls <= 0) return std::nullopt;
+  return ns / calls;
 }
 
 Result<Run> load_run(const std::string& dir, const LoadOptions& opt) {

@@ -118,6 +118,7 @@ struct Decision {
   double calls = 0;
   std::vector<int> ranks;
   std::optional<double> comm_ns, overlap_ns, cost_ns, saved_ns;
+  std::optional<double> in_call_ns;  // the model's time in the call of an early return there (Tinit)
   bool operator==(const Decision&) const = default;
 };
 
@@ -163,6 +164,10 @@ struct World {
   double wall_total_ns() const;
   RankFigures total() const;  // over every site and rank (ideal: sites that have one)
   double ideal_duration_ns() const;  // D of the sites that have an ideal
+  // The cost model's time in the call (Tinit) over the calls the profile's decisions returned
+  // early, weighted by their calls: what the run's Tinit per early return compares with. None
+  // without such decisions (another mode, no estimate).
+  std::optional<double> model_tinit_ns() const;
 };
 
 struct Run {

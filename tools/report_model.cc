@@ -163,7 +163,7 @@ std::string model_section(const std::string& dir) {
     }
   }
   if (!order.empty())
-    o << "  per site (the model's predicted blocking time, hidden time and cost of an early return; the decision):\n";
+    o << "  per site (the model's predicted blocking time, time in the call, hidden time and cost of an early return; the decision):\n";
   const int size = static_cast<int>(sums.size());
   for (const auto& key : order) {
     const Entry& e = entries[key];
@@ -176,6 +176,8 @@ std::string model_section(const std::string& dir) {
       o << "; blocking " << ms(num(x, "blocking_ns", 0));
       // The model's own blocking time; none when TNBC_EARLY_RETURN_COST_US judged (the fixed rule).
       if (num(x, "model_blocking_ns") > 0) o << " (model " << ms(num(x, "model_blocking_ns")) << ")";
+      // An early return's time in the call (Tinit), the run's own beside it in the collectives lines.
+      if (num(x, "in_call_ns") > 0) o << ", in the call " << ms(num(x, "in_call_ns"));
       o << ", hidden " << ms(num(x, "hidden_ns", 0)) << ", cost " << ms(num(x, "cost_ns", 0)) << ", saved "
         << ms(num(x, "saved_ns", 0));
     }

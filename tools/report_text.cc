@@ -100,10 +100,16 @@ std::string collectives_text(const World& w) {
   std::string o = "collectives (all ranks):\n";
   for (const KindCounts& k : w.kinds)
     o += "  " + pad(k.kind, 11) + outcome_line(k.calls, k.early, k.in_call, k.plain, k.reasons) + "\n";
-  if (w.early_returns > 0)
-    o += fmt("  time inside the early-returning calls (Tinit): %.3f ms per early return; ",
-             w.in_early_calls_s / w.early_returns * 1e3) +
-         fmt("progress threads' CPU %.3f s (all ranks)\n", w.progress_cpu_s);
+  // Mode optimize: against the cost model's Tinit of the sites it returned early at (where a
+  // node's ranks outnumber its CPUs, the scheduler makes the calls several times the model's: a
+  // reader weighing the verdicts needs to see that; docs/benchmarks.md, "Session 28").
+  if (w.early_returns > 0) {
+    const double tinit = w.in_early_calls_s / w.early_returns;
+    o += fmt("  time inside the early-returning calls (Tinit): %.3f ms per early return", tinit * 1e3);
+    if (const std::optional<double> model = w.model_tinit_ns(); model && *model > 0)
+      o += fmt(", %.2fx", tinit * 1e9 / *model) + fmt(" the cost model's %.3f ms for them", *model / 1e6);
+    o += fmt("; progress threads' CPU %.3f s (all ranks)\n", w.progress_cpu_s);
+  }
   // The copies' rate against the machine the model priced them with: a run whose memory was
   // slower than at calibration (this VM's copy rate changes ~2x with the machine's state) has a
   // Tinit the model could not foresee, and a reader comparing its verdicts with the run needs that.

@@ -109,12 +109,24 @@ def main():
             if taken[name]["decision"] != printed[name]:
                 fail(f"{name}: optimize took {taken[name]['decision']}, merge printed {printed[name]}",
                      json.dumps(model.get("sites"), indent=1))
+            # The profile's decision there carries the same estimate of an early return's time in
+            # the call (the report weighs the run's Tinit against it).
+            # (A site run as plain MPI has no decision of the profile's: the plain path decides by size.)
+            said = [d for d in s["profile"].get("decisions", []) if re.search(rf"\b{name} \(", d["where"])]
+            if (not said and taken[name]["decision"] != "plain") or \
+                    any(d.get("in_call_ns") is None or abs(d["in_call_ns"] - taken[name]["in_call_ns"]) > 1 for d in said):
+                fail(f"{name}: the profile's decisions {said} do not carry the model's time in the call "
+                     f"{taken[name].get('in_call_ns')}")
     r = subprocess.run([a.tool, "report", opt_dir], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     print(r.stdout)
     words = {"plain": "PLAIN MPI", "in_call": "COMPLETED IN THE CALL", "early_return": "returned early"}
+    rank0 = next(s for s in sums if s["rank"] == 0)
     for name in SITES:
-        if not any(l.startswith("    alltoall at ") and name in l and words[printed[name]] in l for l in r.stdout.splitlines()):
-            fail(f"tnbc report's model section does not show {name} as {printed[name]}", r.stdout)
+        # ... with the model's time in the call of an early return there.
+        in_call = f"in the call {model_sites(rank0)[name]['in_call_ns'] / 1e6:.2f} ms"
+        if not any(l.startswith("    alltoall at ") and name in l and words[printed[name]] in l and in_call in l
+                   for l in r.stdout.splitlines()):
+            fail(f"tnbc report's model section does not show {name} as {printed[name]} ({in_call})", r.stdout)
 
     # Bad machine files: one message, the probe instead.
     text = open(machine).read()

@@ -120,6 +120,18 @@ def check_figures(tool, work):
     expect_lines(out, ["  1  alltoall       20       2 MiB  10.000 ms   30.0%   20.0%   50.0%     n/a  app+0x1234"
                        "                                0 1",
                        "ideal (Eq. 1): no trace profile (tnbc report --profile FILE)"])
+    # Mode optimize: the run's Tinit per early return against the cost model's for the calls its
+    # decisions returned early (synthetic.write_optimize_run), in the text and through the JSON.
+    opt = os.path.join(work, "optimize")
+    synthetic.write_optimize_run(opt)
+    out, _ = report(tool, opt)
+    expect_lines(out, ["  time inside the early-returning calls (Tinit): 0.360 ms per early return, 1.13x the cost model's"
+                       " 0.318 ms for them; progress threads' CPU 0.000 s (all ranks)"])
+    path = os.path.join(work, "optimize.json")
+    report(tool, opt, "--json", path)
+    again, _ = report(tool, path)
+    if again != out:
+        fail("tnbc report of the optimize run's JSON differs from the report of the directory", again)
     print("figures: OK")
 
 

@@ -224,7 +224,8 @@ std::string describe(const Decision& d) {
     return out + " (min(Tcomm " + ms(*d.comm_ns) + ", T_CURC + T_CRC " + ms(*d.overlap_ns) + ") - cost " + ms(d.cost_ns) +
            " = " + ms(*d.saved_ns) + ")";
   return out + " (predicted: blocking " + ms(*d.comm_ns) + " (model " + ms(d.model_blocking_ns.value_or(0)) +
-         "), T_CURC + T_CRC " + ms(*d.overlap_ns) + ", hidden " + ms(d.hidden_ns.value_or(0)) + ", cost " +
+         "), T_CURC + T_CRC " + ms(*d.overlap_ns) + ", in the call " + ms(d.in_call_ns.value_or(0)) + ", hidden " +
+         ms(d.hidden_ns.value_or(0)) + ", cost " +
          ms(d.cost_ns) + ": saved " + ms(*d.saved_ns) + (d.blocking() ? " <= margin " : " > margin ") + ms(d.margin_ns) + ")";
 }
 

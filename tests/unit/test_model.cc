@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <string>
 
@@ -283,6 +284,11 @@ TEST_CASE("decision: compute-first sites return early, read-at-once sites do not
   REQUIRE(compute.saved_ns);
   CHECK(*compute.saved_ns > compute.margin_ns);
   CHECK(compute.margin_ns == Approx(j.margin_of_cost * std::max(0.0, compute.cost_ns) + j.margin_of_tcomm * blocking));
+  // tnbc merge's line says the early return's time in the call (Tinit) the model priced.
+  REQUIRE(compute.in_call_ns);
+  char tinit[48];
+  std::snprintf(tinit, sizeof tinit, ", in the call %.2f ms, ", *compute.in_call_ns / 1e6);
+  CHECK(trace::describe(compute).find(tinit) != std::string::npos);
   CHECK(j.margin_of_cost == Approx(0.15));  // the settings' defaults
   CHECK(j.margin_of_tcomm == Approx(0.30));
   CHECK(j.margin_of_tcomm_shared == Approx(1.0));

@@ -110,8 +110,8 @@ def main():
                 fail(f"{name}: optimize took {taken[name]['decision']}, merge printed {printed[name]}",
                      json.dumps(model.get("sites"), indent=1))
             # The profile's decision there carries the same estimate of an early return's time in
-            # the call (the report weighs the run's Tinit against it).
-            # (A site run as plain MPI has no decision of the profile's: the plain path decides by size.)
+            # the call (the report weighs the run's Tinit against it); a site run as plain MPI has
+            # none (the plain path decides by kind and size, not by site).
             said = [d for d in s["profile"].get("decisions", []) if re.search(rf"\b{name} \(", d["where"])]
             if (not said and taken[name]["decision"] != "plain") or \
                     any(d.get("in_call_ns") is None or abs(d["in_call_ns"] - taken[name]["in_call_ns"]) > 1 for d in said):

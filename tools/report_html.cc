@@ -271,7 +271,9 @@ std::string render_html(const std::vector<Run>& runs) {
       o += "</ul>\n";
     }
     // Where the ranks ran and how each kind's calls ended (the text's lines).
-    o += "<pre class=\"section\" id=\"collectives\">" + esc(placement_text(w) + (w.hosts.empty() ? "" : "\n") + collectives_text(w)) + "</pre>\n";
+    const std::string placement = placement_text(w);
+    o += "<pre class=\"section\" id=\"collectives\">" + esc(placement + (placement.empty() ? "" : "\n") + collectives_text(w)) +
+         "</pre>\n";
     for (std::size_t i = 0; i < w.sites.size(); ++i) {
       const Site& s = w.sites[i];
       const RankFigures r = s.total();

@@ -315,7 +315,7 @@ TreeResult tree(const Machine& m, const Topology& t, int root, const std::vector
         const double send = std::max(have[static_cast<std::size_t>(v)][q], free_at);
         free_at = send + stretch * l.g(sizes[q]);
         const double arrive = send + stretch * (l.T(sizes[q]) - l.L_ns) + l.L_ns;
-        const double published = (tree_children(c, n, shape).empty() ? leaf_publish : publish).at(sizes[q]);
+        const double published = (kids[static_cast<std::size_t>(c)].empty() ? leaf_publish : publish).at(sizes[q]);
         have[static_cast<std::size_t>(c)][q] = std::max(arrive + notice, ready) + published;
         cpu[static_cast<std::size_t>(v)] += l.o_s(sizes[q]);
         cpu[static_cast<std::size_t>(c)] += l.o_r(sizes[q]) + published;

@@ -1,6 +1,6 @@
 #include "runtime/bulk_copy.hh"
 
-#include <unistd.h>
+#include "runtime/cpu_cache.hh"
 
 #include <cstdint>
 #include <cstring>
@@ -11,14 +11,7 @@
 
 namespace tnbc {
 
-std::size_t l2_cache_bytes() {
-#ifdef _SC_LEVEL2_CACHE_SIZE
-  static const long bytes = sysconf(_SC_LEVEL2_CACHE_SIZE);
-  return bytes > 0 ? static_cast<std::size_t>(bytes) : 0;
-#else
-  return 0;
-#endif
-}
+std::size_t l2_cache_bytes() { return cache_bytes(2); }
 
 bool streams(std::size_t total) {
 #if defined(__x86_64__)

@@ -3,7 +3,7 @@
 // the calling thread's CPU in an early return (perf, docs/benchmarks.md "Session 9"), and their
 // destinations are cold: staging last read by the kernel's TCP copies, receive pages last
 // written a call ago. A copy whose data is larger than this CPU's L2 cache (a machine fact,
-// sysconf) therefore writes with non-temporal stores: no read of each destination line before
+// runtime/cpu_cache.hh) therefore writes with non-temporal stores: no read of each destination line before
 // it is overwritten, and the call's data does not evict the program's working set. Nothing in
 // the call reads the destination back (the progress thread, the kernel or the program reads it
 // later, from memory); the copy ends with a store fence, so another thread or the kernel sees
@@ -14,7 +14,7 @@
 
 namespace tnbc {
 
-// This CPU's L2 cache per core in bytes (sysconf), 0 where the system does not say.
+// This CPU's L2 cache in bytes (runtime/cpu_cache.hh), 0 where the system does not say.
 std::size_t l2_cache_bytes();
 
 // Whether copies that together move `total` bytes should bypass the cache (bulk_copy's `stream`):

@@ -97,12 +97,19 @@ Line slowest_line(const Ctx& c, const std::vector<std::size_t>& sizes, FunctionR
   return x.size() >= 2 ? fit_through(x, y) : Line{};
 }
 
+// What the in-call copy's arena may map on a node (over its ranks) for the sizes above 4 MiB:
+// as much as it mapped for them before session 29, when the last-level cache was read from
+// sysconf (3 x 384 MiB here), so that the 16 and 64 MiB points are measured where they were.
+constexpr std::size_t kCopyArenaNodeBytes = std::size_t{1} << 30;
+
 // The sizes of tnbc's in-call copy: 64 KiB to 4 MiB always, and 16 and 64 MiB where the arena
-// made to find no copy in the caches (uncached_copy_bytes, here 3 x 384 MiB / ranks of the node)
-// need not grow for them, so that a node of many ranks maps no more than before.
+// made to find no copy in the caches (uncached_copy_bytes: 3 x 32 MiB / ranks of the node here)
+// grows for them to no more than the node's kCopyArenaNodeBytes, so that a node of many ranks
+// maps no more than that.
 std::vector<std::size_t> in_call_copy_sizes(int ranks_per_node) {
   std::vector<std::size_t> sizes{65536, 256u << 10, 1u << 20, 4u << 20};
-  const std::size_t arena = uncached_copy_bytes(sizes.back(), ranks_per_node);
+  const std::size_t arena = std::max(uncached_copy_bytes(sizes.back(), ranks_per_node),
+                                     kCopyArenaNodeBytes / static_cast<std::size_t>(std::max(1, ranks_per_node)));
   for (std::size_t b : {std::size_t{16} << 20, std::size_t{64} << 20})
     if (uncached_copy_bytes(b, ranks_per_node) <= arena) sizes.push_back(b);
   return sizes;
@@ -500,12 +507,24 @@ void measure_node(Ctx& c, Level& l, const std::vector<std::pair<int, int>>& pair
 // all read the one zero page).
 std::vector<char> eviction_scratch() { return std::vector<char>(2 * last_level_cache_bytes(), 1); }
 
-// Reads every cache line of `v` (the compiler may not drop the loads: the sum is kept).
+// How many times read_through reads the scratch. One pass of twice the cache leaves part of what
+// was there (a cache that inserts streamed lines at low priority keeps some older ones): a 4 MiB
+// hold on this VM (32 MiB L3) took 119-148 us after one pass, 177-184 us after 2-12, as after
+// a 40 ms sleep. And the node sweep's figures depend on how long the read keeps the CPUs busy
+// before each pattern (docs/benchmarks.md, "Session 13"): after 4 passes MPI_Alltoall measured
+// 10-20 % slower at 64 KiB-1 MiB than after the 768 MiB read its figures were validated with
+// (sysconf's 384 MiB, twice); after 12 (the same read from 64 MiB of memory) as before from
+// 256 KiB up, 64 KiB still ~25 % slower ("Session 29").
+constexpr int kEvictionPasses = 12;
+
+// Reads every cache line of `v`, kEvictionPasses times (the compiler may not drop the loads: the
+// sum is kept).
 void read_through(const std::vector<char>& v) {
   if (v.empty()) return;
   constexpr std::size_t kLine = 64;
   unsigned long sum = 0;
-  for (std::size_t i = 0; i < v.size(); i += kLine) sum += static_cast<unsigned char>(v[i]);
+  for (int pass = 0; pass < kEvictionPasses; ++pass)
+    for (std::size_t i = 0; i < v.size(); i += kLine) sum += static_cast<unsigned char>(v[i]);
   [[maybe_unused]] static volatile unsigned long sink;
   sink = sum;
 }

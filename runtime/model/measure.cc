@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "runtime/bulk_copy.hh"
+#include "runtime/cpu_cache.hh"
 #include "runtime/futex.hh"
 #include "runtime/guard_backend.hh"
 #include "runtime/return_wait.hh"
@@ -125,11 +126,8 @@ Line memcpy_cold_line(Scratch& s, const std::vector<std::size_t>& sizes, int rep
 }
 
 std::size_t last_level_cache_bytes() {
-  long llc = -1;
-#ifdef _SC_LEVEL3_CACHE_SIZE
-  llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
-#endif
-  return llc > 0 ? static_cast<std::size_t>(llc) : std::size_t{32} << 20;
+  const std::size_t llc = cache_bytes(3);
+  return llc > 0 ? llc : kUnknownLastLevelCacheBytes;
 }
 
 std::size_t uncached_copy_bytes(std::size_t largest, int ranks) {

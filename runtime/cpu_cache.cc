@@ -1,0 +1,82 @@
+#include "runtime/cpu_cache.hh"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <fstream>
+
+namespace tnbc {
+
+namespace {
+
+// The first word of a sysfs file ("" where it cannot be read).
+std::string first_word(const std::string& path) {
+  std::ifstream in(path);
+  std::string w;
+  in >> w;
+  return w;
+}
+
+// sysfs's size: a number with a K, M or G suffix ("32768K"); 0 where it is not one.
+std::size_t parse_size(const std::string& s) {
+  std::size_t i = 0, n = 0;
+  for (; i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])); ++i) n = n * 10 + static_cast<std::size_t>(s[i] - '0');
+  if (i == 0) return 0;
+  const std::string unit = s.substr(i);
+  if (unit.empty()) return n;
+  if (unit == "K") return n << 10;
+  if (unit == "M") return n << 20;
+  if (unit == "G") return n << 30;
+  return 0;
+}
+
+std::size_t sysconf_cache_bytes(int level) {
+  long b = -1;
+  switch (level) {
+#ifdef _SC_LEVEL1_DCACHE_SIZE
+    case 1: b = sysconf(_SC_LEVEL1_DCACHE_SIZE); break;
+#endif
+#ifdef _SC_LEVEL2_CACHE_SIZE
+    case 2: b = sysconf(_SC_LEVEL2_CACHE_SIZE); break;
+#endif
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    case 3: b = sysconf(_SC_LEVEL3_CACHE_SIZE); break;
+#endif
+    default: break;
+  }
+  return b > 0 ? static_cast<std::size_t>(b) : 0;
+}
+
+std::size_t look_up(int level) {
+  const int cpu = sched_getcpu();
+  const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(cpu >= 0 ? cpu : 0);
+  const std::size_t from_sysfs = sysfs_cache_bytes(dir, level);
+  return from_sysfs > 0 ? from_sysfs : sysconf_cache_bytes(level);
+}
+
+}  // namespace
+
+std::size_t sysfs_cache_bytes(const std::string& cpu_dir, int level) {
+  // The kernel numbers a CPU's caches index0, index1, ... without gaps.
+  for (int k = 0;; ++k) {
+    const std::string dir = cpu_dir + "/cache/index" + std::to_string(k);
+    const std::string lv = first_word(dir + "/level");
+    if (lv.empty()) return 0;
+    if (lv != std::to_string(level)) continue;
+    const std::string type = first_word(dir + "/type");
+    if (type == "Data" || type == "Unified") return parse_size(first_word(dir + "/size"));
+  }
+}
+
+std::size_t cache_bytes(int level) {
+  static const std::size_t l1 = look_up(1), l2 = look_up(2), l3 = look_up(3);
+  switch (level) {
+    case 1: return l1;
+    case 2: return l2;
+    case 3: return l3;
+    default: return 0;
+  }
+}
+
+}  // namespace tnbc

@@ -1,13 +1,13 @@
 #include "runtime/bulk_copy.hh"
 
-#include "runtime/cpu_cache.hh"
-
 #include <cstdint>
 #include <cstring>
 
 #if defined(__x86_64__)
 #include <emmintrin.h>  // SSE2: part of every x86-64 CPU
 #endif
+
+#include "runtime/cpu_cache.hh"
 
 namespace tnbc {
 

@@ -3,11 +3,11 @@
 // the calling thread's CPU in an early return (perf, docs/benchmarks.md "Session 9"), and their
 // destinations are cold: staging last read by the kernel's TCP copies, receive pages last
 // written a call ago. A copy whose data is larger than this CPU's L2 cache (a machine fact,
-// runtime/cpu_cache.hh) therefore writes with non-temporal stores: no read of each destination line before
-// it is overwritten, and the call's data does not evict the program's working set. Nothing in
-// the call reads the destination back (the progress thread, the kernel or the program reads it
-// later, from memory); the copy ends with a store fence, so another thread or the kernel sees
-// every byte once the caller publishes the step.
+// runtime/cpu_cache.hh) therefore writes with non-temporal stores: no read of each destination
+// line before it is overwritten, and the call's data does not evict the program's working set.
+// Nothing in the call reads the destination back (the progress thread, the kernel or the
+// program reads it later, from memory); the copy ends with a store fence, so another thread or
+// the kernel sees every byte once the caller publishes the step.
 #pragma once
 
 #include <cstddef>

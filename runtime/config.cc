@@ -152,7 +152,9 @@ std::string lower(std::string v) {
   return v;
 }
 
-// Parses an unsigned decimal with an optional binary suffix (k, m, g; optional "ib"/"b").
+
+}  // namespace
+
 bool parse_bytes(std::string_view v, std::uint64_t& out) {
   std::uint64_t n = 0;
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
@@ -168,8 +170,6 @@ bool parse_bytes(std::string_view v, std::uint64_t& out) {
   out = n * mult;
   return true;
 }
-
-}  // namespace
 
 std::string format_bytes(double b) {
   char s[32];

@@ -148,4 +148,8 @@ std::string_view mode_name(Mode m);
 // A byte count for people: "100 B", "12 KiB", "1.5 MiB", "2 GiB" (4 significant digits).
 std::string format_bytes(double bytes);
 
+// Parses an unsigned decimal with an optional binary suffix, any case (k, m, g; optional "ib"/"b":
+// 64k, 1M, 32768K as sysfs writes cache sizes); false when `v` is not one or overflows.
+bool parse_bytes(std::string_view v, std::uint64_t& out);
+
 }  // namespace tnbc

@@ -3,8 +3,10 @@
 #include <sched.h>
 #include <unistd.h>
 
-#include <cctype>
+#include <cstdint>
 #include <fstream>
+
+#include "runtime/config.hh"
 
 namespace tnbc {
 
@@ -16,19 +18,6 @@ std::string first_word(const std::string& path) {
   std::string w;
   in >> w;
   return w;
-}
-
-// sysfs's size: a number with a K, M or G suffix ("32768K"); 0 where it is not one.
-std::size_t parse_size(const std::string& s) {
-  std::size_t i = 0, n = 0;
-  for (; i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])); ++i) n = n * 10 + static_cast<std::size_t>(s[i] - '0');
-  if (i == 0) return 0;
-  const std::string unit = s.substr(i);
-  if (unit.empty()) return n;
-  if (unit == "K") return n << 10;
-  if (unit == "M") return n << 20;
-  if (unit == "G") return n << 30;
-  return 0;
 }
 
 std::size_t sysconf_cache_bytes(int level) {
@@ -65,7 +54,8 @@ std::size_t sysfs_cache_bytes(const std::string& cpu_dir, int level) {
     if (lv.empty()) return 0;
     if (lv != std::to_string(level)) continue;
     const std::string type = first_word(dir + "/type");
-    if (type == "Data" || type == "Unified") return parse_size(first_word(dir + "/size"));
+    std::uint64_t bytes = 0;
+    if (type == "Data" || type == "Unified") return parse_bytes(first_word(dir + "/size"), bytes) ? bytes : 0;
   }
 }
 

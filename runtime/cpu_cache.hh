@@ -3,7 +3,7 @@
 // sysfs says nothing. The kernel's figure first: glibc's sysconf(_SC_LEVEL3_CACHE_SIZE) on this
 // VM's AMD EPYC says 384 MiB where the L3 this CPU's data can stay in is 32 MiB (sysfs: shared
 // by CPUs 0-1; a copy's rate drops between 16 and 48 MiB of working set, docs/benchmarks.md,
-// "Session 29"), and `tnbc calibrate` sized its cache-emptying buffers from it: 2.3 GiB per rank.
+// "Session 29"), and `tnbc calibrate` sized its cache-emptying buffers from it: 3.2 GiB per rank at np 2.
 #pragma once
 
 #include <cstddef>

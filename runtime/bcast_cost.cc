@@ -88,7 +88,7 @@ BcastCosts bcast_costs_pipelined(const LogGP& rma, const model::Machine& m, cons
                                   : model::Line{};
   const double copy = rma.C > 0 ? rma.C * 1e9 : m.memcpy_cost.ns_per_byte;
   const model::Line taken{m.memcpy_cost.ns + publish.ns, copy + publish.ns_per_byte};
-  const double root_copy = x.eager_copy ? m.in_call_copy().at(c.bytes) : 0;
+  const double root_copy = x.eager_copy ? m.in_call_copy_alone().at(c.bytes) : 0;  // the one rank that copies
   const auto chunks = static_cast<int>(bcast_chunks(bytes, m.page, c.segments).size());
   const double notice = rma.O_r * 1e9;
   out.rma_binomial = (root_copy + model::bcast_tree_ns(r, t, c.bytes, 0, chunks, model::BcastTree::Binomial, notice,

@@ -205,7 +205,8 @@ class EngineImpl final : public Engine {
       const StagedCopies staged = stage_sends(*f, prep.send_src, !in_call && policy_->lazy_send_copy(layout.sent), page_, stream);
       if (staged.pieces > 0) {
         const double each = static_cast<double>(staged.bytes) / static_cast<double>(staged.pieces);
-        stats_.record_call_copy(staged.pieces, staged.bytes, staged.ns, static_cast<double>(staged.pieces) * copy_price(each));
+        stats_.record_call_copy(staged.pieces, staged.bytes, staged.ns,
+                                static_cast<double>(staged.pieces) * copy_price(each, c.kind == Kind::Bcast));
       }
     }
     const long long t_staged = futex::now_ns();
@@ -285,7 +286,7 @@ class EngineImpl final : public Engine {
         bulk_copy(dst, src, bytes, stream_ || streams(bytes));
         const long long took = futex::now_ns() - t0;
         packed_ns_ += took;
-        e_.stats_.record_call_copy(1, bytes, took, e_.copy_price(static_cast<double>(bytes)));
+        e_.stats_.record_call_copy(1, bytes, took, e_.copy_price(static_cast<double>(bytes), false));
         // (streamed even though the program reads it next: a memcpy that kept it cached cost the call
         // 0.15-0.2 ms more and gained nothing, Table 1 (c) in order self; docs/benchmarks.md, session 10)
         return {};
@@ -448,7 +449,11 @@ class EngineImpl final : public Engine {
 
   // What the machine's line for tnbc's copies in a call prices a copy of `bytes` at (0 before
   // the model starts): the summary compares the run's copies with it (Stats::record_call_copy).
-  double copy_price(double bytes) const { return model_ ? model_->machine.in_call_copy().at(bytes) : 0; }
+  // `alone`: the one rank that copies in its call, a broadcast's root (Machine::in_call_copy_alone).
+  double copy_price(double bytes, bool alone) const {
+    if (!model_) return 0;
+    return (alone ? model_->machine.in_call_copy_alone() : model_->machine.in_call_copy()).at(bytes);
+  }
 
   // At the end, rank 0 of the world: where its calls' copies took far more or less than the
   // machine file's in-call copy line priced, the model's Tinit is off by as much (a file from

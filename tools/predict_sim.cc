@@ -577,8 +577,9 @@ void rank_main(int r, std::vector<SimSite> sites) {
         // tnbc's bookkeeping (Machine::in_call_rest, by the bytes received), and at the end the
         // hand-over to the progress thread (Machine::handover_ns); the hold, the bookkeeping and
         // the hand-over at their warm figures where what the call sends and receives fits in the
-        // cache (Machine::warm), as the model prices them.
-        const model::Line& in_call = m.in_call_copy();
+        // cache (Machine::warm), as the model prices them. A broadcast's root copies alone
+        // (Machine::in_call_copy_alone).
+        const model::Line& in_call = is_bcast(site.kind) ? m.in_call_copy_alone() : m.in_call_copy();
         const model::Line& cold = m.memcpy_cold_measured() ? m.memcpy_cold : in_call;
         const double cold_share = site.calls > 0 ? std::min(1.0, site.cold_calls / site.calls) : 0.0;
         const double staging_ns = (1 - cold_share) * in_call.at(send_bytes) + cold_share * cold.at(send_bytes);

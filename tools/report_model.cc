@@ -118,9 +118,15 @@ std::string model_section(const std::string& dir) {
     if (const Value* g = mach->find("guard"); g && g->type == Value::Type::Object)
       if (const Value* in_call = g->find("memcpy_in_call"); in_call && in_call->type == Value::Type::Object) {
         char line[200];
-        std::snprintf(line, sizeof line, "  tnbc's copies in a call (outside the caches, every rank at once) %s + %s/MiB\n",
+        std::snprintf(line, sizeof line, "  tnbc's copies in a call (outside the caches, every rank at once) %s + %s/MiB",
                       us(num(*in_call, "ns", 0)).c_str(), us(num(*in_call, "ns_per_byte", 0) * 1048576).c_str());
         o << line;
+        if (const Value* alone = g->find("memcpy_in_call_alone"); alone && alone->type == Value::Type::Object) {
+          std::snprintf(line, sizeof line, "; one rank alone (a broadcast's root) %s + %s/MiB",
+                        us(num(*alone, "ns", 0)).c_str(), us(num(*alone, "ns_per_byte", 0) * 1048576).c_str());
+          o << line;
+        }
+        o << "\n";
       }
     if (const Value* g = mach->find("guard"); g && g->type == Value::Type::Object)
       for (const auto& [name, b] : g->members) {

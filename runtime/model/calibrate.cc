@@ -124,7 +124,8 @@ std::vector<std::size_t> in_call_copy_sizes(int ranks_per_node) {
 // docs/benchmarks.md, "Session 20", "Session 21"). The Scratch lives from the first pass to the
 // last. The sizes reach the largest calls the model prices where memory allows (NPB FT.A at np 2:
 // 32 MiB per peer): a line from 4 MiB up priced 16 MiB at 56 us/MiB where the calls copied at ~83
-// (session 22).
+// (session 22). Each pass measures the same copies once more with rank 0 copying alone, the others
+// asleep (model::Machine::memcpy_in_call_alone: a broadcast's root).
 class InCallCopy {
  public:
   InCallCopy(const Ctx& c, std::vector<std::size_t> sizes, int ranks_per_node)
@@ -135,23 +136,30 @@ class InCallCopy {
     ok_ = ok != 0;
   }
 
-  // One pass: per size the slowest rank's median of `reps` copies (every rank, collectively).
+  // One pass: per size the slowest rank's median of `reps` copies (every rank, collectively);
+  // then rank 0's median of `reps` copies alone.
   void pass(const Ctx& c, int reps) {
     if (!ok_) return;
-    std::vector<double> row;
+    std::vector<double> row, alone;
     for (std::size_t b : sizes_)
       row.push_back(sleeping_max(c, uncached_copy_ns(s_, cursor_, b, [&] {
         // A sleeping barrier, then MPI's own: every rank starts its copy within a few microseconds.
         barrier(c);
         PMPI_Barrier(c.comm);
       }, reps)));
+    for (std::size_t b : sizes_)
+      alone.push_back(sleeping_max(c, c.me == 0 ? uncached_copy_ns(s_, cursor_, b, [] {}, reps) : 0));
     passes_.push_back(std::move(row));
+    alone_passes_.push_back(std::move(alone));
   }
 
   // Per size the median over the passes, the line through them (keeping them); {0, 0} when a rank
   // could not map its buffers or fewer than two sizes were measured (then the model keeps the
-  // memcpy line).
+  // memcpy line). line_alone: the same of rank 0's copies alone.
   Line line() const { return fit_through_pass_medians(std::vector<double>(sizes_.begin(), sizes_.end()), passes_); }
+  Line line_alone() const {
+    return fit_through_pass_medians(std::vector<double>(sizes_.begin(), sizes_.end()), alone_passes_);
+  }
 
   // The largest size's passes, slowest over quickest (1: they agree; 0: not measured).
   double spread() const {
@@ -171,7 +179,7 @@ class InCallCopy {
   Scratch s_;
   bool ok_ = false;
   std::size_t cursor_ = 0;
-  std::vector<std::vector<double>> passes_;
+  std::vector<std::vector<double>> passes_, alone_passes_;
 };
 
 // After a sleeping barrier the pair meets once more with MPI's own spinning waits, so that
@@ -880,6 +888,7 @@ Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* 
   barrier(c);  // the others sleep meanwhile
   in_call.pass(c, kInCallReps);
   m.memcpy_in_call = in_call.line();
+  m.memcpy_in_call_alone = in_call.line_alone();
   if (progress && c.me == 0 && m.memcpy_in_call_measured()) {
     std::fprintf(progress, "tnbc's copies in a call (outside the caches, every rank at once, the slowest; the median of %zu "
                  "passes): %.1f us + %.1f us/MiB; its passes at %zu KiB:", in_call.passes().size(), m.memcpy_in_call.ns / 1e3,
@@ -888,6 +897,9 @@ Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* 
     std::fprintf(progress, "\n");
     if (in_call.spread() > kInCallSpreadNote)
       std::fprintf(progress, "  they disagree: the machine was disturbed during some (the median is kept)\n");
+    if (m.memcpy_in_call_alone_measured())
+      std::fprintf(progress, "  one rank copying alone (a broadcast's root): %.1f us + %.1f us/MiB\n",
+                   m.memcpy_in_call_alone.ns / 1e3, m.memcpy_in_call_alone.ns_per_byte * 1048.576);
   }
   if (o.last) o.last(m, [&] { read_through(c.evict); });
   PMPI_Comm_free(&comm);

@@ -68,6 +68,9 @@ std::string differs(const Machine& a, const Machine& b) {
   if (a.memcpy_cold_measured() != b.memcpy_cold_measured()) return "guard.memcpy_cold (measured in one only)";
   if (a.memcpy_in_call_measured() != b.memcpy_in_call_measured()) return "guard.memcpy_in_call (measured in one only)";
   if (!same_points(a.memcpy_in_call, b.memcpy_in_call)) return "guard.memcpy_in_call.points (other sizes)";
+  if (a.memcpy_in_call_alone_measured() != b.memcpy_in_call_alone_measured())
+    return "guard.memcpy_in_call_alone (measured in one only)";
+  if (!same_points(a.memcpy_in_call_alone, b.memcpy_in_call_alone)) return "guard.memcpy_in_call_alone.points (other sizes)";
   if (a.in_call_rest_measured() != b.in_call_rest_measured()) return "guard.in_call_rest (measured in one only)";
   if (!same_points(a.in_call_rest, b.in_call_rest)) return "guard.in_call_rest.points (other sizes)";
   if (!same_points(a.in_call_rest_warm, b.in_call_rest_warm)) return "guard.in_call_rest_warm.points (other sizes)";
@@ -157,6 +160,11 @@ Result<Combined> combine_machines(const std::vector<Machine>& ms, const std::vec
   for (std::size_t i = 0; i < out.memcpy_in_call.points.size(); ++i)
     med(("guard.memcpy_in_call.points[" + std::to_string(i) + "]").c_str(),
         [i](auto& m) -> auto& { return m.memcpy_in_call.points[i].ns; }, true);
+  med("guard.memcpy_in_call_alone.ns", [](auto& m) -> auto& { return m.memcpy_in_call_alone.ns; });
+  med("guard.memcpy_in_call_alone.ns_per_byte", [](auto& m) -> auto& { return m.memcpy_in_call_alone.ns_per_byte; }, true);
+  for (std::size_t i = 0; i < out.memcpy_in_call_alone.points.size(); ++i)
+    med(("guard.memcpy_in_call_alone.points[" + std::to_string(i) + "]").c_str(),
+        [i](auto& m) -> auto& { return m.memcpy_in_call_alone.points[i].ns; }, true);
   med("guard.in_call_rest.ns", [](auto& m) -> auto& { return m.in_call_rest.ns; });
   med("guard.in_call_rest.ns_per_byte", [](auto& m) -> auto& { return m.in_call_rest.ns_per_byte; }, true);
   for (std::size_t i = 0; i < out.in_call_rest.points.size(); ++i)

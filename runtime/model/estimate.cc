@@ -436,7 +436,8 @@ Timeline bcast_timeline(const Machine& m, const Topology& t, const Coll& c, cons
       if (all_sends || i < 2) posts += top.post(sizes[i], page);  // bcast_pieces: the two edges first
     // (Each early return ends handing its steps over to the progress thread: Machine::handover_ns.)
     const bool warm = m.warm(S);  // the message fits in the cache (Machine::warm)
-    root_call = (x.eager_copy ? m.in_call_copy().at(S) : 0) + std::max(1, depth) * posts + m.handover(warm);
+    // The root is the one rank that copies in the call (Machine::in_call_copy_alone).
+    root_call = (x.eager_copy ? m.in_call_copy_alone().at(S) : 0) + std::max(1, depth) * posts + m.handover(warm);
     leaf_work = g.hold_at(S, warm) + m.handover(warm) + m.rest(S, warm);
     leaf_call = leaf_work + (x.unaligned && sizes.size() > 1 ? depth * (top.T(page) + in_call_notice(m, t)) : 0);
   }

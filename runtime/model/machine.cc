@@ -246,6 +246,7 @@ std::string machine_json(const Machine& m) {
   o << "},\n \"guard\": {\"memcpy\": " << line_json(m.memcpy_cost);
   if (m.memcpy_cold_measured()) o << ", \"memcpy_cold\": " << line_json(m.memcpy_cold);
   if (m.memcpy_in_call_measured()) o << ", \"memcpy_in_call\": " << line_json(m.memcpy_in_call);
+  if (m.memcpy_in_call_alone_measured()) o << ", \"memcpy_in_call_alone\": " << line_json(m.memcpy_in_call_alone);
   if (m.in_call_rest_measured()) o << ", \"in_call_rest\": " << line_json(m.in_call_rest);
   if (!m.in_call_rest_warm.points.empty()) o << ", \"in_call_rest_warm\": " << line_json(m.in_call_rest_warm);
   if (m.warm_below_bytes > 0) o << ", \"warm_below_bytes\": " << num(m.warm_below_bytes);
@@ -410,6 +411,7 @@ Machine parse_or_throw(std::string_view text, const std::string& name) {
   m.memcpy_cost = r.line(guard, "guard", "memcpy");
   if (guard.find("memcpy_cold")) m.memcpy_cold = r.line(guard, "guard", "memcpy_cold");  // optional, as above
   if (guard.find("memcpy_in_call")) m.memcpy_in_call = r.line(guard, "guard", "memcpy_in_call");  // optional
+  if (guard.find("memcpy_in_call_alone")) m.memcpy_in_call_alone = r.line(guard, "guard", "memcpy_in_call_alone");  // optional
   if (guard.find("in_call_rest")) m.in_call_rest = r.line(guard, "guard", "in_call_rest");  // optional
   if (guard.find("in_call_rest_warm")) m.in_call_rest_warm = r.line(guard, "guard", "in_call_rest_warm");  // optional
   if (guard.find("warm_below_bytes")) m.warm_below_bytes = r.number(guard, "guard", "warm_below_bytes");  // optional

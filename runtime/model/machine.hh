@@ -207,6 +207,14 @@ struct Machine {
   Line memcpy_in_call;
   bool memcpy_in_call_measured() const { return memcpy_in_call.ns_per_byte > 0; }
   const Line& in_call_copy() const { return memcpy_in_call_measured() ? memcpy_in_call : memcpy_cost; }
+  // The same copies with one rank of the job copying while the others wait asleep, as a
+  // broadcast's root copies what it sends (its receivers copy nothing in the call): faster where
+  // ranks share memory bandwidth (a node's ranks; this VM's emulated nodes: a broadcast root's
+  // copies ran at 0.6-0.8x the line above in Table 1, docs/benchmarks.md, "Session 29"). Optional
+  // in the file (`tnbc calibrate` since session 29); without it, in_call_copy prices them.
+  Line memcpy_in_call_alone;
+  bool memcpy_in_call_alone_measured() const { return memcpy_in_call_alone.ns_per_byte > 0; }
+  const Line& in_call_copy_alone() const { return memcpy_in_call_alone_measured() ? memcpy_in_call_alone : in_call_copy(); }
   // What tnbc's own early return took in its call beyond the parts the model prices (its copies,
   // the guard's hold, the posts, the wait, the hand-over): its bookkeeping on cold caches, by
   // bytes received from the other ranks; `tnbc calibrate` measures it last, running tnbc's engine

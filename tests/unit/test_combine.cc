@@ -105,6 +105,9 @@ TEST_CASE("calibrate --combine: another placement, library or sweep is refused, 
   c.memcpy_in_call = {2000, 0.1};
   CHECK(refusal({a, b, c}).find("guard.memcpy_in_call") != std::string::npos);
   c = launch(1.1, "z");
+  c.memcpy_in_call_alone = {1800, 0.08};
+  CHECK(refusal({a, b, c}).find("guard.memcpy_in_call_alone") != std::string::npos);
+  c = launch(1.1, "z");
   c.level[0].shared_cpu = {0, 1.2};
   CHECK(refusal({a, b, c}).find("levels.intra_node.shared_cpu") != std::string::npos);
   c = launch(1.1, "z");
@@ -121,6 +124,8 @@ TEST_CASE("calibrate --combine: the measured points of a cost and MPI_Isend's ti
     const double f = i == 0 ? 1.5 : i == 1 ? 1.0 : 1.1;
     ms[i].memcpy_in_call = {16e3 * f, 0.05 * f};
     ms[i].memcpy_in_call.points = {{65536, 8e3 * f}, {1 << 20, 60e3 * f}};
+    ms[i].memcpy_in_call_alone = {12e3 * f, 0.04 * f};
+    ms[i].memcpy_in_call_alone.points = {{65536, 6e3 * f}, {1 << 20, 50e3 * f}};
     ms[i].guard[0].hold.points = {{4096, 5e3 * f}, {1 << 20, 40e3 * f}};
     for (SizePoint& p : ms[i].level[0].sweep) p.post_ns = 3e3 * f;
   }
@@ -128,6 +133,9 @@ TEST_CASE("calibrate --combine: the measured points of a cost and MPI_Isend's ti
   REQUIRE(c.memcpy_in_call.points.size() == 2);
   CHECK(c.memcpy_in_call.points[0].ns == Approx(8.8e3));
   CHECK(c.memcpy_in_call.points[1].bytes == Approx(1 << 20));
+  REQUIRE(c.memcpy_in_call_alone.points.size() == 2);
+  CHECK(c.memcpy_in_call_alone.points[1].ns == Approx(55e3));
+  CHECK(c.memcpy_in_call_alone.ns_per_byte == Approx(0.044));
   REQUIRE(c.guard[0].hold.points.size() == 2);
   CHECK(c.guard[0].hold.points[1].ns == Approx(44e3));
   CHECK(c.level[0].sweep[1].post_ns == Approx(3.3e3));

@@ -229,6 +229,28 @@ TEST_CASE("machine file: memcpy_in_call is optional; without it tnbc's copies in
             "guard.memcpy_in_call") != std::string::npos);
 }
 
+TEST_CASE("machine file: memcpy_in_call_alone is optional; without it a broadcast root's copy is priced at the in-call line") {
+  Machine without = sample();
+  without.memcpy_in_call = {2500, 0.11};
+  const std::string old_text = machine_json(without);
+  CHECK(old_text.find("memcpy_in_call_alone") == std::string::npos);
+  const Machine old_back = must(parse_machine(old_text, "m.json"));
+  CHECK_FALSE(old_back.memcpy_in_call_alone_measured());
+  CHECK(old_back.in_call_copy_alone().at(1 << 20) == Approx(old_back.in_call_copy().at(1 << 20)));
+  Machine with = without;
+  with.memcpy_in_call_alone = fit_through({65536, 1 << 20}, {3e3, 70e3});
+  const std::string text = machine_json(with);
+  CHECK(text.find("\"memcpy_in_call_alone\": {") != std::string::npos);
+  const Machine back = must(parse_machine(text, "m.json"));
+  REQUIRE(back.memcpy_in_call_alone_measured());
+  CHECK(back.in_call_copy_alone().at(1 << 20) == Approx(70e3));
+  CHECK(back.in_call_copy().ns_per_byte == Approx(0.11));  // the every-rank line stays
+  CHECK(machine_json(back) == text);
+  CHECK(machine_hash(back) != machine_hash(without));
+  CHECK(refusal(edited(text, "\"memcpy_in_call_alone\": {\"ns\"", "\"memcpy_in_call_alone\": {\"nanos\"")).find(
+            "guard.memcpy_in_call_alone") != std::string::npos);
+}
+
 TEST_CASE("machine file: the hand-over is optional; files without it load as not measured and the model charges none") {
   const Machine without = sample();
   const std::string old_text = machine_json(without);

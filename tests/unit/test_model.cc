@@ -926,3 +926,22 @@ TEST_CASE("model: mode nbc weighs an exchange against the library's call on idle
   b.kind = Kind::Bcast;
   CHECK(nbc_blocking_ns(m, kTwoNodes, b) == Approx(mpi_blocking_ns(m, kTwoNodes, b)));
 }
+
+TEST_CASE("model: a broadcast's root copies alone in its call (the alone line), an exchange's ranks all at once") {
+  // Every rank at once 1 ns/B, one rank alone 0.25 ns/B: the root's call is the broadcast's Tinit
+  // (its leaves' call holds pages only, cheap here), so the alone line moves it by 0.75 ns/B.
+  Machine m = test::machine(125, 50, 2, 10, 0);
+  m.memcpy_in_call = {0, 1.0};
+  const Topology two = Topology::block(2, 1, 1, 1);
+  Coll b;
+  b.kind = Kind::Bcast;
+  b.bytes = 4 * kMiB;
+  b.page = kPage;
+  Coll a = b;
+  a.kind = Kind::Alltoall;
+  const Timeline bcast_at_once = tnbc_timeline(m, two, b, {}, true), exchange_at_once = tnbc_timeline(m, two, a, {}, true);
+  m.memcpy_in_call_alone = {0, 0.25};
+  const Timeline bcast_alone = tnbc_timeline(m, two, b, {}, true), exchange_alone = tnbc_timeline(m, two, a, {}, true);
+  CHECK(bcast_at_once.in_call_ns - bcast_alone.in_call_ns == Approx(0.75 * 4 * kMiB));
+  CHECK(exchange_alone.in_call_ns == Approx(exchange_at_once.in_call_ns));
+}

@@ -210,7 +210,7 @@ struct Machine {
   // The same copies with one rank of the job copying while the others wait asleep, as a
   // broadcast's root copies what it sends (its receivers copy nothing in the call): faster where
   // ranks share memory bandwidth (a node's ranks; this VM's emulated nodes: a broadcast root's
-  // copies ran at 0.6-0.8x the line above in Table 1, docs/benchmarks.md, "Session 29"). Optional
+  // copies ran at 0.5-0.9x the line above in Table 1, docs/benchmarks.md, "Session 29"). Optional
   // in the file (`tnbc calibrate` since session 29); without it, in_call_copy prices them.
   Line memcpy_in_call_alone;
   bool memcpy_in_call_alone_measured() const { return memcpy_in_call_alone.ns_per_byte > 0; }

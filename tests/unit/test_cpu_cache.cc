@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
+#include <string>
 
 #include "runtime/cpu_cache.hh"
 #include "temp_dir.hh"
@@ -12,39 +14,43 @@
 namespace fs = std::filesystem;
 
 namespace {
-// One cache entry, indexK, as sysfs lists it.
-void entry(const fs::path& cpu, int k, const char* level, const char* type, const char* size) {
-  const fs::path d = cpu / "cache" / ("index" + std::to_string(k));
-  fs::create_directories(d);
-  std::ofstream(d / "level") << level << "\n";
-  std::ofstream(d / "type") << type << "\n";
-  std::ofstream(d / "size") << size << "\n";
+struct Entry {
+  const char *level, *type, *size;
+};
+
+// A CPU's cache directory as sysfs lays it out (index0, index1, ...), under `dir`.
+fs::path cpu_tree(const fs::path& dir, std::initializer_list<Entry> entries) {
+  int k = 0;
+  for (const Entry& e : entries) {
+    const fs::path d = dir / "cache" / ("index" + std::to_string(k++));
+    fs::create_directories(d);
+    std::ofstream(d / "level") << e.level << "\n";
+    std::ofstream(d / "type") << e.type << "\n";
+    std::ofstream(d / "size") << e.size << "\n";
+  }
+  return dir;
 }
 }  // namespace
 
-TEST_CASE("cpu cache: sizes from the kernel's sysfs entries, data or unified caches only") {
+TEST_CASE("cpu cache: sizes from the kernel's sysfs entries, data or unified caches only, 0 where none is usable") {
   TempDir t;
-  const fs::path cpu = t.path / "cpu0";
   // This VM's AMD EPYC as its kernel lists it (glibc's sysconf says 384 MiB for the L3).
-  entry(cpu, 0, "1", "Data", "48K");
-  entry(cpu, 1, "1", "Instruction", "32K");
-  entry(cpu, 2, "2", "Unified", "1024K");
-  entry(cpu, 3, "3", "Unified", "32768K");
-  CHECK(tnbc::sysfs_cache_bytes(cpu.string(), 1) == std::size_t{48} << 10);
-  CHECK(tnbc::sysfs_cache_bytes(cpu.string(), 2) == std::size_t{1} << 20);
-  CHECK(tnbc::sysfs_cache_bytes(cpu.string(), 3) == std::size_t{32} << 20);
-  CHECK(tnbc::sysfs_cache_bytes(cpu.string(), 4) == 0);  // no such level
-}
-
-TEST_CASE("cpu cache: other units, an instruction-only level, unreadable trees give 0") {
-  TempDir t;
-  const fs::path cpu = t.path / "cpu3";
-  entry(cpu, 0, "1", "Instruction", "64K");
-  entry(cpu, 1, "2", "Unified", "2M");
-  entry(cpu, 2, "3", "Unified", "lots");
-  CHECK(tnbc::sysfs_cache_bytes(cpu.string(), 1) == 0);  // only an instruction cache at level 1
-  CHECK(tnbc::sysfs_cache_bytes(cpu.string(), 2) == std::size_t{2} << 20);
-  CHECK(tnbc::sysfs_cache_bytes(cpu.string(), 3) == 0);  // not a size
+  const std::string epyc = cpu_tree(t.path / "cpu0", {{"1", "Data", "48K"}, {"1", "Instruction", "32K"},
+                                                       {"2", "Unified", "1024K"}, {"3", "Unified", "32768K"}}).string();
+  // Another unit, a level with an instruction cache only, a size that is not one.
+  const std::string odd = cpu_tree(t.path / "cpu3", {{"1", "Instruction", "64K"}, {"2", "Unified", "2M"},
+                                                      {"3", "Unified", "lots"}}).string();
+  struct Want {
+    const std::string& cpu;
+    int level;
+    std::size_t bytes;
+  };
+  for (const Want& w : {Want{epyc, 1, std::size_t{48} << 10}, Want{epyc, 2, std::size_t{1} << 20},
+                        Want{epyc, 3, std::size_t{32} << 20}, Want{epyc, 4, 0}, Want{odd, 1, 0},
+                        Want{odd, 2, std::size_t{2} << 20}, Want{odd, 3, 0}}) {
+    INFO(w.cpu << " level " << w.level);
+    CHECK(tnbc::sysfs_cache_bytes(w.cpu, w.level) == w.bytes);
+  }
   CHECK(tnbc::sysfs_cache_bytes((t.path / "no-such-cpu").string(), 2) == 0);
 }
 

@@ -225,8 +225,8 @@ std::string describe(const Decision& d) {
            " = " + ms(*d.saved_ns) + ")";
   return out + " (predicted: blocking " + ms(*d.comm_ns) + " (model " + ms(d.model_blocking_ns.value_or(0)) +
          "), T_CURC + T_CRC " + ms(*d.overlap_ns) + ", in the call " + ms(d.in_call_ns.value_or(0)) + ", hidden " +
-         ms(d.hidden_ns.value_or(0)) + ", cost " +
-         ms(d.cost_ns) + ": saved " + ms(*d.saved_ns) + (d.blocking() ? " <= margin " : " > margin ") + ms(d.margin_ns) + ")";
+         ms(d.hidden_ns.value_or(0)) + ", cost " + ms(d.cost_ns) + ": saved " + ms(*d.saved_ns) +
+         (d.blocking() ? " <= margin " : " > margin ") + ms(d.margin_ns) + ")";
 }
 
 }  // namespace tnbc::trace

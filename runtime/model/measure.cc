@@ -125,6 +125,9 @@ Line memcpy_cold_line(Scratch& s, const std::vector<std::size_t>& sizes, int rep
   return fit(x, y);
 }
 
+// last_level_cache_bytes where the system does not say.
+constexpr std::size_t kUnknownLastLevelCacheBytes = std::size_t{32} << 20;
+
 std::size_t last_level_cache_bytes() {
   const std::size_t llc = cache_bytes(3);
   return llc > 0 ? llc : kUnknownLastLevelCacheBytes;

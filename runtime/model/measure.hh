@@ -51,9 +51,7 @@ Line memcpy_line(Scratch& s, const std::vector<std::size_t>& sizes, int reps);
 // receive buffer or tnbc's staging is new); the line through the medians.
 Line memcpy_cold_line(Scratch& s, const std::vector<std::size_t>& sizes, int reps);
 
-// This CPU's last-level cache (its L3, runtime/cpu_cache.hh), kUnknownLastLevelCacheBytes where
-// the system does not say.
-constexpr std::size_t kUnknownLastLevelCacheBytes = std::size_t{32} << 20;
+// This CPU's last-level cache (its L3, runtime/cpu_cache.hh), 32 MiB where the system does not say.
 std::size_t last_level_cache_bytes();
 
 // The Scratch size for copies up to `largest` bytes that find neither side in the caches when

@@ -9,11 +9,13 @@
 // with its MPI entry points: nothing here is intercepted.
 #include <mpi.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "runtime/config.hh"
 #include "runtime/model/calibrate.hh"
 #include "runtime/output_file.hh"
 #include "tools/calibrate_own_call.hh"
@@ -26,12 +28,11 @@ const char* kUsage =
     "  and 2 nodes to measure both levels. FILE (default machine.json) is written by rank 0; use it with\n"
     "  TNBC_MACHINE=FILE (docs/architecture.md, \"The cost model\").\n";
 
-std::size_t parse_size(const char* s) {
+// A positive number of seconds, the whole word; 0 where it is not one.
+double parse_seconds(const char* s) {
   char* end = nullptr;
-  double v = std::strtod(s, &end);
-  if (end && (*end == 'k' || *end == 'K')) v *= 1024;
-  if (end && (*end == 'm' || *end == 'M')) v *= 1024 * 1024;
-  return v > 0 ? static_cast<std::size_t>(v) : 0;
+  const double v = std::strtod(s, &end);
+  return end != s && *end == '\0' && v > 0 ? v : 0;
 }
 
 }  // namespace
@@ -43,8 +44,10 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if ((a == "-o" || a == "--output") && i + 1 < argc) out = argv[++i];
-    else if (a == "--max-bytes" && i + 1 < argc) o.max_bytes = parse_size(argv[++i]);
-    else if (a == "--seconds-per-size" && i + 1 < argc) o.seconds_per_size = std::atof(argv[++i]);
+    else if (a == "--max-bytes" && i + 1 < argc) {
+      std::uint64_t b = 0;
+      o.max_bytes = tnbc::parse_bytes(argv[++i], b) ? static_cast<std::size_t>(b) : 0;
+    } else if (a == "--seconds-per-size" && i + 1 < argc) o.seconds_per_size = parse_seconds(argv[++i]);
     else if (a == "--quiet" || a == "-q") quiet = true;
     else {
       std::fprintf(stderr, "tnbc: calibrate: unknown option '%s'\n%s", a.c_str(), kUsage);
@@ -52,11 +55,18 @@ int main(int argc, char** argv) {
     }
   }
   if (o.max_bytes < 4096 || o.seconds_per_size <= 0) {
-    std::fprintf(stderr, "tnbc: calibrate: --max-bytes must be at least 4k and --seconds-per-size positive\n");
+    std::fprintf(stderr, "tnbc: calibrate: --max-bytes must be a byte count of at least 4k (such as 64k, 4M) and "
+                         "--seconds-per-size a positive number\n");
     return 2;
   }
-  if (const char* poll = std::getenv("TNBC_POLL_MIN_US")) o.poll_ns = std::atoll(poll) * 1000;
-  if (const char* poll = std::getenv("TNBC_POLL_MAX_US")) o.poll_max_ns = std::atoll(poll) * 1000;
+  // The progress thread's sleeps as the runs will have them (TNBC_POLL_MIN_US, TNBC_POLL_MAX_US).
+  const tnbc::ConfigResult cfg = tnbc::load_config(tnbc::process_getenv);
+  if (!cfg.errors.empty()) {
+    for (const auto& e : cfg.errors) std::fprintf(stderr, "tnbc: calibrate: %s\n", e.message.c_str());
+    return 2;
+  }
+  o.poll_ns = cfg.settings.poll_min_us * 1000;
+  o.poll_max_ns = cfg.settings.poll_max_us * 1000;
   MPI_Init(&argc, &argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -80,6 +90,12 @@ int main(int argc, char** argv) {
       } else {
         std::fprintf(stderr, "tnbc: calibrate: machine file written to %s (use it with TNBC_MACHINE=%s)\n", out.c_str(),
                      out.c_str());
+        if (m.value().disturbed())
+          std::fprintf(stderr, "tnbc: calibrate: warning: other processes took %.0f %% of the CPU time during the "
+                       "measurements (the hypervisor %.0f %%): its figures are likely too high, and the decisions taken "
+                       "from them wrong. Calibrate again on a quiet node, or several times and "
+                       "combine them (tnbc calibrate --combine; docs/cluster.md)\n",
+                       100 * m.value().others_cpu_share, 100 * m.value().steal_share);
       }
     }
   }

@@ -88,6 +88,15 @@ std::string model_section(const std::string& dir) {
   if (const Value* p = m0.find("file_problem"); p && p->type == Value::Type::String)
     o << "  the machine file was not used: " << p->string << "\n";
   if (const Value* mach = m0.find("machine"); mach && mach->type == Value::Type::Object) {
+    if (const Value* load = mach->find("load"); load && load->type == Value::Type::Object) {
+      const double others = num(*load, "others_cpu_share"), steal = num(*load, "steal_share");
+      if (others > model::kLoadNoteShare || steal > model::kLoadNoteShare) {
+        char b[320];
+        std::snprintf(b, sizeof b, "  calibrated while other processes took %.0f %% of the CPU time (the hypervisor %.0f %%): "
+                      "its prices are likely high; calibrate again on a quiet node\n", 100 * others, 100 * steal);
+        o << b;
+      }
+    }
     if (const Value* levels = mach->find("levels"))
       for (const auto& [name, l] : levels->members) {
         if (l.type != Value::Type::Object) continue;

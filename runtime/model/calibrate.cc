@@ -19,6 +19,7 @@
 #include "runtime/function_ref.hh"
 #include "runtime/futex.hh"
 #include "runtime/guard_backend.hh"
+#include "runtime/model/calibrate_load.hh"
 #include "runtime/model/measure.hh"
 #include "runtime/model/probe.hh"
 #include "runtime/publish.hh"
@@ -772,6 +773,8 @@ Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* 
     return Status::error("tnbc calibrate needs at least 2 ranks (run it under the launcher: mpirun -np 4 tnbc calibrate; "
                          "2 ranks on each of 2 nodes measure both levels)");
   }
+  // What else ran on the machines meanwhile, from here to the end (Machine::others_cpu_share).
+  const LoadWatch load;
   const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   c.a.assign(o.max_bytes * kTrain, 1);
   c.b.assign(o.max_bytes * kTrain, 0);
@@ -902,6 +905,12 @@ Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* 
                    m.memcpy_in_call_alone.ns / 1e3, m.memcpy_in_call_alone.ns_per_byte * 1048.576);
   }
   if (o.last) o.last(m, [&] { read_through(c.evict); });
+  const CalibrationLoad busy = load.finish(comm);
+  m.others_cpu_share = busy.others_share;
+  m.steal_share = busy.steal_share;
+  if (progress && c.me == 0 && m.load_known())
+    std::fprintf(progress, "meanwhile other processes took %.1f %% of the CPU time of rank %d's machine (the busiest), "
+                 "the hypervisor %.1f %% (the most)\n", 100 * m.others_cpu_share, busy.rank, 100 * m.steal_share);
   PMPI_Comm_free(&comm);
   return m;
 }

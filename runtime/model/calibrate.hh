@@ -60,8 +60,12 @@
 //   own call    last, every rank (CalibrateOptions::last, from tools/calibrate_main.cc): tnbc's
 //               own early return through its engine, the part the model's priced parts miss
 //               (Machine::in_call_rest; tools/calibrate_own_call.hh), cold and, at the sizes
-//               whose calls fit in the L2 cache (Machine::fits_cache), warm. The guard's holds are
-//               measured warm at those sizes too (hold_warm).
+//               whose calls fit in the L2 cache (Machine::fits_cache), warm; three passes over
+//               the sizes, per size the median. The guard's holds are measured warm at those
+//               sizes too (hold_warm).
+//   load        from the start to the end, on each machine (kernel) the ranks run on, the CPU time
+//               neither idle nor the ranks' own and the hypervisor's steal (Machine::others_cpu_share,
+//               steal_share; runtime/model/calibrate_load.hh).
 //
 // Medians of repetitions after a warm-up; each size repeated until about --seconds-per-size
 // (at least 5 times). Collective over `world`; the machine file is rank 0's.

@@ -181,6 +181,13 @@ Result<Combined> combine_machines(const std::vector<Machine>& ms, const std::vec
   med("progress.handover_ns", [](auto& m) -> auto& { return m.handover_ns; });
   med("progress.handover_warm_ns", [](auto& m) -> auto& { return m.handover_warm_ns; });
   med("progress.first_round_ns", [](auto& m) -> auto& { return m.first_round_ns; });
+  // The load beside the calibrations, where every file knows it: its median, as the figures.
+  if (std::all_of(ms.begin(), ms.end(), [](const Machine& m) { return m.load_known(); })) {
+    med("load.others_cpu_share", [](auto& m) -> auto& { return m.others_cpu_share; });
+    med("load.steal_share", [](auto& m) -> auto& { return m.steal_share; });
+  } else {
+    out.others_cpu_share = out.steal_share = -1;
+  }
   return c;
 }
 

@@ -209,7 +209,10 @@ std::string machine_json(const Machine& m) {
   o << "{\"format\": \"" << kMachineFormat << "\", \"version\": " << kMachineVersion << ",\n \"method\": " << str(m.method)
     << ", \"created\": " << str(m.created) << ", \"host\": " << str(m.host) << ",\n \"mpi_library\": " << str(m.mpi_library)
     << ",\n \"ranks\": " << m.ranks << ", \"nodes\": " << m.nodes << ", \"ranks_per_node\": " << m.ranks_per_node
-    << ", \"cpus_per_node\": " << m.cpus_per_node << ", \"page\": " << m.page << ",\n \"levels\": {";
+    << ", \"cpus_per_node\": " << m.cpus_per_node << ", \"page\": " << m.page;
+  if (m.load_known())
+    o << ",\n \"load\": {\"others_cpu_share\": " << num(m.others_cpu_share) << ", \"steal_share\": " << num(m.steal_share) << "}";
+  o << ",\n \"levels\": {";
   for (int k = 0; k < kLevels; ++k) {
     const Level& l = m.level[k];
     o << (k ? ",\n  " : "\n  ") << "\"" << level_name(static_cast<LevelKind>(k)) << "\": ";
@@ -353,6 +356,11 @@ Machine parse_or_throw(std::string_view text, const std::string& name) {
   m.ranks_per_node = r.integer(root, "", "ranks_per_node", 1);
   m.cpus_per_node = r.integer(root, "", "cpus_per_node", 1);
   m.page = static_cast<std::size_t>(r.integer(root, "", "page", 1));
+  if (root.find("load")) {  // optional (since session 30)
+    const Value& load = r.member(root, "", "load", Value::Type::Object);
+    m.others_cpu_share = r.number(load, "load", "others_cpu_share");
+    m.steal_share = r.number(load, "load", "steal_share");
+  }
   const Value& levels = r.member(root, "", "levels", Value::Type::Object);
   for (int k = 0; k < kLevels; ++k) {
     const char* key = level_name(static_cast<LevelKind>(k));

@@ -183,6 +183,11 @@ inline constexpr std::string_view kGuardNames[] = {"userfaultfd_move", "userfaul
 inline constexpr int kGuardBackends = 3;
 int guard_index(std::string_view name);  // -1 if unknown
 
+// A calibration during which other processes or the hypervisor took more than this share of its
+// machines' CPU time is reported as disturbed (Machine::disturbed). Quiet calibrations here: at
+// most 1 % (docs/benchmarks.md, "Session 30").
+inline constexpr double kLoadNoteShare = 0.05;
+
 struct Machine {
   std::string method;       // "calibrate" or "probe"
   std::string created;      // ISO time, calibrate only
@@ -190,6 +195,15 @@ struct Machine {
   std::string mpi_library;  // first line of MPI_Get_library_version
   int ranks = 0, nodes = 0, ranks_per_node = 0, cpus_per_node = 0;
   std::size_t page = 4096;
+  // What other processes and the hypervisor (steal) took of the CPUs while `tnbc calibrate`
+  // measured, as a share of the machine's CPU time: the largest over the machines its ranks ran
+  // on (runtime/model/calibrate_load.hh). A file measured beside a build or another job prices
+  // transfers and tnbc's own call high; calibrate and `tnbc report` say so above
+  // kLoadNoteShare. Optional in the file (`tnbc calibrate` writes it since session 30); -1: not
+  // known (the start-up probe, older files, no /proc/stat).
+  double others_cpu_share = -1, steal_share = -1;
+  bool load_known() const { return others_cpu_share >= 0 && steal_share >= 0; }
+  bool disturbed() const { return others_cpu_share > kLoadNoteShare || steal_share > kLoadNoteShare; }
   Level level[kLevels];
   GuardCost guard[kGuardBackends];
   bool guard_measured[kGuardBackends] = {false, false, false};

@@ -11,6 +11,7 @@
 
 #include "runtime/futex.hh"
 #include "runtime/guard_backend.hh"
+#include "runtime/host_cpu.hh"
 #include "runtime/model/measure.hh"
 
 namespace tnbc::model {
@@ -53,23 +54,6 @@ RunFacts World::facts() const {
   return {mpi_library, t.nodes(), t.max_per_node()};
 }
 
-namespace {
-
-// Which kernel this process runs on (its boot id): ranks with the same one share the machine's
-// CPUs, whatever node (network namespace, hostname) MPI places them on. 0 if unknown.
-std::uint64_t kernel_id() {
-  FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r");
-  if (!f) return 0;
-  char id[64] = {0};
-  const bool got = std::fgets(id, sizeof id, f) != nullptr;
-  std::fclose(f);
-  std::uint64_t h = 1469598103934665603ULL;
-  for (const char* c = id; got && *c && *c != '\n'; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 1099511628211ULL;
-  return got ? h : 0;
-}
-
-}  // namespace
-
 World gather_world(MPI_Comm world) {
   World w;
   w.mpi_library = mpi_library_version();
@@ -95,7 +79,8 @@ World gather_world(MPI_Comm world) {
   }
   // Nodes that are one machine's kernel (emulated nodes: network namespaces on one host, as the
   // NPB harness's --nodes K) share its CPUs: a node counts its share of the host's CPUs, by its
-  // ranks, not the whole mask its ranks may use.
+  // ranks, not the whole mask its ranks may use. Ranks with the same kernel (its boot id) share
+  // the machine's CPUs, whatever node (network namespace, hostname) MPI places them on.
   const int host_color = static_cast<int>(kernel_id() & 0x7fffffff);
   MPI_Comm host = MPI_COMM_NULL;
   if (PMPI_Comm_split(world, host_color, rank, &host) == MPI_SUCCESS) {

@@ -176,6 +176,23 @@ TEST_CASE("calibrate --combine: the in-call copy line, the levels' shared_cpu, t
   CHECK(refused.status().message().find("progress.handover_ns") != std::string::npos);
 }
 
+TEST_CASE("calibrate --combine: the load beside the launches is their median, unknown where one file lacks it") {
+  std::vector<Machine> ms;
+  for (double f : {0.01, 0.40, 0.02}) {
+    ms.push_back(launch(1.0, "x"));
+    ms.back().others_cpu_share = f;
+    ms.back().steal_share = f / 10;
+  }
+  const Combined c = must(combine_machines(ms, {"a.json", "b.json", "c.json"}));
+  CHECK(c.machine.others_cpu_share == Approx(0.02));
+  CHECK(c.machine.steal_share == Approx(0.002));
+  CHECK_FALSE(c.machine.disturbed());  // one disturbed launch of three is outvoted
+  CHECK(c.widest.field.find("load") == std::string::npos);  // not a figure of the machine
+  ms[1].others_cpu_share = ms[1].steal_share = -1;  // an older file: combined, the load unknown
+  const Combined older = must(combine_machines(ms, {"a.json", "b.json", "c.json"}));
+  CHECK_FALSE(older.machine.load_known());
+}
+
 TEST_CASE("calibrate --combine: the warm figures and the first round are the launches' medians; another cache size is refused") {
   std::vector<Machine> ms;
   for (double f : {1.0, 1.6, 1.1}) {

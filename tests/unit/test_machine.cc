@@ -251,6 +251,35 @@ TEST_CASE("machine file: memcpy_in_call_alone is optional; without it a broadcas
             "guard.memcpy_in_call_alone") != std::string::npos);
 }
 
+TEST_CASE("machine file: the load beside the calibration is optional, written and read back; above 5 % it is disturbed") {
+  Machine quiet = sample();
+  const std::string old_text = machine_json(quiet);
+  CHECK(old_text.find("\"load\"") == std::string::npos);
+  const Machine old_back = must(parse_machine(old_text, "m.json"));
+  CHECK_FALSE(old_back.load_known());
+  CHECK_FALSE(old_back.disturbed());
+  quiet.others_cpu_share = 0.008;
+  quiet.steal_share = 0.001;
+  const std::string text = machine_json(quiet);
+  CHECK(text.find("\"load\": {\"others_cpu_share\": 0.008") != std::string::npos);
+  const Machine back = must(parse_machine(text, "m.json"));
+  REQUIRE(back.load_known());
+  CHECK(back.others_cpu_share == Approx(0.008));
+  CHECK(back.steal_share == Approx(0.001));
+  CHECK_FALSE(back.disturbed());
+  CHECK(machine_json(back) == text);
+  Machine busy = quiet;
+  busy.others_cpu_share = 0.31;
+  CHECK(busy.disturbed());
+  busy.others_cpu_share = 0.008;
+  busy.steal_share = 0.07;  // the hypervisor's share counts alike
+  CHECK(busy.disturbed());
+  CHECK(refusal(edited(text, "\"others_cpu_share\": 0.008", "\"others_cpu_share\": -1")).find("load.others_cpu_share") !=
+        std::string::npos);
+  CHECK(refusal(edited(text, "\"load\": {\"others_cpu_share\": 0.008, \"steal_share\": 0.001}", "\"load\": 3")).find("load") !=
+        std::string::npos);
+}
+
 TEST_CASE("machine file: the hand-over is optional; files without it load as not measured and the model charges none") {
   const Machine without = sample();
   const std::string old_text = machine_json(without);

@@ -1,0 +1,35 @@
+// What other processes and the hypervisor took of the machines' CPUs while `tnbc calibrate`
+// measured (runtime/host_cpu.hh): per kernel its ranks run on, the CPU time /proc/stat counts
+// neither idle nor stolen over the interval less the CPU time of the calibrating ranks on it, and
+// the stolen time, each as a share of that machine's CPU time (wall time x online CPUs). Quiet,
+// the launcher's daemons and the kernel's threads take 1-2 % here (docs/benchmarks.md, "Session 30"). A calibration that shared its
+// CPUs (a build beside it, another job on the node) measures transfers and tnbc's own call slow,
+// and every decision taken from the file prices early return wrongly; `tnbc calibrate` warns and
+// the machine file keeps the figures (Machine::others_cpu_share, steal_share).
+#pragma once
+
+#include <mpi.h>
+
+#include "runtime/host_cpu.hh"
+
+namespace tnbc::model {
+
+struct CalibrationLoad {
+  double others_share = -1;  // the largest over the machines; -1: unknown (no /proc/stat)
+  double steal_share = -1;   // the largest over the machines; -1: unknown
+  int rank = -1;             // a rank on the machine with the largest others_share
+};
+
+// Started on every rank of `world` when the measurements start; `finish` is collective.
+class LoadWatch {
+ public:
+  LoadWatch();
+  CalibrationLoad finish(MPI_Comm world) const;
+
+ private:
+  HostCpu host_;
+  double own_s_ = 0;
+  long long wall_ns_ = 0;
+};
+
+}  // namespace tnbc::model

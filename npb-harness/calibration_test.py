@@ -12,7 +12,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import calibration  # noqa: E402
 
 # A stand-in for tnbc: `calibrate -o P` writes P (failing on the launches FAIL names, counted in
-# COUNT); `calibrate --combine A B .. -o P` writes P listing its inputs; `predict` succeeds.
+# COUNT; with the load beside it FAKE_LOAD gives, 1 % otherwise); `calibrate --combine A B .. -o P` writes P listing its inputs; `predict` succeeds.
 FAKE_TNBC = r'''#!/usr/bin/env python3
 import json, os, sys
 a = sys.argv[1:]
@@ -30,7 +30,8 @@ open(count_file, "w").write(str(n + 1))
 if str(n) in fail.split(","):
     print("launch %d failed" % n)
     sys.exit(3)
-json.dump({"launch": n}, open(out, "w"))
+load = dict(x.split(":") for x in os.environ.get("FAKE_LOAD", "").split(",") if x)  # launch -> others' share
+json.dump({"launch": n, "load": {"others_cpu_share": float(load.get(str(n), 0.01)), "steal_share": 0.0}}, open(out, "w"))
 '''
 
 failures = []
@@ -42,12 +43,12 @@ def check(cond, what):
         print("FAIL:", what)
 
 
-def calibrations(tmp, fail="", launches=None):
+def calibrations(tmp, fail="", launches=None, load=""):
     tnbc = os.path.join(tmp, "tnbc")
     with open(tnbc, "w") as f:
         f.write(FAKE_TNBC)
     os.chmod(tnbc, os.stat(tnbc).st_mode | stat.S_IXUSR)
-    env = dict(os.environ, FAKE_COUNT=os.path.join(tmp, "count"), FAKE_FAIL=fail)
+    env = dict(os.environ, FAKE_COUNT=os.path.join(tmp, "count"), FAKE_FAIL=fail, FAKE_LOAD=load)
     said = []
     c = calibration.Calibrations(tnbc, tmp, lambda cmd, np: cmd, lambda np: f"none.np{np}", env, 60, said.append,
                                  launches)
@@ -74,7 +75,7 @@ def main():
         c, said = calibrations(tmp)
         path = c.machine(4)
         check(path == os.path.join(tmp, "machines", "machine.none.np4.json"), f"one launch: path {path}")
-        check(json.load(open(path)) == {"launch": 0}, "one launch: the launch's file")
+        check(json.load(open(path))["launch"] == 0, "one launch: the launch's file")
         check(not os.path.exists(os.path.join(tmp, "machines", "launches")), "one launch: no launches/ directory")
         check(c.machine(4) == path and int(open(os.path.join(tmp, "count")).read()) == 1, "measured once per key")
 
@@ -105,7 +106,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         c, said = calibrations(tmp, fail="0,2", launches=lambda np: 3)
         path = c.machine(4)
-        check(path and json.load(open(path)) == {"launch": 1}, "one launch left: its file")
+        check(path and json.load(open(path))["launch"] == 1, "one launch left: its file")
 
     # Every launch fails: no machine (the passes use the probe), said once.
     with tempfile.TemporaryDirectory() as tmp:
@@ -116,6 +117,36 @@ def main():
         check(c.failed() == ["none.np4"], f"the failed configuration is listed for the end of the output: {c.failed()}")
         c.machine(2)
         check(c.failed() == ["none.np4"], f"a configuration that calibrated is not listed: {c.failed()}")
+
+    # A disturbed launch (a build beside it) is measured again; the undisturbed one is the machine.
+    with tempfile.TemporaryDirectory() as tmp:
+        c, said = calibrations(tmp, load="0:0.31")
+        path = c.machine(4)
+        check(path and json.load(open(path))["launch"] == 1, "disturbed launch measured again, the quiet one kept")
+        check(os.path.isfile(path + ".disturbed0"), "the disturbed launch's file kept aside")
+        check(any("31%" in s and "measured again" in s for s in said), f"the disturbance is said: {said}")
+
+    # Every launch disturbed: the least disturbed is kept, said; no more than DISTURBED_RETRIES more.
+    with tempfile.TemporaryDirectory() as tmp:
+        c, said = calibrations(tmp, load="0:0.31,1:0.12,2:0.40,3:0.01")
+        path = c.machine(4)
+        check(int(open(os.path.join(tmp, "count")).read()) == 1 + calibration.DISTURBED_RETRIES, "retries bounded")
+        check(path and json.load(open(path))["launch"] == 1, "the least disturbed launch kept")
+        check(any("least disturbed (12%)" in s for s in said), f"which one is kept is said: {said}")
+
+    # A disturbed launch, then a failed one: the disturbed file serves (not the probe).
+    with tempfile.TemporaryDirectory() as tmp:
+        c, said = calibrations(tmp, fail="1", load="0:0.2")
+        path = c.machine(4)
+        check(path and json.load(open(path))["launch"] == 0, "the disturbed launch kept when the next fails")
+        check(not any("start-up probe" in s for s in said), f"no probe fallback said: {said}")
+
+    # An older tnbc's file (no `load`) is not a disturbance.
+    with tempfile.TemporaryDirectory() as tmp:
+        old = os.path.join(tmp, "m.json")
+        json.dump({"launch": 0}, open(old, "w"))
+        check(calibration.disturbance(old) == 0.0, "no load: undisturbed")
+        check(calibration.disturbance(os.path.join(tmp, "missing.json")) == 0.0, "no file: undisturbed")
 
     if failures:
         sys.exit(f"{len(failures)} check(s) failed")

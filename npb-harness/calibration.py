@@ -78,6 +78,33 @@ def config_key(net, nodes, rate, np, ranks_per_node):
     return re.sub(r"[^A-Za-z0-9_.-]", "_", ".".join(p for p in parts if p))
 
 
+def until_undisturbed(launch, path, what, log):
+    """Runs `launch(first)` (one tnbc calibrate writing `path`; False, said, if it failed; `first`:
+    no earlier launch is kept to fall back on) until its file says the machine was quiet
+    (disturbance <= DISTURBED_SHARE), at most 1 + DISTURBED_RETRIES times. Disturbed files are
+    moved aside (PATH.disturbedN); if none was quiet the least disturbed is copied to `path`, said.
+    False if no launch wrote a file."""
+    kept = []  # (disturbance, file) of the disturbed launches
+    for attempt in range(DISTURBED_RETRIES + 1):
+        if not launch(not kept):
+            break
+        share = disturbance(path)
+        if share <= DISTURBED_SHARE:
+            return True
+        aside = f"{path}.disturbed{attempt}"
+        os.replace(path, aside)
+        kept.append((share, aside))
+        log(f"  tnbc calibrate for {what}: other processes or the hypervisor took {100 * share:.0f}% of the CPU "
+            f"time during it (above {100 * DISTURBED_SHARE:.0f}%)" + (": measured again" if attempt < DISTURBED_RETRIES else ""))
+    if not kept:
+        return False
+    share, best = min(kept)
+    shutil.copyfile(best, path)
+    log(f"  tnbc calibrate for {what}: no undisturbed launch; the least disturbed ({100 * share:.0f}%) is kept, "
+        "its prices likely high")
+    return True
+
+
 class Calibrations:
     """One machine file per network configuration, measured on first use.
 
@@ -123,28 +150,9 @@ class Calibrations:
 
     def calibrate_once(self, np, path, text, what, alone=True):
         """One launch of tnbc calibrate writing `path` (its output in `text`), measured again while the
-        machine was disturbed (DISTURBED_SHARE): the least disturbed launch is kept. False, said, if it
-        failed (`alone`: the machine file itself, whose failure sends the passes to the probe)."""
-        kept = []  # (disturbance, file) of the disturbed launches, moved aside
-        for attempt in range(DISTURBED_RETRIES + 1):
-            if not self.launch(np, path, text, what, alone and not kept):
-                break
-            share = disturbance(path)
-            if share <= DISTURBED_SHARE:
-                return True
-            aside = f"{path}.disturbed{attempt}"
-            os.replace(path, aside)
-            kept.append((share, aside))
-            self.log(f"  tnbc calibrate for {what}: other processes or the hypervisor took {100 * share:.0f}% of the CPU "
-                     f"time during it (above {100 * DISTURBED_SHARE:.0f}%)"
-                     + (": measured again" if attempt < DISTURBED_RETRIES else ""))
-        if not kept:
-            return False
-        share, best = min(kept)
-        shutil.copyfile(best, path)
-        self.log(f"  tnbc calibrate for {what}: no undisturbed launch; the least disturbed ({100 * share:.0f}%) is kept, "
-                 "its prices likely high")
-        return True
+        machine was disturbed (until_undisturbed). False, said, if it failed (`alone`: the machine
+        file itself, whose failure sends the passes to the probe)."""
+        return until_undisturbed(lambda first: self.launch(np, path, text, what, alone and first), path, what, self.log)
 
     def launch(self, np, path, text, what, alone):
         """One launch of tnbc calibrate writing `path` (its output in `text`); False, said, if it failed."""

@@ -37,7 +37,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from model_validation import launcher, median, parse_placement, placement_parser, run  # noqa: E402  (one launcher for the model's benchmarks)
+from model_validation import calibrate, launcher, median, parse_placement, placement_parser, run  # noqa: E402  (one launcher for the model's benchmarks)
 
 
 def copy_misprice_per_call(out_dir, kind):
@@ -79,7 +79,7 @@ def main():
     lib = os.path.abspath(os.path.join(a.build_dir, "libtnbc.so"))
     machine = os.path.abspath(a.machine or os.path.join(a.out, "machine.json"))
     if not a.machine and not a.measured:
-        run(launcher(a, [tnbc, "calibrate", "-o", machine, "--max-bytes", "4m", "--quiet"]))
+        calibrate(a, tnbc, machine)
     per_node = (a.np + a.nodes - 1) // a.nodes
     rows = []
     for kind, size in parse_cases(a.cases):

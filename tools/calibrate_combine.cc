@@ -51,9 +51,9 @@ int calibrate_combine(const std::vector<std::string>& args) {
       return 2;
     }
     if (m.value().disturbed())
-      std::fprintf(stderr, "tnbc: calibrate --combine: note: %s was measured while other processes took %.0f %% of the CPU "
-                   "time (the hypervisor %.0f %%); the median keeps it from deciding where the others were quiet\n",
-                   n.c_str(), 100 * m.value().others_cpu_share, 100 * m.value().steal_share);
+      std::fprintf(stderr, "tnbc: calibrate --combine: note: %s was measured while %s; the median keeps it from deciding "
+                   "where the others were quiet\n", n.c_str(),
+                   model::load_words(m.value().others_cpu_share, m.value().steal_share).c_str());
     ms.push_back(std::move(m.value()));
   }
   auto c = model::combine_machines(ms, names);

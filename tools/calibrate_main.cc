@@ -91,11 +91,10 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "tnbc: calibrate: machine file written to %s (use it with TNBC_MACHINE=%s)\n", out.c_str(),
                      out.c_str());
         if (m.value().disturbed())
-          std::fprintf(stderr, "tnbc: calibrate: warning: other processes took %.0f %% of the CPU time during the "
-                       "measurements (the hypervisor %.0f %%): its figures are likely too high, and the decisions taken "
-                       "from them wrong. Calibrate again on a quiet node, or several times and "
+          std::fprintf(stderr, "tnbc: calibrate: warning: during the measurements %s: its figures are likely too high, "
+                       "and the decisions taken from them off. Calibrate again on a quiet node, or several times and "
                        "combine them (tnbc calibrate --combine; docs/cluster.md)\n",
-                       100 * m.value().others_cpu_share, 100 * m.value().steal_share);
+                       tnbc::model::load_words(m.value().others_cpu_share, m.value().steal_share).c_str());
       }
     }
   }

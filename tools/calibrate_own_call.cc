@@ -95,7 +95,8 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
   at.insert(at.end(), sizes.begin(), sizes.begin() + warm_sizes);
   // Passes over every size, one after the other: a disturbance of a second or two (this VM's
   // hypervisor, a short job beside it) takes one pass, and the median outvotes it; the slowest
-  // rank per pass. One pass alone once priced a 1 MiB call's rest at 1.8 ms where it is 0.06.
+  // rank per pass (a busy process started for 1.2 s during one pass put that pass 2.9x over the
+  // others at one size: docs/benchmarks.md, "Session 30").
   std::vector<std::vector<double>> passes;
   for (int k = 0; k < kOwnCallPasses; ++k) {
     std::vector<double> mine;

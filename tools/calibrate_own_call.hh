@@ -13,8 +13,8 @@
 //     complete it (Engine::complete_all)
 //   then the sizes whose calls fit in the cache (Machine::fits_cache) once more without
 //   emptying the caches (`in_call_rest_warm`, since session 24); all of it in three passes
-//   (since session 30: one pass beside a short disturbance priced a 1 MiB call's rest 30x high)
-//   the slowest rank's median per size and pass; per size the median over the passes, less the
+//   (since session 30: a short disturbance takes one pass, and the median outvotes it): the
+//   slowest rank's median per size and pass; per size the median over the passes, less the
 //   model's Tinit for the same call on the machine just measured (the calibrating run's
 //   placement), >= 0: the points of the lines
 #pragma once

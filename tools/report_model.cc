@@ -91,10 +91,8 @@ std::string model_section(const std::string& dir) {
     if (const Value* load = mach->find("load"); load && load->type == Value::Type::Object) {
       const double others = num(*load, "others_cpu_share"), steal = num(*load, "steal_share");
       if (others > model::kLoadNoteShare || steal > model::kLoadNoteShare) {
-        char b[320];
-        std::snprintf(b, sizeof b, "  calibrated while other processes took %.0f %% of the CPU time (the hypervisor %.0f %%): "
-                      "its prices are likely high; calibrate again on a quiet node\n", 100 * others, 100 * steal);
-        o << b;
+        o << "  calibrated while " << model::load_words(others, steal)
+          << ": its prices are likely high; calibrate again on a quiet node\n";
       }
     }
     if (const Value* levels = mach->find("levels"))

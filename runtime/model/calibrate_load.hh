@@ -2,10 +2,11 @@
 // measured (runtime/host_cpu.hh): per kernel its ranks run on, the CPU time /proc/stat counts
 // neither idle nor stolen over the interval less the CPU time of the calibrating ranks on it, and
 // the stolen time, each as a share of that machine's CPU time (wall time x online CPUs). Quiet,
-// the launcher's daemons and the kernel's threads take 1-2 % here (docs/benchmarks.md, "Session 30"). A calibration that shared its
-// CPUs (a build beside it, another job on the node) measures transfers and tnbc's own call slow,
-// and every decision taken from the file prices early return wrongly; `tnbc calibrate` warns and
-// the machine file keeps the figures (Machine::others_cpu_share, steal_share).
+// the launcher's daemons and the kernel's threads take 1-2 % here (docs/benchmarks.md, "Session
+// 30"). A calibration that shared its CPUs (a build beside it, another job on the node) measures
+// transfers and tnbc's own call slow, and every decision taken from the file prices early return
+// wrongly; `tnbc calibrate` warns and the machine file keeps the figures
+// (Machine::others_cpu_share, steal_share).
 #pragma once
 
 #include <mpi.h>

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -43,6 +44,13 @@ double latency_of(const std::vector<SizePoint>& sweep) {
     if (best < 0 || l < best) best = l;
   }
   return std::max(0.0, best);
+}
+
+std::string load_words(double others_cpu_share, double steal_share) {
+  char b[96];
+  std::snprintf(b, sizeof b, "other processes took %.0f %% of the CPU time (the hypervisor %.0f %%)", 100 * others_cpu_share,
+                100 * steal_share);
+  return b;
 }
 
 double median_of(std::vector<double> v) {

@@ -184,9 +184,12 @@ inline constexpr int kGuardBackends = 3;
 int guard_index(std::string_view name);  // -1 if unknown
 
 // A calibration during which other processes or the hypervisor took more than this share of its
-// machines' CPU time is reported as disturbed (Machine::disturbed). Quiet calibrations here: at
-// most 1 % (docs/benchmarks.md, "Session 30").
+// machines' CPU time is reported as disturbed (Machine::disturbed). Quiet calibrations here:
+// 1.2-1.8 % (docs/benchmarks.md, "Session 30").
 inline constexpr double kLoadNoteShare = 0.05;
+// "other processes took 31 % of the CPU time (the hypervisor 0 %)": the words every message about
+// a disturbed calibration uses (calibrate, --combine, a run's start, tnbc report).
+std::string load_words(double others_cpu_share, double steal_share);
 
 struct Machine {
   std::string method;       // "calibrate" or "probe"
@@ -198,8 +201,8 @@ struct Machine {
   // What other processes and the hypervisor (steal) took of the CPUs while `tnbc calibrate`
   // measured, as a share of the machine's CPU time: the largest over the machines its ranks ran
   // on (runtime/model/calibrate_load.hh). A file measured beside a build or another job prices
-  // transfers and tnbc's own call high; calibrate and `tnbc report` say so above
-  // kLoadNoteShare. Optional in the file (`tnbc calibrate` writes it since session 30); -1: not
+  // transfers and tnbc's own call high; calibrate, each run using the file and `tnbc report` say
+  // so above kLoadNoteShare. Optional in the file (`tnbc calibrate` writes it since session 30); -1: not
   // known (the start-up probe, older files, no /proc/stat).
   double others_cpu_share = -1, steal_share = -1;
   bool load_known() const { return others_cpu_share >= 0 && steal_share >= 0; }

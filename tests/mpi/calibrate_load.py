@@ -23,7 +23,7 @@ from run_mpi_test import add_launcher_options, fail, run_mpirun  # noqa: E402
 
 NP = 2
 NOTE_SHARE = 0.05  # runtime/model/machine.hh, kLoadNoteShare
-WARNING = "tnbc: calibrate: warning: other processes took"
+WARNING = "tnbc: calibrate: warning: during the measurements other processes took"
 
 
 def calibrate(a, machine):

@@ -18,10 +18,10 @@ median of the launches'); each launch's file is kept in OUT/machines/launches/. 
 fail are said and left out; if none succeeds, or the combination fails, the passes use the probe.
 
 A launch during which other processes or the hypervisor took more than DISTURBED_SHARE of the
-machine's CPU time (the file's `load`, runtime/model/calibrate_load.hh: a build beside it, a busy
-host) measured transfers and tnbc's own call slow; it is measured again, up to DISTURBED_RETRIES
-more times, and the least disturbed launch is kept (its figures said; the others are kept beside it
-as machine.KEY.json.disturbedN).
+time of the CPUs its ranks may use (the file's `load`, runtime/model/calibrate_load.hh: a build
+beside it, a busy host) measured transfers and tnbc's own call slow; it is measured again, up to
+DISTURBED_RETRIES more times, and the least disturbed launch is kept (each said; the disturbed
+files are kept beside it as machine.KEY.json.disturbedN).
 
 The files are kept in OUT/machines/ and reused when the harness runs again with the same OUT
 (delete them to measure again). A user's own TNBC_MACHINE wins; a calibration that fails is said
@@ -94,8 +94,9 @@ def until_undisturbed(launch, path, what, log):
         aside = f"{path}.disturbed{attempt}"
         os.replace(path, aside)
         kept.append((share, aside))
+        again = ": measured again" if attempt < DISTURBED_RETRIES else ""
         log(f"  tnbc calibrate for {what}: other processes or the hypervisor took {100 * share:.0f}% of the CPU "
-            f"time during it (above {100 * DISTURBED_SHARE:.0f}%)" + (": measured again" if attempt < DISTURBED_RETRIES else ""))
+            f"time during it (above {100 * DISTURBED_SHARE:.0f}%){again}")
     if not kept:
         return False
     share, best = min(kept)

@@ -12,7 +12,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import calibration  # noqa: E402
 
 # A stand-in for tnbc: `calibrate -o P` writes P (failing on the launches FAIL names, counted in
-# COUNT; with the load beside it FAKE_LOAD gives, 1 % otherwise); `calibrate --combine A B .. -o P` writes P listing its inputs; `predict` succeeds.
+# COUNT; with the load FAKE_LOAD gives the launch, 1 % otherwise); `calibrate --combine A B .. -o P`
+# writes P listing its inputs; `predict` succeeds.
 FAKE_TNBC = r'''#!/usr/bin/env python3
 import json, os, sys
 a = sys.argv[1:]
@@ -31,7 +32,8 @@ if str(n) in fail.split(","):
     print("launch %d failed" % n)
     sys.exit(3)
 load = dict(x.split(":") for x in os.environ.get("FAKE_LOAD", "").split(",") if x)  # launch -> others' share
-json.dump({"launch": n, "load": {"others_cpu_share": float(load.get(str(n), 0.01)), "steal_share": 0.0}}, open(out, "w"))
+share = float(load.get(str(n), 0.01))
+json.dump({"launch": n, "load": {"others_cpu_share": share, "steal_share": 0.0}}, open(out, "w"))
 '''
 
 failures = []

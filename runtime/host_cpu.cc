@@ -5,39 +5,55 @@
 #include <charconv>
 #include <cstdio>
 #include <ctime>
+#include <fstream>
+#include <sstream>
+#include <string>
 
 namespace tnbc {
 
-HostCpu parse_proc_stat(std::string_view line, double ticks_per_s) {
-  HostCpu h;
-  if (!line.starts_with("cpu ") || ticks_per_s <= 0) return h;
-  // user nice system idle iowait irq softirq steal: kernels since 2.6.11 print at least these.
-  constexpr int kFields = 8;
-  std::uint64_t v[kFields] = {};
+namespace {
+
+// One "cpuN f0 f1 ... f7 ..." line into `out` (resized to hold N); false where it is not one.
+bool parse_cpu_line(std::string_view line, double ticks_per_s, std::vector<CpuTimes>& out) {
+  if (!line.starts_with("cpu") || line.size() < 4 || line[3] < '0' || line[3] > '9') return false;
   const char* p = line.data() + 3;
   const char* end = line.data() + line.size();
+  std::size_t cpu = 0;
+  auto [after, ec] = std::from_chars(p, end, cpu);
+  if (ec != std::errc() || cpu > (1u << 20)) return false;
+  p = after;
+  // user nice system idle iowait irq softirq steal: kernels since 2.6.11 print at least these.
+  std::uint64_t v[8] = {};
   for (auto& f : v) {
     while (p < end && *p == ' ') ++p;
-    auto [next, ec] = std::from_chars(p, end, f);
-    if (ec != std::errc() || next == p) return h;
+    auto [next, e] = std::from_chars(p, end, f);
+    if (e != std::errc() || next == p) return false;
     p = next;
   }
-  h.known = true;
-  h.idle_s = static_cast<double>(v[3] + v[4]) / ticks_per_s;
-  h.steal_s = static_cast<double>(v[7]) / ticks_per_s;
-  return h;
+  if (out.size() <= cpu) out.resize(cpu + 1);
+  out[cpu] = {true, static_cast<double>(v[3] + v[4]) / ticks_per_s, static_cast<double>(v[7]) / ticks_per_s};
+  return true;
 }
 
-HostCpu host_cpu() {
-  std::FILE* f = std::fopen("/proc/stat", "r");
-  if (!f) return {};
-  char line[512] = {0};
-  const bool got = std::fgets(line, sizeof line, f) != nullptr;
-  std::fclose(f);
-  if (!got) return {};
-  std::string_view s(line);
-  if (s.ends_with('\n')) s.remove_suffix(1);
-  return parse_proc_stat(s, static_cast<double>(sysconf(_SC_CLK_TCK)));
+}  // namespace
+
+std::vector<CpuTimes> parse_proc_stat(std::string_view text, double ticks_per_s) {
+  std::vector<CpuTimes> out;
+  if (ticks_per_s <= 0) return out;
+  while (!text.empty()) {
+    const std::size_t nl = text.find('\n');
+    parse_cpu_line(text.substr(0, nl), ticks_per_s, out);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+  }
+  return out;
+}
+
+std::vector<CpuTimes> cpu_times() {
+  std::ifstream in("/proc/stat");
+  if (!in) return {};
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_proc_stat(text.str(), static_cast<double>(sysconf(_SC_CLK_TCK)));
 }
 
 double process_cpu_s() {

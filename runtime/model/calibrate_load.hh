@@ -1,15 +1,18 @@
 // What other processes and the hypervisor took of the machines' CPUs while `tnbc calibrate`
-// measured (runtime/host_cpu.hh): per kernel its ranks run on, the CPU time /proc/stat counts
-// neither idle nor stolen over the interval less the CPU time of the calibrating ranks on it, and
-// the stolen time, each as a share of that machine's CPU time (wall time x online CPUs). Quiet,
-// the launcher's daemons and the kernel's threads take 1-2 % here (docs/benchmarks.md, "Session
-// 30"). A calibration that shared its CPUs (a build beside it, another job on the node) measures
+// measured (runtime/host_cpu.hh): per kernel its ranks run on, over the CPUs those ranks may use
+// (the union of their affinity masks: a job's cpuset on a shared node, not the whole node), the
+// CPU time /proc/stat counts neither idle nor stolen less the CPU time of the calibrating ranks,
+// and the stolen time, each as a share of those CPUs' time (wall time x CPUs). Quiet, the
+// launcher's daemons and the kernel's threads take 1-2 % here (docs/benchmarks.md, "Session
+// 30"). A calibration that shared its CPUs (a build beside it, another job on them) measures
 // transfers and tnbc's own call slow, and every decision taken from the file prices early return
 // wrongly; `tnbc calibrate` warns and the machine file keeps the figures
 // (Machine::others_cpu_share, steal_share).
 #pragma once
 
 #include <mpi.h>
+
+#include <vector>
 
 #include "runtime/host_cpu.hh"
 
@@ -28,7 +31,7 @@ class LoadWatch {
   CalibrationLoad finish(MPI_Comm world) const;
 
  private:
-  HostCpu host_;
+  std::vector<CpuTimes> start_;
   double own_s_ = 0;
   long long wall_ns_ = 0;
 };

@@ -198,9 +198,9 @@ struct Machine {
   std::string mpi_library;  // first line of MPI_Get_library_version
   int ranks = 0, nodes = 0, ranks_per_node = 0, cpus_per_node = 0;
   std::size_t page = 4096;
-  // What other processes and the hypervisor (steal) took of the CPUs while `tnbc calibrate`
-  // measured, as a share of the machine's CPU time: the largest over the machines its ranks ran
-  // on (runtime/model/calibrate_load.hh). A file measured beside a build or another job prices
+  // What other processes and the hypervisor (steal) took of the CPUs its ranks may use while
+  // `tnbc calibrate` measured, as a share of those CPUs' time: the largest over the machines its
+  // ranks ran on (runtime/model/calibrate_load.hh). A file measured beside a build or another job prices
   // transfers and tnbc's own call high; calibrate, each run using the file and `tnbc report` say
   // so above kLoadNoteShare. Optional in the file (`tnbc calibrate` writes it since session 30); -1: not
   // known (the start-up probe, older files, no /proc/stat).

@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
-"""`tnbc calibrate` says when other processes took the CPUs it measured on.
+"""`tnbc calibrate` says when other processes took the CPUs it measured on, and only those.
 
 usage: calibrate_load.py --tool TNBC [--mpi openmpi --mpirun mpirun]
 
-Two ranks on this machine, a short calibration (`--max-bytes 64k`), twice: as the machine is, and
-with one busy process per CPU beside it (a build, another job). Each machine file must carry the
-load (`load`: others_cpu_share, steal_share, shares of the machine's CPU time in [0, 1]); beside
-the busy processes the others' share must be above calibrate's 5 % (runtime/model/machine.hh,
-kLoadNoteShare) and calibrate must end with its warning. The quiet run's share is printed, not
-asserted (this machine may be busy with something else meanwhile); the busy run's is far above
-any such noise: the burners take at least half of every CPU the ranks do not hold.
+Two ranks on this machine, a short calibration (`--max-bytes 64k`), three times: as the machine
+is; with one busy process per CPU beside it (a build, another job); and, where this process may
+use two CPUs or more, with the ranks confined to the first (as a job's cpuset on a shared node)
+and busy processes on the others. Each machine file must carry the load (`load`:
+others_cpu_share, steal_share, shares of the CPU time in [0, 1]). Beside the busy processes the
+others' share must be above calibrate's 5 % (runtime/model/machine.hh, kLoadNoteShare) and
+calibrate must end with its warning: the burners take at least half of every CPU the ranks do not
+hold. On CPUs the ranks may not use they must not count: below 5 %, no warning. The quiet run's
+share is printed, not asserted (this machine may be busy with something else meanwhile).
 """
 import json
 import os
@@ -26,9 +28,22 @@ NOTE_SHARE = 0.05  # runtime/model/machine.hh, kLoadNoteShare
 WARNING = "tnbc: calibrate: warning: during the measurements other processes took"
 
 
-def calibrate(a, machine):
-    code, out = run_mpirun(NP, {}, [a.tool, "calibrate", "-o", machine, "--max-bytes", "64k", "--seconds-per-size", "0.02"],
-                           240, a)
+def calibrate(a, machine, burner_cpus=(), rank_cpus=None):
+    """One calibration writing `machine`, with a busy process on each of `burner_cpus` and this
+    process (so the launcher and the ranks) on `rank_cpus` (None: as it is): (load, output)."""
+    allowed = os.sched_getaffinity(0)
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"],
+                                preexec_fn=lambda c=c: os.sched_setaffinity(0, {c})) for c in burner_cpus]
+    try:
+        if rank_cpus is not None:
+            os.sched_setaffinity(0, rank_cpus)
+        code, out = run_mpirun(NP, {}, [a.tool, "calibrate", "-o", machine, "--max-bytes", "64k",
+                                        "--seconds-per-size", "0.02"], 240, a)
+    finally:
+        os.sched_setaffinity(0, allowed)
+        for b in burners:
+            b.kill()
+            b.wait()
     print(out)
     if code != 0 or not os.path.exists(machine):
         fail(f"tnbc calibrate failed (exit {code})", out)
@@ -45,21 +60,25 @@ def main():
     ap.add_argument("--tool", required=True)
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="tnbc-calibrate-load-")
+    cpus = sorted(os.sched_getaffinity(0))[:64]
     quiet, _ = calibrate(a, os.path.join(work, "quiet.json"))
-    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(min(64, os.cpu_count() or 1))]
-    try:
-        busy, out = calibrate(a, os.path.join(work, "busy.json"))
-    finally:
-        for b in burners:
-            b.kill()
-            b.wait()
+    busy, out = calibrate(a, os.path.join(work, "busy.json"), burner_cpus=cpus)
     if busy["others_cpu_share"] <= NOTE_SHARE:
-        fail(f"beside {len(burners)} busy processes the others' share is {busy['others_cpu_share']:.3f}, "
+        fail(f"beside {len(cpus)} busy processes the others' share is {busy['others_cpu_share']:.3f}, "
              f"not above {NOTE_SHARE}", out)
     if WARNING not in out:
         fail("calibrate beside busy processes printed no warning", out)
-    print(f"PASS: others' share {quiet['others_cpu_share']:.3f} as the machine is, {busy['others_cpu_share']:.3f} beside "
-          f"{len(burners)} busy processes (warned); steal {quiet['steal_share']:.3f} / {busy['steal_share']:.3f}")
+    said = f"others' share {quiet['others_cpu_share']:.3f} as the machine is, {busy['others_cpu_share']:.3f} beside " \
+           f"{len(cpus)} busy processes (warned)"
+    if len(cpus) >= 2:
+        # The ranks on the first CPU, unbound there (Open MPI would bind two ranks to cores).
+        os.environ["OMPI_MCA_hwloc_base_binding_policy"] = "none"
+        apart, out = calibrate(a, os.path.join(work, "apart.json"), burner_cpus=cpus[1:], rank_cpus={cpus[0]})
+        if apart["others_cpu_share"] > NOTE_SHARE or WARNING in out:
+            fail(f"busy processes on CPUs the ranks may not use counted: others' share "
+                 f"{apart['others_cpu_share']:.3f}", out)
+        said += f", {apart['others_cpu_share']:.3f} with them on CPUs the ranks may not use"
+    print("PASS: " + said)
 
 
 if __name__ == "__main__":

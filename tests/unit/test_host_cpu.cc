@@ -1,6 +1,6 @@
-// runtime/host_cpu.hh: /proc/stat's first line read as the machine's idle (idle + iowait) and
-// stolen CPU time; another line, or too few fields, is unknown rather than a wrong figure. And
-// this machine's own figures move forward with time.
+// runtime/host_cpu.hh: /proc/stat's per-CPU lines read as each CPU's idle (idle + iowait) and
+// stolen time, at the CPU's number; the total line, other lines and lines with too few fields or
+// words are left out rather than read wrong. And this machine's own figures move forward.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -11,33 +11,41 @@
 
 using namespace tnbc;
 
-TEST_CASE("/proc/stat: idle is its fourth and fifth fields, steal its eighth, in seconds") {
+TEST_CASE("/proc/stat: each CPU's idle (fourth and fifth fields) and steal (eighth), at its number") {
   // user nice system idle iowait irq softirq steal guest guest_nice, ticks of 1/100 s
-  const HostCpu h = parse_proc_stat("cpu  1000 50 250 90000 30 7 400 120 0 0", 100);
-  REQUIRE(h.known);
-  CHECK(h.idle_s == Approx(900.3));
-  CHECK(h.steal_s == Approx(1.2));
-  CHECK(parse_proc_stat("cpu 1000 50 250 90000 30 7 400 120", 250).idle_s == Approx(360.12));  // one space, 8 fields
+  const std::vector<CpuTimes> t = parse_proc_stat("cpu  2000 0 500 180000 60 14 800 240 0 0\n"
+                                                  "cpu0 1000 50 250 90000 30 7 400 120 0 0\n"
+                                                  "cpu2 1000 0 250 90030 30 7 400 120 0 0\n"
+                                                  "intr 12345 0 0\nctxt 999\n",
+                                                  100);
+  REQUIRE(t.size() == 3);
+  CHECK(t[0].listed);
+  CHECK(t[0].idle_s == Approx(900.3));
+  CHECK(t[0].steal_s == Approx(1.2));
+  CHECK_FALSE(t[1].listed);  // offline: no line
+  CHECK(t[2].idle_s == Approx(900.6));
+  CHECK(parse_proc_stat("cpu0 1000 50 250 90000 30 7 400 120", 250)[0].idle_s == Approx(360.12));  // 8 fields, no newline
 }
 
-TEST_CASE("/proc/stat: another line, too few fields, a word or no tick rate: unknown") {
-  CHECK_FALSE(parse_proc_stat("cpu0 1000 50 250 90000 30 7 400 120", 100).known);  // one CPU's line
-  CHECK_FALSE(parse_proc_stat("cpu  1000 50 250 90000 30 7 400", 100).known);      // a kernel without steal
-  CHECK_FALSE(parse_proc_stat("cpu  1000 50 x 90000 30 7 400 120", 100).known);
-  CHECK_FALSE(parse_proc_stat("", 100).known);
-  CHECK_FALSE(parse_proc_stat("cpu  1000 50 250 90000 30 7 400 120", 0).known);
+TEST_CASE("/proc/stat: too few fields, a word, the total line only or no tick rate: nothing read") {
+  CHECK(parse_proc_stat("cpu0 1000 50 250 90000 30 7 400\n", 100).empty());  // a kernel without steal
+  CHECK(parse_proc_stat("cpu0 1000 50 x 90000 30 7 400 120\n", 100).empty());
+  CHECK(parse_proc_stat("cpu  1000 50 250 90000 30 7 400 120\n", 100).empty());
+  CHECK(parse_proc_stat("", 100).empty());
+  CHECK(parse_proc_stat("cpu0 1000 50 250 90000 30 7 400 120\n", 0).empty());
 }
 
 TEST_CASE("this machine: /proc/stat and the process's CPU time are read and the kernel named") {
-  const HostCpu before = host_cpu();
-  REQUIRE(before.known);
+  const std::vector<CpuTimes> before = cpu_times();
+  REQUIRE_FALSE(before.empty());
   const double own0 = process_cpu_s();
   volatile double x = 0;
   for (long i = 0; i < 20000000; ++i) x = x + 1e-9 * static_cast<double>(i);
   CHECK(process_cpu_s() > own0);
-  const HostCpu after = host_cpu();
-  CHECK(after.idle_s >= before.idle_s);
-  CHECK(after.steal_s >= before.steal_s);
+  const std::vector<CpuTimes> after = cpu_times();
+  REQUIRE(after.size() == before.size());
+  for (std::size_t k = 0; k < after.size(); ++k) CHECK(after[k].idle_s >= before[k].idle_s);
+  CHECK(static_cast<long>(before.size()) >= sysconf(_SC_NPROCESSORS_ONLN));
   CHECK(kernel_id() != 0);
   CHECK(kernel_id() == kernel_id());
 }

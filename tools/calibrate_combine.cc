@@ -51,8 +51,8 @@ int calibrate_combine(const std::vector<std::string>& args) {
       return 2;
     }
     if (m.value().disturbed())
-      std::fprintf(stderr, "tnbc: calibrate --combine: note: %s was measured while %s; the median keeps it from deciding "
-                   "where the others were quiet\n", n.c_str(),
+      std::fprintf(stderr, "tnbc: calibrate --combine: note: %s was measured while %s; the median outvotes it where most "
+                   "inputs were quiet (of three or more)\n", n.c_str(),
                    model::load_words(m.value().others_cpu_share, m.value().steal_share).c_str());
     ms.push_back(std::move(m.value()));
   }

@@ -90,7 +90,7 @@ std::string model_section(const std::string& dir) {
   if (const Value* mach = m0.find("machine"); mach && mach->type == Value::Type::Object) {
     if (const Value* load = mach->find("load"); load && load->type == Value::Type::Object) {
       const double others = num(*load, "others_cpu_share"), steal = num(*load, "steal_share");
-      if (others > model::kLoadNoteShare || steal > model::kLoadNoteShare)
+      if (model::load_disturbed(others, steal))
         o << "  calibrated while " << model::load_words(others, steal)
           << ": its prices are likely high; calibrate again on a quiet node\n";
     }

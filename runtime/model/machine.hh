@@ -187,6 +187,9 @@ int guard_index(std::string_view name);  // -1 if unknown
 // machines' CPU time is reported as disturbed (Machine::disturbed). Quiet calibrations here:
 // 1.2-1.8 % (docs/benchmarks.md, "Session 30").
 inline constexpr double kLoadNoteShare = 0.05;
+inline bool load_disturbed(double others_cpu_share, double steal_share) {
+  return others_cpu_share > kLoadNoteShare || steal_share > kLoadNoteShare;
+}
 // "other processes took 31 % of the CPU time (the hypervisor 0 %)": the words every message about
 // a disturbed calibration uses (calibrate, --combine, a run's start, tnbc report).
 std::string load_words(double others_cpu_share, double steal_share);
@@ -200,13 +203,13 @@ struct Machine {
   std::size_t page = 4096;
   // What other processes and the hypervisor (steal) took of the CPUs its ranks may use while
   // `tnbc calibrate` measured, as a share of those CPUs' time: the largest over the machines its
-  // ranks ran on (runtime/model/calibrate_load.hh). A file measured beside a build or another job prices
-  // transfers and tnbc's own call high; calibrate, each run using the file and `tnbc report` say
-  // so above kLoadNoteShare. Optional in the file (`tnbc calibrate` writes it since session 30); -1: not
-  // known (the start-up probe, older files, no /proc/stat).
+  // ranks ran on (runtime/model/calibrate_load.hh). A file measured beside a build or another
+  // job prices transfers and tnbc's own call high; calibrate, each run using the file and `tnbc
+  // report` say so above kLoadNoteShare. Optional in the file (`tnbc calibrate` writes it since
+  // session 30); -1: not known (the start-up probe, older files, no /proc/stat).
   double others_cpu_share = -1, steal_share = -1;
   bool load_known() const { return others_cpu_share >= 0 && steal_share >= 0; }
-  bool disturbed() const { return others_cpu_share > kLoadNoteShare || steal_share > kLoadNoteShare; }
+  bool disturbed() const { return load_disturbed(others_cpu_share, steal_share); }
   Level level[kLevels];
   GuardCost guard[kGuardBackends];
   bool guard_measured[kGuardBackends] = {false, false, false};

@@ -21,7 +21,10 @@ A launch during which other processes or the hypervisor took more than DISTURBED
 time of the CPUs its ranks may use (the file's `load`, runtime/model/calibrate_load.hh: a build
 beside it, a busy host) measured transfers and tnbc's own call slow; it is measured again, up to
 DISTURBED_RETRIES more times, and the least disturbed launch is kept (each said; the disturbed
-files are kept beside it as machine.KEY.json.disturbedN).
+files are kept beside it as machine.KEY.json.disturbedN). Where the hypervisor took more than that
+share in every launch of a calibration and other processes little (a VM on a busy host: steady, not
+a disturbance a later launch avoids), it is said, and later calibrations of the campaign count only
+the steal above that share (steady_steal).
 
 The files are kept in OUT/machines/ and reused when the harness runs again with the same OUT
 (delete them to measure again). A user's own TNBC_MACHINE wins; a calibration that fails is said
@@ -46,15 +49,32 @@ DISTURBED_SHARE = 0.05
 DISTURBED_RETRIES = 2
 
 
-def disturbance(path):
-    """The larger of the machine file's others_cpu_share and steal_share; 0 where it has no `load`
-    (a file of an older tnbc) or cannot be read."""
+def load_shares(path):
+    """(others_cpu_share, steal_share) of the machine file's `load`; (0, 0) where it has none (a
+    file of an older tnbc) or cannot be read."""
     try:
         with open(path) as f:
             load = json.load(f).get("load") or {}
-        return max(float(load.get("others_cpu_share", 0)), float(load.get("steal_share", 0)))
+        return max(0.0, float(load.get("others_cpu_share", 0))), max(0.0, float(load.get("steal_share", 0)))
     except (OSError, ValueError, TypeError, AttributeError):
+        return 0.0, 0.0
+
+
+def disturbance(path, usual_steal=0.0):
+    """The larger of the machine file's others_cpu_share and its steal_share above `usual_steal`
+    (the hypervisor's steady share on this machine: steady_steal); 0 where the file has no `load`."""
+    others, steal = load_shares(path)
+    return max(others, steal - usual_steal)
+
+
+def steady_steal(shares):
+    """The hypervisor's steady share, from the (others, steal) shares of one calibration's launches:
+    where there were several and every one had the hypervisor above DISTURBED_SHARE and the other
+    processes at most that, the least of their steals (a VM on a busy host: a later launch meets the
+    same, and runs too); else 0."""
+    if len(shares) < 2 or any(o > DISTURBED_SHARE or s <= DISTURBED_SHARE for o, s in shares):
         return 0.0
+    return min(s for _, s in shares)
 
 
 def launches_for(ranks_per_node, cpus_per_node, configured=None):
@@ -78,17 +98,27 @@ def config_key(net, nodes, rate, np, ranks_per_node):
     return re.sub(r"[^A-Za-z0-9_.-]", "_", ".".join(p for p in parts if p))
 
 
-def until_undisturbed(launch, path, what, log):
+def say(line):
+    """until_undisturbed's default `log`: the line on standard output, at once."""
+    print(line.strip(), flush=True)
+
+
+def until_undisturbed(launch, path, what, log=say, usual_steal=0.0, shares=None):
     """Runs `launch(first)` (one tnbc calibrate writing `path`; False, said, if it failed; `first`:
     no earlier launch is kept to fall back on) until its file says the machine was quiet
-    (disturbance <= DISTURBED_SHARE), at most 1 + DISTURBED_RETRIES times. Disturbed files are
-    moved aside (PATH.disturbedN); if none was quiet the least disturbed is copied to `path`, said.
-    False if no launch wrote a file."""
+    (disturbance with `usual_steal` <= DISTURBED_SHARE), at most 1 + DISTURBED_RETRIES times.
+    Disturbed files are moved aside (PATH.disturbedN); if none was quiet the least disturbed is
+    copied to `path`, said (through `log`). Each launch's (others, steal) shares are appended to
+    `shares` if given. False if no launch wrote a file."""
     kept = []  # (disturbance, file) of the disturbed launches
+    seen = []  # (others, steal) of every launch that wrote a file
     for attempt in range(DISTURBED_RETRIES + 1):
         if not launch(not kept):
             break
-        share = disturbance(path)
+        seen.append(load_shares(path))
+        if shares is not None:
+            shares.append(seen[-1])
+        share = disturbance(path, usual_steal)
         if share <= DISTURBED_SHARE:
             return True
         aside = f"{path}.disturbed{attempt}"
@@ -101,8 +131,14 @@ def until_undisturbed(launch, path, what, log):
         return False
     share, best = min(kept)
     shutil.copyfile(best, path)
-    log(f"  tnbc calibrate for {what}: no undisturbed launch; the least disturbed ({100 * share:.0f}%) is kept, "
-        "its prices likely high")
+    steady = steady_steal(seen)
+    if steady > 0:
+        log(f"  tnbc calibrate for {what}: the hypervisor took {100 * steady:.0f}-"
+            f"{100 * max(s for _, s in seen):.0f}% in each of the {len(seen)} launches, other processes little: "
+            f"this machine's steady share (runs here meet it too); the least disturbed launch is kept")
+    else:
+        log(f"  tnbc calibrate for {what}: no undisturbed launch; the least disturbed ({100 * share:.0f}%) is kept, "
+            "its prices likely high")
     return True
 
 
@@ -118,6 +154,9 @@ class Calibrations:
         self.env, self.timeout, self.log = env, timeout, log
         self.launches = launches or (lambda np: 1)
         self.files = {}  # key -> path, or None when the calibration failed
+        # The hypervisor's steady share, once a calibration found it in every launch (steady_steal):
+        # later launches count only the steal above it, so that they are not all measured thrice.
+        self.usual_steal = 0.0
 
     def machine(self, np):
         """The machine file for np ranks (measured now if it is not in OUT/machines yet); None if
@@ -151,9 +190,17 @@ class Calibrations:
 
     def calibrate_once(self, np, path, text, what, alone=True):
         """One launch of tnbc calibrate writing `path` (its output in `text`), measured again while the
-        machine was disturbed (until_undisturbed). False, said, if it failed (`alone`: the machine
+        machine was disturbed (until_undisturbed: the steal counted above the campaign's usual_steal,
+        which this calibration's launches may set). False, said, if it failed (`alone`: the machine
         file itself, whose failure sends the passes to the probe)."""
-        return until_undisturbed(lambda first: self.launch(np, path, text, what, alone and first), path, what, self.log)
+        shares = []
+        ok = until_undisturbed(lambda first: self.launch(np, path, text, what, alone and first), path, what, self.log,
+                               self.usual_steal, shares)
+        steady = steady_steal(shares)
+        if steady > self.usual_steal:
+            self.usual_steal = steady
+            self.log(f"  later calibrations of this campaign count only the hypervisor's share above {100 * steady:.0f}%")
+        return ok
 
     def launch(self, np, path, text, what, alone):
         """One launch of tnbc calibrate writing `path` (its output in `text`); False, said, if it failed."""

@@ -12,7 +12,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import calibration  # noqa: E402
 
 # A stand-in for tnbc: `calibrate -o P` writes P (failing on the launches FAIL names, counted in
-# COUNT; with the load FAKE_LOAD gives the launch, 1 % otherwise); `calibrate --combine A B .. -o P`
+# COUNT; with the load FAKE_LOAD gives the launch, OTHERS or OTHERS/STEAL, 1 % otherwise); `calibrate --combine A B .. -o P`
 # writes P listing its inputs; `predict` succeeds.
 FAKE_TNBC = r'''#!/usr/bin/env python3
 import json, os, sys
@@ -31,9 +31,9 @@ open(count_file, "w").write(str(n + 1))
 if str(n) in fail.split(","):
     print("launch %d failed" % n)
     sys.exit(3)
-load = dict(x.split(":") for x in os.environ.get("FAKE_LOAD", "").split(",") if x)  # launch -> others' share
-share = float(load.get(str(n), 0.01))
-json.dump({"launch": n, "load": {"others_cpu_share": share, "steal_share": 0.0}}, open(out, "w"))
+load = dict(x.split(":") for x in os.environ.get("FAKE_LOAD", "").split(",") if x)  # launch -> others[/steal]
+others, _, steal = load.get(str(n), "0.01").partition("/")
+json.dump({"launch": n, "load": {"others_cpu_share": float(others), "steal_share": float(steal or 0)}}, open(out, "w"))
 '''
 
 failures = []
@@ -142,6 +142,27 @@ def main():
         path = c.machine(4)
         check(path and json.load(open(path))["launch"] == 0, "the disturbed launch kept when the next fails")
         check(not any("start-up probe" in s for s in said), f"no probe fallback said: {said}")
+
+    # The hypervisor steadily above the share in every launch, other processes quiet: said as this
+    # machine's steady share; the next configuration counts only the steal above it (one launch).
+    with tempfile.TemporaryDirectory() as tmp:
+        c, said = calibrations(tmp, load="0:0.01/0.09,1:0.01/0.08,2:0.02/0.10,3:0.01/0.11,4:0.01/0.30,5:0.01/0.02")
+        path = c.machine(4)
+        check(path and json.load(open(path))["launch"] == 1, "steady steal: the least disturbed launch kept")
+        check(any("hypervisor took 8-10%" in s and "steady" in s for s in said), f"the steady share is said: {said}")
+        check(abs(c.usual_steal - 0.08) < 1e-9, f"the campaign's usual steal learnt: {c.usual_steal}")
+        c.machine(2)
+        check(int(open(os.path.join(tmp, "count")).read()) == 4, "steal within the steady share: not measured again")
+        # Far above the steady share (30 % against 8 %): still a disturbance, measured again.
+        c.machine(3)
+        check(int(open(os.path.join(tmp, "count")).read()) == 6, "steal far above the steady share: measured again")
+        check(json.load(open(c.machine(3)))["launch"] == 5, "the quiet launch kept")
+
+    # Steal alone in some launches only, or other processes too: no steady share.
+    check(calibration.steady_steal([(0.01, 0.09), (0.01, 0.02), (0.01, 0.10)]) == 0.0, "a quiet launch: not steady")
+    check(calibration.steady_steal([(0.31, 0.09), (0.01, 0.08), (0.01, 0.10)]) == 0.0, "other processes too: not steady")
+    check(calibration.steady_steal([(0.01, 0.09)]) == 0.0, "one launch: not steady")
+    check(calibration.steady_steal([(0.01, 0.09), (0.02, 0.07)]) == 0.07, "every launch stolen: the least")
 
     # An older tnbc's file (no `load`) is not a disturbance.
     with tempfile.TemporaryDirectory() as tmp:

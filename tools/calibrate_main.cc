@@ -90,11 +90,12 @@ int main(int argc, char** argv) {
       } else {
         std::fprintf(stderr, "tnbc: calibrate: machine file written to %s (use it with TNBC_MACHINE=%s)\n", out.c_str(),
                      out.c_str());
-        if (m.value().disturbed())
+        if (const tnbc::model::Machine& mm = m.value(); mm.disturbed())
           std::fprintf(stderr, "tnbc: calibrate: warning: during the measurements %s: its figures are likely too high, "
-                       "and the decisions taken from them off. Calibrate again on a quiet node, or several times and "
-                       "combine them (tnbc calibrate --combine; docs/cluster.md)\n",
-                       tnbc::model::load_words(m.value().others_cpu_share, m.value().steal_share).c_str());
+                       "and the decisions taken from them off; %s, or several times and combine them (tnbc calibrate "
+                       "--combine; docs/cluster.md)\n",
+                       tnbc::model::load_words(mm.others_cpu_share, mm.steal_share).c_str(),
+                       tnbc::model::load_advice(mm.others_cpu_share, mm.steal_share).c_str());
       }
     }
   }

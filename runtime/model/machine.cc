@@ -53,6 +53,12 @@ std::string load_words(double others_cpu_share, double steal_share) {
   return b;
 }
 
+std::string load_advice(double others_cpu_share, double steal_share) {
+  if (others_cpu_share > kLoadNoteShare || steal_share <= kLoadNoteShare) return "calibrate again on a quiet node";
+  return "calibrate again when the host is quieter, unless its hypervisor always takes that much (a VM on a busy "
+         "host: runs there meet it too)";
+}
+
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t k = v.size() / 2;

@@ -193,6 +193,9 @@ inline bool load_disturbed(double others_cpu_share, double steal_share) {
 // "other processes took 31 % of the CPU time (the hypervisor 0 %)": the words every message about
 // a disturbed calibration uses (calibrate, --combine, a run's start, tnbc report).
 std::string load_words(double others_cpu_share, double steal_share);
+// What those messages advise: calibrate again on a quiet node; where only the hypervisor took the
+// time (steal), that may be the host's steady share, which runs there meet too.
+std::string load_advice(double others_cpu_share, double steal_share);
 
 struct Machine {
   std::string method;       // "calibrate" or "probe"

@@ -67,7 +67,7 @@ def calibrate(a, tnbc, path):
     def launch(_first):
         run(launcher(a, [tnbc, "calibrate", "-o", path, "--max-bytes", "4m", "--quiet"]))
         return True
-    calibration.until_undisturbed(launch, path, os.path.basename(path), lambda line: print(line.strip(), flush=True))
+    calibration.until_undisturbed(launch, path, os.path.basename(path))
 
 
 def spread(cals, bts):

@@ -46,8 +46,7 @@ def calibrate(a, machine, max_bytes, seconds_per_size):
         if code != 0 or not os.path.exists(machine):
             fail("tnbc calibrate failed", out)
         return True
-    calibration.until_undisturbed(launch, machine, os.path.basename(machine),
-                                  lambda line: print(line.strip(), flush=True))
+    calibration.until_undisturbed(launch, machine, os.path.basename(machine))
 
 
 def run(a, args, env_extra, outdir, timeout=180, quiet=False):

@@ -38,4 +38,8 @@ TEST_CASE("report: a machine calibrated beside other processes is said, a quiet 
   m.others_cpu_share = 0.012;
   m.steal_share = 0.09;
   CHECK(section_with(m).find("(the hypervisor 9 %)") != std::string::npos);
+  // The hypervisor alone: that may be the host's steady share, said so; other processes: a quiet node.
+  CHECK(section_with(m).find("unless its hypervisor always takes that much") != std::string::npos);
+  m.others_cpu_share = 0.31;
+  CHECK(section_with(m).find("likely high; calibrate again on a quiet node\n") != std::string::npos);
 }

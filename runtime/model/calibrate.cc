@@ -618,6 +618,17 @@ std::vector<double> node_mpi_alltoall(Ctx& c, const std::vector<std::vector<int>
   PMPI_Comm_split(c.comm, color, c.me, &node);
   const std::size_t n = sizes.size();
   std::vector<std::vector<double>> t(n);
+  // The call's buffers are its own, made here, as a program's arrays: through the calibration's
+  // shared ones (Ctx::a, b) this loop ran 10-40 % slower at 256 KiB-4 MiB than through buffers
+  // made just before it, in one process (np 2 on one node, three launches), and priced programs'
+  // MPI_Alltoall 17-26 % high there (docs/benchmarks.md, "Session 31"). Why those buffers are
+  // slower for the library's single-copy transfers was not found.
+  std::vector<char> send, recv;
+  if (node != MPI_COMM_NULL && !sizes.empty()) {
+    const std::size_t most = *std::max_element(sizes.begin(), sizes.end()) * static_cast<std::size_t>(k);
+    send.assign(most, 1);
+    recv.assign(most, 0);
+  }
   for (int round = 0; node != MPI_COMM_NULL && round <= kOwnCallReps; ++round) {
     read_through(c.evict);
     for (std::size_t s = 0; s < n; ++s) {
@@ -625,7 +636,7 @@ std::vector<double> node_mpi_alltoall(Ctx& c, const std::vector<std::vector<int>
       const int m = static_cast<int>(sizes[which]);
       PMPI_Barrier(node);
       const long long t0 = futex::now_ns();
-      PMPI_Alltoall(c.a.data(), m, MPI_BYTE, c.b.data(), m, MPI_BYTE, node);
+      PMPI_Alltoall(send.data(), m, MPI_BYTE, recv.data(), m, MPI_BYTE, node);
       const double mine = static_cast<double>(futex::now_ns() - t0);
       double worst = 0;
       PMPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, node);

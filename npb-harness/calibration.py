@@ -199,7 +199,8 @@ class Calibrations:
         steady = steady_steal(shares)
         if steady > self.usual_steal:
             self.usual_steal = steady
-            self.log(f"  later calibrations of this campaign count only the hypervisor's share above {100 * steady:.0f}%")
+            self.log(f"  later calibrations of this campaign count only the hypervisor's share above "
+                     f"{100 * steady:.0f}%")
         return ok
 
     def launch(self, np, path, text, what, alone):

@@ -12,8 +12,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import calibration  # noqa: E402
 
 # A stand-in for tnbc: `calibrate -o P` writes P (failing on the launches FAIL names, counted in
-# COUNT; with the load FAKE_LOAD gives the launch, OTHERS or OTHERS/STEAL, 1 % otherwise); `calibrate --combine A B .. -o P`
-# writes P listing its inputs; `predict` succeeds.
+# COUNT; with the load FAKE_LOAD gives the launch, OTHERS or OTHERS/STEAL, 1 % otherwise);
+# `calibrate --combine A B .. -o P` writes P listing its inputs; `predict` succeeds.
 FAKE_TNBC = r'''#!/usr/bin/env python3
 import json, os, sys
 a = sys.argv[1:]
@@ -160,7 +160,8 @@ def main():
 
     # Steal alone in some launches only, or other processes too: no steady share.
     check(calibration.steady_steal([(0.01, 0.09), (0.01, 0.02), (0.01, 0.10)]) == 0.0, "a quiet launch: not steady")
-    check(calibration.steady_steal([(0.31, 0.09), (0.01, 0.08), (0.01, 0.10)]) == 0.0, "other processes too: not steady")
+    check(calibration.steady_steal([(0.31, 0.09), (0.01, 0.08), (0.01, 0.10)]) == 0.0,
+          "other processes too: not steady")
     check(calibration.steady_steal([(0.01, 0.09)]) == 0.0, "one launch: not steady")
     check(calibration.steady_steal([(0.01, 0.09), (0.02, 0.07)]) == 0.07, "every launch stolen: the least")
 

@@ -75,8 +75,8 @@ def main():
         a.machine = os.path.join(out, "machine.json")
 
         def calibrate(_first):
-            r = launch(["mpirun", "--oversubscribe", "-np", str(a.np), os.path.join(build, "tools", "tnbc"), "calibrate",
-                        "-o", a.machine, "--max-bytes", "4m", "--quiet"])
+            r = launch(["mpirun", "--oversubscribe", "-np", str(a.np), os.path.join(build, "tools", "tnbc"),
+                        "calibrate", "-o", a.machine, "--max-bytes", "4m", "--quiet"])
             if r.returncode != 0:
                 print(r.stdout)
                 sys.exit("bcast_backends: tnbc calibrate failed")

@@ -140,6 +140,7 @@ def machine_files(a, out):
             if nodes in files:
                 continue
             path = os.path.join(out, f"machine.k{nodes}.json")
+
             def calibrate(_first, nodes=nodes, path=path):
                 run(a, nodes, {}, ["calibrate", "-o", path, "--max-bytes", "4m"], out, prog=tool)
                 return True

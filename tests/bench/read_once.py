@@ -87,7 +87,8 @@ def main():
         machine = os.path.join(out, "machine.json")
 
         def calibrate(_first):
-            r = launch([os.path.join(build, "tools", "tnbc"), "calibrate", "-o", machine, "--max-bytes", "4m", "--quiet"])
+            r = launch([os.path.join(build, "tools", "tnbc"), "calibrate", "-o", machine, "--max-bytes", "4m",
+                        "--quiet"])
             if r.returncode != 0:
                 print(r.stdout)
                 sys.exit("read_once: tnbc calibrate failed")

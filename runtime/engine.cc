@@ -281,12 +281,15 @@ class EngineImpl final : public Engine {
     Status pack(const void* src, long long count, MPI_Datatype t, char* dst, std::size_t bytes) override {
       if (bytes == 0) return {};
       if (types_.type(t).dense) {
-        // The own block into place: cold, not read in the call.
+        // Into place (the own block, sends packed at once, a broadcast root's staging): cold, not
+        // read in the call.
         const long long t0 = futex::now_ns();
         bulk_copy(dst, src, bytes, stream_ || streams(bytes));
         const long long took = futex::now_ns() - t0;
         packed_ns_ += took;
-        e_.stats_.record_call_copy(1, bytes, took, e_.copy_price(static_cast<double>(bytes), false));
+        // A broadcast's only copy, its root's staging, priced as the model prices it: the root
+        // copies alone (Machine::in_call_copy_alone; stage_sends prices a broadcast's pieces so).
+        e_.stats_.record_call_copy(1, bytes, took, e_.copy_price(static_cast<double>(bytes), f_.kind == Kind::Bcast));
         // (streamed even though the program reads it next: a memcpy that kept it cached cost the call
         // 0.15-0.2 ms more and gained nothing, Table 1 (c) in order self; docs/benchmarks.md, session 10)
         return {};

@@ -2,7 +2,7 @@
 """tnbc's own copies in its calls against the machine file's price of them (the summary's
 overhead.in_call_copies; rank 0's word at the end when they differ far).
 
-usage: copy_price.py --lib LIBTNBC --tool TNBC --prog GAIN_SITES [--np 3]
+usage: copy_price.py --lib LIBTNBC --tool TNBC --prog GAIN_SITES --bcast-prog PROFILE_USE [--np 3]
 
   count      TNBC_MODE=nbc, every call returning early, eager send copies, the start-up
              probe (no machine file): each rank's in_call_copies counts every byte it copied,
@@ -10,7 +10,12 @@ usage: copy_price.py --lib LIBTNBC --tool TNBC --prog GAIN_SITES [--np 3]
              price are positive; nothing said about the price (the probe does not measure it)
   cheap      the same with a machine file from `tnbc calibrate` whose in-call copy line is divided
              by 1000: rank 0, and only rank 0, says the copies took far more than the file prices
+  alone      PROFILE_USE (a broadcast from rank 0 beside its exchanges) with that file, then with
+             its line of a rank copying alone (memcpy_in_call_alone) divided by 1000: a broadcast
+             root copies alone in its call, so rank 0's price falls, and only rank 0's (the
+             same copies, byte for byte); the other ranks copy nothing for the broadcast
 """
+import copy
 import json
 import os
 import shutil
@@ -47,8 +52,49 @@ def check_counts(a, outdir):
     return sums
 
 
+def scaled_down(machine, key, path):
+    """The machine file with its guard line `key` divided by CHEAPER, written to `path`."""
+    m = json.load(open(machine))
+    line = m.get("guard", {}).get(key)
+    if not line or line.get("ns_per_byte", 0) <= 0:
+        fail(f"tnbc calibrate wrote no {key} line: {line}")
+    line["ns"] /= CHEAPER
+    line["ns_per_byte"] /= CHEAPER
+    for p in line.get("points", []):
+        p[1] /= CHEAPER
+    with open(path, "w") as f:
+        json.dump(m, f)
+    return path
+
+
+def check_bcast_root_alone(a, work, machine, base):
+    """A broadcast root's copy priced with the line of a rank copying alone (the model's price)."""
+    b = copy.copy(a)
+    b.prog = a.bcast_prog
+    env = dict(base, TNBC_BCAST_BACKEND="p2p")  # the backend's plan reads the file: kept the same
+    cheap = scaled_down(machine, "memcpy_in_call_alone", os.path.join(work, "cheap-alone.json"))
+    runs = {}
+    for name, m in (("alone", machine), ("cheap-alone", cheap)):
+        outdir = os.path.join(work, name)
+        run(b, ["1", "3"], dict(env, TNBC_MACHINE=m), outdir)
+        runs[name] = {s["rank"]: s for s in summaries(outdir)}
+    for rank, s in runs["alone"].items():
+        c = s["collectives"]["bcast"]
+        if c["calls"] == 0 or c["early_return"] != c["calls"]:
+            fail(f"rank {rank}: expected every broadcast to return early (TNBC_MIN_BYTES=4096): {c}")
+        before, after = s["overhead"]["in_call_copies"], runs["cheap-alone"][rank]["overhead"]["in_call_copies"]
+        if (before["copies"], before["bytes"]) != (after["copies"], after["bytes"]):
+            fail(f"rank {rank}: the two runs copied differently: {before} / {after}")
+        if rank == 0 and not after["priced_s"] < 0.99 * before["priced_s"]:
+            fail(f"the broadcast's root: its copies priced {after['priced_s']} s with the alone line {CHEAPER}x "
+                 f"cheaper, {before['priced_s']} s before: expected lower (its staging copy priced alone)")
+        if rank != 0 and abs(after["priced_s"] - before["priced_s"]) > 1e-9 * before["priced_s"]:
+            fail(f"rank {rank} (not the root): its copies' price moved with the alone line: "
+                 f"{before['priced_s']} -> {after['priced_s']} s")
+
+
 def main():
-    a = options(3)
+    a = options(3, lambda ap: ap.add_argument("--bcast-prog", required=True))
     work = tempfile.mkdtemp(prefix="tnbc-copy-price-")
     base = {"TNBC_MODE": "nbc", "TNBC_MIN_BYTES": "4096", "TNBC_SEND_COPY": "eager", "TNBC_LOG": "warn"}
 
@@ -60,17 +106,7 @@ def main():
 
     machine = os.path.join(work, "machine.json")
     calibrate(a, machine, "256k", 0.02)
-    m = json.load(open(machine))
-    line = m.get("guard", {}).get("memcpy_in_call")
-    if not line or line.get("ns_per_byte", 0) <= 0:
-        fail(f"tnbc calibrate wrote no in-call copy line: {line}")
-    line["ns"] /= CHEAPER
-    line["ns_per_byte"] /= CHEAPER
-    for p in line.get("points", []):
-        p[1] /= CHEAPER
-    cheap = os.path.join(work, "cheap.json")
-    with open(cheap, "w") as f:
-        json.dump(m, f)
+    cheap = scaled_down(machine, "memcpy_in_call", os.path.join(work, "cheap.json"))
 
     outdir = os.path.join(work, "cheap")
     out = run(a, ARGS, dict(base, TNBC_MACHINE=cheap), outdir)
@@ -82,6 +118,7 @@ def main():
     ratio = [s["overhead"]["in_call_copies"]["s"] / s["overhead"]["in_call_copies"]["priced_s"] for s in sums]
     if min(ratio) < 10:
         fail(f"a file pricing the copies {CHEAPER}x too low: the summaries' s / priced_s {ratio}, expected far above 1")
+    check_bcast_root_alone(a, work, machine, base)
     shutil.rmtree(work, ignore_errors=True)
     print("PASS")
 

@@ -28,8 +28,12 @@ def parser(np_default=None):
     return ap
 
 
-def options(np_default):
-    a = parser(np_default).parse_args()
+def options(np_default, more=None):
+    """The parsed options (parser); `more(ap)` adds a test's own first."""
+    ap = parser(np_default)
+    if more:
+        more(ap)
+    a = ap.parse_args()
     if shutil.which(a.mpirun) is None:
         fail(f"{a.mpirun} not found")
     return a

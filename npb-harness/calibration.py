@@ -111,13 +111,11 @@ def until_undisturbed(launch, path, what, log=say, usual_steal=0.0, shares=None)
     copied to `path`, said (through `log`). Each launch's (others, steal) shares are appended to
     `shares` if given. False if no launch wrote a file."""
     kept = []  # (disturbance, file) of the disturbed launches
-    seen = []  # (others, steal) of every launch that wrote a file
+    seen = shares if shares is not None else []  # (others, steal) of every launch that wrote a file
     for attempt in range(DISTURBED_RETRIES + 1):
         if not launch(not kept):
             break
         seen.append(load_shares(path))
-        if shares is not None:
-            shares.append(seen[-1])
         share = disturbance(path, usual_steal)
         if share <= DISTURBED_SHARE:
             return True

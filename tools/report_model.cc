@@ -91,8 +91,7 @@ std::string model_section(const std::string& dir) {
     if (const Value* load = mach->find("load"); load && load->type == Value::Type::Object) {
       const double others = num(*load, "others_cpu_share"), steal = num(*load, "steal_share");
       if (model::load_disturbed(others, steal))
-        o << "  calibrated while " << model::load_words(others, steal)
-          << ": its prices are likely high; " << model::load_advice(others, steal) << "\n";
+        o << "  " << model::load_note(others, steal) << "\n";
     }
     if (const Value* levels = mach->find("levels"))
       for (const auto& [name, l] : levels->members) {

@@ -3,8 +3,6 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <array>
-#include <cstring>
 
 #include "runtime/futex.hh"
 
@@ -19,22 +17,18 @@ CalibrationLoad LoadWatch::finish(MPI_Comm world) const {
   int rank = 0;
   PMPI_Comm_rank(world, &rank);
   // The ranks on this kernel: their CPU time together and the CPUs they may use, at its first rank.
-  cpu_set_t mine;
-  CPU_ZERO(&mine);
+  cpu_set_t mine, cpus;
+  CPU_ZERO(&cpus);
   if (sched_getaffinity(0, sizeof mine, &mine) != 0) CPU_ZERO(&mine);
-  std::array<unsigned char, sizeof(cpu_set_t)> bytes{}, all{};
-  std::memcpy(bytes.data(), &mine, sizeof mine);
   MPI_Comm same = MPI_COMM_NULL;
   double ours = own;
   int first = 0;
   if (PMPI_Comm_split(world, static_cast<int>(kernel_id() & 0x7fffffff), rank, &same) == MPI_SUCCESS) {
     PMPI_Reduce(&own, &ours, 1, MPI_DOUBLE, MPI_SUM, 0, same);
-    PMPI_Reduce(bytes.data(), all.data(), static_cast<int>(all.size()), MPI_BYTE, MPI_BOR, 0, same);
+    PMPI_Reduce(&mine, &cpus, static_cast<int>(sizeof mine), MPI_BYTE, MPI_BOR, 0, same);
     PMPI_Comm_rank(same, &first);
     PMPI_Comm_free(&same);
   }
-  cpu_set_t cpus;
-  std::memcpy(&cpus, all.data(), sizeof cpus);
   // Over those CPUs: the time neither idle nor stolen was busy; what of it the ranks did not use,
   // others did.
   double idle = 0, stolen = 0, count = 0;

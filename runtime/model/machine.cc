@@ -59,6 +59,11 @@ std::string load_advice(double others_cpu_share, double steal_share) {
          "host: runs there meet it too)";
 }
 
+std::string load_note(double others_cpu_share, double steal_share) {
+  return "calibrated while " + load_words(others_cpu_share, steal_share) + ": its prices are likely high; " +
+         load_advice(others_cpu_share, steal_share);
+}
+
 double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t k = v.size() / 2;

@@ -196,6 +196,9 @@ std::string load_words(double others_cpu_share, double steal_share);
 // What those messages advise: calibrate again on a quiet node; where only the hypervisor took the
 // time (steal), that may be the host's steady share, which runs there meet too.
 std::string load_advice(double others_cpu_share, double steal_share);
+// "calibrated while <load_words>: its prices are likely high; <load_advice>": what a run's start
+// and tnbc report say of a disturbed machine file.
+std::string load_note(double others_cpu_share, double steal_share);
 
 struct Machine {
   std::string method;       // "calibrate" or "probe"

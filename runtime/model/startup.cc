@@ -26,9 +26,8 @@ std::shared_ptr<const Inputs> start_model(const Settings& s, MPI_Comm world_dup,
     if (!got.problem.empty())
       log(LogLevel::Warn, "%s; the cost model uses the start-up probe's measurements instead", got.problem.c_str());
     if (got.source == "file" && in->machine.disturbed())
-      log(LogLevel::Warn, "the machine file %s was calibrated while %s: its prices are likely high; %s", got.file.c_str(),
-          load_words(in->machine.others_cpu_share, in->machine.steal_share).c_str(),
-          load_advice(in->machine.others_cpu_share, in->machine.steal_share).c_str());
+      log(LogLevel::Warn, "the machine file %s was %s", got.file.c_str(),
+          load_note(in->machine.others_cpu_share, in->machine.steal_share).c_str());
     if (log_enabled(LogLevel::Info)) {
       const Level& l = in->machine.at(in->world.nodes() > 1 ? LevelKind::InterNode : LevelKind::IntraNode);
       log(LogLevel::Info, "cost model: machine from %s (%s; %.1f ms): L %.1f us, G %.3f ns/B (%.0f MB/s), o %.1f us, "

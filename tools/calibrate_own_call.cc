@@ -22,14 +22,32 @@ constexpr int kOwnCallPasses = 3;                  // passes over the sizes: per
 constexpr double kOwnCallSpreadNote = 2;           // a size's passes this far apart: say so (a note only)
 constexpr std::size_t kOwnCallSmallest = 64 << 10;  // the sizes: 64 KiB x 4^k up to --max-bytes
 constexpr std::uint64_t kOwnCallMinBytes = 4096;    // TNBC_MIN_BYTES for the engine here: every size returns early
+constexpr int kRoot = 0;                            // the broadcasts' root
 
-// The model's Tinit of an early-returning Alltoall of `bytes` per peer on `t`, as `tnbc predict`
-// prices it (the same Execution and piece rule), without in_call_rest.
-double model_in_call_ns(const model::Machine& m, const model::Topology& t, double bytes) {
-  const model::Execution x = execution(Settings{}, m.guard_measured[0] ? 0 : -1);
-  const model::Coll c = model::run_coll(m, t, x, Kind::Alltoall, bytes, Settings{}.piece_bytes);
-  return model::tnbc_timeline(m, t, c, x, true).in_call_ns;
+// The machine as the model prices a call once the rests are in, without them: at the warm
+// figures where the call's data fits in the cache (`warm`: Machine::warm holds there), else cold.
+model::Machine priced_without_rests(const model::Machine& m, bool warm) {
+  model::Machine p = m;
+  p.in_call_rest = p.in_call_rest_bcast = p.in_call_rest_bcast_warm = {};
+  p.in_call_rest_warm = warm ? model::fit_through({1}, {0}) : model::Line{};
+  return p;
 }
+
+// The model's Tinit of the call measured, as `tnbc predict` prices it (the same Execution and
+// piece rule), without the rests: an early-returning Alltoall of `bytes` per peer (the slowest
+// rank's), or a broadcast's receiving rank.
+double model_in_call_ns(const model::Machine& m, const model::Topology& t, Kind kind, double bytes) {
+  const model::Execution x = execution(Settings{}, m.guard_measured[0] ? 0 : -1);
+  const model::Coll c = model::run_coll(m, t, x, kind, bytes, Settings{}.piece_bytes);
+  return kind == Kind::Bcast ? model::bcast_receiver_in_call_ns(m, t, c, x) : model::tnbc_timeline(m, t, c, x, true).in_call_ns;
+}
+
+// One kind's measured calls: per entry its size and whether it ran after emptying the caches.
+struct Entries {
+  Kind kind;
+  std::vector<std::size_t> at;
+  std::size_t cold = 0;  // the first `cold` entries ran cold, the others warm
+};
 
 }  // namespace
 
@@ -45,8 +63,9 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
                              "peers' data, which the model prices in the transfer)\n");
     return;
   }
-  int n = 1;
+  int n = 1, rank = 0;
   MPI_Comm_size(world, &n);
+  MPI_Comm_rank(world, &rank);
   std::vector<std::size_t> sizes;
   for (std::size_t b = kOwnCallSmallest; b <= max_bytes; b *= 4) sizes.push_back(b);
   if (sizes.empty()) return;  // --max-bytes below the smallest size: not measured
@@ -71,85 +90,116 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
   // This rank's median per size, ns: after emptying the caches, as the machine's other in-call
   // costs are measured; then, at the sizes whose calls the model prices warm (Machine::fits_cache: what
   // a rank sends and receives fits in the cache), with the caches as the previous call left them.
-  auto median_call = [&](std::size_t b, bool cold) {
+  // A broadcast's root counts 0: its receivers' calls are the ones measured (the root's copy is
+  // the machine's memcpy_in_call_alone).
+  auto median_call = [&](Kind kind, std::size_t b, bool cold) {
     const int count = static_cast<int>(b);
+    const bool bcast = kind == Kind::Bcast;
     std::vector<double> t;
     for (int r = 0; r <= kOwnCallReps; ++r) {
       if (cold) empty_caches();
       PMPI_Barrier(world);
-      const CollCall call{Kind::Alltoall, site, world, {send.data(), count, nullptr, nullptr, MPI_BYTE},
-                          {recv.data(), count, nullptr, nullptr, MPI_BYTE}, -1, false};
+      const BufferArg out{send.data(), count, nullptr, nullptr, MPI_BYTE}, in{recv.data(), count, nullptr, nullptr, MPI_BYTE};
+      const CollCall call = bcast ? CollCall{Kind::Bcast, site, world, {}, in, kRoot, false}
+                                  : CollCall{Kind::Alltoall, site, world, out, in, -1, false};
       const long long t0 = futex::now_ns();
-      engine->run(call, [&] { return PMPI_Alltoall(send.data(), count, MPI_BYTE, recv.data(), count, MPI_BYTE, world); });
+      engine->run(call, [&] {
+        return bcast ? PMPI_Bcast(recv.data(), count, MPI_BYTE, kRoot, world)
+                     : PMPI_Alltoall(send.data(), count, MPI_BYTE, recv.data(), count, MPI_BYTE, world);
+      });
       const long long t1 = futex::now_ns();
       engine->complete_all();
       if (r > 0) t.push_back(static_cast<double>(t1 - t0));
     }
-    return model::median_of(t);
+    return bcast && rank == kRoot ? 0.0 : model::median_of(t);
   };
-  int warm_sizes = 0;  // the smallest ones; as few as any rank's cache allows, so all run the same calls
-  for (std::size_t b : sizes) warm_sizes += m.fits_cache(model::Machine::exchange_touched(n, static_cast<double>(b))) ? 1 : 0;
-  MPI_Allreduce(MPI_IN_PLACE, &warm_sizes, 1, MPI_INT, MPI_MIN, world);
-  // The cold medians by size, then the warm ones; `at` holds each one's size.
-  std::vector<std::size_t> at = sizes;
-  at.insert(at.end(), sizes.begin(), sizes.begin() + warm_sizes);
-  // Passes over every size, one after the other: a disturbance of a second or two (this VM's
-  // hypervisor, a short job beside it) takes one pass, and the median outvotes it; the slowest
-  // rank per pass (a busy process started for 1.2 s during one pass put that pass 2.9x over the
-  // others at one size: docs/benchmarks.md, "Session 30").
-  std::vector<std::vector<double>> passes;
-  for (int k = 0; k < kOwnCallPasses; ++k) {
-    std::vector<double> mine;
-    for (std::size_t i = 0; i < at.size(); ++i) mine.push_back(median_call(at[i], i < sizes.size()));
-    passes.emplace_back(mine.size());
-    PMPI_Allreduce(mine.data(), passes.back().data(), static_cast<int>(mine.size()), MPI_DOUBLE, MPI_MAX, world);
-  }
-  engine->shutdown();
-  const KindCounters k = stats.kind(Kind::Alltoall);
-  const std::uint64_t early = k.early_return, calls = k.calls;
-  // Every rank's calls returned early, or the figures are not an early return's.
-  int all_early = early == calls && calls > 0 ? 1 : 0;
-  MPI_Allreduce(MPI_IN_PLACE, &all_early, 1, MPI_INT, MPI_MIN, world);
-  if (!all_early) {
-    if (progress) std::fprintf(progress, "tnbc's own call: not every call returned early here (not measured)\n");
-    return;
-  }
-  const model::Topology topo = model::Topology::block(n, std::max(1, m.ranks_per_node), std::max(1, m.cpus_per_node), 1);
-  std::vector<double> slowest;  // per entry of `at`: the median over the passes
-  double spread = 1;           // the widest entry's passes, slowest over quickest
-  for (std::size_t i = 0; i < at.size(); ++i) {
-    std::vector<double> v;
-    for (const auto& pass : passes) v.push_back(pass[i]);
-    const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-    if (*lo > 0) spread = std::max(spread, *hi / *lo);
-    slowest.push_back(model::median_of(v));
-  }
-  // The model's Tinit prices the warm sizes warm (its hold and hand-over), so each rest is the
-  // part of its own kind of call the model leaves out.
-  std::vector<double> rests;  // per entry of `at`
-  for (std::size_t i = 0; i < at.size(); ++i)
-    rests.push_back(std::max(0.0, slowest[i] - model_in_call_ns(m, topo, static_cast<double>(at[i]))));
-  // The line through entries [from, to), by bytes received from the peers (what the model's hold is of).
-  auto line = [&](std::size_t from, std::size_t to) {
-    std::vector<double> x, y;
-    for (std::size_t i = from; i < to; ++i) {
-      x.push_back(static_cast<double>(at[i]) * (n - 1));
-      y.push_back(rests[i]);
+  // The cold entries by size, then the warm ones: the smallest sizes, as few as any rank's cache
+  // allows, so all run the same calls. What a call touches: an exchange's sends and receives, a
+  // broadcast's message.
+  std::vector<Entries> kinds;
+  for (Kind kind : {Kind::Alltoall, Kind::Bcast}) {
+    Entries e{kind, sizes, sizes.size()};
+    int warm_sizes = 0;
+    for (std::size_t b : sizes) {
+      const double bytes = static_cast<double>(b);
+      const double touched = kind == Kind::Bcast ? bytes : model::Machine::exchange_touched(n, bytes);
+      warm_sizes += m.fits_cache(touched) ? 1 : 0;
     }
-    return model::fit_through(x, y);
-  };
-  m.in_call_rest = line(0, sizes.size());
-  if (warm_sizes > 0) m.in_call_rest_warm = line(sizes.size(), at.size());
-  if (progress) {
-    std::fprintf(progress, "tnbc's own early return (MPI_Alltoall, the slowest rank; the median of %d passes), the model's "
-                 "parts left out:", kOwnCallPasses);
-    for (std::size_t i = 0; i < at.size(); ++i)
-      std::fprintf(progress, " %zu KiB%s %.0f us (of %.0f)", at[i] >> 10, i < sizes.size() ? "" : " warm", rests[i] / 1e3,
-                   slowest[i] / 1e3);
-    std::fprintf(progress, "\n");
-    if (spread > kOwnCallSpreadNote)
-      std::fprintf(progress, "  its passes disagree (%.1fx at one size): the machine was disturbed during some (the median "
-                   "is kept)\n", spread);
+    MPI_Allreduce(MPI_IN_PLACE, &warm_sizes, 1, MPI_INT, MPI_MIN, world);
+    e.at.insert(e.at.end(), sizes.begin(), sizes.begin() + warm_sizes);
+    kinds.push_back(e);
+  }
+  // Passes over every size of both kinds, one after the other: a disturbance of a second or two
+  // (this VM's hypervisor, a short job beside it) takes one pass, and the median outvotes it; the
+  // slowest rank per pass (a busy process started for 1.2 s during one pass put that pass 2.9x
+  // over the others at one size: docs/benchmarks.md, "Session 30").
+  std::vector<std::vector<std::vector<double>>> passes(kinds.size());  // per kind, per pass, per entry
+  for (int k = 0; k < kOwnCallPasses; ++k)
+    for (std::size_t j = 0; j < kinds.size(); ++j) {
+      const Entries& e = kinds[j];
+      std::vector<double> mine;
+      for (std::size_t i = 0; i < e.at.size(); ++i) mine.push_back(median_call(e.kind, e.at[i], i < e.cold));
+      passes[j].emplace_back(mine.size());
+      PMPI_Allreduce(mine.data(), passes[j].back().data(), static_cast<int>(mine.size()), MPI_DOUBLE, MPI_MAX, world);
+    }
+  engine->shutdown();
+  const model::Topology topo = model::Topology::block(n, std::max(1, m.ranks_per_node), std::max(1, m.cpus_per_node), 1);
+  // Each kind's rests: per entry the median over the passes less the model's Tinit for the same
+  // call on the machine just measured (the calibrating run's placement), priced warm or cold as
+  // the entry ran, >= 0; the lines through them by bytes received (what the model's hold is of).
+  const model::Machine cold = priced_without_rests(m, false), warm = priced_without_rests(m, true);
+  for (std::size_t j = 0; j < kinds.size(); ++j) {
+    const Entries& e = kinds[j];
+    const KindCounters k = stats.kind(e.kind);
+    // Every rank's calls returned early, or the figures are not an early return's.
+    int all_early = k.early_return == k.calls && k.calls > 0 ? 1 : 0;
+    MPI_Allreduce(MPI_IN_PLACE, &all_early, 1, MPI_INT, MPI_MIN, world);
+    const char* name = e.kind == Kind::Bcast ? "MPI_Bcast" : "MPI_Alltoall";
+    if (!all_early) {
+      if (progress) std::fprintf(progress, "tnbc's own %s: not every call returned early here (not measured)\n", name);
+      continue;
+    }
+    std::vector<double> slowest;  // per entry: the median over the passes
+    double spread = 1;            // the widest entry's passes, slowest over quickest
+    for (std::size_t i = 0; i < e.at.size(); ++i) {
+      std::vector<double> v;
+      for (const auto& pass : passes[j]) v.push_back(pass[i]);
+      const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+      if (*lo > 0) spread = std::max(spread, *hi / *lo);
+      slowest.push_back(model::median_of(v));
+    }
+    std::vector<double> rests;  // per entry of `at`
+    for (std::size_t i = 0; i < e.at.size(); ++i)
+      rests.push_back(std::max(0.0, slowest[i] - model_in_call_ns(i < e.cold ? cold : warm, topo, e.kind,
+                                                                     static_cast<double>(e.at[i]))));
+    const double peers = e.kind == Kind::Bcast ? 1 : n - 1;  // whose bytes a rank receives
+    auto line = [&](std::size_t from, std::size_t to) {
+      std::vector<double> x, y;
+      for (std::size_t i = from; i < to; ++i) {
+        x.push_back(static_cast<double>(e.at[i]) * peers);
+        y.push_back(rests[i]);
+      }
+      return model::fit_through(x, y);
+    };
+    const bool any_warm = e.at.size() > e.cold;
+    if (e.kind == Kind::Bcast) {
+      m.in_call_rest_bcast = line(0, e.cold);
+      if (any_warm) m.in_call_rest_bcast_warm = line(e.cold, e.at.size());
+    } else {
+      m.in_call_rest = line(0, e.cold);
+      if (any_warm) m.in_call_rest_warm = line(e.cold, e.at.size());
+    }
+    if (progress) {
+      std::fprintf(progress, "tnbc's own early return (%s, the slowest %s; the median of %d passes), the model's parts "
+                   "left out:", name, e.kind == Kind::Bcast ? "receiver" : "rank", kOwnCallPasses);
+      for (std::size_t i = 0; i < e.at.size(); ++i)
+        std::fprintf(progress, " %zu KiB%s %.0f us (of %.0f)", e.at[i] >> 10, i < e.cold ? "" : " warm", rests[i] / 1e3,
+                     slowest[i] / 1e3);
+      std::fprintf(progress, "\n");
+      if (spread > kOwnCallSpreadNote)
+        std::fprintf(progress, "  its passes disagree (%.1fx at one size): the machine was disturbed during some (the median "
+                     "is kept)\n", spread);
+    }
   }
 }
 

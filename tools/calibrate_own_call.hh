@@ -12,11 +12,14 @@
 //     returns early; the machine the start-up probe's: its decisions do not matter here);
 //     complete it (Engine::complete_all)
 //   then the sizes whose calls fit in the cache (Machine::fits_cache) once more without
-//   emptying the caches (`in_call_rest_warm`, since session 24); all of it in three passes
+//   emptying the caches (`in_call_rest_warm`, since session 24); then the same for MPI_Bcast
+//   from rank 0, its receivers' calls timed (`in_call_rest_bcast`, `in_call_rest_bcast_warm`,
+//   since session 32: a receiver's call does less than an exchange's); all of it in three passes
 //   (since session 30: a short disturbance takes one pass, and the median outvotes it): the
-//   slowest rank's median per size and pass; per size the median over the passes, less the
-//   model's Tinit for the same call on the machine just measured (the calibrating run's
-//   placement), >= 0: the points of the lines
+//   slowest rank's (receiver's) median per size and pass; per size the median over the passes,
+//   less the model's Tinit for the same call (a receiver's for the broadcast) on the machine just
+//   measured (the calibrating run's placement), priced warm or cold as the call ran, >= 0: the
+//   points of the lines
 #pragma once
 
 #include <mpi.h>
@@ -29,9 +32,9 @@
 
 namespace tnbc::tools {
 
-// Collective over `world`. Sets m.in_call_rest where the ranks are one per node and tnbc's engine
-// returned early at every call (else leaves it unmeasured and says why on `progress`, rank 0's,
-// may be null).
+// Collective over `world`. Sets m.in_call_rest (and m.in_call_rest_bcast) where the ranks are one
+// per node and tnbc's engine returned early at every call of the kind (else leaves it unmeasured
+// and says why on `progress`, rank 0's, may be null).
 // `empty_caches` reads through calibrate's eviction scratch.
 void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, const std::function<void()>& empty_caches,
                       std::FILE* progress);

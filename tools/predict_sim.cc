@@ -574,18 +574,19 @@ void rank_main(int r, std::vector<SimSite> sites) {
         // The staging copy: a site's share of calls into untouched pages (SimSite::cold_calls) at
         // the cold line; the figure is one call x calls, so each call carries that share.
         // Copies into touched pages at the machine's in-call line (Machine::in_call_copy). Besides,
-        // tnbc's bookkeeping (Machine::in_call_rest, by the bytes received), and at the end the
-        // hand-over to the progress thread (Machine::handover_ns); the hold, the bookkeeping and
-        // the hand-over at their warm figures where what the call sends and receives fits in the
-        // cache (Machine::warm), as the model prices them. A broadcast's root copies alone
-        // (Machine::in_call_copy_alone).
+        // tnbc's bookkeeping (Machine::in_call_rest, by the bytes received; a broadcast's
+        // receivers' their own, Machine::rest_bcast), and at the end the hand-over to the progress
+        // thread (Machine::handover_ns); the hold, the bookkeeping and the hand-over at their warm
+        // figures where what the call sends and receives fits in the cache (Machine::warm), as the
+        // model prices them. A broadcast's root copies alone (Machine::in_call_copy_alone).
         const model::Line& in_call = is_bcast(site.kind) ? m.in_call_copy_alone() : m.in_call_copy();
         const model::Line& cold = m.memcpy_cold_measured() ? m.memcpy_cold : in_call;
         const double cold_share = site.calls > 0 ? std::min(1.0, site.cold_calls / site.calls) : 0.0;
         const double staging_ns = (1 - cold_share) * in_call.at(send_bytes) + cold_share * cold.at(send_bytes);
         const bool warm = m.warm(2 * b.own + send_bytes + total_bytes);
+        const double rest_ns = is_bcast(site.kind) && total_bytes > 0 ? m.rest_bcast(total_bytes, warm) : m.rest(total_bytes, warm);
         const double work_ns = in_call.at(b.own) + staging_ns +
-                               (cfg.x.guard >= 0 ? m.guard[guard].hold_at(total_bytes, warm) : 0.0) + m.rest(total_bytes, warm);
+                               (cfg.x.guard >= 0 ? m.guard[guard].hold_at(total_bytes, warm) : 0.0) + rest_ns;
         compute(work_ns);
         // tnbc's calling thread does not busy-poll where the node's ranks outnumber its CPUs: it
         // yields between its polls (Policy::waiting), as its progress thread does, so its edges

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <functional>
+#include <string>
 
 namespace tnbc::model {
 
@@ -25,6 +26,16 @@ struct Median {
     field(out) = median_of(std::move(v));
     const double mid = field(out);
     if (watched && mid > 0 && (spread_hi - spread_lo) / mid > widest.relative) widest = {(spread_hi - spread_lo) / mid, name};
+  }
+  // A line's intercept, its slope and its measured points (the last two watched); `get` selects
+  // the line (a generic lambda: the files' are const, the output's not).
+  template <class Get>
+  void line(const std::string& name, Get get) {
+    (*this)((name + ".ns").c_str(), [&](auto& m) -> auto& { return get(m).ns; });
+    (*this)((name + ".ns_per_byte").c_str(), [&](auto& m) -> auto& { return get(m).ns_per_byte; }, true);
+    for (std::size_t i = 0; i < get(out).points.size(); ++i)
+      (*this)((name + ".points[" + std::to_string(i) + "]").c_str(), [&, i](auto& m) -> auto& { return get(m).points[i].ns; },
+              true);
   }
 };
 
@@ -74,6 +85,10 @@ std::string differs(const Machine& a, const Machine& b) {
   if (a.in_call_rest_measured() != b.in_call_rest_measured()) return "guard.in_call_rest (measured in one only)";
   if (!same_points(a.in_call_rest, b.in_call_rest)) return "guard.in_call_rest.points (other sizes)";
   if (!same_points(a.in_call_rest_warm, b.in_call_rest_warm)) return "guard.in_call_rest_warm.points (other sizes)";
+  if (a.in_call_rest_bcast_measured() != b.in_call_rest_bcast_measured()) return "guard.in_call_rest_bcast (measured in one only)";
+  if (!same_points(a.in_call_rest_bcast, b.in_call_rest_bcast)) return "guard.in_call_rest_bcast.points (other sizes)";
+  if (!same_points(a.in_call_rest_bcast_warm, b.in_call_rest_bcast_warm))
+    return "guard.in_call_rest_bcast_warm.points (other sizes)";
   if (a.warm_below_bytes != b.warm_below_bytes) return "guard.warm_below_bytes (another cache size)";
   for (int g = 0; g < kGuardBackends; ++g) {
     if (!same_points(a.guard[g].hold, b.guard[g].hold)) return "guard." + std::string(kGuardNames[g]) + ".hold.points (other sizes)";
@@ -155,26 +170,12 @@ Result<Combined> combine_machines(const std::vector<Machine>& ms, const std::vec
   med("guard.memcpy.ns_per_byte", [](auto& m) -> auto& { return m.memcpy_cost.ns_per_byte; }, true);
   med("guard.memcpy_cold.ns", [](auto& m) -> auto& { return m.memcpy_cold.ns; });
   med("guard.memcpy_cold.ns_per_byte", [](auto& m) -> auto& { return m.memcpy_cold.ns_per_byte; });
-  med("guard.memcpy_in_call.ns", [](auto& m) -> auto& { return m.memcpy_in_call.ns; });
-  med("guard.memcpy_in_call.ns_per_byte", [](auto& m) -> auto& { return m.memcpy_in_call.ns_per_byte; }, true);
-  for (std::size_t i = 0; i < out.memcpy_in_call.points.size(); ++i)
-    med(("guard.memcpy_in_call.points[" + std::to_string(i) + "]").c_str(),
-        [i](auto& m) -> auto& { return m.memcpy_in_call.points[i].ns; }, true);
-  med("guard.memcpy_in_call_alone.ns", [](auto& m) -> auto& { return m.memcpy_in_call_alone.ns; });
-  med("guard.memcpy_in_call_alone.ns_per_byte", [](auto& m) -> auto& { return m.memcpy_in_call_alone.ns_per_byte; }, true);
-  for (std::size_t i = 0; i < out.memcpy_in_call_alone.points.size(); ++i)
-    med(("guard.memcpy_in_call_alone.points[" + std::to_string(i) + "]").c_str(),
-        [i](auto& m) -> auto& { return m.memcpy_in_call_alone.points[i].ns; }, true);
-  med("guard.in_call_rest.ns", [](auto& m) -> auto& { return m.in_call_rest.ns; });
-  med("guard.in_call_rest.ns_per_byte", [](auto& m) -> auto& { return m.in_call_rest.ns_per_byte; }, true);
-  for (std::size_t i = 0; i < out.in_call_rest.points.size(); ++i)
-    med(("guard.in_call_rest.points[" + std::to_string(i) + "]").c_str(),
-        [i](auto& m) -> auto& { return m.in_call_rest.points[i].ns; }, true);
-  med("guard.in_call_rest_warm.ns", [](auto& m) -> auto& { return m.in_call_rest_warm.ns; });
-  med("guard.in_call_rest_warm.ns_per_byte", [](auto& m) -> auto& { return m.in_call_rest_warm.ns_per_byte; }, true);
-  for (std::size_t i = 0; i < out.in_call_rest_warm.points.size(); ++i)
-    med(("guard.in_call_rest_warm.points[" + std::to_string(i) + "]").c_str(),
-        [i](auto& m) -> auto& { return m.in_call_rest_warm.points[i].ns; }, true);
+  med.line("guard.memcpy_in_call", [](auto& m) -> auto& { return m.memcpy_in_call; });
+  med.line("guard.memcpy_in_call_alone", [](auto& m) -> auto& { return m.memcpy_in_call_alone; });
+  med.line("guard.in_call_rest", [](auto& m) -> auto& { return m.in_call_rest; });
+  med.line("guard.in_call_rest_warm", [](auto& m) -> auto& { return m.in_call_rest_warm; });
+  med.line("guard.in_call_rest_bcast", [](auto& m) -> auto& { return m.in_call_rest_bcast; });
+  med.line("guard.in_call_rest_bcast_warm", [](auto& m) -> auto& { return m.in_call_rest_bcast_warm; });
   med("progress.test_ns", [](auto& m) -> auto& { return m.test_ns; });
   med("progress.sleep_ns", [](auto& m) -> auto& { return m.sleep_ns; });
   med("progress.wake_loaded_ns", [](auto& m) -> auto& { return m.wake_loaded_ns; });

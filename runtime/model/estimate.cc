@@ -410,6 +410,27 @@ std::vector<double> bcast_pieces(const Coll& c) {
   return out;
 }
 
+int bcast_depth(const Topology& t) { return static_cast<int>(std::ceil(std::log2(std::max(1, t.n())))); }
+const Level& bcast_level(const Machine& m, const Topology& t) {
+  return level(m, t.nodes() > 1 ? LevelKind::InterNode : LevelKind::IntraNode);
+}
+
+// A receiving rank's early-returning call (every rank but the root): its work — the guard's hold,
+// the hand-over, the rest calibrate measured (Machine::rest_bcast) — and its waits for the edge
+// pieces that land in partial pages, one per stage of the tree.
+struct ReceiverCall {
+  double work_ns = 0, wait_ns = 0;
+};
+ReceiverCall receiver_call(const Machine& m, const Topology& t, const Coll& c, const Execution& x, std::size_t pieces) {
+  const double S = c.bytes;
+  const bool warm = m.warm(S);  // the message fits in the cache (Machine::warm)
+  const Level& top = bcast_level(m, t);
+  ReceiverCall r;
+  r.work_ns = guard_of(m, x).hold_at(S, warm) + m.handover(warm) + m.rest_bcast(S, warm);
+  if (x.unaligned && pieces > 1) r.wait_ns = bcast_depth(t) * (top.T(static_cast<double>(c.page)) + in_call_notice(m, t));
+  return r;
+}
+
 Timeline bcast_timeline(const Machine& m, const Topology& t, const Coll& c, const Execution& x, bool early,
                         const Crowding& crowd) {
   Timeline tl;
@@ -417,8 +438,8 @@ Timeline bcast_timeline(const Machine& m, const Topology& t, const Coll& c, cons
   const double notice = m.O_r_ns() + (early ? crowd.wake_ns : 0);
   const GuardCost g = guard_of(m, x);
   const std::vector<double> sizes = bcast_pieces(c);
-  const int depth = static_cast<int>(std::ceil(std::log2(std::max(1, t.n()))));
-  const Level& top = level(m, t.nodes() > 1 ? LevelKind::InterNode : LevelKind::IntraNode);
+  const int depth = bcast_depth(t);
+  const Level& top = bcast_level(m, t);
   // Inner ranks forward from the receive staging, so they publish by copying (no page swap);
   // leaves publish as the guard does (uffd_backend.cc, can_swap: a leaf sends nothing). Priced
   // as inner ranks until session 27: np 2 on one node, 4-16 MiB, the model put the leaf's read at
@@ -438,8 +459,9 @@ Timeline bcast_timeline(const Machine& m, const Topology& t, const Coll& c, cons
     const bool warm = m.warm(S);  // the message fits in the cache (Machine::warm)
     // The root is the one rank that copies in the call (Machine::in_call_copy_alone).
     root_call = (x.eager_copy ? m.in_call_copy_alone().at(S) : 0) + std::max(1, depth) * posts + m.handover(warm);
-    leaf_work = g.hold_at(S, warm) + m.handover(warm) + m.rest(S, warm);
-    leaf_call = leaf_work + (x.unaligned && sizes.size() > 1 ? depth * (top.T(page) + in_call_notice(m, t)) : 0);
+    const ReceiverCall leaf = receiver_call(m, t, c, x, sizes.size());
+    leaf_work = leaf.work_ns;
+    leaf_call = leaf.work_ns + leaf.wait_ns;
   }
   tl.in_call_ns = std::max(root_call, leaf_call);
   tl.in_call_work_ns = std::max(root_call, leaf_work);
@@ -618,6 +640,11 @@ double bcast_tree_ns(const Machine& m, const Topology& t, double bytes, int root
   const TreeResult r = tree(m, t, root, sizes, shape, 0, notice_ns, publish, publish, 0);
   const Level& top = level(m, t.nodes() > 1 ? LevelKind::InterNode : LevelKind::IntraNode);
   return std::max(r.last, bcast_node_bound(m, t, bytes, root, shape) + top.L_ns);
+}
+
+double bcast_receiver_in_call_ns(const Machine& m, const Topology& t, const Coll& c, const Execution& x) {
+  const ReceiverCall r = receiver_call(m, t, c, x, bcast_pieces(c).size());
+  return r.work_ns + r.wait_ns;
 }
 
 double nbc_blocking_ns(const Machine& m, const Topology& t, const Coll& c) {

@@ -96,6 +96,12 @@ double nbc_blocking_ns(const Machine& m, const Topology& t, const Coll& c);
 // in the call by the calling thread (`early` false: no guard, no staging, no send window).
 Timeline tnbc_timeline(const Machine& m, const Topology& t, const Coll& c, const Execution& x, bool early);
 
+// Tinit of a receiving rank of tnbc's broadcast (every rank but the root) returning early: the
+// guard's hold, the hand-over, the rest calibrate measured (Machine::rest_bcast) and the waits for
+// the edge pieces that land in partial pages. (tnbc_timeline's in_call_ns is the slowest rank's,
+// the root's where its staging copy takes longer.)
+double bcast_receiver_in_call_ns(const Machine& m, const Topology& t, const Coll& c, const Execution& x);
+
 // A broadcast tree of `pieces` pieces of `piece` bytes (plus the two one-page edge chunks):
 // the time until the last rank has the last piece. `notice_ns` and `publish` model tnbc's
 // progress thread at the inner ranks (0 and a zero line for the MPI library's own).

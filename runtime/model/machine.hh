@@ -254,6 +254,20 @@ struct Machine {
   double rest(double bytes, bool warm) const {
     return warm && !in_call_rest_warm.points.empty() ? in_call_rest_warm.at(bytes) : in_call_rest.at(bytes);
   }
+  // The same for a broadcast's receiving ranks (every rank but the root), by the bytes received:
+  // calibrate measures tnbc's own MPI_Bcast after its MPI_Alltoall. A receiver's call does less
+  // than an exchange's (no own block, no staging, one message's regions), and the exchange's rest
+  // priced it high: Table 1's 1 MiB broadcast on 2 emulated nodes spent 0.18-0.21 ms in the
+  // receiver's call where the exchange's rest priced 0.27 (docs/benchmarks.md, "Session 32").
+  // Optional (since session 32); not measured (older files, ranks sharing a node): rest() prices it.
+  Line in_call_rest_bcast, in_call_rest_bcast_warm;
+  bool in_call_rest_bcast_measured() const {
+    return !in_call_rest_bcast.points.empty() || in_call_rest_bcast.ns > 0 || in_call_rest_bcast.ns_per_byte > 0;
+  }
+  double rest_bcast(double bytes, bool warm) const {
+    if (!in_call_rest_bcast_measured()) return rest(bytes, warm);
+    return warm && !in_call_rest_bcast_warm.points.empty() ? in_call_rest_bcast_warm.at(bytes) : in_call_rest_bcast.at(bytes);
+  }
   // A call touching fewer bytes than this (what it sends and receives, its own block included)
   // finds them, tnbc's structures and the kernel's page tables in the cache — the program has just
   // written what it sends — and pays the warm figures (hold_warm, in_call_rest_warm,

@@ -93,6 +93,11 @@ def main():
     if not rest or len(rest.get("points", [])) < 2:
         fail(f"guard.in_call_rest {rest}: expected measured at 64 KiB .. 1 MiB (tnbc's own early return)",
              p.stdout)
+    # Its own MPI_Bcast too (session 32): a receiver's rest, one point per size.
+    rest_bcast = json.load(open(machine))["guard"].get("in_call_rest_bcast")
+    if not rest_bcast or len(rest_bcast.get("points", [])) != len(rest["points"]):
+        fail(f"guard.in_call_rest_bcast {rest_bcast}: expected measured at the sizes of in_call_rest (tnbc's own "
+             "broadcast)", p.stdout)
     # The warm figures and the first round (session 24): where the system names its L2 cache, the
     # cache size, the progress thread's first round after the return, the warm hand-over, the hold
     # of every measured guard at the sizes below it, and the warm call (64 KiB per peer on two
@@ -113,6 +118,8 @@ def main():
                 fail(f"guard.{name}.hold_warm: expected measured below {l2} bytes", p.stdout)
         if l2 >= 512 << 10 and not doc["guard"].get("in_call_rest_warm", {}).get("points"):
             fail("guard.in_call_rest_warm: expected measured at 64 KiB (tnbc's own early return, caches warm)", p.stdout)
+        if l2 >= 512 << 10 and not doc["guard"].get("in_call_rest_bcast_warm", {}).get("points"):
+            fail("guard.in_call_rest_bcast_warm: expected measured at 64 KiB (tnbc's own broadcast, caches warm)", p.stdout)
     print(f"OK: G {G:.2f} ns/B, O_s {level['O_s_ns_per_byte']:.3f} ns/B, O_r {level['O_r_ns_per_byte']:.3f} ns/B, "
           f"o_s/o_r at {last['bytes']:.0f} B: {last['o_s_ns'] / 1e3:.1f} / {last['o_r_ns'] / 1e3:.1f} us "
           f"(g {last['g_ns'] / 1e3:.1f} us), hand-over {handover / 1e3:.1f} us")

@@ -160,6 +160,7 @@ TEST_CASE("calibrate --combine: the in-call copy line, the levels' shared_cpu, t
     ms.back().level[0].shared_cpu = {100 * f, 1.2 * f};
     ms.back().handover_ns = 20e3 * f;
     ms.back().in_call_rest = fit_through({65536, 1 << 20}, {50e3 * f, 80e3 * f});
+    ms.back().in_call_rest_bcast = fit_through({65536, 1 << 20}, {40e3 * f, 60e3 * f});
   }
   const Combined c = must(combine_machines(ms, {"a.json", "b.json", "c.json"}));
   REQUIRE(c.machine.memcpy_in_call_measured());
@@ -170,6 +171,14 @@ TEST_CASE("calibrate --combine: the in-call copy line, the levels' shared_cpu, t
   CHECK(c.machine.handover_ns == Approx(22e3));
   REQUIRE(c.machine.in_call_rest.points.size() == 2);
   CHECK(c.machine.in_call_rest.points[1].ns == Approx(88e3));
+  REQUIRE(c.machine.in_call_rest_bcast.points.size() == 2);
+  CHECK(c.machine.in_call_rest_bcast.points[1].ns == Approx(66e3));
+  CHECK(c.machine.in_call_rest_bcast.ns_per_byte == Approx(fit_through({65536, 1 << 20}, {44e3, 66e3}).ns_per_byte));
+  std::vector<Machine> one_bcast = ms;
+  one_bcast[2].in_call_rest_bcast = {};  // the broadcast's rest measured in two launches only: refused
+  const Result<Combined> no_bcast = combine_machines(one_bcast, {"a.json", "b.json", "c.json"});
+  REQUIRE_FALSE(no_bcast.ok());
+  CHECK(no_bcast.status().message().find("guard.in_call_rest_bcast") != std::string::npos);
   ms[1].handover_ns = -1;  // measured in two of three launches only: refused
   const Result<Combined> refused = combine_machines(ms, {"a.json", "b.json", "c.json"});
   REQUIRE_FALSE(refused.ok());

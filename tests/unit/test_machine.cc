@@ -315,6 +315,30 @@ TEST_CASE("machine file: in_call_rest is optional; files without it load as not 
   CHECK(back.in_call_rest.at(1 << 20) == Approx(100e3));
 }
 
+TEST_CASE("machine file: a broadcast receiver's rest is optional; written, read back; without it the exchange's rest prices it") {
+  Machine without = sample();
+  without.warm_below_bytes = 1 << 20;
+  without.in_call_rest = fit_through({65536, 1 << 20}, {90e3, 150e3});
+  without.in_call_rest_warm = fit_through({65536}, {10e3});
+  const std::string old_text = machine_json(without);
+  CHECK(old_text.find("in_call_rest_bcast") == std::string::npos);
+  const Machine old_back = must(parse_machine(old_text, "m.json"));
+  CHECK_FALSE(old_back.in_call_rest_bcast_measured());
+  CHECK(old_back.rest_bcast(1 << 20, false) == Approx(150e3));
+  CHECK(old_back.rest_bcast(65536, true) == Approx(10e3));
+  Machine with = without;
+  with.in_call_rest_bcast = fit_through({65536, 1 << 20}, {80e3, 90e3});
+  const Machine cold_only = guard_line_read_back(with, without, "in_call_rest_bcast");
+  REQUIRE(cold_only.in_call_rest_bcast_measured());
+  CHECK(cold_only.rest_bcast(1 << 20, false) == Approx(90e3));
+  CHECK(cold_only.rest_bcast(65536, true) == Approx(80e3));  // no warm line: the cold one
+  CHECK(cold_only.rest(1 << 20, false) == Approx(150e3));     // the exchange's unchanged
+  with.in_call_rest_bcast_warm = fit_through({65536, 262144}, {20e3, 5e3});
+  const Machine back = guard_line_read_back(with, cold_only, "in_call_rest_bcast_warm");
+  CHECK(back.rest_bcast(65536, true) == Approx(20e3));
+  CHECK(back.rest_bcast(65536, false) == Approx(80e3));
+}
+
 TEST_CASE("machine file: the warm figures and the first round are optional; written, read back; without them every call is priced cold") {
   const Machine without = sample();
   const std::string old_text = machine_json(without);

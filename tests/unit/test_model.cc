@@ -621,6 +621,28 @@ TEST_CASE("model: the rest calibrate measured in tnbc's own early return is char
         Approx(rest3));
 }
 
+TEST_CASE("model: a broadcast's receivers pay their own measured rest where calibrate measured it; the exchange's is unchanged") {
+  // tools/calibrate_own_call.hh measures tnbc's own MPI_Bcast too (Machine::rest_bcast): a
+  // receiver's call does less than an exchange's of the same bytes.
+  Machine m = two_nodes();
+  m.memcpy_cost = {0, 0};  // the root copies for free: the receiver's call is the longer
+  m.in_call_rest = fit_through({65536, 4 * kMiB}, {20e3, 100e3});
+  Machine r = m;
+  r.in_call_rest_bcast = fit_through({65536, 4 * kMiB}, {10e3, 40e3});
+  Coll b;
+  b.kind = Kind::Bcast;
+  b.page = kPage;
+  b.bytes = 4 * kMiB;
+  const Execution x;
+  CHECK(bcast_receiver_in_call_ns(m, kTwoNodes, b, x) - bcast_receiver_in_call_ns(r, kTwoNodes, b, x) == Approx(60e3));
+  CHECK(tnbc_timeline(m, kTwoNodes, b, x, true).in_call_work_ns - tnbc_timeline(r, kTwoNodes, b, x, true).in_call_work_ns ==
+        Approx(60e3));
+  // The receiver's figure is the timeline's where the receiver is the slowest rank.
+  CHECK(tnbc_timeline(r, kTwoNodes, b, x, true).in_call_ns == Approx(bcast_receiver_in_call_ns(r, kTwoNodes, b, x)));
+  const Coll a = alltoall(4 * kMiB);
+  CHECK(tnbc_timeline(r, kTwoNodes, a, x, true).in_call_ns == Approx(tnbc_timeline(m, kTwoNodes, a, x, true).in_call_ns));
+}
+
 TEST_CASE("model: a call whose data fits in the cache pays the warm hold, rest and hand-over; a larger one the cold") {
   // Machine::warm: what a rank sends and receives (its own block included) below the cache size.
   Machine m = two_nodes();

@@ -1,15 +1,21 @@
 #include "tools/calibrate_own_call.hh"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "runtime/config.hh"
 #include "runtime/engine.hh"
 #include "runtime/futex.hh"
 #include "runtime/model/estimate.hh"
+#include "runtime/model/machine.hh"
 #include "runtime/model/topology.hh"
+#include "runtime/output_file.hh"
 #include "runtime/policy.hh"
 #include "runtime/stats.hh"
 
@@ -42,6 +48,29 @@ double model_in_call_ns(const model::Machine& m, const model::Topology& t, Kind 
   return kind == Kind::Bcast ? model::bcast_receiver_in_call_ns(m, t, c, x) : model::tnbc_timeline(m, t, c, x, true).in_call_ns;
 }
 
+// The machine measured so far as a file the engine loads (TNBC_MACHINE), so that its calls are cut
+// into the pieces and broadcast segments a program's are with the file calibrate writes (the
+// start-up probe's machine cut them otherwise: 64 KiB per peer on 2 emulated nodes in 4 pieces
+// against the file's 5). Every rank writes rank 0's text, for the engine uses a file only where
+// every rank read the same; its path, or "" on every rank where any rank could not write it (the
+// engine then runs on the start-up probe's machine, as before session 32).
+std::string machine_so_far(MPI_Comm world, const model::Machine& m) {
+  model::Machine copy = m;
+  copy.others_cpu_share = copy.steal_share = -1;  // the load is calibrate's to report, not the engine's to warn of
+  std::string text = model::machine_json(copy);
+  unsigned long long length = text.size();
+  PMPI_Bcast(&length, 1, MPI_UNSIGNED_LONG_LONG, 0, world);
+  text.resize(length);
+  PMPI_Bcast(text.data(), static_cast<int>(length), MPI_CHAR, 0, world);
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string dir = tmp && *tmp ? tmp : "/tmp", name = "tnbc-calibrate-" + std::to_string(::getpid()) + ".json";
+  int written = write_output_file(dir, name, text).ok() ? 1 : 0;
+  PMPI_Allreduce(MPI_IN_PLACE, &written, 1, MPI_INT, MPI_MIN, world);
+  if (written) return dir + "/" + name;
+  ::unlink((dir + "/" + name).c_str());
+  return {};
+}
+
 // One kind's measured calls: per entry its size and whether it ran after emptying the caches.
 struct Entries {
   Kind kind;
@@ -69,18 +98,19 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
   std::vector<std::size_t> sizes;
   for (std::size_t b = kOwnCallSmallest; b <= max_bytes; b *= 4) sizes.push_back(b);
   if (sizes.empty()) return;  // --max-bytes below the smallest size: not measured
-  // The user's TNBC_* settings (the guard, the poll), but every call returns early here and the
-  // machine is the start-up probe's (the engine's decisions do not matter: mode nbc, any size).
+  // The user's TNBC_* settings (the guard, the poll), but every call returns early here (mode nbc,
+  // any size) and the machine is the one measured so far.
   ConfigResult cfg = load_config(process_getenv);
   Settings s = cfg.settings;
   s.mode = Mode::Nbc;
   s.min_bytes = kOwnCallMinBytes;
-  s.machine.clear();
+  s.machine = machine_so_far(world, m);
   s.output_dir.clear();
   s.timeline_calls = 0;
   s.log = LogLevel::Warn;
   Stats stats;
   std::unique_ptr<Engine> engine = Engine::create(s, stats);
+  if (!s.machine.empty()) ::unlink(s.machine.c_str());  // read at the engine's start
   if (!engine) {
     if (progress) std::fprintf(progress, "tnbc's own call: the engine cannot run here (not measured)\n");
     return;

@@ -9,7 +9,8 @@
 //
 //   per size (64 KiB, 256 KiB, 1 MiB, 4 MiB per peer, up to --max-bytes), 1 + 7 calls:
 //     empty the caches; a barrier; time MPI_Alltoall through the engine (mode nbc, every size
-//     returns early; the machine the start-up probe's: its decisions do not matter here);
+//     returns early; since session 32 on the machine measured so far, so that its calls are cut
+//     into the pieces a program's are with the file written, before it the start-up probe's);
 //     complete it (Engine::complete_all)
 //   then the sizes whose calls fit in the cache (Machine::fits_cache) once more without
 //   emptying the caches (`in_call_rest_warm`, since session 24); then the same for MPI_Bcast

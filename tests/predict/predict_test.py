@@ -138,6 +138,23 @@ def physics(e):
     handover = jh["sites"][0]["nbc"]["call_s"] - s["nbc"]["call_s"]
     if abs(handover - 5e-3) > 0.5e-3:
         fail(f"a hand-over of 5 ms added {handover * 1e3:.2f} ms to tnbc's time in the call, expected 5 ms", outh)
+    # tnbc's bookkeeping in the call (guard.in_call_rest, the exchange's; in_call_rest_bcast, a
+    # broadcast receiver's, since session 32): 5 ms of a receiver's rest adds 5 ms to a broadcast's
+    # time in the call; without its own line the exchange's prices the receiver.
+    def rests(exchange_ns, receiver_ns=None):
+        m = machine()
+        m["guard"]["in_call_rest"] = {"ns": exchange_ns, "ns_per_byte": 0}
+        if receiver_ns is not None:
+            m["guard"]["in_call_rest_bcast"] = {"ns": receiver_ns, "ns_per_byte": 0}
+        jr, outr = e.json(profile(np=2, per_peer=1 << 20, kind="bcast", subs=3), m, "--np", "2", "--ranks-per-node", "1",
+                          platform=TWO_NODES)
+        return jr["sites"][0]["nbc"]["call_s"], outr
+    calls = {k: rests(*v) for k, v in {"none": (0,), "own": (0, 5e6), "exchange's": (5e6,)}.items()}
+    for k in ("own", "exchange's"):
+        added = calls[k][0] - calls["none"][0]
+        if abs(added - 5e-3) > 0.5e-3:
+            fail(f"a receiver's rest of 5 ms ({k} line) added {added * 1e3:.2f} ms to a broadcast's time in the call, "
+                 "expected 5 ms", calls[k][1])
     # The progress thread's first round after the return (progress.first_round_ns, 5 ms here): on
     # nodes of one core the bodies start that much later, at most T_CURC later (2 ms here: the
     # reader then waits for the whole transfer, ~34 ms); on nodes of two cores not at all.

@@ -43,6 +43,11 @@ Machine two_nodes() {
 const Topology kTwoNodes = Topology::block(2, 1, 2, 1);  // one rank per node, 2 CPUs each
 
 Coll alltoall(double per_peer) { return test::alltoall(per_peer, kPage); }
+Coll bcast(double bytes) {
+  Coll c = alltoall(bytes);
+  c.kind = Kind::Bcast;
+  return c;
+}
 
 trace::Judge judge(const Machine& m, const Topology& world, const Settings& s = {}) {
   auto in = std::make_shared<Inputs>();
@@ -598,10 +603,7 @@ TEST_CASE("model: the rest calibrate measured in tnbc's own early return is char
   REQUIRE_FALSE(m.in_call_rest_measured());
   Machine r = m;
   r.in_call_rest = fit_through({65536, 4 * kMiB}, {20e3, 100e3});
-  Coll b;
-  b.kind = Kind::Bcast;
-  b.page = kPage;
-  b.bytes = 4 * kMiB;
+  const Coll b = bcast(4 * kMiB);
   const Coll a = alltoall(4 * kMiB);  // two ranks: 4 MiB from the one peer
   for (const Coll& c : {a, b}) {
     const Timeline with = tnbc_timeline(r, kTwoNodes, c, Execution{}, true);
@@ -629,10 +631,7 @@ TEST_CASE("model: a broadcast's receivers pay their own measured rest where cali
   m.in_call_rest = fit_through({65536, 4 * kMiB}, {20e3, 100e3});
   Machine r = m;
   r.in_call_rest_bcast = fit_through({65536, 4 * kMiB}, {10e3, 40e3});
-  Coll b;
-  b.kind = Kind::Bcast;
-  b.page = kPage;
-  b.bytes = 4 * kMiB;
+  const Coll b = bcast(4 * kMiB);
   const Execution x;
   CHECK(bcast_receiver_in_call_ns(m, kTwoNodes, b, x) - bcast_receiver_in_call_ns(r, kTwoNodes, b, x) == Approx(60e3));
   CHECK(tnbc_timeline(m, kTwoNodes, b, x, true).in_call_work_ns - tnbc_timeline(r, kTwoNodes, b, x, true).in_call_work_ns ==
@@ -656,10 +655,7 @@ TEST_CASE("model: a call whose data fits in the cache pays the warm hold, rest a
   w.guard[0].hold_warm = fit_through({4096, 65536}, {2e3, 3e3});
   const double cold_hold = m.guard[0].hold.at(65536), warm_hold = w.guard[0].hold_warm.at(65536);
   REQUIRE(cold_hold > warm_hold);
-  Coll b;
-  b.kind = Kind::Bcast;
-  b.page = kPage;
-  b.bytes = 65536;
+  Coll b = bcast(65536);
   // Two ranks at 64 KiB per peer touch 256 KiB; a 64 KiB broadcast 64 KiB: both warm.
   for (const Coll& c : {alltoall(65536), b}) {
     const Timeline cold = tnbc_timeline(m, kTwoNodes, c, Execution{}, true);

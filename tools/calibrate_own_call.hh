@@ -1,11 +1,12 @@
 // `tnbc calibrate`'s last measurement (tools/calibrate_main.cc): tnbc's own early return, run by
-// tnbc's engine (runtime/engine.hh) on every rank, as a program's MPI_Alltoall would run it —
-// set-up, send staging, the guard's hold, the first poll, the edge pieces, the hand-over —, each
-// call after emptying the caches as the machine file's other in-call costs are measured. What
-// the model's priced parts (its copies, hold, posts, wait and hand-over: runtime/model/estimate.cc)
-// do not account for is the machine's `in_call_rest` (runtime/model/machine.hh): tnbc's own
-// bookkeeping on cold caches (the schedule, the regions, the guard table, the first poll's MPI
-// calls), which no LogGP parameter or copy line measures.
+// tnbc's engine (runtime/engine.hh) on every rank, as a program's MPI_Alltoall and MPI_Bcast
+// would run it — set-up, send staging, the guard's hold, the first poll, the edge pieces, the
+// hand-over —, each call after emptying the caches as the machine file's other in-call costs are
+// measured. What the model's priced parts (its copies, hold, posts, wait and hand-over:
+// runtime/model/estimate.cc) do not account for is the machine's `in_call_rest` and
+// `in_call_rest_bcast` (runtime/model/machine.hh): tnbc's own bookkeeping on cold caches (the
+// schedule, the regions, the guard table, the first poll's MPI calls), which no LogGP parameter
+// or copy line measures.
 //
 //   per size (64 KiB, 256 KiB, 1 MiB, 4 MiB per peer, up to --max-bytes), 1 + 7 calls:
 //     empty the caches; a barrier; time MPI_Alltoall through the engine (mode nbc, every size

@@ -50,10 +50,18 @@ struct Line {
   double ns = 0, ns_per_byte = 0;
   std::vector<CostPoint> points;  // optional
   double at(double bytes) const { return points.empty() ? ns + ns_per_byte * bytes : through_points(bytes); }
+  // Something was measured: points kept, or a line other than {0, 0}.
+  bool measured() const { return !points.empty() || ns > 0 || ns_per_byte > 0; }
 
  private:
   double through_points(double bytes) const;
 };
+
+// A cost with a warm figure beside its cold one: `warm_line` at `bytes` where the call is warm
+// (Machine::warm) and that line was measured at all (it keeps points), else `cold`.
+inline double at_warm_or_cold(const Line& cold, const Line& warm_line, double bytes, bool warm) {
+  return warm && !warm_line.points.empty() ? warm_line.at(bytes) : cold.at(bytes);
+}
 
 // Least squares line through (x, y) points (at least one); negative terms (noise) clamp to 0.
 Line fit(const std::vector<double>& x, const std::vector<double>& y);
@@ -175,7 +183,7 @@ struct GuardCost {
   // sizes below Machine::warm_below_bytes, caches left as the last cycle left them. Optional in
   // the file (since session 24); no points: not measured, and `hold` prices every call.
   Line hold_warm;
-  double hold_at(double bytes, bool warm) const { return warm && !hold_warm.points.empty() ? hold_warm.at(bytes) : hold.at(bytes); }
+  double hold_at(double bytes, bool warm) const { return at_warm_or_cold(hold, hold_warm, bytes, warm); }
 };
 
 // The backends by the name the probe and the summary use (runtime/guard_backend.hh).
@@ -247,13 +255,11 @@ struct Machine {
   // (tools/calibrate_own_call.hh). Optional in the file (since session 23); {0, 0}: not measured
   // (the start-up probe, older files), and the model charges none.
   Line in_call_rest;
-  bool in_call_rest_measured() const { return !in_call_rest.points.empty() || in_call_rest.ns > 0 || in_call_rest.ns_per_byte > 0; }
+  bool in_call_rest_measured() const { return in_call_rest.measured(); }
   // The same where the call's data is in the cache (warm): measured with the caches left as the
   // previous call left them, at the sizes below warm_below_bytes. Optional (since session 24).
   Line in_call_rest_warm;
-  double rest(double bytes, bool warm) const {
-    return warm && !in_call_rest_warm.points.empty() ? in_call_rest_warm.at(bytes) : in_call_rest.at(bytes);
-  }
+  double rest(double bytes, bool warm) const { return at_warm_or_cold(in_call_rest, in_call_rest_warm, bytes, warm); }
   // The same for a broadcast's receiving ranks (every rank but the root), by the bytes received:
   // calibrate measures tnbc's own MPI_Bcast after its MPI_Alltoall. A receiver's call does less
   // than an exchange's (no own block, no staging, one message's regions), and the exchange's rest
@@ -261,12 +267,10 @@ struct Machine {
   // receiver's call where the exchange's rest priced 0.27 (docs/benchmarks.md, "Session 32").
   // Optional (since session 32); not measured (older files, ranks sharing a node): rest() prices it.
   Line in_call_rest_bcast, in_call_rest_bcast_warm;
-  bool in_call_rest_bcast_measured() const {
-    return !in_call_rest_bcast.points.empty() || in_call_rest_bcast.ns > 0 || in_call_rest_bcast.ns_per_byte > 0;
-  }
+  bool in_call_rest_bcast_measured() const { return in_call_rest_bcast.measured(); }
   double rest_bcast(double bytes, bool warm) const {
-    if (!in_call_rest_bcast_measured()) return rest(bytes, warm);
-    return warm && !in_call_rest_bcast_warm.points.empty() ? in_call_rest_bcast_warm.at(bytes) : in_call_rest_bcast.at(bytes);
+    return in_call_rest_bcast_measured() ? at_warm_or_cold(in_call_rest_bcast, in_call_rest_bcast_warm, bytes, warm)
+                                         : rest(bytes, warm);
   }
   // A call touching fewer bytes than this (what it sends and receives, its own block included)
   // finds them, tnbc's structures and the kernel's page tables in the cache — the program has just

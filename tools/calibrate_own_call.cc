@@ -14,6 +14,7 @@
 #include "runtime/futex.hh"
 #include "runtime/model/estimate.hh"
 #include "runtime/model/machine.hh"
+#include "runtime/model/measure.hh"
 #include "runtime/model/topology.hh"
 #include "runtime/output_file.hh"
 #include "runtime/policy.hh"
@@ -29,6 +30,8 @@ constexpr double kOwnCallSpreadNote = 2;           // a size's passes this far a
 constexpr std::size_t kOwnCallSmallest = 64 << 10;  // the sizes: 64 KiB x 4^k up to --max-bytes
 constexpr std::uint64_t kOwnCallMinBytes = 4096;    // TNBC_MIN_BYTES for the engine here: every size returns early
 constexpr int kRoot = 0;                            // the broadcasts' root
+constexpr int kTakenReps = 5;                       // computations alone and after a call, per size (medians)
+constexpr double kTakenComputeShare = 1.5;          // the computation's length, of the call's whole time alone
 
 // The machine as the model prices a call once the rests are in, without them: at the warm
 // figures where the call's data fits in the cache (`warm`: Machine::warm holds there), else cold.
@@ -122,26 +125,31 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
   // a rank sends and receives fits in the cache), with the caches as the previous call left them.
   // A broadcast's root counts 0: its receivers' calls are the ones measured (the root's copy is
   // the machine's memcpy_in_call_alone).
-  auto median_call = [&](Kind kind, std::size_t b, bool cold) {
+  // One call of `kind` through the engine (an Alltoall of `b` bytes per peer, or a broadcast of `b`
+  // from kRoot); it returns early, the transfer goes on.
+  auto start_call = [&](Kind kind, std::size_t b) {
     const int count = static_cast<int>(b);
     const bool bcast = kind == Kind::Bcast;
+    const BufferArg out{send.data(), count, nullptr, nullptr, MPI_BYTE}, in{recv.data(), count, nullptr, nullptr, MPI_BYTE};
+    const CollCall call = bcast ? CollCall{Kind::Bcast, site, world, {}, in, kRoot, false}
+                                : CollCall{Kind::Alltoall, site, world, out, in, -1, false};
+    engine->run(call, [&] {
+      return bcast ? PMPI_Bcast(recv.data(), count, MPI_BYTE, kRoot, world)
+                   : PMPI_Alltoall(send.data(), count, MPI_BYTE, recv.data(), count, MPI_BYTE, world);
+    });
+  };
+  auto median_call = [&](Kind kind, std::size_t b, bool cold) {
     std::vector<double> t;
     for (int r = 0; r <= kOwnCallReps; ++r) {
       if (cold) empty_caches();
       PMPI_Barrier(world);
-      const BufferArg out{send.data(), count, nullptr, nullptr, MPI_BYTE}, in{recv.data(), count, nullptr, nullptr, MPI_BYTE};
-      const CollCall call = bcast ? CollCall{Kind::Bcast, site, world, {}, in, kRoot, false}
-                                  : CollCall{Kind::Alltoall, site, world, out, in, -1, false};
       const long long t0 = futex::now_ns();
-      engine->run(call, [&] {
-        return bcast ? PMPI_Bcast(recv.data(), count, MPI_BYTE, kRoot, world)
-                     : PMPI_Alltoall(send.data(), count, MPI_BYTE, recv.data(), count, MPI_BYTE, world);
-      });
+      start_call(kind, b);
       const long long t1 = futex::now_ns();
       engine->complete_all();
       if (r > 0) t.push_back(static_cast<double>(t1 - t0));
     }
-    return bcast && rank == kRoot ? 0.0 : model::median_of(t);
+    return kind == Kind::Bcast && rank == kRoot ? 0.0 : model::median_of(t);
   };
   // The cold entries by size, then the warm ones: the smallest sizes, as few as any rank's cache
   // allows, so all run the same calls. What a call touches: an exchange's sends and receives, a
@@ -172,6 +180,44 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
       passes[j].emplace_back(mine.size());
       PMPI_Allreduce(mine.data(), passes[j].back().data(), static_cast<int>(mine.size()), MPI_DOUBLE, MPI_MAX, world);
     }
+  // What tnbc's own transfer takes from a computation on the rank's one CPU (Machine::cpu_taken):
+  // where each rank has a node of one CPU, the progress thread moves the data on the CPU the
+  // program computes on. Per kind and size: the call's whole time alone sizes a computation
+  // kTakenComputeShare times as long; then kTakenReps times the computation alone and the same
+  // computation right after the call returned early (the call completed after it); the extra
+  // time, this rank's medians; the slowest rank's (a broadcast's root among them).
+  std::vector<std::vector<double>> taken(kinds.size());  // per kind, per size (`sizes`); empty: not measured
+  if (m.cpus_per_node == 1) {
+    model::Computation work;
+    const double pass = work.run(8) / 8;
+    for (std::size_t j = 0; j < kinds.size(); ++j) {
+      const Kind kind = kinds[j].kind;
+      for (std::size_t b : sizes) {
+        auto call = [&] { start_call(kind, b); };
+        PMPI_Barrier(world);
+        const long long t0 = futex::now_ns();
+        call();
+        engine->complete_all();
+        double whole = static_cast<double>(futex::now_ns() - t0);
+        PMPI_Allreduce(MPI_IN_PLACE, &whole, 1, MPI_DOUBLE, MPI_MAX, world);
+        const long passes = std::max(1L, static_cast<long>(kTakenComputeShare * whole / std::max(1.0, pass)));
+        std::vector<double> alone, after;
+        for (int r = 0; r < kTakenReps; ++r) {
+          PMPI_Barrier(world);
+          alone.push_back(work.run(passes));
+          PMPI_Barrier(world);
+          call();
+          after.push_back(work.run(passes));
+          engine->complete_all();
+        }
+        taken[j].push_back(std::max(0.0, model::median_of(after) - model::median_of(alone)));
+      }
+      PMPI_Allreduce(MPI_IN_PLACE, taken[j].data(), static_cast<int>(taken[j].size()), MPI_DOUBLE, MPI_MAX, world);
+    }
+  } else if (progress) {
+    std::fprintf(progress, "what tnbc's own transfer takes from a computation: not measured (a rank here has %d CPUs: "
+                           "its progress thread need not share the one it computes on)\n", m.cpus_per_node);
+  }
   engine->shutdown();
   const model::Topology topo = model::Topology::block(n, std::max(1, m.ranks_per_node), std::max(1, m.cpus_per_node), 1);
   // Each kind's rests: per entry the median over the passes less the model's Tinit for the same
@@ -229,6 +275,19 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
       if (spread > kOwnCallSpreadNote)
         std::fprintf(progress, "  its passes disagree (%.1fx at one size): the machine was disturbed during some (the median "
                      "is kept)\n", spread);
+    }
+    if (taken[j].empty()) continue;
+    std::vector<double> received;
+    for (std::size_t b : sizes) received.push_back(static_cast<double>(b) * peers);
+    (e.kind == Kind::Bcast ? m.cpu_taken_bcast : m.cpu_taken) = model::fit_through(received, taken[j]);
+    if (progress) {
+      const model::Level& between = m.at(model::LevelKind::InterNode);
+      std::fprintf(progress, "what tnbc's own %s takes from a computation on its CPU (the slowest rank; the level's "
+                   "shared_cpu in brackets):", name);
+      for (std::size_t i = 0; i < sizes.size(); ++i)
+        std::fprintf(progress, " %zu KiB %.0f us (%.0f)", sizes[i] >> 10, taken[j][i] / 1e3,
+                     between.shared_cpu.at(static_cast<double>(sizes[i])) / 1e3);
+      std::fprintf(progress, "\n");
     }
   }
 }

@@ -22,6 +22,15 @@
 //   less the model's Tinit for the same call (a receiver's for the broadcast) on the machine just
 //   measured (the calibrating run's placement), priced warm or cold as the call ran, >= 0: the
 //   points of the lines
+//
+// Then, where each rank has a node of one CPU to itself (Machine::cpus_per_node 1: its progress
+// thread moves the data on the CPU the program computes on), what tnbc's own transfer takes from a
+// computation (`cpu_taken`, `cpu_taken_bcast`, since session 33):
+//
+//   per kind and size: one call, completed, sizes a computation (the Computation of
+//     runtime/model/measure.hh) 1.5 times its whole time; 5 times the computation alone, then the
+//     call (it returns early) and the same computation, then the call completed; the extra time,
+//     this rank's medians; the slowest rank's: the points of the lines, by bytes received
 #pragma once
 
 #include <mpi.h>
@@ -35,8 +44,9 @@
 namespace tnbc::tools {
 
 // Collective over `world`. Sets m.in_call_rest (and m.in_call_rest_bcast) where the ranks are one
-// per node and tnbc's engine returned early at every call of the kind (else leaves it unmeasured
-// and says why on `progress`, rank 0's, may be null).
+// per node and tnbc's engine returned early at every call of the kind, and m.cpu_taken (and
+// m.cpu_taken_bcast) where besides a node has one CPU (else leaves them unmeasured and says why on
+// `progress`, rank 0's, may be null).
 // `empty_caches` reads through calibrate's eviction scratch.
 void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, const std::function<void()>& empty_caches,
                       std::FILE* progress);

@@ -374,8 +374,8 @@ double buffered_send_bytes(Ctx& c, int x, int y) {
 
 // A computation that shares one CPU with a transfer (Level::shared_cpu). Ranks x and y each pin
 // this thread and a computing thread to one CPU they may run on (x its first, y its second where
-// it has two, so that two ranks of one node do not share it); the computing thread runs a fixed
-// loop over an L2-sized array (about 1.5 times the exchange alone), once alone and once while
+// it has two, so that two ranks of one node do not share it); the computing thread runs the
+// Computation (measure.hh; about 1.5 times the exchange alone), once alone and once while
 // this thread exchanges `bytes` each way with the other rank, polled as the progress thread polls
 // a long transfer (polled_exchange up to TNBC_POLL_MAX_US). Per size the loop's extra time, the
 // larger of the two ranks' medians; the line through them. The other ranks sleep meanwhile.
@@ -391,23 +391,17 @@ Line measure_shared_cpu(Ctx& c, int x, int y, const std::vector<std::size_t>& si
   PMPI_Allreduce(MPI_IN_PLACE, &pinned, 1, MPI_DOUBLE, MPI_MIN, c.comm);
   Line line;
   if (pinned > 0) {
-    std::vector<std::uint64_t> work(256 * 1024 / sizeof(std::uint64_t), 1);
-    std::atomic<std::uint64_t> sink{0};
-    // Runs `passes` over the array on a thread pinned to `cpu`; its wall time, ns.
+    Computation work;
+    // Runs `passes` of the computation on a thread pinned to `cpu`; its wall time, ns.
     auto compute = [&](long passes, FunctionRef<void()> meanwhile) {
-      std::atomic<long long> took{0};
+      double took = 0;
       std::thread t([&] {
         pthread_setaffinity_np(pthread_self(), sizeof one, &one);
-        const long long t0 = futex::now_ns();
-        std::uint64_t acc = 0;
-        for (long p = 0; p < passes; ++p)
-          for (std::uint64_t& w : work) acc += (w = w * 6364136223846793005ull + 1442695040888963407ull) >> 33;
-        took.store(futex::now_ns() - t0);
-        sink.fetch_add(acc);
+        took = work.run(passes);
       });
       meanwhile();
       t.join();
-      return static_cast<double>(took.load());
+      return took;
     };
     auto exchange = [&](std::size_t b) {
       double cpu_ns = 0;

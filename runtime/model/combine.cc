@@ -89,6 +89,10 @@ std::string differs(const Machine& a, const Machine& b) {
   if (!same_points(a.in_call_rest_bcast, b.in_call_rest_bcast)) return "guard.in_call_rest_bcast.points (other sizes)";
   if (!same_points(a.in_call_rest_bcast_warm, b.in_call_rest_bcast_warm))
     return "guard.in_call_rest_bcast_warm.points (other sizes)";
+  if (a.cpu_taken.measured() != b.cpu_taken.measured()) return "progress.cpu_taken (measured in one only)";
+  if (!same_points(a.cpu_taken, b.cpu_taken)) return "progress.cpu_taken.points (other sizes)";
+  if (a.cpu_taken_bcast.measured() != b.cpu_taken_bcast.measured()) return "progress.cpu_taken_bcast (measured in one only)";
+  if (!same_points(a.cpu_taken_bcast, b.cpu_taken_bcast)) return "progress.cpu_taken_bcast.points (other sizes)";
   if (a.warm_below_bytes != b.warm_below_bytes) return "guard.warm_below_bytes (another cache size)";
   for (int g = 0; g < kGuardBackends; ++g) {
     if (!same_points(a.guard[g].hold, b.guard[g].hold)) return "guard." + std::string(kGuardNames[g]) + ".hold.points (other sizes)";
@@ -182,6 +186,8 @@ Result<Combined> combine_machines(const std::vector<Machine>& ms, const std::vec
   med("progress.handover_ns", [](auto& m) -> auto& { return m.handover_ns; });
   med("progress.handover_warm_ns", [](auto& m) -> auto& { return m.handover_warm_ns; });
   med("progress.first_round_ns", [](auto& m) -> auto& { return m.first_round_ns; });
+  med.line("progress.cpu_taken", [](auto& m) -> auto& { return m.cpu_taken; });
+  med.line("progress.cpu_taken_bcast", [](auto& m) -> auto& { return m.cpu_taken_bcast; });
   // The load beside the calibrations, where every file knows it: its median, as the figures.
   if (std::all_of(ms.begin(), ms.end(), [](const Machine& m) { return m.load_known(); })) {
     med("load.others_cpu_share", [](auto& m) -> auto& { return m.others_cpu_share; });

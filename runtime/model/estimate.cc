@@ -631,6 +631,22 @@ double mpi_exchange_one_node(const Machine& m, const Level& l, const Topology& t
   return n * (n - 1.0) * bytes * (own_call ? l.node_mpi_alltoall(bytes, n) : l.node_exchange(bytes, n)) + l.L_ns;
 }
 
+// What the transfer after an early return takes from a computation on the rank's CPU (before the
+// CPU the rank has to spare): where calibrate ran tnbc's own transfer in this placement (one rank
+// per node, between nodes: Machine::cpu_taken), what it measured; else the driving thread's CPU
+// or the levels' shared_cpu, whichever is more. The measured line replaces both: it is the
+// driver's CPU, and what a plain exchange's line stands in for, measured on tnbc's own transfer
+// (Table 1 on 2 one-CPU emulated nodes: within 0.1-0.9 ms of it at 1 and 4 MiB where shared_cpu
+// was 1.6 ms off at 1 MiB; docs/benchmarks.md, "Session 33").
+double cpu_taken_ns(const Machine& m, const Topology& t, const Coll& c, const Timeline& tl) {
+  if (t.nodes() >= 2 && t.max_per_node() == 1) {
+    const bool bcast = c.kind == Kind::Bcast;
+    const Line& own = bcast ? m.cpu_taken_bcast : m.cpu_taken;
+    if (own.measured()) return own.at(bcast ? c.bytes : c.bytes * (t.n() - 1));
+  }
+  return std::max(tl.driver_cpu_ns, tl.shared_cpu_ns);
+}
+
 }  // namespace
 
 double bcast_tree_ns(const Machine& m, const Topology& t, double bytes, int root, int pieces, BcastTree shape,
@@ -714,7 +730,7 @@ Overlap overlap(const Machine& m, const Topology& t, const Coll& c, const Execut
   const double overlapped = after > 0 ? std::min(1.0, X / after) : 1.0;
   // The CPU the transfer takes: the driving thread's, or what calibrate measured a computation on
   // the transfer's CPU losing (its kernel work and evicted caches too), whichever is more.
-  const double stolen = (1 - t.spare_cpu()) * std::max(tl.driver_cpu_ns, tl.shared_cpu_ns) * overlapped;
+  const double stolen = (1 - t.spare_cpu()) * cpu_taken_ns(m, t, c, tl) * overlapped;
   const double waiting = after > 0 ? std::clamp(1.0 - p.curc_ns / after, 0.0, 1.0) : 0.0;
   // Both timelines publish every region after the return (the progress thread's, after the
   // hand-over), so a reader reading at the return (X = 0, read_once_balance's worst case) meets

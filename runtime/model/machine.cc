@@ -290,6 +290,8 @@ std::string machine_json(const Machine& m) {
   if (m.handover_ns >= 0) o << ", \"handover_ns\": " << num(m.handover_ns);
   if (m.handover_warm_ns >= 0) o << ", \"handover_warm_ns\": " << num(m.handover_warm_ns);
   if (m.first_round_ns >= 0) o << ", \"first_round_ns\": " << num(m.first_round_ns);
+  if (m.cpu_taken.measured()) o << ",\n  \"cpu_taken\": " << line_json(m.cpu_taken);
+  if (m.cpu_taken_bcast.measured()) o << ",\n  \"cpu_taken_bcast\": " << line_json(m.cpu_taken_bcast);
   o << ", \"O_r_ns\": " << num(m.O_r_ns()) << "}}\n";
   return o.str();
 }
@@ -466,6 +468,8 @@ Machine parse_or_throw(std::string_view text, const std::string& name) {
   if (progress.find("handover_ns")) m.handover_ns = r.number(progress, "progress", "handover_ns");
   if (progress.find("handover_warm_ns")) m.handover_warm_ns = r.number(progress, "progress", "handover_warm_ns");
   if (progress.find("first_round_ns")) m.first_round_ns = r.number(progress, "progress", "first_round_ns");
+  if (progress.find("cpu_taken")) m.cpu_taken = r.line(progress, "progress", "cpu_taken");
+  if (progress.find("cpu_taken_bcast")) m.cpu_taken_bcast = r.line(progress, "progress", "cpu_taken_bcast");
   return m;
 }
 

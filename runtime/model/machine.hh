@@ -314,6 +314,16 @@ struct Machine {
   // lets it in at once. Optional (calibrate writes it since session 24); -1: not measured, none.
   double first_round_ns = -1;
   double first_round() const { return std::max(0.0, first_round_ns); }
+  // What tnbc's own early return takes from a computation on the rank's only CPU while its
+  // progress thread moves the data, against the computation alone, by bytes a rank receives (the
+  // slowest rank's; a broadcast's root among them): the progress thread's wake-ups, polls, pieces
+  // and publication, the kernel's work for its messages and the caches they evict. `tnbc
+  // calibrate` measures it running tnbc's engine where each rank has a node of one CPU to itself
+  // (tools/calibrate_own_call.hh). The levels' shared_cpu, a plain polled exchange, priced less:
+  // Table 1's 1 MiB Alltoall on 2 one-CPU emulated nodes took 1.8 ms from the computation at 1
+  // Gbit/s where shared_cpu said 1.2 (docs/benchmarks.md, "Session 33"). Optional (since session
+  // 33); not measured: the model prices it with the driver's CPU and shared_cpu alone.
+  Line cpu_taken, cpu_taken_bcast;
 
   const Level& at(LevelKind k) const { return level[static_cast<int>(k)]; }
   Level& at(LevelKind k) { return level[static_cast<int>(k)]; }

@@ -75,6 +75,18 @@ cpu_set_t only_cpu(int cpu) {
   return one;
 }
 
+Computation::Computation() : work_(256 * 1024 / sizeof(std::uint64_t), 1) {}
+
+double Computation::run(long passes) {
+  const long long t0 = futex::now_ns();
+  std::uint64_t acc = 0;
+  for (long p = 0; p < passes; ++p)
+    for (std::uint64_t& w : work_) acc += (w = w * 6364136223846793005ull + 1442695040888963407ull) >> 33;
+  const long long took = futex::now_ns() - t0;
+  sink_.fetch_add(acc, std::memory_order_relaxed);
+  return static_cast<double>(took);
+}
+
 Scratch::Scratch(std::size_t bytes) : len(bytes) {
   void* p = ::mmap(nullptr, 2 * len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return;

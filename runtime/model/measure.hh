@@ -6,7 +6,9 @@
 #include <mpi.h>
 #include <sched.h>
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "runtime/function_ref.hh"
@@ -31,6 +33,20 @@ double thread_cpu_ns();
 int allowed_cpu(int nth, cpu_set_t* allowed = nullptr);
 // A set of the one CPU `cpu`.
 cpu_set_t only_cpu(int cpu);
+
+// The computation calibrate times alone and beside a transfer on the same CPU (Level::shared_cpu,
+// Machine::cpu_taken): a fixed loop over an L2-sized array, as a program's computation keeps its
+// working set in the cache that the transfer's copies then partly evict.
+class Computation {
+ public:
+  Computation();
+  // `passes` over the array on the calling thread; its wall time, ns.
+  double run(long passes);
+
+ private:
+  std::vector<std::uint64_t> work_;
+  std::atomic<std::uint64_t> sink_{0};
+};
 
 // Two adjacent private, populated mappings of `bytes` each: one stands for a program's
 // buffer, the other for tnbc's staging.

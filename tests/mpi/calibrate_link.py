@@ -13,7 +13,8 @@ MPI_Waitall train overwrite the polled train's: o_s and o_r came out ~ T(m), O ~
 estimators' CPU bound doubled every Alltoall over the link. A bound, not a timing: a loaded
 machine's CPU per byte is still far below a quarter of G. The file also has the hand-over at the
 end of an early return, below the 1 ms a progress thread lets its caller go first, and what tnbc's
-own early return took beyond the model's parts (calibrate ran it through tnbc's engine).
+own early return took beyond the model's parts (calibrate ran it through tnbc's engine), and what
+tnbc's own transfer took from a computation on each rank's one CPU.
 
 Skipped (77) where netrun cannot make namespaces, or under MPICH (netrun --nodes drives Open MPI).
 """
@@ -98,6 +99,16 @@ def main():
     if not rest_bcast or len(rest_bcast.get("points", [])) != len(rest["points"]):
         fail(f"guard.in_call_rest_bcast {rest_bcast}: expected measured at the sizes of in_call_rest (tnbc's own "
              "broadcast)", p.stdout)
+    # What tnbc's own transfer takes from a computation on the rank's one CPU (session 33): netrun's
+    # nodes have one CPU each, so it is measured, one point per size, both kinds; at the largest
+    # size (1 MiB each way over 1 Gbit/s) the kernel's and the progress thread's work is there.
+    doc = json.load(open(machine))
+    if doc.get("cpus_per_node") == 1:
+        for key in ("cpu_taken", "cpu_taken_bcast"):
+            taken = doc["progress"].get(key)
+            if not taken or len(taken.get("points", [])) != len(rest["points"]) or taken["points"][-1][1] <= 0:
+                fail(f"progress.{key} {taken}: expected measured at the sizes of in_call_rest, above 0 at the largest "
+                     "(tnbc's own transfer beside a computation on one CPU)", p.stdout)
     # The warm figures and the first round (session 24): where the system names its L2 cache, the
     # cache size, the progress thread's first round after the return, the warm hand-over, the hold
     # of every measured guard at the sizes below it, and the warm call (64 KiB per peer on two

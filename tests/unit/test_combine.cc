@@ -161,6 +161,7 @@ TEST_CASE("calibrate --combine: the in-call copy line, the levels' shared_cpu, t
     ms.back().handover_ns = 20e3 * f;
     ms.back().in_call_rest = fit_through({65536, 1 << 20}, {50e3 * f, 80e3 * f});
     ms.back().in_call_rest_bcast = fit_through({65536, 1 << 20}, {40e3 * f, 60e3 * f});
+    ms.back().cpu_taken = fit_through({1 << 20, 4 << 20}, {1e6 * f, 5e6 * f});
   }
   const Combined c = must(combine_machines(ms, {"a.json", "b.json", "c.json"}));
   REQUIRE(c.machine.memcpy_in_call_measured());
@@ -174,6 +175,13 @@ TEST_CASE("calibrate --combine: the in-call copy line, the levels' shared_cpu, t
   REQUIRE(c.machine.in_call_rest_bcast.points.size() == 2);
   CHECK(c.machine.in_call_rest_bcast.points[1].ns == Approx(66e3));
   CHECK(c.machine.in_call_rest_bcast.ns_per_byte == Approx(fit_through({65536, 1 << 20}, {44e3, 66e3}).ns_per_byte));
+  REQUIRE(c.machine.cpu_taken.points.size() == 2);
+  CHECK(c.machine.cpu_taken.points[1].ns == Approx(5.5e6));
+  std::vector<Machine> one_taken = ms;
+  one_taken[0].cpu_taken = {};  // what tnbc's transfer takes measured in two launches only: refused
+  const Result<Combined> no_taken = combine_machines(one_taken, {"a.json", "b.json", "c.json"});
+  REQUIRE_FALSE(no_taken.ok());
+  CHECK(no_taken.status().message().find("progress.cpu_taken") != std::string::npos);
   std::vector<Machine> one_bcast = ms;
   one_bcast[2].in_call_rest_bcast = {};  // the broadcast's rest measured in two launches only: refused
   const Result<Combined> no_bcast = combine_machines(one_bcast, {"a.json", "b.json", "c.json"});

@@ -339,6 +339,27 @@ TEST_CASE("machine file: a broadcast receiver's rest is optional; written, read 
   CHECK(back.rest_bcast(65536, false) == Approx(80e3));
 }
 
+TEST_CASE("machine file: what tnbc's own transfer takes from a computation is optional; written, read back") {
+  const Machine without = sample();
+  const std::string old_text = machine_json(without);
+  CHECK(old_text.find("cpu_taken") == std::string::npos);
+  const Machine old_back = must(parse_machine(old_text, "m.json"));
+  CHECK_FALSE(old_back.cpu_taken.measured());
+  CHECK_FALSE(old_back.cpu_taken_bcast.measured());
+  Machine with = sample();
+  with.cpu_taken = fit_through({65536, 1 << 20, 4 << 20}, {0, 1.5e6, 4.9e6});
+  with.cpu_taken_bcast = fit_through({65536, 1 << 20}, {16e3, 0.7e6});
+  const std::string text = machine_json(with);
+  const Machine back = must(parse_machine(text, "m.json"));
+  REQUIRE(back.cpu_taken.points.size() == 3);
+  CHECK(back.cpu_taken.at(1 << 20) == Approx(1.5e6));
+  REQUIRE(back.cpu_taken_bcast.points.size() == 2);
+  CHECK(back.cpu_taken_bcast.at(65536) == Approx(16e3));
+  CHECK(machine_json(back) == text);
+  CHECK(machine_hash(back) != machine_hash(without));
+  CHECK(refusal(edited(text, "\"cpu_taken\": {", "\"cpu_taken\": 3, \"x\": {")).find("cpu_taken") != std::string::npos);
+}
+
 TEST_CASE("machine file: the warm figures and the first round are optional; written, read back; without them every call is priced cold") {
   const Machine without = sample();
   const std::string old_text = machine_json(without);

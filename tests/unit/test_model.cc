@@ -844,6 +844,41 @@ TEST_CASE("model: what a transfer takes from a computation on its CPU comes from
   CHECK(tnbc_timeline(m, one_cpu, b, Execution{}, true).shared_cpu_ns == Approx(5000 + 1.2 * 4 * kMiB));
 }
 
+TEST_CASE("model: what tnbc's own transfer took from a computation, measured by calibrate, prices it in its placement") {
+  // calibrate runs tnbc's engine on one-CPU nodes, one rank each, and times a computation right
+  // after the call (Machine::cpu_taken, by bytes a rank receives; a broadcast's own line).
+  Machine m = two_nodes();
+  m.level[1].shared_cpu = {0, 1.2};
+  const Topology one_cpu = Topology::block(2, 1, 1, 1);
+  const Coll c = alltoall(4 * kMiB);
+  const double blocking = mpi_blocking_ns(m, one_cpu, c);
+  const Program long_compute{2 * blocking, 0.1 * blocking};
+  const Timeline tl = tnbc_timeline(m, one_cpu, c, Execution{}, true);
+  const double priced = std::max(tl.driver_cpu_ns, tl.shared_cpu_ns);
+  const Overlap before = overlap(m, one_cpu, c, Execution{}, long_compute, 0);
+  // 3 ms more than the level's line at 4 MiB received: the computation loses those 3 ms too.
+  m.cpu_taken = fit_through({4 * kMiB}, {priced + 3 * kMs});
+  CHECK(overlap(m, one_cpu, c, Execution{}, long_compute, 0).saved_ns == Approx(before.saved_ns - 3 * kMs).epsilon(0.01));
+  // Below what the level's line and the driver's CPU price, it replaces them too.
+  m.cpu_taken = fit_through({4 * kMiB}, {0.5 * priced});
+  CHECK(overlap(m, one_cpu, c, Execution{}, long_compute, 0).saved_ns == Approx(before.saved_ns + 0.5 * priced).epsilon(0.01));
+  // Only in the placement it was measured in: ranks sharing a node price it as before.
+  m.cpu_taken = fit_through({4 * kMiB}, {priced + 3 * kMs});
+  const Topology shared = Topology::block(4, 2, 1, 1);
+  Machine plain = two_nodes();
+  plain.level[1].shared_cpu = {0, 1.2};
+  CHECK(overlap(m, shared, c, Execution{}, long_compute, 0).saved_ns ==
+        Approx(overlap(plain, shared, c, Execution{}, long_compute, 0).saved_ns));
+  // A broadcast takes its own line, by the bytes a rank receives; the exchange's does not price it.
+  Coll b = c;
+  b.kind = Kind::Bcast;
+  const Overlap bcast_before = overlap(plain, one_cpu, b, Execution{}, long_compute, 0);
+  CHECK(overlap(m, one_cpu, b, Execution{}, long_compute, 0).saved_ns == Approx(bcast_before.saved_ns));
+  const Timeline btl = tnbc_timeline(m, one_cpu, b, Execution{}, true);
+  m.cpu_taken_bcast = fit_through({4 * kMiB}, {std::max(btl.driver_cpu_ns, btl.shared_cpu_ns) + 2 * kMs});
+  CHECK(overlap(m, one_cpu, b, Execution{}, long_compute, 0).saved_ns == Approx(bcast_before.saved_ns - 2 * kMs).epsilon(0.01));
+}
+
 TEST_CASE("model: a send window's pieces arrive together, so a reader at once gets the last window's share only at the end") {
   // Two nodes, one rank each; 4 MiB per peer cut into 20 body pieces of ~208 KiB (as a run with
   // TNBC_PIECE_BYTES=208k cuts them). The MPI library interleaves the sends in flight on the link:

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "runtime/config.hh"
 #include "runtime/json.hh"
@@ -111,6 +112,15 @@ std::string model_section(const std::string& dir) {
           o << line;
         }
       }
+    if (const Value* pr = mach->find("progress"); pr && pr->type == Value::Type::Object)
+      for (const auto& [key, what] : {std::pair{"cpu_taken", "MPI_Alltoall"}, std::pair{"cpu_taken_bcast", "MPI_Bcast"}})
+        if (const Value* taken = pr->find(key); taken && taken->type == Value::Type::Object) {
+          char line[200];
+          std::snprintf(line, sizeof line, "  tnbc's own %s, returned early, takes %s + %s/MiB received from a computation on "
+                        "a one-CPU node\n", what, us(num(*taken, "ns", 0)).c_str(),
+                        us(num(*taken, "ns_per_byte", 0) * 1048576).c_str());
+          o << line;
+        }
     if (const Value* g = mach->find("guard"); g && g->type == Value::Type::Object)
       if (const Value* cold = g->find("memcpy_cold"); cold && cold->type == Value::Type::Object) {
         const Value* warm = g->find("memcpy");

@@ -193,10 +193,9 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
     for (std::size_t j = 0; j < kinds.size(); ++j) {
       const Kind kind = kinds[j].kind;
       for (std::size_t b : sizes) {
-        auto call = [&] { start_call(kind, b); };
         PMPI_Barrier(world);
         const long long t0 = futex::now_ns();
-        call();
+        start_call(kind, b);
         engine->complete_all();
         double whole = static_cast<double>(futex::now_ns() - t0);
         PMPI_Allreduce(MPI_IN_PLACE, &whole, 1, MPI_DOUBLE, MPI_MAX, world);
@@ -206,7 +205,7 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
           PMPI_Barrier(world);
           alone.push_back(work.run(passes));
           PMPI_Barrier(world);
-          call();
+          start_call(kind, b);
           after.push_back(work.run(passes));
           engine->complete_all();
         }

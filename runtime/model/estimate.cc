@@ -636,8 +636,9 @@ double mpi_exchange_one_node(const Machine& m, const Level& l, const Topology& t
 // per node, between nodes: Machine::cpu_taken), what it measured; else the driving thread's CPU
 // or the levels' shared_cpu, whichever is more. The measured line replaces both: it is the
 // driver's CPU, and what a plain exchange's line stands in for, measured on tnbc's own transfer
-// (Table 1 on 2 one-CPU emulated nodes: within 0.1-0.9 ms of it at 1 and 4 MiB where shared_cpu
-// was 1.6 ms off at 1 MiB; docs/benchmarks.md, "Session 33").
+// (Table 1 on 2 one-CPU emulated nodes, four launches: nearer what its computation lost than
+// shared_cpu at 6 of 8 of the exchange's 1 and 4 MiB points and at each broadcast's 1 MiB;
+// docs/benchmarks.md, "Session 33").
 double cpu_taken_ns(const Machine& m, const Topology& t, const Coll& c, const Timeline& tl) {
   if (t.nodes() >= 2 && t.max_per_node() == 1) {
     const bool bcast = c.kind == Kind::Bcast;
@@ -728,8 +729,8 @@ Overlap overlap(const Machine& m, const Topology& t, const Coll& c, const Execut
   const double after = std::max(0.0, (tl.total_ns - tl.in_call_ns) * scale) + late;
   const double first = std::max(0.0, (tl.first_ns - tl.in_call_ns) * scale) + late;
   const double overlapped = after > 0 ? std::min(1.0, X / after) : 1.0;
-  // The CPU the transfer takes: the driving thread's, or what calibrate measured a computation on
-  // the transfer's CPU losing (its kernel work and evicted caches too), whichever is more.
+  // The CPU the transfer takes (cpu_taken_ns: what calibrate measured a computation on the
+  // transfer's CPU losing, its kernel work and evicted caches too, or the driving thread's own).
   const double stolen = (1 - t.spare_cpu()) * cpu_taken_ns(m, t, c, tl) * overlapped;
   const double waiting = after > 0 ? std::clamp(1.0 - p.curc_ns / after, 0.0, 1.0) : 0.0;
   // Both timelines publish every region after the return (the progress thread's, after the

@@ -319,9 +319,10 @@ struct Machine {
   // slowest rank's; a broadcast's root among them): the progress thread's wake-ups, polls, pieces
   // and publication, the kernel's work for its messages and the caches they evict. `tnbc
   // calibrate` measures it running tnbc's engine where each rank has a node of one CPU to itself
-  // (tools/calibrate_own_call.hh). The levels' shared_cpu, a plain polled exchange, priced less:
-  // Table 1's 1 MiB Alltoall on 2 one-CPU emulated nodes took 1.8 ms from the computation at 1
-  // Gbit/s where shared_cpu said 1.2 (docs/benchmarks.md, "Session 33"). Optional (since session
+  // (tools/calibrate_own_call.hh). The levels' shared_cpu, a plain polled exchange, is a stand-in
+  // that moved 0.97-2.95 ms at 1 MiB between calibrations where Table 1's 1 MiB Alltoall on 2
+  // one-CPU emulated nodes at 1 Gbit/s lost 1.35-1.98 ms of its computation, and it charges a
+  // broadcast an exchange's both ways (docs/benchmarks.md, "Session 33"). Optional (since session
   // 33); not measured: the model prices it with the driver's CPU and shared_cpu alone.
   Line cpu_taken, cpu_taken_bcast;
 

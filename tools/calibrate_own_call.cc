@@ -30,7 +30,7 @@ constexpr double kOwnCallSpreadNote = 2;           // a size's passes this far a
 constexpr std::size_t kOwnCallSmallest = 64 << 10;  // the sizes: 64 KiB x 4^k up to --max-bytes
 constexpr std::uint64_t kOwnCallMinBytes = 4096;    // TNBC_MIN_BYTES for the engine here: every size returns early
 constexpr int kRoot = 0;                            // the broadcasts' root
-constexpr int kTakenReps = 5;                       // computations alone and after a call, per size (medians)
+constexpr int kTakenReps = 3;                       // computations alone and after a call, per size and pass (medians)
 constexpr double kTakenComputeShare = 1.5;          // the computation's length, of the call's whole time alone
 
 // The machine as the model prices a call once the rests are in, without them: at the warm
@@ -80,6 +80,20 @@ struct Entries {
   std::vector<std::size_t> at;
   std::size_t cold = 0;  // the first `cold` entries ran cold, the others warm
 };
+
+// Per entry the median of `passes` (per pass, per entry); `*spread` (if given): the widest entry's
+// passes, largest over smallest (where the smallest is above 0).
+std::vector<double> over_passes(const std::vector<std::vector<double>>& passes, double* spread = nullptr) {
+  std::vector<double> median;
+  for (std::size_t i = 0; !passes.empty() && i < passes.front().size(); ++i) {
+    std::vector<double> v;
+    for (const auto& pass : passes) v.push_back(pass[i]);
+    const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+    if (spread && *lo > 0) *spread = std::max(*spread, *hi / *lo);
+    median.push_back(model::median_of(v));
+  }
+  return median;
+}
 
 }  // namespace
 
@@ -167,56 +181,59 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
     e.at.insert(e.at.end(), sizes.begin(), sizes.begin() + warm_sizes);
     kinds.push_back(e);
   }
+  // What tnbc's own transfer takes from a computation on the rank's one CPU (Machine::cpu_taken):
+  // where each rank has a node of one CPU, the progress thread moves the data on the CPU the
+  // program computes on. Per size: the call's whole time alone sizes a computation
+  // kTakenComputeShare times as long; then kTakenReps times the computation alone and the same
+  // computation right after the call returned early (the call completed after it); the extra
+  // time, this rank's medians.
+  const bool one_cpu = m.cpus_per_node == 1;
+  model::Computation work;
+  const double pass_ns = one_cpu ? work.run(8) / 8 : 0;
+  auto taken_by = [&](Kind kind, std::size_t b) {
+    PMPI_Barrier(world);
+    const long long t0 = futex::now_ns();
+    start_call(kind, b);
+    engine->complete_all();
+    double whole = static_cast<double>(futex::now_ns() - t0);
+    PMPI_Allreduce(MPI_IN_PLACE, &whole, 1, MPI_DOUBLE, MPI_MAX, world);
+    const long passes = std::max(1L, static_cast<long>(kTakenComputeShare * whole / std::max(1.0, pass_ns)));
+    std::vector<double> alone, after;
+    for (int r = 0; r < kTakenReps; ++r) {
+      PMPI_Barrier(world);
+      alone.push_back(work.run(passes));
+      PMPI_Barrier(world);
+      start_call(kind, b);
+      after.push_back(work.run(passes));
+      engine->complete_all();
+    }
+    return std::max(0.0, model::median_of(after) - model::median_of(alone));
+  };
   // Passes over every size of both kinds, one after the other: a disturbance of a second or two
   // (this VM's hypervisor, a short job beside it) takes one pass, and the median outvotes it; the
   // slowest rank per pass (a busy process started for 1.2 s during one pass put that pass 2.9x
-  // over the others at one size: docs/benchmarks.md, "Session 30").
+  // over the others at one size: docs/benchmarks.md, "Session 30"), a broadcast's root among
+  // them for what the transfer takes.
   std::vector<std::vector<std::vector<double>>> passes(kinds.size());  // per kind, per pass, per entry
+  std::vector<std::vector<std::vector<double>>> taken(kinds.size());   // per kind, per pass, per size (`sizes`)
+  auto slowest_of = [&](const std::vector<double>& mine, std::vector<std::vector<double>>& into) {
+    into.emplace_back(mine.size());
+    PMPI_Allreduce(mine.data(), into.back().data(), static_cast<int>(mine.size()), MPI_DOUBLE, MPI_MAX, world);
+  };
   for (int k = 0; k < kOwnCallPasses; ++k)
     for (std::size_t j = 0; j < kinds.size(); ++j) {
       const Entries& e = kinds[j];
       std::vector<double> mine;
       for (std::size_t i = 0; i < e.at.size(); ++i) mine.push_back(median_call(e.kind, e.at[i], i < e.cold));
-      passes[j].emplace_back(mine.size());
-      PMPI_Allreduce(mine.data(), passes[j].back().data(), static_cast<int>(mine.size()), MPI_DOUBLE, MPI_MAX, world);
+      slowest_of(mine, passes[j]);
+      if (!one_cpu) continue;
+      mine.clear();
+      for (std::size_t b : sizes) mine.push_back(taken_by(e.kind, b));
+      slowest_of(mine, taken[j]);
     }
-  // What tnbc's own transfer takes from a computation on the rank's one CPU (Machine::cpu_taken):
-  // where each rank has a node of one CPU, the progress thread moves the data on the CPU the
-  // program computes on. Per kind and size: the call's whole time alone sizes a computation
-  // kTakenComputeShare times as long; then kTakenReps times the computation alone and the same
-  // computation right after the call returned early (the call completed after it); the extra
-  // time, this rank's medians; the slowest rank's (a broadcast's root among them).
-  std::vector<std::vector<double>> taken(kinds.size());  // per kind, per size (`sizes`); empty: not measured
-  if (m.cpus_per_node == 1) {
-    model::Computation work;
-    const double pass = work.run(8) / 8;
-    for (std::size_t j = 0; j < kinds.size(); ++j) {
-      const Kind kind = kinds[j].kind;
-      for (std::size_t b : sizes) {
-        PMPI_Barrier(world);
-        const long long t0 = futex::now_ns();
-        start_call(kind, b);
-        engine->complete_all();
-        double whole = static_cast<double>(futex::now_ns() - t0);
-        PMPI_Allreduce(MPI_IN_PLACE, &whole, 1, MPI_DOUBLE, MPI_MAX, world);
-        const long passes = std::max(1L, static_cast<long>(kTakenComputeShare * whole / std::max(1.0, pass)));
-        std::vector<double> alone, after;
-        for (int r = 0; r < kTakenReps; ++r) {
-          PMPI_Barrier(world);
-          alone.push_back(work.run(passes));
-          PMPI_Barrier(world);
-          start_call(kind, b);
-          after.push_back(work.run(passes));
-          engine->complete_all();
-        }
-        taken[j].push_back(std::max(0.0, model::median_of(after) - model::median_of(alone)));
-      }
-      PMPI_Allreduce(MPI_IN_PLACE, taken[j].data(), static_cast<int>(taken[j].size()), MPI_DOUBLE, MPI_MAX, world);
-    }
-  } else if (progress) {
+  if (!one_cpu && progress)
     std::fprintf(progress, "what tnbc's own transfer takes from a computation: not measured (a rank here has %d CPUs: "
                            "its progress thread need not share the one it computes on)\n", m.cpus_per_node);
-  }
   engine->shutdown();
   const model::Topology topo = model::Topology::block(n, std::max(1, m.ranks_per_node), std::max(1, m.cpus_per_node), 1);
   // Each kind's rests: per entry the median over the passes less the model's Tinit for the same
@@ -234,15 +251,8 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
       if (progress) std::fprintf(progress, "tnbc's own %s: not every call returned early here (not measured)\n", name);
       continue;
     }
-    std::vector<double> slowest;  // per entry: the median over the passes
-    double spread = 1;            // the widest entry's passes, slowest over quickest
-    for (std::size_t i = 0; i < e.at.size(); ++i) {
-      std::vector<double> v;
-      for (const auto& pass : passes[j]) v.push_back(pass[i]);
-      const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-      if (*lo > 0) spread = std::max(spread, *hi / *lo);
-      slowest.push_back(model::median_of(v));
-    }
+    double spread = 1;  // the widest entry's passes, slowest over quickest
+    const std::vector<double> slowest = over_passes(passes[j], &spread);  // per entry: the median over the passes
     std::vector<double> rests;  // per entry of `at`
     for (std::size_t i = 0; i < e.at.size(); ++i)
       rests.push_back(std::max(0.0, slowest[i] - model_in_call_ns(i < e.cold ? cold : warm, topo, e.kind,
@@ -276,15 +286,16 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
                      "is kept)\n", spread);
     }
     if (taken[j].empty()) continue;
+    const std::vector<double> extra = over_passes(taken[j]);  // per size: the median over the passes
     std::vector<double> received;
     for (std::size_t b : sizes) received.push_back(static_cast<double>(b) * peers);
-    (e.kind == Kind::Bcast ? m.cpu_taken_bcast : m.cpu_taken) = model::fit_through(received, taken[j]);
+    (e.kind == Kind::Bcast ? m.cpu_taken_bcast : m.cpu_taken) = model::fit_through(received, extra);
     if (progress) {
       const model::Level& between = m.at(model::LevelKind::InterNode);
-      std::fprintf(progress, "what tnbc's own %s takes from a computation on its CPU (the slowest rank; the level's "
-                   "shared_cpu in brackets):", name);
+      std::fprintf(progress, "what tnbc's own %s takes from a computation on its CPU (the slowest rank; the median of %d "
+                   "passes; the level's shared_cpu in brackets):", name, kOwnCallPasses);
       for (std::size_t i = 0; i < sizes.size(); ++i)
-        std::fprintf(progress, " %zu KiB %.0f us (%.0f)", sizes[i] >> 10, taken[j][i] / 1e3,
+        std::fprintf(progress, " %zu KiB %.0f us (%.0f)", sizes[i] >> 10, extra[i] / 1e3,
                      between.shared_cpu.at(static_cast<double>(sizes[i])) / 1e3);
       std::fprintf(progress, "\n");
     }

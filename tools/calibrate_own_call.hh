@@ -27,10 +27,12 @@
 // thread moves the data on the CPU the program computes on), what tnbc's own transfer takes from a
 // computation (`cpu_taken`, `cpu_taken_bcast`, since session 33):
 //
-//   per kind and size: one call, completed, sizes a computation (the Computation of
-//     runtime/model/measure.hh) 1.5 times its whole time; 5 times the computation alone, then the
-//     call (it returns early) and the same computation, then the call completed; the extra time,
-//     this rank's medians; the slowest rank's: the points of the lines, by bytes received
+//   in each of the same three passes, after the kind's calls above, per size: one call, completed,
+//     sizes a computation (the Computation of runtime/model/measure.hh) 1.5 times its whole time;
+//     3 times the computation alone, then the call (it returns early) and the same computation,
+//     then the call completed; the extra time, this rank's medians; the slowest rank's per pass
+//     (a broadcast's root among them); per size the median over the passes: the points of the
+//     lines, by bytes received
 #pragma once
 
 #include <mpi.h>

@@ -134,11 +134,6 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
   }
   std::vector<char> send(sizes.back() * static_cast<std::size_t>(n), 1), recv(sizes.back() * static_cast<std::size_t>(n), 0);
   const CallSite site{reinterpret_cast<const void*>(&measure_own_call), Lang::C};
-  // This rank's median per size, ns: after emptying the caches, as the machine's other in-call
-  // costs are measured; then, at the sizes whose calls the model prices warm (Machine::fits_cache: what
-  // a rank sends and receives fits in the cache), with the caches as the previous call left them.
-  // A broadcast's root counts 0: its receivers' calls are the ones measured (the root's copy is
-  // the machine's memcpy_in_call_alone).
   // One call of `kind` through the engine (an Alltoall of `b` bytes per peer, or a broadcast of `b`
   // from kRoot); it returns early, the transfer goes on.
   auto start_call = [&](Kind kind, std::size_t b) {
@@ -152,6 +147,11 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
                    : PMPI_Alltoall(send.data(), count, MPI_BYTE, recv.data(), count, MPI_BYTE, world);
     });
   };
+  // This rank's median per size, ns: after emptying the caches, as the machine's other in-call
+  // costs are measured; then, at the sizes whose calls the model prices warm (Machine::fits_cache: what
+  // a rank sends and receives fits in the cache), with the caches as the previous call left them.
+  // A broadcast's root counts 0: its receivers' calls are the ones measured (the root's copy is
+  // the machine's memcpy_in_call_alone).
   auto median_call = [&](Kind kind, std::size_t b, bool cold) {
     std::vector<double> t;
     for (int r = 0; r <= kOwnCallReps; ++r) {

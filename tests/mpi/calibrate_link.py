@@ -64,7 +64,8 @@ def main():
         sys.exit(SKIP)
     if p.returncode != 0 or not os.path.exists(machine):
         fail(f"tnbc calibrate failed (exit {p.returncode})", p.stdout)
-    level = json.load(open(machine))["levels"].get("inter_node")
+    doc = json.load(open(machine))
+    level = doc["levels"].get("inter_node")
     if not level:
         fail("the machine file has no inter_node level (2 emulated nodes)", open(machine).read())
     G = level["G_ns_per_byte"]
@@ -84,25 +85,24 @@ def main():
         fail("calibrate counts the transfer time as the messages' CPU: " + "; ".join(problems), open(machine).read())
     # The hand-over (session 23): measured, and the thread standing for the progress thread gave
     # the caller its CPU back at its first look (runtime/return_wait.hh: at the latest after 1 ms).
-    handover = json.load(open(machine))["progress"].get("handover_ns")
+    handover = doc["progress"].get("handover_ns")
     if handover is None or not 0 < handover < RETURN_WAIT_NS:
         fail(f"progress.handover_ns {handover}: expected measured, above 0 and below {RETURN_WAIT_NS / 1e6:.0f} ms",
              open(machine).read())
     # tnbc's own early return ran through its engine at the end (tools/calibrate_own_call.hh): every
     # call returned early, so the file has what the model's parts miss, one point per size.
-    rest = json.load(open(machine))["guard"].get("in_call_rest")
+    rest = doc["guard"].get("in_call_rest")
     if not rest or len(rest.get("points", [])) < 2:
         fail(f"guard.in_call_rest {rest}: expected measured at 64 KiB .. 1 MiB (tnbc's own early return)",
              p.stdout)
     # Its own MPI_Bcast too (session 32): a receiver's rest, one point per size.
-    rest_bcast = json.load(open(machine))["guard"].get("in_call_rest_bcast")
+    rest_bcast = doc["guard"].get("in_call_rest_bcast")
     if not rest_bcast or len(rest_bcast.get("points", [])) != len(rest["points"]):
         fail(f"guard.in_call_rest_bcast {rest_bcast}: expected measured at the sizes of in_call_rest (tnbc's own "
              "broadcast)", p.stdout)
     # What tnbc's own transfer takes from a computation on the rank's one CPU (session 33): netrun's
     # nodes have one CPU each, so it is measured, one point per size, both kinds; at the largest
     # size (1 MiB each way over 1 Gbit/s) the kernel's and the progress thread's work is there.
-    doc = json.load(open(machine))
     if doc.get("cpus_per_node") == 1:
         for key in ("cpu_taken", "cpu_taken_bcast"):
             taken = doc["progress"].get(key)
@@ -115,7 +115,6 @@ def main():
     # ranks touches 256 KiB: below any L2 of 512 KiB or more).
     l2 = os.sysconf("SC_LEVEL2_CACHE_SIZE") if "SC_LEVEL2_CACHE_SIZE" in os.sysconf_names else 0
     if l2 and l2 > 0:
-        doc = json.load(open(machine))
         if doc["guard"].get("warm_below_bytes") != l2:
             fail(f"guard.warm_below_bytes {doc['guard'].get('warm_below_bytes')}: expected this CPU's L2, {l2}", p.stdout)
         first = doc["progress"].get("first_round_ns")

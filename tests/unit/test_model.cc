@@ -870,8 +870,7 @@ TEST_CASE("model: what tnbc's own transfer took from a computation, measured by 
   CHECK(overlap(m, shared, c, Execution{}, long_compute, 0).saved_ns ==
         Approx(overlap(plain, shared, c, Execution{}, long_compute, 0).saved_ns));
   // A broadcast takes its own line, by the bytes a rank receives; the exchange's does not price it.
-  Coll b = c;
-  b.kind = Kind::Bcast;
+  const Coll b = bcast(4 * kMiB);
   const Overlap bcast_before = overlap(plain, one_cpu, b, Execution{}, long_compute, 0);
   CHECK(overlap(m, one_cpu, b, Execution{}, long_compute, 0).saved_ns == Approx(bcast_before.saved_ns));
   const Timeline btl = tnbc_timeline(m, one_cpu, b, Execution{}, true);

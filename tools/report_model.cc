@@ -84,8 +84,9 @@ std::string model_section(const std::string& dir) {
   const Value& m0 = sums[0].model;
   std::ostringstream o;
   const std::string source = text(m0, "source");
-  o << "\ncost model (rank " << sums[0].rank << "'s view; every rank decides from the same machine): machine from "
-    << (source == "file" ? "the machine file " + text(m0, "file") : "the start-up probe") << "\n";
+  // Under the section's own heading ("cost model:", tools/report.cc).
+  o << "  machine from " << (source == "file" ? "the machine file " + text(m0, "file") : "the start-up probe") << " (rank "
+    << sums[0].rank << "'s view; every rank decides from the same machine)\n";
   if (const Value* p = m0.find("file_problem"); p && p->type == Value::Type::String)
     o << "  the machine file was not used: " << p->string << "\n";
   if (const Value* mach = m0.find("machine"); mach && mach->type == Value::Type::Object) {

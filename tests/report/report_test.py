@@ -127,6 +127,30 @@ def check_figures(tool, work):
     out, _ = report(tool, opt)
     expect_lines(out, ["  time inside the early-returning calls (Tinit): 0.360 ms per early return, 1.13x the cost model's"
                        " 0.318 ms for them; progress threads' CPU 0.000 s (all ranks)"])
+    # The cost model's section (tools/report_model.cc), from synthetic.model_block: one heading, the
+    # machine's figures (us per MiB = ns per byte x 1.048576), the thresholds and each site's decision.
+    if out.count("\ncost model:") != 1 or "cost model (" in out:
+        fail("the cost model's section should have one heading", out)
+    expect_lines(out, [
+        "cost model:",
+        "  machine from the machine file /nonexistent/machine.json (rank 0's view; every rank decides from the same"
+        " machine)",
+        "  inter_node: L 8.0 us, G 8.000 ns/B (125 MB/s), o_s 6.0 us, o_r 2.0 us, node 8.000 ns/B out, 4.500 in+out",
+        "    a blocking send returns with up to 2 MiB still buffered for its receiver",
+        "    a computation on the CPU of a transfer loses 50.0 us + 524.3 us/MiB exchanged each way",
+        "  tnbc's own MPI_Alltoall, returned early, takes 100.0 us + 1048.6 us/MiB received from a computation on a"
+        " one-CPU node",
+        "  tnbc's own MPI_Bcast, returned early, takes 0.0 us + 786.4 us/MiB received from a computation on a one-CPU node",
+        "  memcpy 31.5 us/MiB, into pages never touched 3.0 us + 314.6 us/MiB",
+        "  tnbc's copies in a call (outside the caches, every rank at once) 10.0 us + 52.4 us/MiB; one rank alone"
+        " (a broadcast's root) 2.0 us + 41.9 us/MiB",
+        "  guard userfaultfd_move: hold 50.0 us + 21.0 us/MiB, publish 4.0 us + 21.0 us/MiB, fault 6.0 us",
+        "  size thresholds (MPI_COMM_WORLD): alltoall never bcast 16 KiB",
+        "    alltoall at main (app+0x1234): returned early (overlap_pays) on all ranks; blocking 10.00 ms (model 9.50 ms),"
+        " in the call 0.30 ms, hidden 3.00 ms, cost 0.50 ms, saved 2.50 ms",
+        "    bcast at main (app+0x1234): PLAIN MPI (no_overlap_to_gain) on rank 0; blocking 10.00 ms (model 9.50 ms),"
+        " in the call 0.30 ms, hidden 3.00 ms, cost 0.50 ms, saved 2.50 ms",
+    ])
     path = os.path.join(work, "optimize.json")
     report(tool, opt, "--json", path)
     again, _ = report(tool, path)

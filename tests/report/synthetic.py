@@ -157,7 +157,35 @@ def write_optimize_run(d):
         s["profile"] = {"file": os.path.join(d, "app.profile"), "status": "loaded", "calls_ordered": 0,
                         "calls_unknown_site": 0, "calls_other_sizes": 0, "blocking": "model",
                         "calls_blocking": 4 if s["rank"] == 0 else 0, "decisions": decisions}
+        s["model"] = model_block(s["rank"])
         write_json(os.path.join(d, "tnbc-summary.%d.json" % s["rank"]), s)
+
+
+def model_block(rank):
+    """A summary's `model` block (runtime/model/summary.hh) with a machine file's figures: one level
+    between nodes, what tnbc's own transfer takes from a computation, the copies and one guard;
+    the site 0x1 decided on both ranks, the broadcast's site 0x2 on rank 0 only."""
+    def line(ns, per_byte):
+        return {"ns": ns, "ns_per_byte": per_byte}
+
+    def site(name, kind, decision, basis):
+        return {"site": name, "kind": kind, "where": "main (app+0x1234)", "decision": decision, "basis": basis,
+                "blocking_ns": 10e6, "model_blocking_ns": 9.5e6, "in_call_ns": 3e5, "hidden_ns": 3e6, "cost_ns": 5e5,
+                "saved_ns": 2.5e6}
+
+    machine = {"load": {"others_cpu_share": 0.0, "steal_share": 0.0},
+               "levels": {"inter_node": {"L_ns": 8000, "G_ns_per_byte": 8.0, "o_s_ns": 6000, "o_r_ns": 2000,
+                                         "node_out_ns_per_byte": 8.0, "node_bi_ns_per_byte": 4.5,
+                                         "buffered_send_bytes": 2 * MIB, "shared_cpu": line(50000, 0.5)}},
+               "progress": {"cpu_taken": line(100000, 1.0), "cpu_taken_bcast": line(0, 0.75)},
+               "guard": {"memcpy": line(0, 0.03), "memcpy_cold": line(3000, 0.3), "memcpy_in_call": line(10000, 0.05),
+                         "memcpy_in_call_alone": line(2000, 0.04),
+                         "userfaultfd_move": {"hold": line(50000, 0.02), "publish": line(4000, 0.02), "fault_ns": 6000}}}
+    sites = [site("0x1", "alltoall", "early_return", "overlap_pays")]
+    if rank == 0:
+        sites.append(site("0x2", "bcast", "plain", "no_overlap_to_gain"))
+    return {"source": "file", "file": "/nonexistent/machine.json", "file_problem": None, "machine": machine,
+            "thresholds": {"alltoall": None, "bcast": 16384}, "sites": sites}
 
 
 def write_trace_run(d):

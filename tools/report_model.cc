@@ -144,6 +144,25 @@ std::string model_section(const std::string& dir) {
         }
         o << "\n";
       }
+    // Tinit's parts no other line prices: tnbc's own early return as calibrate measured it, less
+    // the parts the model prices (Machine::in_call_rest, in_call_rest_bcast), and the hand-over.
+    if (const Value* g = mach->find("guard"); g && g->type == Value::Type::Object)
+      for (const auto& [key, what] :
+           {std::pair{"in_call_rest", "MPI_Alltoall"}, std::pair{"in_call_rest_bcast", "MPI_Bcast (a receiver)"}})
+        if (const Value* rest = g->find(key);
+            rest && rest->type == Value::Type::Object && (num(*rest, "ns", 0) > 0 || num(*rest, "ns_per_byte", 0) > 0)) {
+          char line[200];
+          std::snprintf(line, sizeof line, "  tnbc's own %s, returned early, spends %s + %s/MiB received in the call beyond "
+                        "the parts priced (caches emptied)\n", what, us(num(*rest, "ns", 0)).c_str(),
+                        us(num(*rest, "ns_per_byte", 0) * 1048576).c_str());
+          o << line;
+        }
+    if (const Value* pr = mach->find("progress"); pr && pr->type == Value::Type::Object)
+      if (const double handover = num(*pr, "handover_ns"); handover > 0) {
+        o << "  the hand-over to the progress thread at the end of a call " << us(handover);
+        if (const double warm = num(*pr, "handover_warm_ns"); warm > 0) o << " (caches warm: " << us(warm) << ")";
+        o << "\n";
+      }
     if (const Value* g = mach->find("guard"); g && g->type == Value::Type::Object)
       for (const auto& [name, b] : g->members) {
         if (b.type != Value::Type::Object || name == "memcpy") continue;

@@ -144,6 +144,11 @@ def check_figures(tool, work):
         "  memcpy 31.5 us/MiB, into pages never touched 3.0 us + 314.6 us/MiB",
         "  tnbc's copies in a call (outside the caches, every rank at once) 10.0 us + 52.4 us/MiB; one rank alone"
         " (a broadcast's root) 2.0 us + 41.9 us/MiB",
+        "  tnbc's own MPI_Alltoall, returned early, spends 60.0 us + 10.5 us/MiB received in the call beyond the parts"
+        " priced (caches emptied)",
+        "  tnbc's own MPI_Bcast (a receiver), returned early, spends 70.0 us + 13.1 us/MiB received in the call beyond"
+        " the parts priced (caches emptied)",
+        "  the hand-over to the progress thread at the end of a call 20.0 us (caches warm: 10.0 us)",
         "  guard userfaultfd_move: hold 50.0 us + 21.0 us/MiB, publish 4.0 us + 21.0 us/MiB, fault 6.0 us",
         "  size thresholds (MPI_COMM_WORLD): alltoall never bcast 16 KiB",
         "    alltoall at main (app+0x1234): returned early (overlap_pays) on all ranks; blocking 10.00 ms (model 9.50 ms),"

@@ -177,9 +177,11 @@ def model_block(rank):
                "levels": {"inter_node": {"L_ns": 8000, "G_ns_per_byte": 8.0, "o_s_ns": 6000, "o_r_ns": 2000,
                                          "node_out_ns_per_byte": 8.0, "node_bi_ns_per_byte": 4.5,
                                          "buffered_send_bytes": 2 * MIB, "shared_cpu": line(50000, 0.5)}},
-               "progress": {"cpu_taken": line(100000, 1.0), "cpu_taken_bcast": line(0, 0.75)},
+               "progress": {"cpu_taken": line(100000, 1.0), "cpu_taken_bcast": line(0, 0.75), "handover_ns": 20000,
+                            "handover_warm_ns": 10000},
                "guard": {"memcpy": line(0, 0.03), "memcpy_cold": line(3000, 0.3), "memcpy_in_call": line(10000, 0.05),
-                         "memcpy_in_call_alone": line(2000, 0.04),
+                         "memcpy_in_call_alone": line(2000, 0.04), "in_call_rest": line(60000, 0.01),
+                         "in_call_rest_bcast": line(70000, 0.0125),
                          "userfaultfd_move": {"hold": line(50000, 0.02), "publish": line(4000, 0.02), "fault_ns": 6000}}}
     sites = [site("0x1", "alltoall", "early_return", "overlap_pays")]
     if rank == 0:

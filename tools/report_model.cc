@@ -42,6 +42,19 @@ std::string us(double ns) {
   return b;
 }
 
+constexpr double kMiB = 1024.0 * 1024.0;
+
+// A machine file's line (runtime/model/machine.hh, Line): "A us + B us/MiB".
+std::string per_mib(const Value& line) {
+  return us(num(line, "ns", 0)) + " + " + us(num(line, "ns_per_byte", 0) * kMiB) + "/MiB";
+}
+
+// `parent`'s member `key` where both are JSON objects, else null.
+const Value* object(const Value* parent, const char* key) {
+  const Value* v = parent && parent->type == Value::Type::Object ? parent->find(key) : nullptr;
+  return v && v->type == Value::Type::Object ? v : nullptr;
+}
+
 struct Summary {
   int rank = 0;
   Value model;
@@ -106,75 +119,46 @@ std::string model_section(const std::string& dir) {
         o << b;
         if (const double buffered = num(l, "buffered_send_bytes", 0); buffered > 0)
           o << "    a blocking send returns with up to " << format_bytes(buffered) << " still buffered for its receiver\n";
-        if (const Value* shared = l.find("shared_cpu"); shared && shared->type == Value::Type::Object) {
-          char line[200];
-          std::snprintf(line, sizeof line, "    a computation on the CPU of a transfer loses %s + %s/MiB exchanged each way\n",
-                        us(num(*shared, "ns", 0)).c_str(), us(num(*shared, "ns_per_byte", 0) * 1048576).c_str());
-          o << line;
-        }
+        if (const Value* shared = object(&l, "shared_cpu"))
+          o << "    a computation on the CPU of a transfer loses " << per_mib(*shared) << " exchanged each way\n";
       }
-    if (const Value* pr = mach->find("progress"); pr && pr->type == Value::Type::Object)
+    const Value* progress = object(mach, "progress");
+    const Value* guard = object(mach, "guard");
+    if (progress)
       for (const auto& [key, what] : {std::pair{"cpu_taken", "MPI_Alltoall"}, std::pair{"cpu_taken_bcast", "MPI_Bcast"}})
-        if (const Value* taken = pr->find(key); taken && taken->type == Value::Type::Object) {
-          char line[200];
-          std::snprintf(line, sizeof line, "  tnbc's own %s, returned early, takes %s + %s/MiB received from a computation on "
-                        "a one-CPU node\n", what, us(num(*taken, "ns", 0)).c_str(),
-                        us(num(*taken, "ns_per_byte", 0) * 1048576).c_str());
-          o << line;
-        }
-    if (const Value* g = mach->find("guard"); g && g->type == Value::Type::Object)
-      if (const Value* cold = g->find("memcpy_cold"); cold && cold->type == Value::Type::Object) {
-        const Value* warm = g->find("memcpy");
-        char line[160];
-        std::snprintf(line, sizeof line, "  memcpy %s/MiB, into pages never touched %s + %s/MiB\n",
-                      us(warm ? num(*warm, "ns_per_byte", 0) * 1048576 : 0).c_str(), us(num(*cold, "ns", 0)).c_str(),
-                      us(num(*cold, "ns_per_byte", 0) * 1048576).c_str());
-        o << line;
-      }
-    if (const Value* g = mach->find("guard"); g && g->type == Value::Type::Object)
-      if (const Value* in_call = g->find("memcpy_in_call"); in_call && in_call->type == Value::Type::Object) {
-        char line[200];
-        std::snprintf(line, sizeof line, "  tnbc's copies in a call (outside the caches, every rank at once) %s + %s/MiB",
-                      us(num(*in_call, "ns", 0)).c_str(), us(num(*in_call, "ns_per_byte", 0) * 1048576).c_str());
-        o << line;
-        if (const Value* alone = g->find("memcpy_in_call_alone"); alone && alone->type == Value::Type::Object) {
-          std::snprintf(line, sizeof line, "; one rank alone (a broadcast's root) %s + %s/MiB",
-                        us(num(*alone, "ns", 0)).c_str(), us(num(*alone, "ns_per_byte", 0) * 1048576).c_str());
-          o << line;
-        }
-        o << "\n";
-      }
+        if (const Value* taken = object(progress, key))
+          o << "  tnbc's own " << what << ", returned early, takes " << per_mib(*taken)
+            << " received from a computation on a one-CPU node\n";
+    if (const Value* cold = object(guard, "memcpy_cold")) {
+      const Value* warm = object(guard, "memcpy");
+      o << "  memcpy " << us(warm ? num(*warm, "ns_per_byte", 0) * kMiB : 0) << "/MiB, into pages never touched "
+        << per_mib(*cold) << "\n";
+    }
+    if (const Value* in_call = object(guard, "memcpy_in_call")) {
+      o << "  tnbc's copies in a call (outside the caches, every rank at once) " << per_mib(*in_call);
+      if (const Value* alone = object(guard, "memcpy_in_call_alone"))
+        o << "; one rank alone (a broadcast's root) " << per_mib(*alone);
+      o << "\n";
+    }
     // Tinit's parts no other line prices: tnbc's own early return as calibrate measured it, less
     // the parts the model prices (Machine::in_call_rest, in_call_rest_bcast), and the hand-over.
-    if (const Value* g = mach->find("guard"); g && g->type == Value::Type::Object)
-      for (const auto& [key, what] :
-           {std::pair{"in_call_rest", "MPI_Alltoall"}, std::pair{"in_call_rest_bcast", "MPI_Bcast (a receiver)"}})
-        if (const Value* rest = g->find(key);
-            rest && rest->type == Value::Type::Object && (num(*rest, "ns", 0) > 0 || num(*rest, "ns_per_byte", 0) > 0)) {
-          char line[200];
-          std::snprintf(line, sizeof line, "  tnbc's own %s, returned early, spends %s + %s/MiB received in the call beyond "
-                        "the parts priced (caches emptied)\n", what, us(num(*rest, "ns", 0)).c_str(),
-                        us(num(*rest, "ns_per_byte", 0) * 1048576).c_str());
-          o << line;
-        }
-    if (const Value* pr = mach->find("progress"); pr && pr->type == Value::Type::Object)
-      if (const double handover = num(*pr, "handover_ns"); handover > 0) {
-        o << "  the hand-over to the progress thread at the end of a call " << us(handover);
-        if (const double warm = num(*pr, "handover_warm_ns"); warm > 0) o << " (caches warm: " << us(warm) << ")";
-        o << "\n";
-      }
-    if (const Value* g = mach->find("guard"); g && g->type == Value::Type::Object)
-      for (const auto& [name, b] : g->members) {
+    for (const auto& [key, what] :
+         {std::pair{"in_call_rest", "MPI_Alltoall"}, std::pair{"in_call_rest_bcast", "MPI_Bcast (a receiver)"}})
+      if (const Value* rest = object(guard, key); rest && (num(*rest, "ns", 0) > 0 || num(*rest, "ns_per_byte", 0) > 0))
+        o << "  tnbc's own " << what << ", returned early, spends " << per_mib(*rest)
+          << " received in the call beyond the parts priced (caches emptied)\n";
+    if (const double handover = progress ? num(*progress, "handover_ns") : -1; handover > 0) {
+      o << "  the hand-over to the progress thread at the end of a call " << us(handover);
+      if (const double warm = num(*progress, "handover_warm_ns"); warm > 0) o << " (caches warm: " << us(warm) << ")";
+      o << "\n";
+    }
+    if (guard)
+      for (const auto& [name, b] : guard->members) {
         if (b.type != Value::Type::Object || name == "memcpy") continue;
         const Value *hold = b.find("hold"), *pub = b.find("publish");
         if (!hold || !pub) continue;
-        const double mib = 1024.0 * 1024.0;
-        char line[256];
-        std::snprintf(line, sizeof line, "  guard %s: hold %s + %s/MiB, publish %s + %s/MiB, fault %s\n", name.c_str(),
-                      us(num(*hold, "ns", 0)).c_str(), us(num(*hold, "ns_per_byte", 0) * mib).c_str(),
-                      us(num(*pub, "ns", 0)).c_str(), us(num(*pub, "ns_per_byte", 0) * mib).c_str(),
-                      us(num(b, "fault_ns", 0)).c_str());
-        o << line;
+        o << "  guard " << name << ": hold " << per_mib(*hold) << ", publish " << per_mib(*pub) << ", fault "
+          << us(num(b, "fault_ns", 0)) << "\n";
       }
   }
   if (const Value* t = m0.find("thresholds"); t && t->type == Value::Type::Object) {

@@ -163,7 +163,8 @@ def write_optimize_run(d):
 
 def model_block(rank):
     """A summary's `model` block (runtime/model/summary.hh) with a machine file's figures: one level
-    between nodes, what tnbc's own transfer takes from a computation, the copies and one guard;
+    between nodes, what tnbc's own transfer takes from a computation, the copies, Tinit's measured
+    parts (calibrate's rests, the hand-over) and one guard;
     the site 0x1 decided on both ranks, the broadcast's site 0x2 on rank 0 only."""
     def line(ns, per_byte):
         return {"ns": ns, "ns_per_byte": per_byte}

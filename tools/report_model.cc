@@ -44,10 +44,22 @@ std::string us(double ns) {
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
-// A machine file's line (runtime/model/machine.hh, Line): "A us + B us/MiB".
-std::string per_mib(const Value& line) {
-  return us(num(line, "ns", 0)) + " + " + us(num(line, "ns_per_byte", 0) * kMiB) + "/MiB";
+// A machine file's cost (runtime/model/machine.hh, Line) as the model prices it (model::cost_text):
+// its points where they are well-formed, else its line.
+model::Line line_of(const Value& v) {
+  model::Line l(num(v, "ns", 0), num(v, "ns_per_byte", 0));
+  if (const Value* points = v.find("points"); points && points->type == Value::Type::Array)
+    for (const Value& p : points->items)
+      if (p.type == Value::Type::Array && p.items.size() == 2 && p.items[0].type == Value::Type::Number &&
+          p.items[1].type == Value::Type::Number)
+        l.points.push_back({p.items[0].number, p.items[1].number});
+  return l;
 }
+std::string cost(const Value& line) { return model::cost_text(line_of(line)); }
+
+// A line with calibrate's sizes kept (Line::points), and one measured at all (Line::measured).
+bool has_points(const Value& line) { return !line_of(line).points.empty(); }
+bool measured(const Value& line) { return line_of(line).measured(); }
 
 // `parent`'s member `key` where both are JSON objects, else null.
 const Value* object(const Value* parent, const char* key) {
@@ -120,36 +132,54 @@ std::string model_section(const std::string& dir) {
         if (const double buffered = num(l, "buffered_send_bytes", 0); buffered > 0)
           o << "    a blocking send returns with up to " << format_bytes(buffered) << " still buffered for its receiver\n";
         if (const Value* shared = object(&l, "shared_cpu"))
-          o << "    a computation on the CPU of a transfer loses " << per_mib(*shared) << " exchanged each way\n";
+          o << "    a computation on the CPU of a transfer loses " << cost(*shared) << " exchanged each way\n";
       }
     const Value* progress = object(mach, "progress");
     const Value* guard = object(mach, "guard");
     if (progress)
       for (const auto& [key, what] : {std::pair{"cpu_taken", "MPI_Alltoall"}, std::pair{"cpu_taken_bcast", "MPI_Bcast"}})
         if (const Value* taken = object(progress, key))
-          o << "  tnbc's own " << what << ", returned early, takes " << per_mib(*taken)
+          o << "  tnbc's own " << what << ", returned early, takes " << cost(*taken)
             << " received from a computation on a one-CPU node\n";
     if (const Value* cold = object(guard, "memcpy_cold")) {
       const Value* warm = object(guard, "memcpy");
       o << "  memcpy " << us(warm ? num(*warm, "ns_per_byte", 0) * kMiB : 0) << "/MiB, into pages never touched "
-        << per_mib(*cold) << "\n";
+        << cost(*cold) << "\n";
     }
     if (const Value* in_call = object(guard, "memcpy_in_call")) {
-      o << "  tnbc's copies in a call (outside the caches, every rank at once) " << per_mib(*in_call);
+      o << "  tnbc's copies in a call (outside the caches, every rank at once) " << cost(*in_call);
       if (const Value* alone = object(guard, "memcpy_in_call_alone"))
-        o << "; one rank alone (a broadcast's root) " << per_mib(*alone);
+        o << "; one rank alone (a broadcast's root) " << cost(*alone);
       o << "\n";
     }
+    // The warm figures price a call only where tnbc's own call was measured warm too (Machine::warm):
+    // one touching less than warm_below_bytes. Where they do not, they are not shown.
+    const double warm_below = guard ? num(*guard, "warm_below_bytes", 0) : 0;
+    const Value* rest_warm = object(guard, "in_call_rest_warm");
+    const bool warm = warm_below > 0 && rest_warm && has_points(*rest_warm);
+    auto warm_cost = [&](const Value* line) {  // "" where no warm figure prices the call
+      return warm && line && has_points(*line) ? cost(*line) : std::string();
+    };
+    if (warm)
+      o << "  a call touching less than " << format_bytes(warm_below)
+        << " (what a rank sends and receives; a broadcast's message) is priced with the caches warm\n";
+    else if (warm_below > 0)
+      o << "  every call is priced with the caches emptied (tnbc's own call was not measured with the caches warm)\n";
     // Tinit's parts no other line prices: tnbc's own early return as calibrate measured it, less
     // the parts the model prices (Machine::in_call_rest, in_call_rest_bcast), and the hand-over.
     for (const auto& [key, what] :
-         {std::pair{"in_call_rest", "MPI_Alltoall"}, std::pair{"in_call_rest_bcast", "MPI_Bcast (a receiver)"}})
-      if (const Value* rest = object(guard, key); rest && (num(*rest, "ns", 0) > 0 || num(*rest, "ns_per_byte", 0) > 0))
-        o << "  tnbc's own " << what << ", returned early, spends " << per_mib(*rest)
-          << " received in the call beyond the parts priced (caches emptied)\n";
+         {std::pair{"in_call_rest", "MPI_Alltoall"}, std::pair{"in_call_rest_bcast", "MPI_Bcast (a receiver)"}}) {
+      const Value* rest = object(guard, key);
+      if (!rest || !measured(*rest)) continue;
+      const std::string warm_rest = warm_cost(object(guard, (std::string(key) + "_warm").c_str()));
+      o << "  tnbc's own " << what << ", returned early, spends " << cost(*rest)
+        << " received in the call beyond the parts priced (caches emptied"
+        << (warm_rest.empty() ? "" : "; caches warm: " + warm_rest) << ")\n";
+    }
     if (const double handover = progress ? num(*progress, "handover_ns") : -1; handover > 0) {
       o << "  the hand-over to the progress thread at the end of a call " << us(handover);
-      if (const double warm = num(*progress, "handover_warm_ns"); warm > 0) o << " (caches warm: " << us(warm) << ")";
+      if (const double handover_warm = num(*progress, "handover_warm_ns"); warm && handover_warm >= 0)
+        o << " (caches warm: " << us(handover_warm) << ")";
       o << "\n";
     }
     if (guard)
@@ -157,8 +187,9 @@ std::string model_section(const std::string& dir) {
         if (b.type != Value::Type::Object || name == "memcpy") continue;
         const Value *hold = b.find("hold"), *pub = b.find("publish");
         if (!hold || !pub) continue;
-        o << "  guard " << name << ": hold " << per_mib(*hold) << ", publish " << per_mib(*pub) << ", fault "
-          << us(num(b, "fault_ns", 0)) << "\n";
+        const std::string hold_warm = warm_cost(object(&b, "hold_warm"));
+        o << "  guard " << name << ": hold " << cost(*hold) << (hold_warm.empty() ? "" : " (caches warm: " + hold_warm + ")")
+          << ", publish " << cost(*pub) << ", fault " << us(num(b, "fault_ns", 0)) << "\n";
       }
   }
   if (const Value* t = m0.find("thresholds"); t && t->type == Value::Type::Object) {

@@ -757,11 +757,9 @@ void measure_guard(Machine& mach, std::size_t page, const std::vector<char>& evi
     Line hold_warm, unused;
     if (!warm.empty() && guard_lines(*b, s, warm, kGuardReps, [] {}, hold_warm, unused)) mach.guard[k].hold_warm = hold_warm;
     if (progress)
-      std::fprintf(progress, "  guard %s: hold %.1f us + %.1f us/MiB (at %zu KiB with the caches warm: %.1f us), publish %.1f us "
-                   "+ %.1f us/MiB, reader's wait %.1f us\n",
-                   b->probe_name(), hold.ns / 1e3, hold.ns_per_byte * 1048.576, warm.empty() ? 0 : warm.back() >> 10,
-                   hold_warm.points.empty() ? 0.0 : hold_warm.points.back().ns / 1e3, publish.ns / 1e3,
-                   publish.ns_per_byte * 1048.576, wait / 1e3);
+      std::fprintf(progress, "  guard %s: hold %s (caches warm: %s), publish %s, reader's wait %.1f us\n", b->probe_name(),
+                   cost_text(hold).c_str(), hold_warm.points.empty() ? "not measured" : cost_text(hold_warm).c_str(),
+                   cost_text(publish).c_str(), wait / 1e3);
   }
 }
 
@@ -861,9 +859,8 @@ Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* 
   if (progress && c.me == 0)
     for (int k = 0; k < kLevels; ++k)
       if (m.level[k].shared_cpu_measured())
-        std::fprintf(progress, "%s: a computation on the CPU of a transfer loses %.1f us + %.1f us/MiB exchanged each way\n",
-                     level_name(static_cast<LevelKind>(k)), m.level[k].shared_cpu.ns / 1e3,
-                     m.level[k].shared_cpu.ns_per_byte * 1048.576);
+        std::fprintf(progress, "%s: a computation on the CPU of a transfer loses %s exchanged each way\n",
+                     level_name(static_cast<LevelKind>(k)), cost_text(m.level[k].shared_cpu).c_str());
   m.test_ns = testsome_ns(comm, kTag + 2, kTestPending);
   m.sleep_ns = sleep_ns(o.poll_ns);
   barrier(c);
@@ -874,9 +871,8 @@ Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* 
       m.memcpy_cost = memcpy_line(s, sizes, 20);
       m.memcpy_cold = memcpy_cold_line(s, sizes, 20);
       if (progress)
-        std::fprintf(progress, "memcpy: %.1f us + %.1f us/MiB; into pages never touched: %.1f us + %.1f us/MiB\n",
-                     m.memcpy_cost.ns / 1e3, m.memcpy_cost.ns_per_byte * 1048.576, m.memcpy_cold.ns / 1e3,
-                     m.memcpy_cold.ns_per_byte * 1048.576);
+        std::fprintf(progress, "memcpy: %s; into pages never touched: %s\n", cost_text(m.memcpy_cost).c_str(),
+                     cost_text(m.memcpy_cold).c_str());
     }
     m.wake_loaded_ns = loaded_wake_ns(o.poll_ns);
     if (progress) std::fprintf(progress, "a progress thread's wake-up on a busy CPU: %.1f us later\n", m.wake_loaded_ns / 1e3);
@@ -899,15 +895,14 @@ Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* 
   m.memcpy_in_call_alone = in_call.line_alone();
   if (progress && c.me == 0 && m.memcpy_in_call_measured()) {
     std::fprintf(progress, "tnbc's copies in a call (outside the caches, every rank at once, the slowest; the median of %zu "
-                 "passes): %.1f us + %.1f us/MiB; its passes at %zu KiB:", in_call.passes().size(), m.memcpy_in_call.ns / 1e3,
-                 m.memcpy_in_call.ns_per_byte * 1048.576, in_call.sizes().back() >> 10);
+                 "passes): %s; its passes at %zu KiB:", in_call.passes().size(), cost_text(m.memcpy_in_call).c_str(),
+                 in_call.sizes().back() >> 10);
     for (const auto& row : in_call.passes()) std::fprintf(progress, " %.0f us", row.back() / 1e3);
     std::fprintf(progress, "\n");
     if (in_call.spread() > kInCallSpreadNote)
       std::fprintf(progress, "  they disagree: the machine was disturbed during some (the median is kept)\n");
     if (m.memcpy_in_call_alone_measured())
-      std::fprintf(progress, "  one rank copying alone (a broadcast's root): %.1f us + %.1f us/MiB\n",
-                   m.memcpy_in_call_alone.ns / 1e3, m.memcpy_in_call_alone.ns_per_byte * 1048.576);
+      std::fprintf(progress, "  one rank copying alone (a broadcast's root): %s\n", cost_text(m.memcpy_in_call_alone).c_str());
   }
   if (o.last) o.last(m, [&] { read_through(c.evict); });
   const CalibrationLoad busy = load.finish(comm);

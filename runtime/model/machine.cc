@@ -8,6 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "runtime/config.hh"
 #include "runtime/json.hh"
 
 namespace tnbc::model {
@@ -112,6 +113,21 @@ double interpolate(const std::vector<P>& s, double m, F f, double slope) {
 }
 
 }  // namespace
+
+std::string cost_text(const Line& l) {
+  auto duration = [](double ns) {
+    char b[32];
+    if (ns < 1e6) std::snprintf(b, sizeof b, "%.1f us", ns / 1e3);
+    else std::snprintf(b, sizeof b, "%.2f ms", ns / 1e6);
+    return std::string(b);
+  };
+  std::string s;
+  for (const CostPoint& p : l.points) s += (s.empty() ? "" : ", ") + duration(p.ns) + " at " + format_bytes(p.bytes);
+  if (!s.empty()) return s;
+  char b[64];
+  std::snprintf(b, sizeof b, "%.1f us + %.1f us/MiB", l.ns / 1e3, l.ns_per_byte * 1048.576);
+  return b;
+}
 
 double Line::through_points(double bytes) const {
   const CostPoint& first = points.front();

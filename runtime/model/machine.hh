@@ -63,6 +63,11 @@ inline double at_warm_or_cold(const Line& cold, const Line& warm_line, double by
   return warm && !warm_line.points.empty() ? warm_line.at(bytes) : cold.at(bytes);
 }
 
+// A cost as Line::at prices it, for people: where the sizes measured were kept, the cost at each
+// ("4.5 us at 64 KiB, 90.0 us at 1 MiB, 1.25 ms at 16 MiB"), else "A us + B us/MiB". (The
+// least-squares line through kept points is not what the model uses: "Session 20".)
+std::string cost_text(const Line& l);
+
 // Least squares line through (x, y) points (at least one); negative terms (noise) clamp to 0.
 Line fit(const std::vector<double>& x, const std::vector<double>& y);
 // The same line, keeping the points (x increasing) for Line::at.

@@ -142,14 +142,17 @@ def check_figures(tool, work):
         " one-CPU node",
         "  tnbc's own MPI_Bcast, returned early, takes 0.0 us + 786.4 us/MiB received from a computation on a one-CPU node",
         "  memcpy 31.5 us/MiB, into pages never touched 3.0 us + 314.6 us/MiB",
-        "  tnbc's copies in a call (outside the caches, every rank at once) 10.0 us + 52.4 us/MiB; one rank alone"
-        " (a broadcast's root) 2.0 us + 41.9 us/MiB",
+        "  tnbc's copies in a call (outside the caches, every rank at once) 4.5 us at 64 KiB, 90.0 us at 1 MiB,"
+        " 1.25 ms at 16 MiB; one rank alone (a broadcast's root) 2.0 us + 41.9 us/MiB",
+        "  a call touching less than 1 MiB (what a rank sends and receives; a broadcast's message) is priced with the"
+        " caches warm",
         "  tnbc's own MPI_Alltoall, returned early, spends 60.0 us + 10.5 us/MiB received in the call beyond the parts"
-        " priced (caches emptied)",
+        " priced (caches emptied; caches warm: 12.0 us at 64 KiB)",
         "  tnbc's own MPI_Bcast (a receiver), returned early, spends 70.0 us + 13.1 us/MiB received in the call beyond"
         " the parts priced (caches emptied)",
         "  the hand-over to the progress thread at the end of a call 20.0 us (caches warm: 10.0 us)",
-        "  guard userfaultfd_move: hold 50.0 us + 21.0 us/MiB, publish 4.0 us + 21.0 us/MiB, fault 6.0 us",
+        "  guard userfaultfd_move: hold 50.0 us + 21.0 us/MiB (caches warm: 7.3 us at 4 KiB, 9.2 us at 64 KiB), publish"
+        " 4.0 us + 21.0 us/MiB, fault 6.0 us",
         "  size thresholds (MPI_COMM_WORLD): alltoall never bcast 16 KiB",
         "    alltoall at main (app+0x1234): returned early (overlap_pays) on all ranks; blocking 10.00 ms (model 9.50 ms),"
         " in the call 0.30 ms, hidden 3.00 ms, cost 0.50 ms, saved 2.50 ms",
@@ -161,6 +164,26 @@ def check_figures(tool, work):
     again, _ = report(tool, path)
     if again != out:
         fail("tnbc report of the optimize run's JSON differs from the report of the directory", again)
+    # Without a warm own call (ranks sharing a node, older files) the model prices every call cold
+    # (Machine::warm): the section says so and shows no warm figure.
+    cold = os.path.join(work, "optimize-cold")
+    synthetic.write_optimize_run(cold)
+    for name in os.listdir(cold):
+        if name.startswith("tnbc-summary."):
+            with open(os.path.join(cold, name)) as f:
+                s = json.load(f)
+            del s["model"]["machine"]["guard"]["in_call_rest_warm"]
+            synthetic.write_json(os.path.join(cold, name), s)
+    out, _ = report(tool, cold)
+    expect_lines(out, [
+        "  every call is priced with the caches emptied (tnbc's own call was not measured with the caches warm)",
+        "  tnbc's own MPI_Alltoall, returned early, spends 60.0 us + 10.5 us/MiB received in the call beyond the parts"
+        " priced (caches emptied)",
+        "  the hand-over to the progress thread at the end of a call 20.0 us",
+        "  guard userfaultfd_move: hold 50.0 us + 21.0 us/MiB, publish 4.0 us + 21.0 us/MiB, fault 6.0 us",
+    ])
+    if "caches warm:" in out:
+        fail("a machine without a warm own call should show no warm figure", out)
     print("figures: OK")
 
 

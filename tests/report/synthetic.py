@@ -163,11 +163,13 @@ def write_optimize_run(d):
 
 def model_block(rank):
     """A summary's `model` block (runtime/model/summary.hh) with a machine file's figures: one level
-    between nodes, what tnbc's own transfer takes from a computation, the copies, Tinit's measured
-    parts (calibrate's rests, the hand-over) and one guard;
+    between nodes, what tnbc's own transfer takes from a computation, the copies (tnbc's in-call copies
+    at calibrate's sizes: the model goes through them), Tinit's measured parts (calibrate's rests,
+    the hand-over; the exchange's rest and the guard's hold warm, which price the calls that touch
+    less than warm_below_bytes) and one guard;
     the site 0x1 decided on both ranks, the broadcast's site 0x2 on rank 0 only."""
-    def line(ns, per_byte):
-        return {"ns": ns, "ns_per_byte": per_byte}
+    def line(ns, per_byte, points=None):
+        return {"ns": ns, "ns_per_byte": per_byte, **({"points": points} if points else {})}
 
     def site(name, kind, decision, basis):
         return {"site": name, "kind": kind, "where": "main (app+0x1234)", "decision": decision, "basis": basis,
@@ -180,10 +182,13 @@ def model_block(rank):
                                          "buffered_send_bytes": 2 * MIB, "shared_cpu": line(50000, 0.5)}},
                "progress": {"cpu_taken": line(100000, 1.0), "cpu_taken_bcast": line(0, 0.75), "handover_ns": 20000,
                             "handover_warm_ns": 10000},
-               "guard": {"memcpy": line(0, 0.03), "memcpy_cold": line(3000, 0.3), "memcpy_in_call": line(10000, 0.05),
+               "guard": {"memcpy": line(0, 0.03), "memcpy_cold": line(3000, 0.3),
+                         "memcpy_in_call": line(10000, 0.05, [[65536, 4500], [MIB, 90000], [16 * MIB, 1.25e6]]),
                          "memcpy_in_call_alone": line(2000, 0.04), "in_call_rest": line(60000, 0.01),
-                         "in_call_rest_bcast": line(70000, 0.0125),
-                         "userfaultfd_move": {"hold": line(50000, 0.02), "publish": line(4000, 0.02), "fault_ns": 6000}}}
+                         "in_call_rest_warm": line(0, 0, [[65536, 12000]]),
+                         "in_call_rest_bcast": line(70000, 0.0125), "warm_below_bytes": MIB,
+                         "userfaultfd_move": {"hold": line(50000, 0.02), "publish": line(4000, 0.02), "fault_ns": 6000,
+                                              "hold_warm": line(7000, 0.03, [[4096, 7300], [65536, 9200]])}}}
     sites = [site("0x1", "alltoall", "early_return", "overlap_pays")]
     if rank == 0:
         sites.append(site("0x2", "bcast", "plain", "no_overlap_to_gain"))

@@ -440,6 +440,14 @@ TEST_CASE("a cost through its measured points: in proportion below the first, li
   CHECK(l.at(8 << 20) == Approx(200e3 + 120e3 / 3145728.0 * 4194304));
 }
 
+TEST_CASE("a cost as people read it: its measured points where kept (what Line::at goes through), else its line") {
+  Line l(50e3, 0.04);
+  CHECK(cost_text(l) == "50.0 us + 41.9 us/MiB");
+  l.points = {{65536, 4500}, {1 << 20, 90e3}, {16 << 20, 1.25e6}};
+  CHECK(cost_text(l) == "4.5 us at 64 KiB, 90.0 us at 1 MiB, 1.25 ms at 16 MiB");
+  CHECK(cost_text(Line{}) == "0.0 us + 0.0 us/MiB");
+}
+
 TEST_CASE("calibrate's passes: per size the median over the passes that measured it, one disturbed pass outvoted") {
   const std::vector<double> sizes{65536, 1 << 20, 4 << 20};
   // The middle pass disturbed at the larger sizes (as one calibration here: 4 MiB at 3.8 ms).

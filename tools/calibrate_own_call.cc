@@ -12,6 +12,7 @@
 #include "runtime/config.hh"
 #include "runtime/engine.hh"
 #include "runtime/futex.hh"
+#include "runtime/log.hh"
 #include "runtime/model/estimate.hh"
 #include "runtime/model/machine.hh"
 #include "runtime/model/measure.hh"
@@ -124,11 +125,19 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
   s.machine = machine_so_far(world, m);
   s.output_dir.clear();
   s.timeline_calls = 0;
-  s.log = LogLevel::Warn;
+  // The engine's log: warnings, or with TNBC_LOG=debug each call's parts (set-up, staging, guard,
+  // arrivals) as a program's run logs them — for diagnosis: the log's own cost is in the figures.
+  s.log = cfg.settings.log == LogLevel::Debug ? LogLevel::Debug : LogLevel::Warn;
+  set_log_level(s.log);
+  set_log_rank(rank);
+  if (s.log == LogLevel::Debug && progress)
+    std::fprintf(progress, "tnbc's own call: TNBC_LOG=debug: the engine logs each call (its figures include the log's "
+                           "cost: for diagnosis, not for a machine file to use)\n");
   Stats stats;
   std::unique_ptr<Engine> engine = Engine::create(s, stats);
   if (!s.machine.empty()) ::unlink(s.machine.c_str());  // read at the engine's start
   if (!engine) {
+    set_log_level(LogLevel::Warn);
     if (progress) std::fprintf(progress, "tnbc's own call: the engine cannot run here (not measured)\n");
     return;
   }
@@ -235,6 +244,7 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
     std::fprintf(progress, "what tnbc's own transfer takes from a computation: not measured (a rank here has %d CPUs: "
                            "its progress thread need not share the one it computes on)\n", m.cpus_per_node);
   engine->shutdown();
+  set_log_level(LogLevel::Warn);
   const model::Topology topo = model::Topology::block(n, std::max(1, m.ranks_per_node), std::max(1, m.cpus_per_node), 1);
   // Each kind's rests: per entry the median over the passes less the model's Tinit for the same
   // call on the machine just measured (the calibrating run's placement), priced warm or cold as

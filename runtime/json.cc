@@ -261,6 +261,16 @@ const Value* Value::find(std::string_view key) const {
   return nullptr;
 }
 
+double number_or(const Value& obj, std::string_view key, double otherwise) {
+  const Value* v = obj.find(key);
+  return v && v->type == Value::Type::Number ? v->number : otherwise;
+}
+
+std::string string_or(const Value& obj, std::string_view key) {
+  const Value* v = obj.find(key);
+  return v && v->type == Value::Type::String ? v->string : std::string();
+}
+
 const char* type_name(Value::Type t) {
   switch (t) {
     case Value::Type::Null: return "null";

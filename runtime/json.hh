@@ -31,6 +31,11 @@ struct Value {
 
 const char* type_name(Value::Type t);  // "null", "a boolean", "a number", ...
 
+// `obj`'s member `key` where it is a number (a string), else `otherwise` (""): for readers that
+// take what is there and leave the rest out (tnbc report), not for files that must be whole.
+double number_or(const Value& obj, std::string_view key, double otherwise);
+std::string string_or(const Value& obj, std::string_view key);
+
 // Parses one JSON text (a value with optional surrounding white space). Nesting deeper than
 // 64 levels, duplicate keys in an object, invalid UTF-8 escapes and trailing data are errors,
 // said as "line L, column C: PROBLEM".

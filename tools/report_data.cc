@@ -57,10 +57,7 @@ std::string basename_of(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-double number(const Value& obj, const char* key, double fallback = 0) {
-  const Value* v = obj.find(key);
-  return v && v->type == Value::Type::Number ? v->number : fallback;
-}
+double number(const Value& obj, const char* key, double fallback = 0) { return json::number_or(obj, key, fallback); }
 
 std::optional<double> optional_number(const Value& obj, const char* key) {
   const Value* v = obj.find(key);
@@ -68,10 +65,7 @@ std::optional<double> optional_number(const Value& obj, const char* key) {
   return std::nullopt;
 }
 
-std::string text(const Value& obj, const char* key) {
-  const Value* v = obj.find(key);
-  return v && v->type == Value::Type::String ? v->string : std::string();
-}
+std::string text(const Value& obj, const char* key) { return json::string_or(obj, key); }
 
 const Value& need(const Value& obj, const char* key, Value::Type type) {
   const Value* v = obj.find(key);

@@ -20,15 +20,8 @@ namespace {
 namespace fs = std::filesystem;
 using json::Value;
 
-double num(const Value& v, const char* key, double otherwise = -1) {
-  const Value* x = v.find(key);
-  return x && x->type == Value::Type::Number ? x->number : otherwise;
-}
-
-std::string text(const Value& v, const char* key) {
-  const Value* x = v.find(key);
-  return x && x->type == Value::Type::String ? x->string : std::string();
-}
+double num(const Value& v, const char* key, double otherwise = -1) { return json::number_or(v, key, otherwise); }
+std::string text(const Value& v, const char* key) { return json::string_or(v, key); }
 
 std::string ms(double ns) {
   char b[32];

@@ -119,10 +119,7 @@ class Reader {
 };
 
 std::string describe_frame(const Value& frame) {
-  auto text = [&](const char* k) {
-    const Value* v = frame.find(k);
-    return v && v->type == Value::Type::String ? v->string : std::string();
-  };
+  auto text = [&](const char* k) { return json::string_or(frame, k); };
   const std::string sym = text("symbol");
   return (sym.empty() ? std::string("?") : sym) + " (" + text("module") + "+" + text("offset") + ")";
 }

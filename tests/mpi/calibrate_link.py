@@ -35,12 +35,10 @@ SHARE = 0.25  # the largest share of G (and of g(m)) a message's CPU may take
 RETURN_WAIT_NS = 1e6  # runtime/return_wait.hh, kReturnWaitNs: the longest a progress thread lets a caller go first
 
 
-def main():
-    import argparse
-    ap = argparse.ArgumentParser()
-    add_launcher_options(ap)
-    ap.add_argument("--tool", required=True)
-    a = ap.parse_args()
+def calibrate_on_two_nodes(a, options, exports=None):
+    """`tnbc calibrate OPTIONS` on two emulated nodes at RATE, one rank each (`exports`: more of
+    the ranks' environment); (the finished process, the machine file). Exits 77 where netrun cannot
+    make namespaces or under MPICH, and fails where calibrate fails."""
     if a.mpi != "openmpi":
         print("SKIP: netrun.py --nodes drives Open MPI's mpirun only")
         sys.exit(SKIP)
@@ -50,9 +48,10 @@ def main():
     # Emulated nodes share this machine's CPUs: no binding (both ranks would get CPU 0).
     cmd = [sys.executable, NETRUN, "--rate", RATE, "--nodes", "2", "--skip-code", "--"]
     # The sanitized build's runtime options (ASAN_OPTIONS ...): the tool itself is instrumented.
-    exports = dict(kv.split("=", 1) for kv in a.env)
-    cmd += launch_command(a.mpi, a.mpirun, 2, exports) + ["--bind-to", "none", a.tool, "calibrate", "-o", machine,
-                                                     "--max-bytes", "1m", "--seconds-per-size", "0.05"]
+    launch_exports = dict(kv.split("=", 1) for kv in a.env)
+    launch_exports.update(exports or {})
+    cmd += launch_command(a.mpi, a.mpirun, 2, launch_exports) + ["--bind-to", "none", a.tool, "calibrate", "-o",
+                                                                  machine] + options
     print("running:", " ".join(cmd), flush=True)
     try:
         p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
@@ -64,6 +63,16 @@ def main():
         sys.exit(SKIP)
     if p.returncode != 0 or not os.path.exists(machine):
         fail(f"tnbc calibrate failed (exit {p.returncode})", p.stdout)
+    return p, machine
+
+
+def main():
+    import argparse
+    ap = argparse.ArgumentParser()
+    add_launcher_options(ap)
+    ap.add_argument("--tool", required=True)
+    a = ap.parse_args()
+    p, machine = calibrate_on_two_nodes(a, ["--max-bytes", "1m", "--seconds-per-size", "0.05"])
     doc = json.load(open(machine))
     level = doc["levels"].get("inter_node")
     if not level:

@@ -303,10 +303,12 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
     if (progress) {
       const model::Level& between = m.at(model::LevelKind::InterNode);
       std::fprintf(progress, "what tnbc's own %s takes from a computation on its CPU (the slowest rank; the median of %d "
-                   "passes; the level's shared_cpu in brackets):", name, kOwnCallPasses);
-      for (std::size_t i = 0; i < sizes.size(); ++i)
-        std::fprintf(progress, " %zu KiB %.0f us (%.0f)", sizes[i] >> 10, extra[i] / 1e3,
-                     between.shared_cpu.at(static_cast<double>(sizes[i])) / 1e3);
+                   "passes; the level's shared_cpu in brackets where measured):", name, kOwnCallPasses);
+      for (std::size_t i = 0; i < sizes.size(); ++i) {
+        std::fprintf(progress, " %zu KiB %.0f us", sizes[i] >> 10, extra[i] / 1e3);
+        if (between.shared_cpu_measured())
+          std::fprintf(progress, " (%.0f)", between.shared_cpu.at(static_cast<double>(sizes[i])) / 1e3);
+      }
       std::fprintf(progress, "\n");
     }
   }

@@ -21,7 +21,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run_mpi_test import add_launcher_options, fail, run_mpirun  # noqa: E402
+from run_mpi_test import tool_arguments, fail, run_mpirun  # noqa: E402
 
 NP = 2
 NOTE_SHARE = 0.05  # runtime/model/machine.hh, kLoadNoteShare
@@ -54,11 +54,7 @@ def calibrate(a, machine, burner_cpus=(), rank_cpus=None):
 
 
 def main():
-    import argparse
-    ap = argparse.ArgumentParser()
-    add_launcher_options(ap)
-    ap.add_argument("--tool", required=True)
-    a = ap.parse_args()
+    a = tool_arguments()
     work = tempfile.mkdtemp(prefix="tnbc-calibrate-load-")
     cpus = sorted(os.sched_getaffinity(0))[:64]
     busy, out = calibrate(a, os.path.join(work, "busy.json"), burner_cpus=cpus)

@@ -17,17 +17,13 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from calibrate_link import calibrate_on_two_nodes  # noqa: E402
-from run_mpi_test import add_launcher_options, fail  # noqa: E402
+from run_mpi_test import tool_arguments, fail  # noqa: E402
 
 NOTE = "tnbc's own call: TNBC_LOG=debug: the engine logs each call"
 
 
 def main():
-    import argparse
-    ap = argparse.ArgumentParser()
-    add_launcher_options(ap)
-    ap.add_argument("--tool", required=True)
-    a = ap.parse_args()
+    a = tool_arguments()
     p, _ = calibrate_on_two_nodes(a, ["--max-bytes", "64k", "--seconds-per-size", "0.02"], {"TNBC_LOG": "debug"})
     if NOTE not in p.stdout:
         fail(f"expected calibrate's note: {NOTE!r}", p.stdout)

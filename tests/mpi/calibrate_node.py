@@ -19,18 +19,14 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run_mpi_test import add_launcher_options, fail, run_mpirun  # noqa: E402
+from run_mpi_test import tool_arguments, fail, run_mpirun  # noqa: E402
 
 NP = 4
 SIZES = [65536, 256 << 10, 1 << 20, 4 << 20]  # runtime/model/calibrate.cc, in_call_copy_sizes
 
 
 def main():
-    import argparse
-    ap = argparse.ArgumentParser()
-    add_launcher_options(ap)
-    ap.add_argument("--tool", required=True)
-    a = ap.parse_args()
+    a = tool_arguments()
     machine = os.path.join(tempfile.mkdtemp(prefix="tnbc-calibrate-node-"), "machine.json")
     code, out = run_mpirun(NP, {}, [a.tool, "calibrate", "-o", machine, "--max-bytes", "256k", "--seconds-per-size", "0.02"],
                            240, a)

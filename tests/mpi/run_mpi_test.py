@@ -76,6 +76,15 @@ def add_launcher_options(ap):
     ap.add_argument("--env", action="append", default=[], help="K=V set in the ranks' environment")
 
 
+def tool_arguments():
+    """A test that runs `tnbc` itself under the launcher: the launcher's options
+    (add_launcher_options) and --tool TNBC, parsed."""
+    ap = argparse.ArgumentParser()
+    add_launcher_options(ap)
+    ap.add_argument("--tool", required=True)
+    return ap.parse_args()
+
+
 def run_mpirun(np, exports, cmd, timeout, opts=None):
     """Runs cmd under the launcher named in opts (add_launcher_options; default Open MPI's mpirun)
     with np ranks and the variables in exports set in the ranks' environment (as root too,

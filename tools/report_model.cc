@@ -50,10 +50,6 @@ model::Line line_of(const Value& v) {
 }
 std::string cost(const Value& line) { return model::cost_text(line_of(line)); }
 
-// A line with calibrate's sizes kept (Line::points), and one measured at all (Line::measured).
-bool has_points(const Value& line) { return !line_of(line).points.empty(); }
-bool measured(const Value& line) { return line_of(line).measured(); }
-
 // `parent`'s member `key` where both are JSON objects, else null.
 const Value* object(const Value* parent, const char* key) {
   const Value* v = parent && parent->type == Value::Type::Object ? parent->find(key) : nullptr;
@@ -147,11 +143,14 @@ std::string model_section(const std::string& dir) {
     }
     // The warm figures price a call only where tnbc's own call was measured warm too (Machine::warm):
     // one touching less than warm_below_bytes. Where they do not, they are not shown.
-    const double warm_below = guard ? num(*guard, "warm_below_bytes", 0) : 0;
-    const Value* rest_warm = object(guard, "in_call_rest_warm");
-    const bool warm = warm_below > 0 && rest_warm && has_points(*rest_warm);
-    auto warm_cost = [&](const Value* line) {  // "" where no warm figure prices the call
-      return warm && line && has_points(*line) ? cost(*line) : std::string();
+    model::Machine rule;
+    rule.warm_below_bytes = guard ? num(*guard, "warm_below_bytes", 0) : 0;
+    if (const Value* rest_warm = object(guard, "in_call_rest_warm")) rule.in_call_rest_warm = line_of(*rest_warm);
+    const bool warm = rule.prices_warm();
+    const double warm_below = rule.warm_below_bytes;
+    auto warm_cost = [&](const Value* v) {  // "" where no warm figure prices the call (at_warm_or_cold)
+      const model::Line l = warm && v ? line_of(*v) : model::Line{};
+      return l.points.empty() ? std::string() : model::cost_text(l);
     };
     if (warm)
       o << "  a call touching less than " << format_bytes(warm_below)
@@ -163,7 +162,7 @@ std::string model_section(const std::string& dir) {
     for (const auto& [key, what] :
          {std::pair{"in_call_rest", "MPI_Alltoall"}, std::pair{"in_call_rest_bcast", "MPI_Bcast (a receiver)"}}) {
       const Value* rest = object(guard, key);
-      if (!rest || !measured(*rest)) continue;
+      if (!rest || !line_of(*rest).measured()) continue;
       const std::string warm_rest = warm_cost(object(guard, (std::string(key) + "_warm").c_str()));
       o << "  tnbc's own " << what << ", returned early, spends " << cost(*rest)
         << " received in the call beyond the parts priced (caches emptied"

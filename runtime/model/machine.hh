@@ -290,7 +290,9 @@ struct Machine {
   // since session 24); 0: every call priced cold.
   double warm_below_bytes = 0;
   bool fits_cache(double touched) const { return warm_below_bytes > 0 && touched < warm_below_bytes; }
-  bool warm(double touched) const { return fits_cache(touched) && !in_call_rest_warm.points.empty(); }
+  // The warm figures price some calls at all (what tnbc report says of the machine).
+  bool prices_warm() const { return warm_below_bytes > 0 && !in_call_rest_warm.points.empty(); }
+  bool warm(double touched) const { return prices_warm() && fits_cache(touched); }
   // What one rank of an exchange of `per_peer` bytes over `ranks` ranks touches (the `touched` of
   // fits_cache and warm): its sends and receives, its own block included.
   static double exchange_touched(int ranks, double per_peer) { return 2.0 * ranks * per_peer; }

@@ -39,17 +39,19 @@ constexpr double kTakenComputeShare = 1.5;          // the computation's length,
 model::Machine priced_without_rests(const model::Machine& m, bool warm) {
   model::Machine p = m;
   p.in_call_rest = p.in_call_rest_bcast = p.in_call_rest_bcast_warm = {};
+  p.in_call_rest_bcast_root = p.in_call_rest_bcast_root_warm = {};
   p.in_call_rest_warm = warm ? model::fit_through({1}, {0}) : model::Line{};
   return p;
 }
 
 // The model's Tinit of the call measured, as `tnbc predict` prices it (the same Execution and
 // piece rule), without the rests: an early-returning Alltoall of `bytes` per peer (the slowest
-// rank's), or a broadcast's receiving rank.
-double model_in_call_ns(const model::Machine& m, const model::Topology& t, Kind kind, double bytes) {
+// rank's), or a broadcast's receiving rank, or its root (`root`).
+double model_in_call_ns(const model::Machine& m, const model::Topology& t, Kind kind, double bytes, bool root = false) {
   const model::Execution x = execution(Settings{}, m.guard_measured[0] ? 0 : -1);
   const model::Coll c = model::run_coll(m, t, x, kind, bytes, Settings{}.piece_bytes);
-  return kind == Kind::Bcast ? model::bcast_receiver_in_call_ns(m, t, c, x) : model::tnbc_timeline(m, t, c, x, true).in_call_ns;
+  if (kind != Kind::Bcast) return model::tnbc_timeline(m, t, c, x, true).in_call_ns;
+  return root ? model::bcast_root_in_call_ns(m, t, c, x) : model::bcast_receiver_in_call_ns(m, t, c, x);
 }
 
 // The machine measured so far as a file the engine loads (TNBC_MACHINE), so that its calls are cut
@@ -159,8 +161,7 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
   // This rank's median per size, ns: after emptying the caches, as the machine's other in-call
   // costs are measured; then, at the sizes whose calls the model prices warm (Machine::fits_cache: what
   // a rank sends and receives fits in the cache), with the caches as the previous call left them.
-  // A broadcast's root counts 0: its receivers' calls are the ones measured (the root's copy is
-  // the machine's memcpy_in_call_alone).
+  // A broadcast's root and its receivers are measured apart (their calls do different work).
   auto median_call = [&](Kind kind, std::size_t b, bool cold) {
     std::vector<double> t;
     for (int r = 0; r <= kOwnCallReps; ++r) {
@@ -172,7 +173,7 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
       engine->complete_all();
       if (r > 0) t.push_back(static_cast<double>(t1 - t0));
     }
-    return kind == Kind::Bcast && rank == kRoot ? 0.0 : model::median_of(t);
+    return model::median_of(t);
   };
   // The cold entries by size, then the warm ones: the smallest sizes, as few as any rank's cache
   // allows, so all run the same calls. What a call touches: an exchange's sends and receives, a
@@ -224,6 +225,7 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
   // over the others at one size: docs/benchmarks.md, "Session 30"), a broadcast's root among
   // them for what the transfer takes.
   std::vector<std::vector<std::vector<double>>> passes(kinds.size());  // per kind, per pass, per entry
+  std::vector<std::vector<double>> root_passes;                        // the broadcast's root: per pass, per entry
   std::vector<std::vector<std::vector<double>>> taken(kinds.size());   // per kind, per pass, per size (`sizes`)
   auto slowest_of = [&](const std::vector<double>& mine, std::vector<std::vector<double>>& into) {
     into.emplace_back(mine.size());
@@ -234,6 +236,11 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
       const Entries& e = kinds[j];
       std::vector<double> mine;
       for (std::size_t i = 0; i < e.at.size(); ++i) mine.push_back(median_call(e.kind, e.at[i], i < e.cold));
+      if (e.kind == Kind::Bcast) {  // the receivers' (the root's counts 0 there) and the root's apart
+        std::vector<double> root(mine.size(), 0.0);
+        if (rank == kRoot) std::swap(root, mine);  // the root's times to `root`, zeros to `mine`
+        slowest_of(root, root_passes);
+      }
       slowest_of(mine, passes[j]);
       if (!one_cpu) continue;
       mine.clear();
@@ -261,32 +268,30 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
       if (progress) std::fprintf(progress, "tnbc's own %s: not every call returned early here (not measured)\n", name);
       continue;
     }
-    double spread = 1;  // the widest entry's passes, slowest over quickest
-    const std::vector<double> slowest = over_passes(passes[j], &spread);  // per entry: the median over the passes
-    std::vector<double> rests;  // per entry of `at`
-    for (std::size_t i = 0; i < e.at.size(); ++i)
-      rests.push_back(std::max(0.0, slowest[i] - model_in_call_ns(i < e.cold ? cold : warm, topo, e.kind,
-                                                                     static_cast<double>(e.at[i]))));
-    const double peers = e.kind == Kind::Bcast ? 1 : n - 1;  // whose bytes a rank receives
-    auto line = [&](std::size_t from, std::size_t to) {
-      std::vector<double> x, y;
-      for (std::size_t i = from; i < to; ++i) {
-        x.push_back(static_cast<double>(e.at[i]) * peers);
-        y.push_back(rests[i]);
-      }
-      return model::fit_through(x, y);
-    };
-    const bool any_warm = e.at.size() > e.cold;
-    if (e.kind == Kind::Bcast) {
-      m.in_call_rest_bcast = line(0, e.cold);
-      if (any_warm) m.in_call_rest_bcast_warm = line(e.cold, e.at.size());
-    } else {
-      m.in_call_rest = line(0, e.cold);
-      if (any_warm) m.in_call_rest_warm = line(e.cold, e.at.size());
-    }
-    if (progress) {
-      std::fprintf(progress, "tnbc's own early return (%s, the slowest %s; the median of %d passes), the model's parts "
-                   "left out:", name, e.kind == Kind::Bcast ? "receiver" : "rank", kOwnCallPasses);
+    const double peers = e.kind == Kind::Bcast ? 1 : n - 1;  // whose bytes a rank receives (a root: sends)
+    // The rests of the calls measured in `of` (per pass, per entry), priced as `root`'s or not;
+    // their cold and warm lines into `cold_rest` and `warm_rest`, and what was measured on `progress`.
+    auto rests_of = [&](const std::vector<std::vector<double>>& of, bool root, model::Line& cold_rest,
+                        model::Line& warm_rest, const char* whose) {
+      double spread = 1;  // the widest entry's passes, slowest over quickest
+      const std::vector<double> slowest = over_passes(of, &spread);  // per entry: the median over the passes
+      std::vector<double> rests;  // per entry of `at`
+      for (std::size_t i = 0; i < e.at.size(); ++i)
+        rests.push_back(std::max(0.0, slowest[i] - model_in_call_ns(i < e.cold ? cold : warm, topo, e.kind,
+                                                                       static_cast<double>(e.at[i]), root)));
+      auto line = [&](std::size_t from, std::size_t to) {
+        std::vector<double> x, y;
+        for (std::size_t i = from; i < to; ++i) {
+          x.push_back(static_cast<double>(e.at[i]) * peers);
+          y.push_back(rests[i]);
+        }
+        return model::fit_through(x, y);
+      };
+      cold_rest = line(0, e.cold);
+      if (e.at.size() > e.cold) warm_rest = line(e.cold, e.at.size());
+      if (!progress) return;
+      std::fprintf(progress, "tnbc's own early return (%s, %s; the median of %d passes), the model's parts left out:",
+                   name, whose, kOwnCallPasses);
       for (std::size_t i = 0; i < e.at.size(); ++i)
         std::fprintf(progress, " %zu KiB%s %.0f us (of %.0f)", e.at[i] >> 10, i < e.cold ? "" : " warm", rests[i] / 1e3,
                      slowest[i] / 1e3);
@@ -294,6 +299,12 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
       if (spread > kOwnCallSpreadNote)
         std::fprintf(progress, "  its passes disagree (%.1fx at one size): the machine was disturbed during some (the median "
                      "is kept)\n", spread);
+    };
+    if (e.kind == Kind::Bcast) {
+      rests_of(passes[j], false, m.in_call_rest_bcast, m.in_call_rest_bcast_warm, "the slowest receiver");
+      rests_of(root_passes, true, m.in_call_rest_bcast_root, m.in_call_rest_bcast_root_warm, "its root");
+    } else {
+      rests_of(passes[j], false, m.in_call_rest, m.in_call_rest_warm, "the slowest rank");
     }
     if (taken[j].empty()) continue;
     const std::vector<double> extra = over_passes(taken[j]);  // per size: the median over the passes

@@ -4,7 +4,7 @@
 // hand-over —, each call after emptying the caches as the machine file's other in-call costs are
 // measured. What the model's priced parts (its copies, hold, posts, wait and hand-over:
 // runtime/model/estimate.cc) do not account for is the machine's `in_call_rest` and
-// `in_call_rest_bcast` (runtime/model/machine.hh): tnbc's own bookkeeping on cold caches (the
+// `in_call_rest_bcast`, `in_call_rest_bcast_root` (runtime/model/machine.hh): tnbc's own bookkeeping on cold caches (the
 // schedule, the regions, the guard table, the first poll's MPI calls), which no LogGP parameter
 // or copy line measures.
 //
@@ -16,12 +16,14 @@
 //   then the sizes whose calls fit in the cache (Machine::fits_cache) once more without
 //   emptying the caches (`in_call_rest_warm`, since session 24); then the same for MPI_Bcast
 //   from rank 0, its receivers' calls timed (`in_call_rest_bcast`, `in_call_rest_bcast_warm`,
-//   since session 32: a receiver's call does less than an exchange's); all of it in three passes
-//   (since session 30: a short disturbance takes one pass, and the median outvotes it): the
-//   slowest rank's (receiver's) median per size and pass; per size the median over the passes,
-//   less the model's Tinit for the same call (a receiver's for the broadcast) on the machine just
-//   measured (the calibrating run's placement), priced warm or cold as the call ran, >= 0: the
-//   points of the lines
+//   since session 32: a receiver's call does less than an exchange's) and its root's apart
+//   (`in_call_rest_bcast_root`, `in_call_rest_bcast_root_warm`, since session 36: the root
+//   copies the message and starts the edges' sends); all of it in three passes (since session
+//   30: a short disturbance takes one pass, and the median outvotes it): the slowest rank's
+//   (receiver's; the root's) median per size and pass; per size the median over the passes, less
+//   the model's Tinit for the same call (a receiver's or the root's for the broadcast) on the
+//   machine just measured (the calibrating run's placement), priced warm or cold as the call ran,
+//   >= 0: the points of the lines
 //
 // Then, where each rank has a node of one CPU to itself (Machine::cpus_per_node 1: its progress
 // thread moves the data on the CPU the program computes on), what tnbc's own transfer takes from a
@@ -45,7 +47,7 @@
 
 namespace tnbc::tools {
 
-// Collective over `world`. Sets m.in_call_rest (and m.in_call_rest_bcast) where the ranks are one
+// Collective over `world`. Sets m.in_call_rest (and m.in_call_rest_bcast, _root) where the ranks are one
 // per node and tnbc's engine returned early at every call of the kind, and m.cpu_taken (and
 // m.cpu_taken_bcast) where besides a node has one CPU (else leaves them unmeasured and says why on
 // `progress`, rank 0's, may be null).

@@ -575,7 +575,7 @@ void rank_main(int r, std::vector<SimSite> sites) {
         // the cold line; the figure is one call x calls, so each call carries that share.
         // Copies into touched pages at the machine's in-call line (Machine::in_call_copy). Besides,
         // tnbc's bookkeeping (Machine::in_call_rest, by the bytes received; a broadcast's
-        // receivers' their own, Machine::rest_bcast), and at the end the hand-over to the progress
+        // receivers' and root's their own, Machine::rest_bcast, rest_bcast_root), and at the end the hand-over to the progress
         // thread (Machine::handover_ns); the hold, the bookkeeping and the hand-over at their warm
         // figures where what the call sends and receives fits in the cache (Machine::warm), as the
         // model prices them. A broadcast's root copies alone (Machine::in_call_copy_alone).
@@ -584,7 +584,9 @@ void rank_main(int r, std::vector<SimSite> sites) {
         const double cold_share = site.calls > 0 ? std::min(1.0, site.cold_calls / site.calls) : 0.0;
         const double staging_ns = (1 - cold_share) * in_call.at(send_bytes) + cold_share * cold.at(send_bytes);
         const bool warm = m.warm(2 * b.own + send_bytes + total_bytes);
-        const double rest_ns = is_bcast(site.kind) && total_bytes > 0 ? m.rest_bcast(total_bytes, warm) : m.rest(total_bytes, warm);
+        const double rest_ns = !is_bcast(site.kind) ? m.rest(total_bytes, warm)
+                               : r == 0             ? m.rest_bcast_root(send_bytes, warm)
+                                                    : m.rest_bcast(total_bytes, warm);
         const double work_ns = in_call.at(b.own) + staging_ns +
                                (cfg.x.guard >= 0 ? m.guard[guard].hold_at(total_bytes, warm) : 0.0) + rest_ns;
         compute(work_ns);

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 #include <utility>
 
 #include "runtime/config.hh"
@@ -158,14 +159,16 @@ std::string model_section(const std::string& dir) {
     else if (warm_below > 0)
       o << "  every call is priced with the caches emptied (tnbc's own call was not measured with the caches warm)\n";
     // Tinit's parts no other line prices: tnbc's own early return as calibrate measured it, less
-    // the parts the model prices (Machine::in_call_rest, in_call_rest_bcast), and the hand-over.
-    for (const auto& [key, what] :
-         {std::pair{"in_call_rest", "MPI_Alltoall"}, std::pair{"in_call_rest_bcast", "MPI_Bcast (a receiver)"}}) {
+    // the parts the model prices (Machine::in_call_rest, in_call_rest_bcast, in_call_rest_bcast_root),
+    // and the hand-over.
+    for (const auto& [key, what, by] : {std::tuple{"in_call_rest", "MPI_Alltoall", "received"},
+                                        std::tuple{"in_call_rest_bcast", "MPI_Bcast (a receiver)", "received"},
+                                        std::tuple{"in_call_rest_bcast_root", "MPI_Bcast (its root)", "sent"}}) {
       const Value* rest = object(guard, key);
       if (!rest || !line_of(*rest).measured()) continue;
       const std::string warm_rest = warm_cost(object(guard, (std::string(key) + "_warm").c_str()));
-      o << "  tnbc's own " << what << ", returned early, spends " << cost(*rest)
-        << " received in the call beyond the parts priced (caches emptied"
+      o << "  tnbc's own " << what << ", returned early, spends " << cost(*rest) << " " << by
+        << " in the call beyond the parts priced (caches emptied"
         << (warm_rest.empty() ? "" : "; caches warm: " + warm_rest) << ")\n";
     }
     if (const double handover = progress ? num(*progress, "handover_ns") : -1; handover > 0) {

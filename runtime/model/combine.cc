@@ -89,6 +89,12 @@ std::string differs(const Machine& a, const Machine& b) {
   if (!same_points(a.in_call_rest_bcast, b.in_call_rest_bcast)) return "guard.in_call_rest_bcast.points (other sizes)";
   if (!same_points(a.in_call_rest_bcast_warm, b.in_call_rest_bcast_warm))
     return "guard.in_call_rest_bcast_warm.points (other sizes)";
+  if (a.in_call_rest_bcast_root_measured() != b.in_call_rest_bcast_root_measured())
+    return "guard.in_call_rest_bcast_root (measured in one only)";
+  if (!same_points(a.in_call_rest_bcast_root, b.in_call_rest_bcast_root))
+    return "guard.in_call_rest_bcast_root.points (other sizes)";
+  if (!same_points(a.in_call_rest_bcast_root_warm, b.in_call_rest_bcast_root_warm))
+    return "guard.in_call_rest_bcast_root_warm.points (other sizes)";
   if (a.cpu_taken.measured() != b.cpu_taken.measured()) return "progress.cpu_taken (measured in one only)";
   if (!same_points(a.cpu_taken, b.cpu_taken)) return "progress.cpu_taken.points (other sizes)";
   if (a.cpu_taken_bcast.measured() != b.cpu_taken_bcast.measured()) return "progress.cpu_taken_bcast (measured in one only)";
@@ -180,6 +186,8 @@ Result<Combined> combine_machines(const std::vector<Machine>& ms, const std::vec
   med.line("guard.in_call_rest_warm", [](auto& m) -> auto& { return m.in_call_rest_warm; });
   med.line("guard.in_call_rest_bcast", [](auto& m) -> auto& { return m.in_call_rest_bcast; });
   med.line("guard.in_call_rest_bcast_warm", [](auto& m) -> auto& { return m.in_call_rest_bcast_warm; });
+  med.line("guard.in_call_rest_bcast_root", [](auto& m) -> auto& { return m.in_call_rest_bcast_root; });
+  med.line("guard.in_call_rest_bcast_root_warm", [](auto& m) -> auto& { return m.in_call_rest_bcast_root_warm; });
   med("progress.test_ns", [](auto& m) -> auto& { return m.test_ns; });
   med("progress.sleep_ns", [](auto& m) -> auto& { return m.sleep_ns; });
   med("progress.wake_loaded_ns", [](auto& m) -> auto& { return m.wake_loaded_ns; });

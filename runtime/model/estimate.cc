@@ -431,10 +431,29 @@ ReceiverCall receiver_call(const Machine& m, const Topology& t, const Coll& c, c
   return r;
 }
 
+// The root's early-returning call: its copy of the message (Machine::in_call_copy_alone, where
+// the guard cannot hold its pages: Execution::eager_copy), the sends it starts in the call — the
+// two edges', and every piece's where its progress thread has no CPU of its own or no send window
+// (runtime/policy.cc, caller_starts_sends), to each of its children: measured, 1 MiB on 2 nodes,
+// ~0.1 ms of MPI_Isend calls the model had not priced (docs/benchmarks.md, "Session 20") —, the
+// hand-over and the rest calibrate measured of the root's own call (Machine::rest_bcast_root).
+double root_call_ns(const Machine& m, const Topology& t, const Coll& c, const Execution& x,
+                    const std::vector<double>& sizes) {
+  const double S = c.bytes, page = static_cast<double>(c.page);
+  const Level& top = bcast_level(m, t);
+  const bool all_sends = t.spare_cpu() <= 0 || x.window < 1;
+  double posts = 0;
+  for (std::size_t i = 0; i < sizes.size(); ++i)
+    if (all_sends || i < 2) posts += top.post(sizes[i], page);  // bcast_pieces: the two edges first
+  const bool warm = m.warm(S);  // the message fits in the cache (Machine::warm)
+  return (x.eager_copy ? m.in_call_copy_alone().at(S) : 0) + std::max(1, bcast_depth(t)) * posts + m.handover(warm) +
+         m.rest_bcast_root(S, warm);
+}
+
 Timeline bcast_timeline(const Machine& m, const Topology& t, const Coll& c, const Execution& x, bool early,
                         const Crowding& crowd) {
   Timeline tl;
-  const double S = c.bytes, page = static_cast<double>(c.page);
+  const double S = c.bytes;
   const double notice = m.O_r_ns() + (early ? crowd.wake_ns : 0);
   const GuardCost g = guard_of(m, x);
   const std::vector<double> sizes = bcast_pieces(c);
@@ -446,19 +465,10 @@ Timeline bcast_timeline(const Machine& m, const Topology& t, const Coll& c, cons
   // once 0.8-2.1 ms after the measured one, about the copy publication it does not do.
   const GuardCost inner = m.guard_measured[1] ? m.guard[1] : g;
   double root_call = 0, leaf_call = 0, leaf_work = 0;
-  // The root starts its sends in the call: the edges', and every piece's where its progress
-  // thread has no CPU of its own or no send window (runtime/policy.cc, caller_starts_sends),
-  // to each of its children. Measured, 1 MiB on 2 nodes: ~0.1 ms of MPI_Isend calls in the
-  // root's call the model had not priced (docs/benchmarks.md, "Session 20").
+  // The root starts every piece's send in its call where it has no send window or no spare CPU.
   const bool all_sends = t.spare_cpu() <= 0 || x.window < 1;
   if (early) {
-    double posts = 0;
-    for (std::size_t i = 0; i < sizes.size(); ++i)
-      if (all_sends || i < 2) posts += top.post(sizes[i], page);  // bcast_pieces: the two edges first
-    // (Each early return ends handing its steps over to the progress thread: Machine::handover_ns.)
-    const bool warm = m.warm(S);  // the message fits in the cache (Machine::warm)
-    // The root is the one rank that copies in the call (Machine::in_call_copy_alone).
-    root_call = (x.eager_copy ? m.in_call_copy_alone().at(S) : 0) + std::max(1, depth) * posts + m.handover(warm);
+    root_call = root_call_ns(m, t, c, x, sizes);  // (each early return ends with the hand-over: Machine::handover_ns)
     const ReceiverCall leaf = receiver_call(m, t, c, x, sizes.size());
     leaf_work = leaf.work_ns;
     leaf_call = leaf.work_ns + leaf.wait_ns;
@@ -662,6 +672,10 @@ double bcast_tree_ns(const Machine& m, const Topology& t, double bytes, int root
 double bcast_receiver_in_call_ns(const Machine& m, const Topology& t, const Coll& c, const Execution& x) {
   const ReceiverCall r = receiver_call(m, t, c, x, bcast_pieces(c).size());
   return r.work_ns + r.wait_ns;
+}
+
+double bcast_root_in_call_ns(const Machine& m, const Topology& t, const Coll& c, const Execution& x) {
+  return root_call_ns(m, t, c, x, bcast_pieces(c));
 }
 
 double nbc_blocking_ns(const Machine& m, const Topology& t, const Coll& c) {

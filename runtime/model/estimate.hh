@@ -101,6 +101,10 @@ Timeline tnbc_timeline(const Machine& m, const Topology& t, const Coll& c, const
 // the edge pieces that land in partial pages. (tnbc_timeline's in_call_ns is the slowest rank's,
 // the root's where its staging copy takes longer.)
 double bcast_receiver_in_call_ns(const Machine& m, const Topology& t, const Coll& c, const Execution& x);
+// Tinit of the broadcast's root returning early: its copy of the message where the guard cannot
+// hold its pages, the sends it starts in its call, the hand-over and the rest calibrate measured
+// (Machine::rest_bcast_root).
+double bcast_root_in_call_ns(const Machine& m, const Topology& t, const Coll& c, const Execution& x);
 
 // A broadcast tree of `pieces` pieces of `piece` bytes (plus the two one-page edge chunks):
 // the time until the last rank has the last piece. `notice_ns` and `publish` model tnbc's

@@ -289,6 +289,9 @@ std::string machine_json(const Machine& m) {
   if (!m.in_call_rest_warm.points.empty()) o << ", \"in_call_rest_warm\": " << line_json(m.in_call_rest_warm);
   if (m.in_call_rest_bcast_measured()) o << ", \"in_call_rest_bcast\": " << line_json(m.in_call_rest_bcast);
   if (!m.in_call_rest_bcast_warm.points.empty()) o << ", \"in_call_rest_bcast_warm\": " << line_json(m.in_call_rest_bcast_warm);
+  if (m.in_call_rest_bcast_root_measured()) o << ", \"in_call_rest_bcast_root\": " << line_json(m.in_call_rest_bcast_root);
+  if (!m.in_call_rest_bcast_root_warm.points.empty())
+    o << ", \"in_call_rest_bcast_root_warm\": " << line_json(m.in_call_rest_bcast_root_warm);
   if (m.warm_below_bytes > 0) o << ", \"warm_below_bytes\": " << num(m.warm_below_bytes);
   for (int b = 0; b < kGuardBackends; ++b) {
     o << ",\n   \"" << kGuardNames[b] << "\": ";
@@ -464,6 +467,10 @@ Machine parse_or_throw(std::string_view text, const std::string& name) {
   if (guard.find("in_call_rest_bcast")) m.in_call_rest_bcast = r.line(guard, "guard", "in_call_rest_bcast");  // optional
   if (guard.find("in_call_rest_bcast_warm"))
     m.in_call_rest_bcast_warm = r.line(guard, "guard", "in_call_rest_bcast_warm");  // optional
+  if (guard.find("in_call_rest_bcast_root"))
+    m.in_call_rest_bcast_root = r.line(guard, "guard", "in_call_rest_bcast_root");  // optional
+  if (guard.find("in_call_rest_bcast_root_warm"))
+    m.in_call_rest_bcast_root_warm = r.line(guard, "guard", "in_call_rest_bcast_root_warm");  // optional
   if (guard.find("warm_below_bytes")) m.warm_below_bytes = r.number(guard, "guard", "warm_below_bytes");  // optional
   for (int b = 0; b < kGuardBackends; ++b) {
     const std::string key(kGuardNames[b]);

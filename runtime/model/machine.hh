@@ -277,6 +277,17 @@ struct Machine {
     return in_call_rest_bcast_measured() ? at_warm_or_cold(in_call_rest_bcast, in_call_rest_bcast_warm, bytes, warm)
                                          : rest(bytes, warm);
   }
+  // The same for a broadcast's root, by the bytes it sends: beyond its copy alone
+  // (memcpy_in_call_alone), the sends it starts and the hand-over. Table 1's roots on 2 emulated
+  // nodes spent 0.10 ms more than those at 4 MiB and 0.24-0.32 ms more at 16 MiB: their copy runs
+  // while the other node's kernel receives the edges on the same memory, and their call was not
+  // measured (docs/benchmarks.md, "Session 36"). Optional (since session 36); not measured (older
+  // files, ranks sharing a node): none charged, as before.
+  Line in_call_rest_bcast_root, in_call_rest_bcast_root_warm;
+  bool in_call_rest_bcast_root_measured() const { return in_call_rest_bcast_root.measured(); }
+  double rest_bcast_root(double bytes, bool warm) const {
+    return at_warm_or_cold(in_call_rest_bcast_root, in_call_rest_bcast_root_warm, bytes, warm);
+  }
   // A call touching fewer bytes than this (what it sends and receives, its own block included)
   // finds them, tnbc's structures and the kernel's page tables in the cache — the program has just
   // written what it sends — and pays the warm figures (hold_warm, in_call_rest_warm,

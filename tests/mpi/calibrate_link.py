@@ -105,6 +105,13 @@ def main():
     if not rest_bcast or len(rest_bcast.get("points", [])) != len(rest["points"]):
         fail(f"guard.in_call_rest_bcast {rest_bcast}: expected measured at the sizes of in_call_rest (tnbc's own "
              "broadcast)", p.stdout)
+    # And its root's apart (session 36): its copy and the sends it starts, one point per size.
+    rest_root = doc["guard"].get("in_call_rest_bcast_root")
+    if not rest_root or len(rest_root.get("points", [])) != len(rest["points"]):
+        fail(f"guard.in_call_rest_bcast_root {rest_root}: expected measured at the sizes of in_call_rest (tnbc's own "
+             "broadcast, its root)", p.stdout)
+    if "MPI_Bcast, its root" not in p.stdout:
+        fail("calibrate's output: expected the root's own call (\"MPI_Bcast, its root\")", p.stdout)
     # What tnbc's own transfer takes from a computation on the rank's one CPU (session 33): netrun's
     # nodes have one CPU each, so it is measured, one point per size, both kinds; at the largest
     # size (1 MiB each way over 1 Gbit/s) the kernel's and the progress thread's work is there.
@@ -135,6 +142,9 @@ def main():
             fail("guard.in_call_rest_warm: expected measured at 64 KiB (tnbc's own early return, caches warm)", p.stdout)
         if l2 >= 512 << 10 and not doc["guard"].get("in_call_rest_bcast_warm", {}).get("points"):
             fail("guard.in_call_rest_bcast_warm: expected measured at 64 KiB (tnbc's own broadcast, caches warm)", p.stdout)
+        if l2 >= 512 << 10 and not doc["guard"].get("in_call_rest_bcast_root_warm", {}).get("points"):
+            fail("guard.in_call_rest_bcast_root_warm: expected measured at 64 KiB (tnbc's own broadcast's root, caches "
+                 "warm)", p.stdout)
     print(f"OK: G {G:.2f} ns/B, O_s {level['O_s_ns_per_byte']:.3f} ns/B, O_r {level['O_r_ns_per_byte']:.3f} ns/B, "
           f"o_s/o_r at {last['bytes']:.0f} B: {last['o_s_ns'] / 1e3:.1f} / {last['o_r_ns'] / 1e3:.1f} us "
           f"(g {last['g_ns'] / 1e3:.1f} us), hand-over {handover / 1e3:.1f} us")

@@ -186,7 +186,9 @@ def model_block(rank):
                          "memcpy_in_call": line(10000, 0.05, [[65536, 4500], [MIB, 90000], [16 * MIB, 1.25e6]]),
                          "memcpy_in_call_alone": line(2000, 0.04), "in_call_rest": line(60000, 0.01),
                          "in_call_rest_warm": line(0, 0, [[65536, 12000]]),
-                         "in_call_rest_bcast": line(70000, 0.0125), "warm_below_bytes": MIB,
+                         "in_call_rest_bcast": line(70000, 0.0125),
+                         "in_call_rest_bcast_root": line(20000, 0.07, [[65536, 30000], [MIB, 90000]]),
+                         "in_call_rest_bcast_root_warm": line(0, 0, [[65536, 5000]]), "warm_below_bytes": MIB,
                          "userfaultfd_move": {"hold": line(50000, 0.02), "publish": line(4000, 0.02), "fault_ns": 6000,
                                               "hold_warm": line(7000, 0.03, [[4096, 7300], [65536, 9200]])}}}
     sites = [site("0x1", "alltoall", "early_return", "overlap_pays")]

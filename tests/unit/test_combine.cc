@@ -161,6 +161,7 @@ TEST_CASE("calibrate --combine: the in-call copy line, the levels' shared_cpu, t
     ms.back().handover_ns = 20e3 * f;
     ms.back().in_call_rest = fit_through({65536, 1 << 20}, {50e3 * f, 80e3 * f});
     ms.back().in_call_rest_bcast = fit_through({65536, 1 << 20}, {40e3 * f, 60e3 * f});
+    ms.back().in_call_rest_bcast_root = fit_through({65536, 1 << 20}, {30e3 * f, 70e3 * f});
     ms.back().cpu_taken = fit_through({1 << 20, 4 << 20}, {1e6 * f, 5e6 * f});
   }
   const Combined c = must(combine_machines(ms, {"a.json", "b.json", "c.json"}));
@@ -175,6 +176,9 @@ TEST_CASE("calibrate --combine: the in-call copy line, the levels' shared_cpu, t
   REQUIRE(c.machine.in_call_rest_bcast.points.size() == 2);
   CHECK(c.machine.in_call_rest_bcast.points[1].ns == Approx(66e3));
   CHECK(c.machine.in_call_rest_bcast.ns_per_byte == Approx(fit_through({65536, 1 << 20}, {44e3, 66e3}).ns_per_byte));
+  REQUIRE(c.machine.in_call_rest_bcast_root.points.size() == 2);
+  CHECK(c.machine.in_call_rest_bcast_root.points[0].ns == Approx(33e3));
+  CHECK(c.machine.in_call_rest_bcast_root.points[1].ns == Approx(77e3));
   REQUIRE(c.machine.cpu_taken.points.size() == 2);
   CHECK(c.machine.cpu_taken.points[1].ns == Approx(5.5e6));
   std::vector<Machine> one_taken = ms;
@@ -187,6 +191,11 @@ TEST_CASE("calibrate --combine: the in-call copy line, the levels' shared_cpu, t
   const Result<Combined> no_bcast = combine_machines(one_bcast, {"a.json", "b.json", "c.json"});
   REQUIRE_FALSE(no_bcast.ok());
   CHECK(no_bcast.status().message().find("guard.in_call_rest_bcast") != std::string::npos);
+  std::vector<Machine> one_root = ms;
+  one_root[1].in_call_rest_bcast_root = {};  // the root's rest measured in two launches only: refused
+  const Result<Combined> no_root = combine_machines(one_root, {"a.json", "b.json", "c.json"});
+  REQUIRE_FALSE(no_root.ok());
+  CHECK(no_root.status().message().find("guard.in_call_rest_bcast_root") != std::string::npos);
   ms[1].handover_ns = -1;  // measured in two of three launches only: refused
   const Result<Combined> refused = combine_machines(ms, {"a.json", "b.json", "c.json"});
   REQUIRE_FALSE(refused.ok());

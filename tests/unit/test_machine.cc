@@ -339,6 +339,31 @@ TEST_CASE("machine file: a broadcast receiver's rest is optional; written, read 
   CHECK(back.rest_bcast(65536, false) == Approx(80e3));
 }
 
+TEST_CASE("machine file: a broadcast root's rest is optional; written, read back; without it the root is charged none") {
+  Machine without = sample();
+  without.warm_below_bytes = 1 << 20;
+  without.in_call_rest = fit_through({65536, 1 << 20}, {90e3, 150e3});
+  without.in_call_rest_warm = fit_through({65536}, {10e3});
+  without.in_call_rest_bcast = fit_through({65536, 1 << 20}, {80e3, 90e3});
+  const std::string old_text = machine_json(without);
+  CHECK(old_text.find("in_call_rest_bcast_root") == std::string::npos);
+  const Machine old_back = must(parse_machine(old_text, "m.json"));
+  CHECK_FALSE(old_back.in_call_rest_bcast_root_measured());
+  CHECK(old_back.rest_bcast_root(1 << 20, false) == 0);
+  CHECK(old_back.rest_bcast_root(65536, true) == 0);
+  Machine with = without;
+  with.in_call_rest_bcast_root = fit_through({65536, 1 << 20}, {30e3, 120e3});
+  const Machine cold_only = guard_line_read_back(with, without, "in_call_rest_bcast_root");
+  REQUIRE(cold_only.in_call_rest_bcast_root_measured());
+  CHECK(cold_only.rest_bcast_root(1 << 20, false) == Approx(120e3));
+  CHECK(cold_only.rest_bcast_root(65536, true) == Approx(30e3));  // no warm line: the cold one
+  CHECK(cold_only.rest_bcast(1 << 20, false) == Approx(90e3));     // the receivers' unchanged
+  with.in_call_rest_bcast_root_warm = fit_through({65536, 262144}, {5e3, 8e3});
+  const Machine back = guard_line_read_back(with, cold_only, "in_call_rest_bcast_root_warm");
+  CHECK(back.rest_bcast_root(65536, true) == Approx(5e3));
+  CHECK(back.rest_bcast_root(65536, false) == Approx(30e3));
+}
+
 TEST_CASE("machine file: what tnbc's own transfer takes from a computation is optional; written, read back") {
   const Machine without = sample();
   const std::string old_text = machine_json(without);

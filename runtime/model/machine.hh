@@ -278,11 +278,11 @@ struct Machine {
                                          : rest(bytes, warm);
   }
   // The same for a broadcast's root, by the bytes it sends: beyond its copy alone
-  // (memcpy_in_call_alone), the sends it starts and the hand-over. Table 1's roots on 2 emulated
-  // nodes spent 0.10 ms more than those at 4 MiB and 0.24-0.32 ms more at 16 MiB: their copy runs
-  // while the other node's kernel receives the edges on the same memory, and their call was not
-  // measured (docs/benchmarks.md, "Session 36"). Optional (since session 36); not measured (older
-  // files, ranks sharing a node): none charged, as before.
+  // (memcpy_in_call_alone), the sends it starts and the hand-over. Before session 36 the root's
+  // call was not measured, and Table 1's roots on 2 emulated nodes spent 0.10 ms (4 MiB) and
+  // 0.24-0.32 ms (16 MiB) above those parts; calibrate measures 42-46 us of it at 4 MiB
+  // (docs/benchmarks.md, "Session 36"). Optional (since session 36); not measured (older files,
+  // ranks sharing a node): none charged, as before.
   Line in_call_rest_bcast_root, in_call_rest_bcast_root_warm;
   bool in_call_rest_bcast_root_measured() const { return in_call_rest_bcast_root.measured(); }
   double rest_bcast_root(double bytes, bool warm) const {

@@ -3,10 +3,10 @@
 // would run it — set-up, send staging, the guard's hold, the first poll, the edge pieces, the
 // hand-over —, each call after emptying the caches as the machine file's other in-call costs are
 // measured. What the model's priced parts (its copies, hold, posts, wait and hand-over:
-// runtime/model/estimate.cc) do not account for is the machine's `in_call_rest` and
-// `in_call_rest_bcast`, `in_call_rest_bcast_root` (runtime/model/machine.hh): tnbc's own bookkeeping on cold caches (the
-// schedule, the regions, the guard table, the first poll's MPI calls), which no LogGP parameter
-// or copy line measures.
+// runtime/model/estimate.cc) do not account for is the machine's `in_call_rest`,
+// `in_call_rest_bcast` and `in_call_rest_bcast_root` (runtime/model/machine.hh): tnbc's own
+// bookkeeping on cold caches (the schedule, the regions, the guard table, the first poll's MPI
+// calls), which no LogGP parameter or copy line measures.
 //
 //   per size (64 KiB, 256 KiB, 1 MiB, 4 MiB per peer, up to --max-bytes), 1 + 7 calls:
 //     empty the caches; a barrier; time MPI_Alltoall through the engine (mode nbc, every size

@@ -431,17 +431,20 @@ ReceiverCall receiver_call(const Machine& m, const Topology& t, const Coll& c, c
   return r;
 }
 
+// The broadcast's root starts every piece's send in its call (else the two edges' only) where its
+// progress thread has no CPU of its own or no send window (runtime/policy.cc, caller_starts_sends).
+bool root_starts_all_sends(const Topology& t, const Execution& x) { return t.spare_cpu() <= 0 || x.window < 1; }
+
 // The root's early-returning call: its copy of the message (Machine::in_call_copy_alone, where
-// the guard cannot hold its pages: Execution::eager_copy), the sends it starts in the call — the
-// two edges', and every piece's where its progress thread has no CPU of its own or no send window
-// (runtime/policy.cc, caller_starts_sends), to each of its children: measured, 1 MiB on 2 nodes,
-// ~0.1 ms of MPI_Isend calls the model had not priced (docs/benchmarks.md, "Session 20") —, the
-// hand-over and the rest calibrate measured of the root's own call (Machine::rest_bcast_root).
+// the guard cannot hold its pages: Execution::eager_copy), the sends it starts in the call
+// (root_starts_all_sends), to each of its children: measured, 1 MiB on 2 nodes, ~0.1 ms of
+// MPI_Isend calls the model had not priced (docs/benchmarks.md, "Session 20") —, the hand-over
+// and the rest calibrate measured of the root's own call (Machine::rest_bcast_root).
 double root_call_ns(const Machine& m, const Topology& t, const Coll& c, const Execution& x,
                     const std::vector<double>& sizes) {
   const double S = c.bytes, page = static_cast<double>(c.page);
   const Level& top = bcast_level(m, t);
-  const bool all_sends = t.spare_cpu() <= 0 || x.window < 1;
+  const bool all_sends = root_starts_all_sends(t, x);
   double posts = 0;
   for (std::size_t i = 0; i < sizes.size(); ++i)
     if (all_sends || i < 2) posts += top.post(sizes[i], page);  // bcast_pieces: the two edges first
@@ -465,8 +468,7 @@ Timeline bcast_timeline(const Machine& m, const Topology& t, const Coll& c, cons
   // once 0.8-2.1 ms after the measured one, about the copy publication it does not do.
   const GuardCost inner = m.guard_measured[1] ? m.guard[1] : g;
   double root_call = 0, leaf_call = 0, leaf_work = 0;
-  // The root starts every piece's send in its call where it has no send window or no spare CPU.
-  const bool all_sends = t.spare_cpu() <= 0 || x.window < 1;
+  const bool all_sends = root_starts_all_sends(t, x);
   if (early) {
     root_call = root_call_ns(m, t, c, x, sizes);  // (each early return ends with the hand-over: Machine::handover_ns)
     const ReceiverCall leaf = receiver_call(m, t, c, x, sizes.size());

@@ -266,7 +266,7 @@ static double median_time(int reps, int is_curc, const struct overlap_collective
 }
 
 static void calibrate(const overlap_params* p, const struct overlap_collective* c, const int* order, calibration* k) {
-  c->prepare(c->ctx, 0);
+  c->prepare(c->ctx, 0, VAR_BLOCKING);
   for (int w = 0; w < 2; w++) {
     PMPI_Barrier(MPI_COMM_WORLD);
     c->run(c->ctx, VAR_BLOCKING, NULL);
@@ -397,11 +397,16 @@ static int measure(const overlap_params* p, const struct overlap_collective* c, 
   int bad = 0;
   for (int it = 0; it < n; it++) {
     ++*seed;
-    c->prepare(c->ctx, *seed);
     uint64_t sums[VAR_COUNT];
     for (int r = 0; r < VAR_COUNT; r++) {   /* rotated, so no variant always runs first */
       const int v = (it + r) % VAR_COUNT;
       double f[F_COUNT];
+      /* Each variant's data written just before it, as a program's before its call. Written once
+       * per iteration, the variant that ran first found it in the caches and the others found the
+       * caches full of the previous variant's transfer: tnbc's 4 MiB Alltoall spent 0.78 ms in
+       * its call when first, 0.95-0.96 after another (np 2 on 2 emulated nodes), and 0.81 in every
+       * position written before each (docs/benchmarks.md, "Session 37"). */
+      c->prepare(c->ctx, *seed, v);
       run_variant(c, v, curc_units, crc_units, order, f, &sums[v]);
       for (int q = 0; q < F_COUNT; q++) series(x, n, v, q)[it] = f[q];
     }
@@ -419,7 +424,7 @@ static void refine(const calibration* k, const struct overlap_collective* c, con
   enum { TRIALS = 3 };
   double x[F_COUNT][TRIALS];
   for (int it = 0; it < TRIALS; it++) {
-    c->prepare(c->ctx, ++*seed);
+    c->prepare(c->ctx, ++*seed, VAR_BLOCKING);
     double f[F_COUNT];
     uint64_t sum;
     run_variant(c, VAR_BLOCKING, pl->curc_units, pl->crc_units, order, f, &sum);

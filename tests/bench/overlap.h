@@ -47,8 +47,9 @@ struct overlap_collective {
   int nblocks;             /* sub-messages, read one after another */
   size_t block_bytes;      /* dcomm / nblocks, a multiple of 64 */
   void* ctx;
-  /* Fills the data to send with values that depend on `seed` (all variants send the same). */
-  void (*prepare)(void* ctx, long seed);
+  /* Fills what variant v sends with values that depend on `seed` (all variants send the same).
+   * Called before each variant's run, as a program writes what it sends just before its call. */
+  void (*prepare)(void* ctx, long seed, int variant);
   /* Runs variant v into its own receive buffer. VAR_MPI3 starts it and sets *req. */
   void (*run)(void* ctx, int variant, MPI_Request* req);
   const unsigned char* (*buffer)(void* ctx, int variant);

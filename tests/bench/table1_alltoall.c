@@ -23,7 +23,8 @@ typedef struct alltoall {
   unsigned char* recv[VAR_COUNT];
 } alltoall;
 
-static void prepare(void* ctx, long seed) {
+static void prepare(void* ctx, long seed, int variant) {  /* the variants share the send buffer */
+  (void)variant;
   alltoall* a = ctx;
   const size_t words = a->per / 8;
   for (int d = 0; d < a->np; d++)

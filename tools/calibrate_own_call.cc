@@ -33,6 +33,19 @@ constexpr std::uint64_t kOwnCallMinBytes = 4096;    // TNBC_MIN_BYTES for the en
 constexpr int kRoot = 0;                            // the broadcasts' root
 constexpr int kTakenReps = 3;                       // computations alone and after a call, per size and pass (medians)
 constexpr double kTakenComputeShare = 1.5;          // the computation's length, of the call's whole time alone
+// Before each warm call, a computation on registers this long (the caches keep the previous call's
+// data): a program computes between its calls, and the progress thread sleeps meanwhile.
+constexpr long long kWarmComputeNs = 3'000'000;
+
+// Computes on registers for `ns` (a dependent floating-point chain; touches no memory).
+void compute_for(long long ns) {
+  const long long until = futex::now_ns() + ns;
+  double x = 1.0;
+  while (futex::now_ns() < until)
+    for (int i = 0; i < 1000; ++i) x = x * 1.0000001 + 1e-9;
+  [[maybe_unused]] static volatile double sink;
+  sink = x;
+}
 
 // The machine as the model prices a call once the rests are in, without them: at the warm
 // figures where the call's data fits in the cache (`warm`: Machine::warm holds there), else cold.
@@ -160,12 +173,19 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
   };
   // This rank's median per size, ns: after emptying the caches, as the machine's other in-call
   // costs are measured; then, at the sizes whose calls the model prices warm (Machine::fits_cache: what
-  // a rank sends and receives fits in the cache), with the caches as the previous call left them.
+  // a rank sends and receives fits in the cache), with the caches as the previous call left them,
+  // after kWarmComputeNs of computation. Called back to back, the progress thread had run the
+  // previous call's transfer just before, and the call's wake-up of it never took the caller's
+  // CPU (no involuntary switch in any call, np 2 on 2 emulated nodes), where in a program's calls,
+  // and after the computation, it takes it in every call: the 64 KiB Alltoall took 41 us back
+  // to back, 50-52 after the computation, a broadcast's 256 KiB receiver 30 against 81-86
+  // (docs/benchmarks.md, "Session 37"). Emptying the caches takes long enough for that.
   // A broadcast's root and its receivers are measured apart (their calls do different work).
   auto median_call = [&](Kind kind, std::size_t b, bool cold) {
     std::vector<double> t;
     for (int r = 0; r <= kOwnCallReps; ++r) {
       if (cold) empty_caches();
+      else compute_for(kWarmComputeNs);
       PMPI_Barrier(world);
       const long long t0 = futex::now_ns();
       start_call(kind, b);

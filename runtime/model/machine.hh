@@ -262,7 +262,9 @@ struct Machine {
   Line in_call_rest;
   bool in_call_rest_measured() const { return in_call_rest.measured(); }
   // The same where the call's data is in the cache (warm): measured with the caches left as the
-  // previous call left them, at the sizes below warm_below_bytes. Optional (since session 24).
+  // previous call left them, at the sizes below warm_below_bytes, each call after a computation
+  // (since session 37: back to back, the call's wake-up of the progress thread never preempted
+  // the caller, as it does in a program's calls). Optional (since session 24).
   Line in_call_rest_warm;
   double rest(double bytes, bool warm) const { return at_warm_or_cold(in_call_rest, in_call_rest_warm, bytes, warm); }
   // The same for a broadcast's receiving ranks (every rank but the root), by the bytes received:

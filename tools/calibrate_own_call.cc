@@ -179,7 +179,8 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
   // CPU (no involuntary switch in any call, np 2 on 2 emulated nodes), where in a program's calls,
   // and after the computation, it takes it in every call: the 64 KiB Alltoall took 41 us back
   // to back, 50-52 after the computation, a broadcast's 256 KiB receiver 30 against 81-86
-  // (docs/benchmarks.md, "Session 37"). Emptying the caches takes long enough for that.
+  // (docs/benchmarks.md, "Session 37"). The cold calls, after milliseconds of emptying the caches,
+  // were preempted in every call already.
   // A broadcast's root and its receivers are measured apart (their calls do different work).
   auto median_call = [&](Kind kind, std::size_t b, bool cold) {
     std::vector<double> t;

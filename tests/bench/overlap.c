@@ -402,10 +402,9 @@ static int measure(const overlap_params* p, const struct overlap_collective* c, 
       const int v = (it + r) % VAR_COUNT;
       double f[F_COUNT];
       /* Each variant's data written just before it, as a program's before its call. Written once
-       * per iteration, the variant that ran first found it in the caches and the others found the
-       * caches full of the previous variant's transfer: tnbc's 4 MiB Alltoall spent 0.78 ms in
-       * its call when first, 0.95-0.96 after another (np 2 on 2 emulated nodes), and 0.81 in every
-       * position written before each (docs/benchmarks.md, "Session 37"). */
+       * per iteration, tnbc's 4 MiB Alltoall spent 0.78 ms in its call where it ran first and
+       * 0.95-0.96 where it ran after another variant (np 2 on 2 emulated nodes); written before
+       * each, 0.81 in every position (docs/benchmarks.md, "Session 37"). */
       c->prepare(c->ctx, *seed, v);
       run_variant(c, v, curc_units, crc_units, order, f, &sums[v]);
       for (int q = 0; q < F_COUNT; q++) series(x, n, v, q)[it] = f[q];

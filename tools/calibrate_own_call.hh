@@ -14,7 +14,9 @@
 //     into the pieces a program's are with the file written, before it the start-up probe's);
 //     complete it (Engine::complete_all)
 //   then the sizes whose calls fit in the cache (Machine::fits_cache) once more without
-//   emptying the caches (`in_call_rest_warm`, since session 24); then the same for MPI_Bcast
+//   emptying the caches (`in_call_rest_warm`, since session 24), each call after 3 ms of
+//   computation on registers (since session 37: called back to back, the progress thread it
+//   wakes never took the caller's CPU, as it does in a program's calls); then the same for MPI_Bcast
 //   from rank 0, its receivers' calls timed (`in_call_rest_bcast`, `in_call_rest_bcast_warm`,
 //   since session 32: a receiver's call does less than an exchange's) and its root's apart
 //   (`in_call_rest_bcast_root`, `in_call_rest_bcast_root_warm`, since session 36: the root

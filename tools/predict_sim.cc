@@ -576,9 +576,10 @@ void rank_main(int r, std::vector<SimSite> sites) {
         // Copies into touched pages at the machine's in-call line (Machine::in_call_copy). Besides,
         // tnbc's bookkeeping (Machine::in_call_rest, by the bytes received; a broadcast's
         // receivers' and root's their own, Machine::rest_bcast, rest_bcast_root), and at the end
-        // the hand-over to the progress thread (Machine::handover_ns); the hold, the bookkeeping and the hand-over at their warm
-        // figures where what the call sends and receives fits in the cache (Machine::warm), as the
-        // model prices them. A broadcast's root copies alone (Machine::in_call_copy_alone).
+        // the hand-over to the progress thread (Machine::handover_ns); the hold, the bookkeeping
+        // and the hand-over at their warm figures where what the call sends and receives fits in
+        // the cache (Machine::warm), as the model prices them. A broadcast's root copies alone
+        // (Machine::in_call_copy_alone).
         const model::Line& in_call = is_bcast(site.kind) ? m.in_call_copy_alone() : m.in_call_copy();
         const model::Line& cold = m.memcpy_cold_measured() ? m.memcpy_cold : in_call;
         const double cold_share = site.calls > 0 ? std::min(1.0, site.cold_calls / site.calls) : 0.0;

@@ -27,6 +27,9 @@
 //   machine just measured (the calibrating run's placement), priced warm or cold as the call ran,
 //   >= 0: the points of the lines
 //
+// Where ranks share a node (since session 38), the warm calls only: with the caches emptied the
+// call's polls move the peers' data there, which the model prices in the transfer after the call.
+//
 // Then, where each rank has a node of one CPU to itself (Machine::cpus_per_node 1: its progress
 // thread moves the data on the CPU the program computes on), what tnbc's own transfer takes from a
 // computation (`cpu_taken`, `cpu_taken_bcast`, since session 33):
@@ -50,7 +53,8 @@
 namespace tnbc::tools {
 
 // Collective over `world`. Sets m.in_call_rest (and m.in_call_rest_bcast, _root) where the ranks are one
-// per node and tnbc's engine returned early at every call of the kind, and m.cpu_taken (and
+// per node and tnbc's engine returned early at every call of the kind (their _warm lines wherever
+// a size fits in the cache), and m.cpu_taken (and
 // m.cpu_taken_bcast) where besides a node has one CPU (else leaves them unmeasured and says why on
 // `progress`, rank 0's, may be null).
 // `empty_caches` reads through calibrate's eviction scratch.

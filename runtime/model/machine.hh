@@ -272,19 +272,22 @@ struct Machine {
   // than an exchange's (no own block, no staging, one message's regions), and the exchange's rest
   // priced it high: Table 1's 1 MiB broadcast on 2 emulated nodes spent 0.18-0.21 ms in the
   // receiver's call where the exchange's rest priced 0.27 (docs/benchmarks.md, "Session 32").
-  // Optional (since session 32); not measured (older files, ranks sharing a node): rest() prices it.
+  // Optional (since session 32); not measured (older files; ranks sharing a node, where calibrate
+  // measures the warm line only since session 38): rest() prices it.
   Line in_call_rest_bcast, in_call_rest_bcast_warm;
   bool in_call_rest_bcast_measured() const { return in_call_rest_bcast.measured(); }
+  // Where ranks share a node calibrate measures the warm line only (tools/calibrate_own_call.hh).
   double rest_bcast(double bytes, bool warm) const {
-    return in_call_rest_bcast_measured() ? at_warm_or_cold(in_call_rest_bcast, in_call_rest_bcast_warm, bytes, warm)
-                                         : rest(bytes, warm);
+    if (warm && !in_call_rest_bcast_warm.points.empty()) return in_call_rest_bcast_warm.at(bytes);
+    return in_call_rest_bcast_measured() ? in_call_rest_bcast.at(bytes) : rest(bytes, warm);
   }
   // The same for a broadcast's root, by the bytes it sends: beyond its copy alone
   // (memcpy_in_call_alone), the sends it starts and the hand-over. Before session 36 the root's
   // call was not measured, and Table 1's roots on 2 emulated nodes spent 0.10 ms (4 MiB) and
   // 0.24-0.32 ms (16 MiB) above those parts; calibrate measures 42-46 us of it at 4 MiB
-  // (docs/benchmarks.md, "Session 36"). Optional (since session 36); not measured (older files,
-  // ranks sharing a node): none charged, as before.
+  // (docs/benchmarks.md, "Session 36"). Optional (since session 36); not measured (older files;
+  // ranks sharing a node, where calibrate measures the warm line only since session 38): none
+  // charged, as before.
   Line in_call_rest_bcast_root, in_call_rest_bcast_root_warm;
   bool in_call_rest_bcast_root_measured() const { return in_call_rest_bcast_root.measured(); }
   double rest_bcast_root(double bytes, bool warm) const {
@@ -297,10 +300,10 @@ struct Machine {
   // tnbc's copies stream past the cache (runtime/bulk_copy.hh). Measured cold, Table 1's 64 KiB
   // calls cost 2-3x less in the call than priced (docs/benchmarks.md, "Session 24"). Only where
   // tnbc's own call was measured warm too (in_call_rest_warm): the warm figures replace the cold
-  // ones as a set, and where the rest cannot be measured (ranks sharing a node) the cold hold and
-  // hand-over are what the model was validated with (shared memory np 2: Tinit's median error 54 %
-  // with them, 63 % with the warm ones and no rest). Optional in the file (calibrate writes it
-  // since session 24); 0: every call priced cold.
+  // ones as a set (shared memory np 2 in session 24, with the warm ones and no rest: Tinit's median
+  // error 63 %, 54 % with the cold ones). Where ranks share a node calibrate measures that call
+  // warm only (since session 38; before it, none there: every call priced cold). Optional in the
+  // file (calibrate writes it since session 24); 0: every call priced cold.
   double warm_below_bytes = 0;
   bool fits_cache(double touched) const { return warm_below_bytes > 0 && touched < warm_below_bytes; }
   // The warm figures price some calls at all (what tnbc report says of the machine).

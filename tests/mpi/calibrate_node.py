@@ -10,7 +10,9 @@ least four of the largest copy) with one cursor for every size; the more ranks s
 smaller the arena. Until session 25 a cursor a smaller copy left near the arena's end started
 the next size's larger copy there: every calibration at np 4 on one node died of SIGSEGV (since
 session 22), and the harness's contended cells fell back to the start-up probe. The file must be
-written, with the in-call copy measured at every size up to 4 MiB.
+written, with the in-call copy measured at every size up to 4 MiB; tnbc's own early return
+measured with the caches warm only (since session 38), at 64 KiB where that exchange fits in the
+cache.
 """
 import json
 import os
@@ -40,7 +42,19 @@ def main():
     points = [x for x, _ in line.get("points", [])] if line else []
     if points[:len(SIZES)] != SIZES:  # (16 and 64 MiB follow where the node's last-level cache is large)
         fail(f"the in-call copy's points are at {points}, expected {SIZES} first", open(machine).read())
-    print(f"PASS: np {NP} on one node calibrated; in-call copy measured at {points}")
+    # tnbc's own call where ranks share a node: measured warm only (tools/calibrate_own_call.hh), at
+    # the sizes whose exchange fits in the cache (what a rank sends and receives: 2 x NP x 64 KiB).
+    guard = m.get("guard", {})
+    if "in_call_rest" in guard or "in_call_rest_bcast" in guard or "in_call_rest_bcast_root" in guard:
+        fail("tnbc's own call measured with the caches emptied where ranks share a node", open(machine).read())
+    warm = guard.get("in_call_rest_warm", {}).get("points", [])
+    if guard.get("warm_below_bytes", 0) > 2 * NP * 65536 and [x for x, _ in warm] != [65536 * (NP - 1)]:  # by bytes received
+        fail(f"guard.in_call_rest_warm at {[x for x, _ in warm]}: expected measured at 64 KiB (tnbc's own early return, "
+             "caches warm)", out)
+    for key in ("in_call_rest_bcast_warm", "in_call_rest_bcast_root_warm"):
+        if guard.get("warm_below_bytes", 0) > 65536 and not guard.get(key, {}).get("points"):
+            fail(f"guard.{key}: expected measured at 64 KiB (tnbc's own broadcast, caches warm)", out)
+    print(f"PASS: np {NP} on one node calibrated; in-call copy measured at {points}; tnbc's own call warm: {warm}")
 
 
 if __name__ == "__main__":

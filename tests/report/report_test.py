@@ -166,7 +166,7 @@ def check_figures(tool, work):
     again, _ = report(tool, path)
     if again != out:
         fail("tnbc report of the optimize run's JSON differs from the report of the directory", again)
-    # Without a warm own call (ranks sharing a node, older files) the model prices every call cold
+    # Without a warm own call (files before session 24; ranks sharing a node before session 38) the model prices every call cold
     # (Machine::warm): the section says so and shows no warm figure.
     cold = os.path.join(work, "optimize-cold")
     synthetic.write_optimize_run(cold)
@@ -188,6 +188,28 @@ def check_figures(tool, work):
     ])
     if "caches warm:" in out:
         fail("a machine without a warm own call should show no warm figure", out)
+    # Ranks sharing a node (since session 38): the own call measured warm only, no cold rests; the
+    # warm ones are shown as such.
+    shared = os.path.join(work, "optimize-shared")
+    synthetic.write_optimize_run(shared)
+    for name in os.listdir(shared):
+        if name.startswith("tnbc-summary."):
+            with open(os.path.join(shared, name)) as f:
+                s = json.load(f)
+            for key in ("in_call_rest", "in_call_rest_bcast", "in_call_rest_bcast_root"):
+                del s["model"]["machine"]["guard"][key]
+            synthetic.write_json(os.path.join(shared, name), s)
+    out, _ = report(tool, shared)
+    expect_lines(out, [
+        "  a call touching less than 1 MiB (what a rank sends and receives; a broadcast's message) is priced with the"
+        " caches warm",
+        "  tnbc's own MPI_Alltoall, returned early, spends 12.0 us at 64 KiB received in the call beyond the parts"
+        " priced (caches warm; not measured with them emptied)",
+        "  tnbc's own MPI_Bcast (its root), returned early, spends 5.0 us at 64 KiB sent in the call beyond the parts"
+        " priced (caches warm; not measured with them emptied)",
+    ])
+    if "MPI_Bcast (a receiver)" in out:
+        fail("a broadcast receiver's rest measured neither cold nor warm should not be shown", out)
     print("figures: OK")
 
 

@@ -339,6 +339,27 @@ TEST_CASE("machine file: a broadcast receiver's rest is optional; written, read 
   CHECK(back.rest_bcast(65536, false) == Approx(80e3));
 }
 
+TEST_CASE("machine file: where ranks share a node, the rests measured warm only price the warm calls; the cold ones none") {
+  Machine without = sample();
+  without.warm_below_bytes = 1 << 20;
+  Machine with = without;  // calibrate on shared memory: warm lines, no cold ones
+  with.in_call_rest_warm = fit_through({65536}, {9e3});
+  with.in_call_rest_bcast_warm = fit_through({65536}, {4e3});
+  with.in_call_rest_bcast_root_warm = fit_through({65536}, {6e3});
+  const Machine back = must(parse_machine(machine_json(with), "m.json"));
+  REQUIRE_FALSE(back.in_call_rest_measured());
+  REQUIRE_FALSE(back.in_call_rest_bcast_measured());
+  REQUIRE_FALSE(back.in_call_rest_bcast_root_measured());
+  REQUIRE(back.prices_warm());
+  CHECK(back.warm(4 * 65536));
+  CHECK(back.rest(65536, true) == Approx(9e3));
+  CHECK(back.rest_bcast(65536, true) == Approx(4e3));  // its own warm line, not the exchange's
+  CHECK(back.rest_bcast_root(65536, true) == Approx(6e3));
+  CHECK(back.rest(4 << 20, false) == 0);  // the cold calls: no rest charged, as before
+  CHECK(back.rest_bcast(4 << 20, false) == 0);
+  CHECK(back.rest_bcast_root(4 << 20, false) == 0);
+}
+
 TEST_CASE("machine file: a broadcast root's rest is optional; written, read back; without it the root is charged none") {
   Machine without = sample();
   without.warm_below_bytes = 1 << 20;

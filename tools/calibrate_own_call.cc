@@ -119,8 +119,9 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
   // the peers' data (Open MPI's single-copy CMA), which the model prices in the transfer after
   // the call: measured there with the caches emptied, the rest (0.15-0.68 ms at 64 KiB-4 MiB on
   // this VM) priced those twice and put the total 44 % off where it was 26 % (docs/benchmarks.md,
-  // "Session 23"). There only the warm calls are measured (since session 38: a few microseconds of
-  // such copies at the sizes that fit in the cache), so that those calls are priced warm too.
+  // "Session 23"). There only the warm calls are measured (since session 38), so that the calls that
+  // fit in the cache are priced warm there too: shared memory's 64 KiB calls -14..+2 % against
+  // +48..+116 % priced cold (docs/benchmarks.md, "Session 38").
   const bool shared = m.nodes < 2 || m.ranks_per_node != 1;
   if (shared && progress)
     std::fprintf(progress, "tnbc's own call: measured warm only (ranks share a node: with the caches emptied, their "

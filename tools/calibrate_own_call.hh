@@ -53,8 +53,8 @@
 namespace tnbc::tools {
 
 // Collective over `world`. Sets m.in_call_rest (and m.in_call_rest_bcast, _root) where the ranks are one
-// per node and tnbc's engine returned early at every call of the kind (their _warm lines wherever
-// a size fits in the cache), and m.cpu_taken (and
+// per node and tnbc's engine returned early at every call of the kind, their _warm lines wherever a
+// size fits in the cache (where ranks share a node, the _warm lines only), and m.cpu_taken (and
 // m.cpu_taken_bcast) where besides a node has one CPU (else leaves them unmeasured and says why on
 // `progress`, rank 0's, may be null).
 // `empty_caches` reads through calibrate's eviction scratch.

@@ -166,8 +166,8 @@ def check_figures(tool, work):
     again, _ = report(tool, path)
     if again != out:
         fail("tnbc report of the optimize run's JSON differs from the report of the directory", again)
-    # Without a warm own call (files before session 24; ranks sharing a node before session 38) the model prices every call cold
-    # (Machine::warm): the section says so and shows no warm figure.
+    # Without a warm own call (files before session 24; ranks sharing a node before session 38) the
+    # model prices every call cold (Machine::warm): the section says so and shows no warm figure.
     cold = os.path.join(work, "optimize-cold")
     synthetic.write_optimize_run(cold)
     for name in os.listdir(cold):

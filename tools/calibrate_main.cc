@@ -67,11 +67,21 @@ int main(int argc, char** argv) {
   }
   o.poll_ns = cfg.settings.poll_min_us * 1000;
   o.poll_max_ns = cfg.settings.poll_max_us * 1000;
-  MPI_Init(&argc, &argv);
+  // tnbc's own calls (the last measurement) run its engine, whose progress thread calls MPI beside
+  // the calling thread, as in a program under tnbc (shim/init.cc asks for the same level): without
+  // it MPICH over UCX aborted in the first such call (ucp_worker_progress: `worker->inprogress++ == 0`).
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   std::FILE* progress = rank == 0 && !quiet ? stderr : nullptr;
   o.last = [&](tnbc::model::Machine& mach, const std::function<void()>& empty_caches) {
+    if (provided < MPI_THREAD_MULTIPLE) {
+      if (progress)
+        std::fprintf(progress, "tnbc's own call: not measured (the MPI library does not provide MPI_THREAD_MULTIPLE, "
+                               "which tnbc's progress thread needs)\n");
+      return;
+    }
     tnbc::tools::measure_own_call(MPI_COMM_WORLD, mach, o.max_bytes, empty_caches, progress);
   };
   auto m = tnbc::model::calibrate(MPI_COMM_WORLD, o, progress);

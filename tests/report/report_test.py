@@ -168,14 +168,7 @@ def check_figures(tool, work):
         fail("tnbc report of the optimize run's JSON differs from the report of the directory", again)
     # Without a warm own call (files before session 24; ranks sharing a node before session 38) the
     # model prices every call cold (Machine::warm): the section says so and shows no warm figure.
-    cold = os.path.join(work, "optimize-cold")
-    synthetic.write_optimize_run(cold)
-    for name in os.listdir(cold):
-        if name.startswith("tnbc-summary."):
-            with open(os.path.join(cold, name)) as f:
-                s = json.load(f)
-            del s["model"]["machine"]["guard"]["in_call_rest_warm"]
-            synthetic.write_json(os.path.join(cold, name), s)
+    cold = optimize_run_without(work, "optimize-cold", ["in_call_rest_warm"])
     out, _ = report(tool, cold)
     expect_lines(out, [
         "  every call is priced with the caches emptied (tnbc's own call was not measured with the caches warm)",
@@ -190,15 +183,8 @@ def check_figures(tool, work):
         fail("a machine without a warm own call should show no warm figure", out)
     # Ranks sharing a node (since session 38): the own call measured warm only, no cold rests; the
     # warm ones are shown as such.
-    shared = os.path.join(work, "optimize-shared")
-    synthetic.write_optimize_run(shared)
-    for name in os.listdir(shared):
-        if name.startswith("tnbc-summary."):
-            with open(os.path.join(shared, name)) as f:
-                s = json.load(f)
-            for key in ("in_call_rest", "in_call_rest_bcast", "in_call_rest_bcast_root"):
-                del s["model"]["machine"]["guard"][key]
-            synthetic.write_json(os.path.join(shared, name), s)
+    shared = optimize_run_without(work, "optimize-shared",
+                                  ["in_call_rest", "in_call_rest_bcast", "in_call_rest_bcast_root"])
     out, _ = report(tool, shared)
     expect_lines(out, [
         "  a call touching less than 1 MiB (what a rank sends and receives; a broadcast's message) is priced with the"
@@ -211,6 +197,20 @@ def check_figures(tool, work):
     if "MPI_Bcast (a receiver)" in out:
         fail("a broadcast receiver's rest measured neither cold nor warm should not be shown", out)
     print("figures: OK")
+
+
+def optimize_run_without(work, name, keys):
+    """The synthetic optimize run in WORK/NAME, its summaries' machine without the guard members KEYS."""
+    run = os.path.join(work, name)
+    synthetic.write_optimize_run(run)
+    for summary in os.listdir(run):
+        if summary.startswith("tnbc-summary."):
+            with open(os.path.join(run, summary)) as f:
+                s = json.load(f)
+            for key in keys:
+                del s["model"]["machine"]["guard"][key]
+            synthetic.write_json(os.path.join(run, summary), s)
+    return run
 
 
 def approx(a, b):

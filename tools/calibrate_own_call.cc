@@ -281,16 +281,16 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
   const model::Machine cold = priced_without_rests(m, false), warm = priced_without_rests(m, true);
   for (std::size_t j = 0; j < kinds.size(); ++j) {
     const Entries& e = kinds[j];
-    const KindCounters k = stats.kind(e.kind);
-    // Every rank's calls returned early, or the figures are not an early return's.
-    int all_early = k.early_return == k.calls && k.calls > 0 ? 1 : 0;
-    MPI_Allreduce(MPI_IN_PLACE, &all_early, 1, MPI_INT, MPI_MIN, world);
     const char* name = e.kind == Kind::Bcast ? "MPI_Bcast" : "MPI_Alltoall";
-    if (e.at.empty()) {
+    if (e.at.empty()) {  // the same on every rank
       if (progress)
         std::fprintf(progress, "tnbc's own %s: not measured (ranks share a node, and no size fits in the cache)\n", name);
       continue;
     }
+    const KindCounters k = stats.kind(e.kind);
+    // Every rank's calls returned early, or the figures are not an early return's.
+    int all_early = k.early_return == k.calls && k.calls > 0 ? 1 : 0;
+    MPI_Allreduce(MPI_IN_PLACE, &all_early, 1, MPI_INT, MPI_MIN, world);
     if (!all_early) {
       if (progress) std::fprintf(progress, "tnbc's own %s: not every call returned early here (not measured)\n", name);
       continue;

@@ -165,14 +165,15 @@ std::string model_section(const std::string& dir) {
                                         std::tuple{"in_call_rest_bcast", "MPI_Bcast (a receiver)", "received"},
                                         std::tuple{"in_call_rest_bcast_root", "MPI_Bcast (its root)", "sent"}}) {
       const Value* rest = object(guard, key);
+      const bool cold = rest && line_of(*rest).measured();
       const std::string warm_rest = warm_cost(object(guard, (std::string(key) + "_warm").c_str()));
-      if (rest && line_of(*rest).measured())
-        o << "  tnbc's own " << what << ", returned early, spends " << cost(*rest) << " " << by
-          << " in the call beyond the parts priced (caches emptied"
-          << (warm_rest.empty() ? "" : "; caches warm: " + warm_rest) << ")\n";
-      else if (!warm_rest.empty())  // ranks sharing a node: measured warm only (tools/calibrate_own_call.hh)
-        o << "  tnbc's own " << what << ", returned early, spends " << warm_rest << " " << by
-          << " in the call beyond the parts priced (caches warm; not measured with them emptied)\n";
+      if (!cold && warm_rest.empty()) continue;
+      // Ranks sharing a node: measured warm only (tools/calibrate_own_call.hh).
+      const std::string which = !cold             ? "caches warm; not measured with them emptied"
+                                : warm_rest.empty() ? "caches emptied"
+                                                    : "caches emptied; caches warm: " + warm_rest;
+      o << "  tnbc's own " << what << ", returned early, spends " << (cold ? cost(*rest) : warm_rest) << " " << by
+        << " in the call beyond the parts priced (" << which << ")\n";
     }
     if (const double handover = progress ? num(*progress, "handover_ns") : -1; handover > 0) {
       o << "  the hand-over to the progress thread at the end of a call " << us(handover);

@@ -276,10 +276,12 @@ struct Machine {
   // measures the warm line only since session 38): rest() prices it.
   Line in_call_rest_bcast, in_call_rest_bcast_warm;
   bool in_call_rest_bcast_measured() const { return in_call_rest_bcast.measured(); }
-  // Where ranks share a node calibrate measures the warm line only (tools/calibrate_own_call.hh).
+  // Its own lines where either was measured (where ranks share a node calibrate measures the warm
+  // line only: tools/calibrate_own_call.hh), else the exchange's.
   double rest_bcast(double bytes, bool warm) const {
-    if (warm && !in_call_rest_bcast_warm.points.empty()) return in_call_rest_bcast_warm.at(bytes);
-    return in_call_rest_bcast_measured() ? in_call_rest_bcast.at(bytes) : rest(bytes, warm);
+    return in_call_rest_bcast_measured() || !in_call_rest_bcast_warm.points.empty()
+               ? at_warm_or_cold(in_call_rest_bcast, in_call_rest_bcast_warm, bytes, warm)
+               : rest(bytes, warm);
   }
   // The same for a broadcast's root, by the bytes it sends: beyond its copy alone
   // (memcpy_in_call_alone), the sends it starts and the hand-over. Before session 36 the root's

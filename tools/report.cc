@@ -93,11 +93,12 @@ int parse_count(const std::string& text) {
 namespace report {
 
 // The other parts of the report, one line each (tools/report_sections.hh), in the order shown.
-std::vector<Section> extra_sections(const World& world, const std::map<int, const json::Value*>& summaries) {
+std::vector<Section> extra_sections(const World& world, const std::map<int, const json::Value*>& summaries,
+                                    FunctionRef<std::string(const std::string&)> locate) {
   std::vector<Section> sections;
   static_cast<void>(summaries);
   sections.push_back(node_section(world));
-  sections.push_back(text_section("model", "cost model", model_section(world.dir)));
+  sections.push_back(text_section("model", "cost model", model_section(world.dir, locate)));
   return sections;
 }
 

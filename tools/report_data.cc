@@ -590,10 +590,14 @@ World build_world(const std::string& dir, const std::vector<Summary>& sums, cons
   }
   for (std::size_t i = 0; i < w.sites.size(); ++i) w.sites[i].timeline = timeline_of(merged_timelines[i]);
   if (ideal.usable()) used_profile = profile_path;
+  // The profile's frames in the decisions, at their file:line as the call sites (after those:
+  // a module's note is said there).
+  const auto locate = [&](const std::string& where) { return opt.resolve ? sym.locate_frame(where, build_ids) : where; };
+  for (Decision& d : w.decisions) d.where = locate(d.where);
   // Other parts of the report (the cost model's, tools/report_sections.hh) read the summaries too.
   std::map<int, const Value*> by_rank;
   for (const Summary& s : sums) by_rank[s.rank] = &s.v;
-  w.sections = extra_sections(w, by_rank);
+  w.sections = extra_sections(w, by_rank, locate);
   std::erase_if(w.sections, [](const Section& s) { return s.text.empty() && s.html.empty() && s.data.empty(); });
   return w;
 }

@@ -93,7 +93,7 @@ std::string ranks_text(const std::set<int>& ranks, int size) {
 
 }  // namespace
 
-std::string model_section(const std::string& dir) {
+std::string model_section(const std::string& dir, FunctionRef<std::string(const std::string&)> locate) {
   const std::vector<Summary> sums = read_models(dir);
   if (sums.empty()) return {};
   const Value& m0 = sums[0].model;
@@ -224,7 +224,7 @@ std::string model_section(const std::string& dir) {
     const Entry& e = entries[key];
     const Value& x = e.first;
     const std::string decision = text(x, "decision");
-    o << "    " << text(x, "kind") << " at " << text(x, "where") << ": "
+    o << "    " << text(x, "kind") << " at " << locate(text(x, "where")) << ": "
       << (decision == "plain" ? "PLAIN MPI" : decision == "in_call" ? "COMPLETED IN THE CALL" : "returned early") << " ("
       << text(x, "basis") << ") " << ranks_text(e.ranks, size);
     if (num(x, "hidden_ns") >= 0) {

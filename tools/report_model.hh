@@ -6,10 +6,13 @@
 
 #include <string>
 
+#include "runtime/function_ref.hh"
+
 namespace tnbc::tools {
 
 // The section's text for the run in `dir` (its TNBC_OUTPUT_DIR, or a harness run directory
-// holding it in tnbc/); "" when no summary has a `model` block (an older run).
-std::string model_section(const std::string& dir);
+// holding it in tnbc/); "" when no summary has a `model` block (an older run). `locate` names a
+// site's frame at its file:line (tools/report_sections.hh).
+std::string model_section(const std::string& dir, FunctionRef<std::string(const std::string&)> locate);
 
 }  // namespace tnbc::tools

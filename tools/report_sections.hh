@@ -5,7 +5,7 @@
 // The list is extra_sections, in tools/report.cc: one line per section there. Issue 16's cost
 // model (tools/report_model.cc: predicted blocking and hidden time, cost and decision per site,
 // from the summaries' per-site `model` blocks) adds its own with
-//     sections.push_back(text_section("model", "cost model", model_section(world.dir)));
+//     sections.push_back(text_section("model", "cost model", model_section(world.dir, locate)));
 // A section with nothing in it (an older run without `model` blocks) is left out.
 #pragma once
 
@@ -13,14 +13,17 @@
 #include <string>
 #include <vector>
 
+#include "runtime/function_ref.hh"
 #include "tools/report_data.hh"
 #include "trace/json.hh"
 
 namespace tnbc::tools::report {
 
 // `summaries`: rank -> that rank's summary (docs/formats.md), valid during the call only.
-// Defined in tools/report.cc (the sections list).
-std::vector<Section> extra_sections(const World& world, const std::map<int, const json::Value*>& summaries);
+// `locate`: a frame as the runtime names it ("symbol (module+0xoffset)") at its file:line where
+// the report resolves sources (Symbolizer::locate_frame). Defined in tools/report.cc (the sections list).
+std::vector<Section> extra_sections(const World& world, const std::map<int, const json::Value*>& summaries,
+                                    FunctionRef<std::string(const std::string&)> locate);
 
 // A section that is text only: the HTML shows it preformatted (escaped), the JSON has no data.
 Section text_section(const std::string& key, const std::string& title, const std::string& text);

@@ -33,6 +33,14 @@ class Symbolizer {
   SourceLocation locate(const std::string& module, const std::string& build_id, unsigned long long offset,
                         std::string& note);
 
+  // A frame as the runtime names it in the profile and the summaries' decisions, "symbol
+  // (module+0xoffset)" (trace/profile.hh, ProfileSite::where; a leading label such as "plain
+  // program: " is kept), with its module+offset replaced by the call's file:line: "symbol
+  // (file:line)", or "symbol (file:line, in function)" where the call is in a function the
+  // compiler inlined there. `modules`: the run's module paths and build IDs (a summary's
+  // `modules`), the frame's module found by its base name. Unchanged where it cannot be found.
+  std::string locate_frame(const std::string& where, const std::map<std::string, std::string>& modules);
+
  private:
   struct Module;
   Module& module(const std::string& path, const std::string& build_id, std::string& note);

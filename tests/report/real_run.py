@@ -3,7 +3,7 @@
 
 usage: real_run.py [launcher options] --lib LIBTNBC --tool TNBC --prog report_prog --np N
 
-A trace pass, `tnbc merge`, then an nbc pass of report_prog at np N. Checks:
+A trace pass, `tnbc merge`, then an nbc pass of report_prog at np N (at np 2 also an optimize pass). Checks:
   - at MPI_Finalize rank 0 (only) printed the three lines (hidden %, Tinit %, the report command),
     and their percentages are the report's totals (one definition);
   - `tnbc report` names each call site by `report_prog.c:LINE`, the lines marked SITE in the source;
@@ -11,7 +11,8 @@ A trace pass, `tnbc merge`, then an nbc pass of report_prog at np N. Checks:
     each share within 0..100%, the calls the program made, bytes per call; each site that returned
     early has a timeline of observed calls whose first accesses are seen;
   - the ideal (Eq. 1, from the trace profile) is there for the site that computes first;
-  - the JSON report says the same, and the HTML page has one timeline per call site.
+  - the JSON report says the same, and the HTML page has one timeline per call site;
+  - at np 2, mode optimize: the cost model's decision per site names the site by the same file:line.
 """
 import json
 import os
@@ -37,6 +38,24 @@ def site_lines(source):
             if m:
                 lines[m.group(1)] = n
     return lines
+
+
+def optimized(a, work, profile, lines):
+    """Mode optimize on the profile: the cost model's decision per site names each site by its
+    report_prog.c:LINE, as the call sites do (not by module+offset)."""
+    opt = os.path.join(work, "optimize")
+    run(a, [ITER, PAGES], {"TNBC_MODE": "optimize", "TNBC_PROFILE": profile}, opt)
+    r = subprocess.run([a.tool, "report", opt], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    print(r.stdout)
+    if r.returncode != 0:
+        fail(f"tnbc report (optimize) exited with {r.returncode}", r.stdout)
+    decided = [l for l in r.stdout.splitlines()
+               if re.match(r"    \w+ at .*: (PLAIN MPI|COMPLETED IN THE CALL|returned early) \(", l)]
+    for name, line in lines.items():
+        if not any(f"report_prog.c:{line}" in l for l in decided):
+            fail(f"the cost model's decisions do not name the {name} site as report_prog.c:{line}", r.stdout)
+    if any("+0x" in l for l in decided):
+        fail("a decision names its site by module+offset", r.stdout)
 
 
 def main():
@@ -117,6 +136,8 @@ def main():
         drawn = html.count('<svg class="timeline"')
         if drawn != sites:
             fail(f"the page has {drawn} timelines for {sites} call sites")
+        if a.np == 2:
+            optimized(a, work, profile, lines)
         print(f"real run np {a.np}: OK")
     finally:
         shutil.rmtree(work, ignore_errors=True)

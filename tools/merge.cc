@@ -16,6 +16,7 @@
 #include "runtime/output_file.hh"
 #include "runtime/vocabulary.hh"
 #include "tools/model_view.hh"
+#include "tools/symbolize.hh"
 #include "trace/profile.hh"
 #include "trace/gain.hh"
 
@@ -448,7 +449,8 @@ std::string profile_json(const Profile& p) {
   return o.str();
 }
 
-std::string profile_summary(const Profile& p, const std::vector<std::string>& verdicts) {
+std::string profile_summary(const Profile& p, const std::vector<std::string>& verdicts,
+                            FunctionRef<std::string(const std::string&)> locate) {
   std::ostringstream o;
   std::uint64_t calls = 0;
   for (const auto& s : p.sites) calls += s.calls;
@@ -464,7 +466,7 @@ std::string profile_summary(const Profile& p, const std::vector<std::string>& ve
       const Frame& f = s.info.frames[k];
       char off[32];
       std::snprintf(off, sizeof off, "+0x%llx", static_cast<unsigned long long>(f.offset));
-      o << "  " << (k ? "from " : "at   ") << (f.symbol.empty() ? "?" : f.symbol) << " (" << f.module << off << ")\n";
+      o << "  " << (k ? "from " : "at   ") << locate((f.symbol.empty() ? "?" : f.symbol) + " (" + f.module + off + ")") << "\n";
     }
     o << "  consensus order: " << list_str(s.consensus) << "\n";
     char tau[96];
@@ -554,7 +556,11 @@ int cmd_merge(const std::vector<std::string>& args) {
       if (machine.empty()) machine = cfg.settings.machine;
       Result<RunModel> rm = run_model(dir, machine, back.np);
       const RunModel* model = rm.ok() ? &rm.value() : nullptr;
-      std::fputs(profile_summary(p, site_verdicts(back, cfg.settings, model)).c_str(), stdout);
+      // Frames at their file:line, the executable's as the trace run recorded it (its build ID).
+      Symbolizer sym;
+      const std::map<std::string, std::string> modules = run_modules(dir);
+      const auto locate = [&](const std::string& frame) { return sym.locate_frame(frame, modules); };
+      std::fputs(profile_summary(p, site_verdicts(back, cfg.settings, model), locate).c_str(), stdout);
       std::fputs(verdict_footer(cfg.settings, model).c_str(), stdout);
       if (!model) std::printf("cost model: %s\n", rm.status().message().c_str());
     }

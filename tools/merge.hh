@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/function_ref.hh"
 #include "runtime/status.hh"
 #include "trace/format.hh"
 #include "trace/profile.hh"
@@ -83,7 +84,10 @@ Result<std::vector<TraceFile>> load_trace_dir(const std::string& dir, std::vecto
 
 std::string profile_json(const Profile& p);
 // `verdicts` (optional, one per site): what mode optimize would do there (trace/gain.hh).
-std::string profile_summary(const Profile& p, const std::vector<std::string>& verdicts = {});
+// `locate`: a frame ("symbol (module+0xoffset)") as printed, e.g. at its file:line
+// (Symbolizer::locate_frame).
+std::string profile_summary(const Profile& p, const std::vector<std::string>& verdicts,
+                            FunctionRef<std::string(const std::string&)> locate);
 
 // The command `tnbc merge DIR [-o FILE] [--quiet]`: returns the exit status.
 int cmd_merge(const std::vector<std::string>& args);

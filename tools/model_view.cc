@@ -47,6 +47,15 @@ bool summary_topology(const std::string& dir, model::Topology& t) {
 
 }  // namespace
 
+std::map<std::string, std::string> run_modules(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  Result<json::Value> v = json::parse(read_text((fs::path(dir) / "tnbc-summary.0.json").string()));
+  const json::Value* m = v.ok() ? v.value().find("modules") : nullptr;
+  if (!m || m->type != json::Value::Type::Object) return out;
+  for (const auto& [path, info] : m->members) out[path] = json::string_or(info, "build_id");
+  return out;
+}
+
 Result<RunModel> run_model(const std::string& dir, const std::string& machine_file, int np) {
   const std::string path = !machine_file.empty() ? machine_file : (fs::path(dir) / model::kMachineFileName).string();
   Result<model::Machine> m = model::read_machine(path);

@@ -6,7 +6,8 @@ usage: real_run.py [launcher options] --lib LIBTNBC --tool TNBC --prog report_pr
 A trace pass, `tnbc merge`, then an nbc pass of report_prog at np N (at np 2 also an optimize pass). Checks:
   - at MPI_Finalize rank 0 (only) printed the three lines (hidden %, Tinit %, the report command),
     and their percentages are the report's totals (one definition);
-  - `tnbc report` names each call site by `report_prog.c:LINE`, the lines marked SITE in the source;
+  - `tnbc merge` and `tnbc report` name each call site by `report_prog.c:LINE`, the lines marked
+    SITE in the source;
   - the figures hang together: Tinit + blocked + hidden >= 100% of the duration at every site,
     each share within 0..100%, the calls the program made, bytes per call; each site that returned
     early has a timeline of observed calls whose first accesses are seen;
@@ -71,6 +72,9 @@ def main():
                            text=True)
         if m.returncode != 0:
             fail("tnbc merge failed", m.stdout)
+        for name, line in lines.items():
+            if not re.search(rf"^  at   \w+ \(report_prog\.c:{line}[,)]", m.stdout, re.M):
+                fail(f"tnbc merge does not name the {name} site at report_prog.c:{line}", m.stdout)
         nbc = os.path.join(work, "nbc")
         out = run(a, [ITER, PAGES], {"TNBC_MODE": "nbc"}, nbc)
         said = [l for l in out.splitlines() if l.startswith("tnbc: ")]

@@ -556,11 +556,19 @@ int cmd_merge(const std::vector<std::string>& args) {
       if (machine.empty()) machine = cfg.settings.machine;
       Result<RunModel> rm = run_model(dir, machine, back.np);
       const RunModel* model = rm.ok() ? &rm.value() : nullptr;
-      // Frames at their file:line, the executable's as the trace run recorded it (its build ID).
+      // Frames at their file:line, the executable's as the trace run recorded it (its build ID);
+      // why a module's could not be, once, after the sites.
       Symbolizer sym;
       const std::map<std::string, std::string> modules = run_modules(dir);
-      const auto locate = [&](const std::string& frame) { return sym.locate_frame(frame, modules); };
+      std::vector<std::string> notes;
+      const auto locate = [&](const std::string& frame) {
+        std::string note;
+        std::string named = sym.locate_frame(frame, modules, note);
+        if (!note.empty()) notes.push_back(note);
+        return named;
+      };
       std::fputs(profile_summary(p, site_verdicts(back, cfg.settings, model), locate).c_str(), stdout);
+      for (const std::string& n : notes) std::printf("note: %s\n", n.c_str());
       std::fputs(verdict_footer(cfg.settings, model).c_str(), stdout);
       if (!model) std::printf("cost model: %s\n", rm.status().message().c_str());
     }

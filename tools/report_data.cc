@@ -591,8 +591,11 @@ World build_world(const std::string& dir, const std::vector<Summary>& sums, cons
   for (std::size_t i = 0; i < w.sites.size(); ++i) w.sites[i].timeline = timeline_of(merged_timelines[i]);
   if (ideal.usable()) used_profile = profile_path;
   // The profile's frames in the decisions, at their file:line as the call sites (after those:
-  // a module's note is said there).
-  const auto locate = [&](const std::string& where) { return opt.resolve ? sym.locate_frame(where, build_ids) : where; };
+  // a module's note is said there, once).
+  const auto locate = [&](const std::string& where) {
+    std::string note;
+    return opt.resolve ? sym.locate_frame(where, build_ids, note) : where;
+  };
   for (Decision& d : w.decisions) d.where = locate(d.where);
   // Other parts of the report (the cost model's, tools/report_sections.hh) read the summaries too.
   std::map<int, const Value*> by_rank;

@@ -144,7 +144,8 @@ SourceLocation Symbolizer::locate(const std::string& path, const std::string& bu
   return loc;
 }
 
-std::string Symbolizer::locate_frame(const std::string& where, const std::map<std::string, std::string>& modules) {
+std::string Symbolizer::locate_frame(const std::string& where, const std::map<std::string, std::string>& modules,
+                                     std::string& note) {
   const std::size_t open = where.rfind(" (");
   if (open == std::string::npos || where.empty() || where.back() != ')') return where;
   const std::string place = where.substr(open + 2, where.size() - open - 3);  // module+0xoffset
@@ -156,7 +157,6 @@ std::string Symbolizer::locate_frame(const std::string& where, const std::map<st
   if (!end || *end != '\0') return where;
   for (const auto& [path, build_id] : modules) {
     if (std::filesystem::path(path).filename() != base) continue;
-    std::string note;  // said once per module where the call sites are resolved
     const SourceLocation loc = locate(path, build_id, offset, note);
     if (!loc.resolved()) return where;
     const std::string head = where.substr(0, open);

@@ -38,8 +38,10 @@ class Symbolizer {
   // program: " is kept), with its module+offset replaced by the call's file:line: "symbol
   // (file:line)", or "symbol (file:line, in function)" where the call is in a function the
   // compiler inlined there. `modules`: the run's module paths and build IDs (a summary's
-  // `modules`), the frame's module found by its base name. Unchanged where it cannot be found.
-  std::string locate_frame(const std::string& where, const std::map<std::string, std::string>& modules);
+  // `modules`), the frame's module found by its base name. Unchanged where it cannot be found;
+  // `note` as locate's (once per module).
+  std::string locate_frame(const std::string& where, const std::map<std::string, std::string>& modules,
+                           std::string& note);
 
  private:
   struct Module;

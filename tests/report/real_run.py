@@ -7,7 +7,7 @@ A trace pass, `tnbc merge`, then an nbc pass of report_prog at np N (at np 2 als
   - at MPI_Finalize rank 0 (only) printed the three lines (hidden %, Tinit %, the report command),
     and their percentages are the report's totals (one definition);
   - `tnbc merge` and `tnbc report` name each call site by `report_prog.c:LINE`, the lines marked
-    SITE in the source;
+    SITE in the source; merge names none where the build ID the run recorded differs (one note);
   - the figures hang together: Tinit + blocked + hidden >= 100% of the duration at every site,
     each share within 0..100%, the calls the program made, bytes per call; each site that returned
     early has a timeline of observed calls whose first accesses are seen;
@@ -39,6 +39,26 @@ def site_lines(source):
             if m:
                 lines[m.group(1)] = n
     return lines
+
+
+def rebuilt_merge(a, work, trace):
+    """The same traces where the executable's build ID differs from the one the run recorded (a
+    program rebuilt since): `tnbc merge` says so once and names no line (module+offset)."""
+    copy = os.path.join(work, "trace-rebuilt")
+    shutil.copytree(trace, copy)
+    path = os.path.join(copy, "tnbc-summary.0.json")
+    summary = json.load(open(path))
+    for info in summary["modules"].values():
+        info["build_id"] = "00" * 20
+    json.dump(summary, open(path, "w"))
+    m = subprocess.run([a.tool, "merge", copy, "-o", copy + ".profile"], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    if m.returncode != 0:
+        fail("tnbc merge (build ID changed) failed", m.stdout)
+    if m.stdout.count("not the file that ran") != 1 or "report_prog.c:" in m.stdout or \
+            not re.search(r"^  at   \w+ \(report_prog\+0x", m.stdout, re.M):
+        fail("tnbc merge, the executable rebuilt since the run: expected one note and module+offset frames",
+             m.stdout)
 
 
 def optimized(a, work, profile, lines):
@@ -75,6 +95,7 @@ def main():
         for name, line in lines.items():
             if not re.search(rf"^  at   \w+ \(report_prog\.c:{line}[,)]", m.stdout, re.M):
                 fail(f"tnbc merge does not name the {name} site at report_prog.c:{line}", m.stdout)
+        rebuilt_merge(a, work, trace)
         nbc = os.path.join(work, "nbc")
         out = run(a, [ITER, PAGES], {"TNBC_MODE": "nbc"}, nbc)
         said = [l for l in out.splitlines() if l.startswith("tnbc: ")]

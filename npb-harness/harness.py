@@ -400,6 +400,12 @@ def tnbc_report(tnbc, args, text_path):
     return r
 
 
+def decision_where(run, d):
+    """A site decision's place as the run's overlap report names it (function and file:line where
+    the report resolved it, tools/symbolize.hh), else as the summaries record it (symbol (module+0xoffset))."""
+    return ((run.get("report") or {}).get("decision_where") or {}).get(d["site"], d["where"])
+
+
 def overlap_reports(tnbc, out, runs, profiles, extra=None):
     """Each tnbc run's overlap report (RUN/report.txt, .json, .html; docs/reports.md), with the ideal of
     Eq. 1 from its benchmark's trace profile, and one comparison page per (benchmark, class, np) of the
@@ -420,6 +426,7 @@ def overlap_reports(tnbc, out, runs, profiles, extra=None):
             world = json.load(f)["runs"][0]["worlds"][0]
         t = world["totals"]
         r["report"] = dict(paths, early_returns=world.get("early_returns", 0),
+                           decision_where={d["site"]: d["where"] for d in world.get("decisions", [])},
                            **{k: t.get(k) for k in ("hidden_share", "tinit_share", "blocked_share", "ideal_share",
                                                     "run_share")})
     comparisons = []
@@ -891,7 +898,8 @@ def main():
         for d in r["tnbc_calls"]["decisions"]:
             what = "completed in the call" if d["decision"] == "blocking" else "returned early"
             ranks = ",".join(str(x) for x in sorted(d["ranks"]))
-            print(f"  {d['kind']} at {d['where']} [{d['site']}]: {what} ({d['basis']}), {d['calls']} calls on ranks {ranks}")
+            print(f"  {d['kind']} at {decision_where(r, d)} [{d['site']}]: {what} ({d['basis']}), {d['calls']} calls "
+                  f"on ranks {ranks}")
     # Where the ranks ran (tnbc's summaries; baseline runs carry no tnbc and are not recorded):
     # per (benchmark, class, np) its placement, per pass when the passes differ.
     print()

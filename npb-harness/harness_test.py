@@ -123,6 +123,11 @@ def unit_verdict():
           harness.parse(" Time in seconds =       0.6490\n")["time_fine"] is None,
           f"parse: {harness.parse(out_is)}, {harness.parse(out_ft)}")
     # The passes' labels: a pass named twice is an A/A comparison; a trace pass run once gets no verdict.
+    d = {"site": "0x1", "where": "main (is.A.x+0x22c1)"}
+    named = {"report": {"decision_where": {"0x1": "rank (is.c:772)"}}}
+    check(harness.decision_where(named, d) == "rank (is.c:772)" and
+          harness.decision_where({"report": {"decision_where": {"0x2": "x"}}}, d) == d["where"] and
+          harness.decision_where({"report": None}, d) == d["where"], "decision_where: the report's name, else the frame")
     labelled = harness.pass_labels(["baseline", "baseline", "trace", "optimize"])
     check(labelled == [("baseline", "baseline"), ("baseline-2", "baseline"), ("trace", "trace"),
                        ("optimize", "optimize")], f"pass_labels: {labelled}")

@@ -11,8 +11,8 @@ nodes, one host per rank and the ranks not all bound to one CPU; one machine fil
 `--predict` and `--what-if-np` (tnbc predict's table and picture).
 
 With --unit, only the deterministic checks of the paired speedups' confidence interval, verdict and
-look plan (npb-harness/speedups.py), of the passes' labels and of the host figures (hostload.py:
-steal, the runs measured again, free page reporting) (no MPI, no timing).
+look plan (npb-harness/speedups.py), of the passes' labels, of the site decisions' names and of the
+host figures (hostload.py: steal, the runs measured again, free page reporting) (no MPI, no timing).
 
 usage: harness_test.py --tnbc PATH --build-dir DIR
        harness_test.py --unit
@@ -122,12 +122,13 @@ def unit_verdict():
     check(harness.parse(out_is)["time_fine"] == 0.7967 and harness.parse(out_ft)["time_fine"] == 3.0142 and
           harness.parse(" Time in seconds =       0.6490\n")["time_fine"] is None,
           f"parse: {harness.parse(out_is)}, {harness.parse(out_ft)}")
-    # The passes' labels: a pass named twice is an A/A comparison; a trace pass run once gets no verdict.
+    # A site decision under the table: named as its run's report names it, else by the summaries' frame.
     d = {"site": "0x1", "where": "main (is.A.x+0x22c1)"}
     named = {"report": {"decision_where": {"0x1": "rank (is.c:772)"}}}
     check(harness.decision_where(named, d) == "rank (is.c:772)" and
           harness.decision_where({"report": {"decision_where": {"0x2": "x"}}}, d) == d["where"] and
           harness.decision_where({"report": None}, d) == d["where"], "decision_where: the report's name, else the frame")
+    # The passes' labels: a pass named twice is an A/A comparison; a trace pass run once gets no verdict.
     labelled = harness.pass_labels(["baseline", "baseline", "trace", "optimize"])
     check(labelled == [("baseline", "baseline"), ("baseline-2", "baseline"), ("trace", "trace"),
                        ("optimize", "optimize")], f"pass_labels: {labelled}")

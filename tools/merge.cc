@@ -450,7 +450,7 @@ std::string profile_json(const Profile& p) {
 }
 
 std::string profile_summary(const Profile& p, const std::vector<std::string>& verdicts,
-                            FunctionRef<std::string(const std::string&)> locate) {
+                            FunctionRef<std::string(const Frame&)> name) {
   std::ostringstream o;
   std::uint64_t calls = 0;
   for (const auto& s : p.sites) calls += s.calls;
@@ -466,7 +466,9 @@ std::string profile_summary(const Profile& p, const std::vector<std::string>& ve
       const Frame& f = s.info.frames[k];
       char off[32];
       std::snprintf(off, sizeof off, "+0x%llx", static_cast<unsigned long long>(f.offset));
-      o << "  " << (k ? "from " : "at   ") << locate((f.symbol.empty() ? "?" : f.symbol) + " (" + f.module + off + ")") << "\n";
+      const std::string named = name(f);
+      o << "  " << (k ? "from " : "at   ")
+        << (named.empty() ? (f.symbol.empty() ? "?" : f.symbol) + " (" + f.module + off + ")" : named) << "\n";
     }
     o << "  consensus order: " << list_str(s.consensus) << "\n";
     char tau[96];
@@ -561,13 +563,13 @@ int cmd_merge(const std::vector<std::string>& args) {
       Symbolizer sym;
       const std::map<std::string, std::string> modules = run_modules(dir);
       std::vector<std::string> notes;
-      const auto locate = [&](const std::string& frame) {
+      const auto name = [&](const Frame& f) {
         std::string note;
-        std::string named = sym.locate_frame(frame, modules, note);
+        std::string named = sym.name_call(f.symbol.empty() ? "?" : f.symbol, f.module, f.offset, modules, note);
         if (!note.empty()) notes.push_back(note);
         return named;
       };
-      std::fputs(profile_summary(p, site_verdicts(back, cfg.settings, model), locate).c_str(), stdout);
+      std::fputs(profile_summary(p, site_verdicts(back, cfg.settings, model), name).c_str(), stdout);
       for (const std::string& n : notes) std::printf("note: %s\n", n.c_str());
       std::fputs(verdict_footer(cfg.settings, model).c_str(), stdout);
       if (!model) std::printf("cost model: %s\n", rm.status().message().c_str());

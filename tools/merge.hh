@@ -15,6 +15,7 @@
 namespace tnbc::tools {
 
 using trace::CallRecord;
+using trace::Frame;
 using trace::SiteInfo;
 using trace::TraceFile;
 using trace::LoadedProfile;
@@ -84,10 +85,10 @@ Result<std::vector<TraceFile>> load_trace_dir(const std::string& dir, std::vecto
 
 std::string profile_json(const Profile& p);
 // `verdicts` (optional, one per site): what mode optimize would do there (trace/gain.hh).
-// `locate`: a frame ("symbol (module+0xoffset)") as printed, e.g. at its file:line
-// (Symbolizer::locate_frame).
+// `name`: a frame's name at its file:line (Symbolizer::name_call), "" where it has none: then
+// "symbol (module+0xoffset)".
 std::string profile_summary(const Profile& p, const std::vector<std::string>& verdicts,
-                            FunctionRef<std::string(const std::string&)> locate);
+                            FunctionRef<std::string(const Frame&)> name);
 
 // The command `tnbc merge DIR [-o FILE] [--quiet]`: returns the exit status.
 int cmd_merge(const std::vector<std::string>& args);

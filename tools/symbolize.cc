@@ -144,32 +144,35 @@ SourceLocation Symbolizer::locate(const std::string& path, const std::string& bu
   return loc;
 }
 
+std::string Symbolizer::name_call(const std::string& symbol, const std::string& module, unsigned long long offset,
+                                  const std::map<std::string, std::string>& modules, std::string& note) {
+  for (const auto& [path, build_id] : modules) {
+    if (std::filesystem::path(path).filename() != module) continue;
+    const SourceLocation loc = locate(path, build_id, offset, note);
+    if (!loc.resolved()) return {};
+    const std::string line = std::filesystem::path(loc.file).filename().string() + ":" + std::to_string(loc.line);
+    if (symbol == "?" && !loc.function.empty()) return loc.function + " (" + line + ")";
+    const bool inlined = !loc.function.empty() && loc.function != symbol && symbol != "?";
+    return symbol + " (" + line + (inlined ? ", in " + loc.function : "") + ")";
+  }
+  return {};
+}
+
 std::string Symbolizer::locate_frame(const std::string& where, const std::map<std::string, std::string>& modules,
                                      std::string& note) {
   const std::size_t open = where.rfind(" (");
-  if (open == std::string::npos || where.empty() || where.back() != ')') return where;
+  if (open == std::string::npos || where.back() != ')') return where;
   const std::string place = where.substr(open + 2, where.size() - open - 3);  // module+0xoffset
   const std::size_t plus = place.rfind("+0x");
   if (plus == std::string::npos || plus == 0) return where;
-  const std::string base = place.substr(0, plus);
   char* end = nullptr;
   const unsigned long long offset = std::strtoull(place.c_str() + plus + 1, &end, 16);
   if (!end || *end != '\0') return where;
-  for (const auto& [path, build_id] : modules) {
-    if (std::filesystem::path(path).filename() != base) continue;
-    const SourceLocation loc = locate(path, build_id, offset, note);
-    if (!loc.resolved()) return where;
-    const std::string head = where.substr(0, open);
-    const std::size_t label = head.rfind(": ");
-    const std::string symbol = head.substr(label == std::string::npos ? 0 : label + 2);
-    const std::string line = std::filesystem::path(loc.file).filename().string() + ":" + std::to_string(loc.line);
-    const bool inlined = !loc.function.empty() && loc.function != symbol && symbol != "?";
-    const std::string shown = symbol == "?" && !loc.function.empty()
-                                  ? head.substr(0, head.size() - 1) + loc.function  // "?" named by DWARF
-                                  : head;
-    return shown + " (" + line + (inlined ? ", in " + loc.function : "") + ")";
-  }
-  return where;
+  const std::string head = where.substr(0, open);
+  const std::size_t label = head.rfind(": ");
+  const std::size_t at = label == std::string::npos ? 0 : label + 2;
+  const std::string named = name_call(head.substr(at), place.substr(0, plus), offset, modules, note);
+  return named.empty() ? where : head.substr(0, at) + named;
 }
 
 }  // namespace tnbc::tools

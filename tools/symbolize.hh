@@ -33,13 +33,18 @@ class Symbolizer {
   SourceLocation locate(const std::string& module, const std::string& build_id, unsigned long long offset,
                         std::string& note);
 
+  // The call whose return address is `offset` bytes into the module named `module` (a base
+  // name, as a trace's frames and the runtime's messages name it), shown at its file:line:
+  // "symbol (file:line)", or "symbol (file:line, in function)" where the call is in a function
+  // the compiler inlined there ("?": DWARF's function names it). `modules`: the run's module
+  // paths and build IDs (a summary's `modules`), the module found among them by its base name.
+  // "" where it is not there or the call has no line; `note` as locate's (once per module).
+  std::string name_call(const std::string& symbol, const std::string& module, unsigned long long offset,
+                        const std::map<std::string, std::string>& modules, std::string& note);
+
   // A frame as the runtime names it in the profile and the summaries' decisions, "symbol
   // (module+0xoffset)" (trace/profile.hh, ProfileSite::where; a leading label such as "plain
-  // program: " is kept), with its module+offset replaced by the call's file:line: "symbol
-  // (file:line)", or "symbol (file:line, in function)" where the call is in a function the
-  // compiler inlined there. `modules`: the run's module paths and build IDs (a summary's
-  // `modules`), the frame's module found by its base name. Unchanged where it cannot be found;
-  // `note` as locate's (once per module).
+  // program: " is kept), named by name_call; unchanged where name_call cannot.
   std::string locate_frame(const std::string& where, const std::map<std::string, std::string>& modules,
                            std::string& note);
 

@@ -190,8 +190,8 @@ TEST_CASE("merge: per-site orders, agreement, CURC, R_CRC, send buffer") {
   const std::string json = profile_json(p);
   CHECK(json.find("\"format\": \"tnbc-profile\"") != std::string::npos);
   CHECK(json.find("\"consensus_order\": [3, 1, 2, 0]") != std::string::npos);
-  // Every frame goes through `locate` (tnbc merge: Symbolizer::locate_frame, file:line).
-  const std::string text = profile_summary(p, {}, [](const std::string& frame) { return "<" + frame + ">"; });
+  // Every frame goes through `name` (tnbc merge: Symbolizer::name_call, file:line).
+  const std::string text = profile_summary(p, {}, [](const Frame& f) { return "<" + f.module + ">"; });
   CHECK(text.find("every rank reads in the same order") != std::string::npos);
   CHECK(text.find("\n  at   <") != std::string::npos);
   CHECK(text.find("\n  at   ") == text.find("\n  at   <"));

@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <fstream>
 
@@ -37,10 +38,13 @@ std::size_t sysconf_cache_bytes(int level) {
   return b > 0 ? static_cast<std::size_t>(b) : 0;
 }
 
-std::size_t look_up(int level) {
+std::size_t kernel_bytes(int level) {
   const int cpu = sched_getcpu();
-  const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(cpu >= 0 ? cpu : 0);
-  const std::size_t from_sysfs = sysfs_cache_bytes(dir, level);
+  return sysfs_cache_bytes("/sys/devices/system/cpu/cpu" + std::to_string(cpu >= 0 ? cpu : 0), level);
+}
+
+std::size_t look_up(int level) {
+  const std::size_t from_sysfs = kernel_bytes(level);
   return from_sysfs > 0 ? from_sysfs : sysconf_cache_bytes(level);
 }
 
@@ -67,6 +71,17 @@ std::size_t cache_bytes(int level) {
     case 3: return l3;
     default: return 0;
   }
+}
+
+std::size_t last_level_cache_for_sizing(std::size_t reported, bool from_kernel) {
+  constexpr std::size_t kUnknown = std::size_t{32} << 20, kGuessMost = std::size_t{128} << 20;
+  if (reported == 0) return kUnknown;
+  return from_kernel ? reported : std::min(reported, kGuessMost);
+}
+
+bool cache_size_from_kernel(int level) {
+  static const bool known[3] = {kernel_bytes(1) > 0, kernel_bytes(2) > 0, kernel_bytes(3) > 0};
+  return level >= 1 && level <= 3 && known[level - 1];
 }
 
 }  // namespace tnbc

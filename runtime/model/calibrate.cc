@@ -791,6 +791,8 @@ Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* 
   // docs/benchmarks.md, "Session 22").
   InCallCopy in_call(c, in_call_copy_sizes(t.max_per_node()), t.max_per_node());
   c.evict = eviction_scratch();
+  if (const std::string note = last_level_cache_note(); progress && c.me == 0 && !note.empty())
+    std::fprintf(progress, "%s\n", note.c_str());
   Machine m;
   m.method = "calibrate";
   m.mpi_library = w.mpi_library;

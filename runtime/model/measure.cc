@@ -137,12 +137,14 @@ Line memcpy_cold_line(Scratch& s, const std::vector<std::size_t>& sizes, int rep
   return fit(x, y);
 }
 
-// last_level_cache_bytes where the system does not say.
-constexpr std::size_t kUnknownLastLevelCacheBytes = std::size_t{32} << 20;
+std::size_t last_level_cache_bytes() { return last_level_cache_for_sizing(cache_bytes(3), cache_size_from_kernel(3)); }
 
-std::size_t last_level_cache_bytes() {
-  const std::size_t llc = cache_bytes(3);
-  return llc > 0 ? llc : kUnknownLastLevelCacheBytes;
+std::string last_level_cache_note() {
+  const std::size_t llc = cache_bytes(3), used = last_level_cache_bytes();
+  if (llc <= used) return "";
+  return "the kernel does not describe this CPU's caches and sysconf puts its last-level cache at " +
+         std::to_string(llc >> 20) + " MiB (a whole socket's?): the caches are emptied as if it held " +
+         std::to_string(used >> 20) + " MiB";
 }
 
 std::size_t uncached_copy_bytes(std::size_t largest, int ranks) {

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "runtime/function_ref.hh"
@@ -67,8 +68,11 @@ Line memcpy_line(Scratch& s, const std::vector<std::size_t>& sizes, int reps);
 // receive buffer or tnbc's staging is new); the line through the medians.
 Line memcpy_cold_line(Scratch& s, const std::vector<std::size_t>& sizes, int reps);
 
-// This CPU's last-level cache (its L3, runtime/cpu_cache.hh), 32 MiB where the system does not say.
+// This CPU's last-level cache (its L3) as calibrate sizes its buffers by: 32 MiB where the system
+// does not say, at most 128 MiB where only sysconf says (last_level_cache_for_sizing).
 std::size_t last_level_cache_bytes();
+// One sentence where last_level_cache_bytes bounded sysconf's figure, else "".
+std::string last_level_cache_note();
 
 // The Scratch size for copies up to `largest` bytes that find neither side in the caches when
 // `ranks` ranks of the node copy at once: together three times the last-level cache, and at

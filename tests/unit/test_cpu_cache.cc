@@ -62,3 +62,14 @@ TEST_CASE("cpu cache: this machine's L2 and L3 agree with its sysfs where it has
   if (l2 > 0) CHECK(tnbc::cache_bytes(2) == l2);
   if (l3 > 0) CHECK(tnbc::cache_bytes(3) == l3);
 }
+
+TEST_CASE("cpu cache: the last-level cache calibrate sizes its buffers by: the kernel's figure, sysconf's at most 128 MiB") {
+  constexpr std::size_t MiB = std::size_t{1} << 20;
+  CHECK(tnbc::last_level_cache_for_sizing(32 * MiB, true) == 32 * MiB);
+  CHECK(tnbc::last_level_cache_for_sizing(504 * MiB, true) == 504 * MiB);  // the kernel's: as it says
+  CHECK(tnbc::last_level_cache_for_sizing(32 * MiB, false) == 32 * MiB);
+  // The PVM guest of session 40: sysconf's 508 MiB, the socket's L3 over all its dies.
+  CHECK(tnbc::last_level_cache_for_sizing(508 * MiB, false) == 128 * MiB);
+  CHECK(tnbc::last_level_cache_for_sizing(0, false) == 32 * MiB);  // nothing says
+  CHECK(tnbc::last_level_cache_for_sizing(0, true) == 32 * MiB);
+}

@@ -164,7 +164,10 @@ RankSite rank_site(int rank, const std::vector<const CallRecord*>& calls, int n,
       if (c->subs[i].bytes && i < present.size()) present[i] = true;
       if (c->traced && c->subs[i].guarded && !c->subs[i].masked && i < guarded.size()) guarded[i] = true;
     }
-    bytes.push_back(b);
+    // Per call in which the rank received: a broadcast's root receives nothing, and where the root
+    // moves its calls would halve the median at np 2 (then no size matched the broadcast's, and
+    // mode optimize cut its broadcasts afresh instead of as traced: session 40).
+    if (b > 0) bytes.push_back(b);
     if (c->send_t_ns >= 0) {
       ++rs.send_written;
       if (c->send_t_ns < c->dur_ns) ++rs.send_written_early;

@@ -280,3 +280,48 @@ TEST_CASE("profile: another np or another program is refused for this run") {
   CHECK_THAT(exe, Catch::Contains(dir.str() + "/app.profile") && Catch::Contains("/work/app/ft.x") &&
                       Catch::Contains("this is /work/app/is.x"));
 }
+
+TEST_CASE("merge: a broadcast's bytes per call count the calls in which the rank received, not those it was root in") {
+  // node_prio's broadcast: np 2, the root moving 0, 1, 0, 1, 524534 bytes in 7 chunks. Counting
+  // the root's calls as 0 bytes gave the median 262267, and mode optimize, finding no site of
+  // that size, cut its broadcasts afresh instead of as traced (session 40).
+  constexpr std::uint64_t kBcastSite = 0x1256433e3f0de9a6ULL, kBytes = 524534;
+  std::vector<TraceFile> traces;
+  for (int r = 0; r < 2; ++r) {
+    TraceFile t;
+    t.rank = r;
+    t.size = 2;
+    t.executable = "/work/app/node_prio";
+    t.run_id = "23814d3d785c9bc7";
+    t.clock = "monotonic";
+    t.ended_by = "finalize";
+    t.sites.push_back({kBcastSite, "bcast", 2, {{"node_prio", 0x19a1, "main"}}});
+    for (int call = 0; call < 4; ++call) {
+      const int root = call % 2;
+      CallRecord c;
+      c.site = kBcastSite;
+      c.key = kKey0 + static_cast<std::uint64_t>(root);
+      c.traced = true;
+      c.subs.resize(7);
+      if (root != r) {
+        std::uint64_t left = kBytes;
+        for (std::size_t k = 0; k < 7; ++k) {
+          c.subs[k].bytes = k + 1 < 7 ? std::min<std::uint64_t>(left, 4096 * (k == 0 ? 1 : 26)) : left;
+          left -= c.subs[k].bytes;
+          c.subs[k].guarded = true;
+        }
+      }
+      t.calls.push_back(c);
+    }
+    traces.push_back(t);
+  }
+  TempDir dir;
+  const LoadedProfile p = must(read_profile(dir.write("bcast.profile", profile_json(must(merge(traces))))));
+  REQUIRE(p.sites.size() == 1);
+  for (const ProfileSite::Rank& rank : p.sites[0].ranks) {
+    INFO("rank " << rank.rank);
+    CHECK(rank.receives);
+    REQUIRE(rank.bytes_per_call);
+    CHECK(*rank.bytes_per_call == kBytes);
+  }
+}

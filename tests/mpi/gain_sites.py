@@ -10,7 +10,7 @@ right after the call, compute_first computes COMPUTE_MS first. Steps:
   cost       the fixed cost is set between the two sites' overlaps, min(Tcomm, T_CURC + T_CRC),
              (geometric mean, no per-MiB term), so the test does not depend on how fast this
              machine communicates; the trace is repeated (up to 3 times) if the two are not
-             at least 4x apart
+             at least 2x apart
   optimize   read_at_once must complete in the call (tnbc's schedule, completed_in_call, reason
              no_overlap_to_gain; never plain MPI) and compute_first return early, on every rank,
              with the summary's numbers equal to the ones computed here; `tnbc report` says so;

@@ -113,18 +113,22 @@ def summaries(outdir):
 
 def cost_between(trace_once, at_once, later):
     """trace_once(attempt) -> (profile, sites, nums: key -> (Tcomm, T_CURC + T_CRC)), run up to 3
-    times until every site in `later` shows at least 4x the min(Tcomm, T_CURC + T_CRC) of every
+    times until every site in `later` shows at least 2x the min(Tcomm, T_CURC + T_CRC) of every
     site in `at_once`. Returns (profile, sites, nums, cost in us): the geometric mean of the two,
-    so that the test does not depend on how fast this machine communicates."""
+    so that the test does not depend on how fast this machine communicates. A fixed cost is
+    decided without margins (trace/gain.cc, decide: saved = min(Tcomm, T_CURC + T_CRC) - cost,
+    from the same profile figures as these), so 2x leaves the cost 1.41x away from either side.
+    Until session 40 this asked 4x, which a PVM guest (a page's first access after its
+    protection changed ~6 us there) did not reach in three traces: 1.6x and 2.1x."""
     for attempt in range(3):
         profile, sites, nums = trace_once(attempt)
         gain = {key: min(comm, over) for key, (comm, over) in nums.items()}
         print(f"attempt {attempt}: min(Tcomm, T_CURC + T_CRC) in us: " +
               ", ".join(f"{key} {v / 1e3:.0f}" for key, v in gain.items()))
         low, high = max(gain[k] for k in at_once), min(gain[k] for k in later)
-        if high >= 4 * low:
+        if high >= 2 * low:
             cost_us = max(1, int(math.sqrt(low * high) / 1e3))
             print(f"cost model for the test: {cost_us} us per call")
             return profile, sites, nums, cost_us
-    fail("in three trace runs the sites that compute first never showed 4x the overlap of those that read at "
+    fail("in three trace runs the sites that compute first never showed 2x the overlap of those that read at "
          "once (a very busy machine?)")

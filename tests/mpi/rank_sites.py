@@ -11,7 +11,7 @@ ranks called. Steps:
   trace      TNBC_MODE=trace, `tnbc merge`: at_once's sites list rank 0 only, compute_first's
              the others, shared_bcast's all; the fixed cost is set between the read-at-once
              sites' min(Tcomm, T_CURC + T_CRC) and the compute-first ones' (trace repeated up to
-             3 times until they are 4x apart)
+             3 times until they are 2x apart)
   optimize   the ranks decide differently for the same collectives: rank 0 completes them in the
              call (no_overlap_to_gain), the others return early (overlap_pays); shared_bcast,
              judged no gain at the only site the profile has for its size, is the MPI library's

@@ -22,18 +22,24 @@ namespace {
 
 constexpr std::uint64_t kSite = 0x18fdad14da2165e1ULL, kKey0 = 0x8d5bd2b14e64748fULL;
 
+// Rank r's trace of a run of np ranks of `executable` that ended at MPI_Finalize, without sites or calls.
+TraceFile trace_file(int r, int np, const char* executable) {
+  TraceFile t;
+  t.rank = r;
+  t.size = np;
+  t.executable = executable;
+  t.run_id = "23814d3d785c9bc7";
+  t.clock = "monotonic";
+  t.ended_by = "finalize";
+  return t;
+}
+
 // Two ranks' traces of one alltoall site (4 sub-messages read 3,1,2,0 on both ranks) merged
 // into the JSON text `tnbc merge` writes.
 std::string merged_profile_text(int np = 2) {
   std::vector<TraceFile> traces;
   for (int r = 0; r < np; ++r) {
-    TraceFile t;
-    t.rank = r;
-    t.size = np;
-    t.executable = "/work/app/ft.x";
-    t.run_id = "23814d3d785c9bc7";
-    t.clock = "monotonic";
-    t.ended_by = "finalize";
+    TraceFile t = trace_file(r, np, "/work/app/ft.x");
     t.sites.push_back({kSite, "alltoall", np, {{"ft.x", 0x15e4, "fft_"}}});
     CallRecord c;
     c.site = kSite;
@@ -135,13 +141,7 @@ TEST_CASE("profile: blocks per peer (sub_bytes) from the merge, read back; older
   // three times in the third: the profile keeps each peer's median (the second call's).
   std::vector<TraceFile> traces;
   for (int r = 0; r < 2; ++r) {
-    TraceFile t;
-    t.rank = r;
-    t.size = 2;
-    t.executable = "/work/app/is.x";
-    t.run_id = "23814d3d785c9bc7";
-    t.clock = "monotonic";
-    t.ended_by = "finalize";
+    TraceFile t = trace_file(r, 2, "/work/app/is.x");
     t.sites.push_back({kSite, "alltoallv", 2, {{"is.x", 0x1654, "rank"}}});
     for (std::uint64_t call : {1, 3, 2}) {
       CallRecord c;
@@ -288,13 +288,7 @@ TEST_CASE("merge: a broadcast's bytes per call count the calls in which the rank
   constexpr std::uint64_t kBcastSite = 0x1256433e3f0de9a6ULL, kBytes = 524534;
   std::vector<TraceFile> traces;
   for (int r = 0; r < 2; ++r) {
-    TraceFile t;
-    t.rank = r;
-    t.size = 2;
-    t.executable = "/work/app/node_prio";
-    t.run_id = "23814d3d785c9bc7";
-    t.clock = "monotonic";
-    t.ended_by = "finalize";
+    TraceFile t = trace_file(r, 2, "/work/app/node_prio");
     t.sites.push_back({kBcastSite, "bcast", 2, {{"node_prio", 0x19a1, "main"}}});
     for (int call = 0; call < 4; ++call) {
       const int root = call % 2;

@@ -44,8 +44,8 @@ enum class Lookup { Found, None, Unavailable };
 // PROCMAP_QUERY (Linux 6.11, include/uapi/linux/fs.h; Debian 12's kernel headers predate it):
 // the one mapping that covers an address, from an ioctl on /proc/self/maps, without the kernel
 // writing out every mapping of the process as text. Reading /proc/self/maps took 0.30-0.46 ms in
-// an Open MPI process (docs/benchmarks.md, "Session 39"), paid in the call that found a buffer
-// not remembered.
+// an Open MPI process (docs/benchmarks.md, "Session 39"; session 40: 105-160 us median, up to 3.6
+// ms, against 1.3-1.5 us a query), paid in the call that found a buffer not remembered.
 struct ProcmapQuery {
   std::uint64_t size, query_flags, query_addr;
   std::uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset, inode;

@@ -38,14 +38,24 @@ std::size_t sysconf_cache_bytes(int level) {
   return b > 0 ? static_cast<std::size_t>(b) : 0;
 }
 
-std::size_t kernel_bytes(int level) {
+// A level's size and whether the kernel (sysfs) gave it, sysconf's guess otherwise.
+struct Found {
+  std::size_t bytes = 0;
+  bool from_kernel = false;
+};
+
+Found look_up(int level) {
   const int cpu = sched_getcpu();
-  return sysfs_cache_bytes("/sys/devices/system/cpu/cpu" + std::to_string(cpu >= 0 ? cpu : 0), level);
+  const std::size_t from_sysfs =
+      sysfs_cache_bytes("/sys/devices/system/cpu/cpu" + std::to_string(cpu >= 0 ? cpu : 0), level);
+  return from_sysfs > 0 ? Found{from_sysfs, true} : Found{sysconf_cache_bytes(level), false};
 }
 
-std::size_t look_up(int level) {
-  const std::size_t from_sysfs = kernel_bytes(level);
-  return from_sysfs > 0 ? from_sysfs : sysconf_cache_bytes(level);
+// Each level read once per process.
+const Found& found(int level) {
+  static const Found levels[3] = {look_up(1), look_up(2), look_up(3)};
+  static const Found none;
+  return level >= 1 && level <= 3 ? levels[level - 1] : none;
 }
 
 }  // namespace
@@ -63,15 +73,7 @@ std::size_t sysfs_cache_bytes(const std::string& cpu_dir, int level) {
   }
 }
 
-std::size_t cache_bytes(int level) {
-  static const std::size_t l1 = look_up(1), l2 = look_up(2), l3 = look_up(3);
-  switch (level) {
-    case 1: return l1;
-    case 2: return l2;
-    case 3: return l3;
-    default: return 0;
-  }
-}
+std::size_t cache_bytes(int level) { return found(level).bytes; }
 
 std::size_t last_level_cache_for_sizing(std::size_t reported, bool from_kernel) {
   constexpr std::size_t kUnknown = std::size_t{32} << 20, kGuessMost = std::size_t{128} << 20;
@@ -79,9 +81,6 @@ std::size_t last_level_cache_for_sizing(std::size_t reported, bool from_kernel) 
   return from_kernel ? reported : std::min(reported, kGuessMost);
 }
 
-bool cache_size_from_kernel(int level) {
-  static const bool known[3] = {kernel_bytes(1) > 0, kernel_bytes(2) > 0, kernel_bytes(3) > 0};
-  return level >= 1 && level <= 3 && known[level - 1];
-}
+bool cache_size_from_kernel(int level) { return found(level).from_kernel; }
 
 }  // namespace tnbc

@@ -23,7 +23,7 @@ namespace tnbc {
 namespace {
 
 thread_local bool tls_progress_thread = false;
-thread_local std::uintptr_t tls_last_raced_fault = 0;
+thread_local RaceRetry tls_race;
 thread_local int tls_tid = 0;
 thread_local bool tls_in_table = false;
 
@@ -159,14 +159,14 @@ void on_fault(int sig, siginfo_t* info, void* ctx) {
         wait_published(r, "an access to a received buffer", WaitSource::Fault, true);
       }
       guards().release(r);
-      tls_last_raced_fault = 0;
+      tls_race.handled();
       errno = saved_errno;
       return;
     }
     // Published and erased between the fault and the look-up: the page is readable now, so
-    // retry (once: the same address faulting again with nothing handled in between is genuine).
-    if (guards().recently_erased(addr) && tls_last_raced_fault != addr && readable(addr)) {
-      tls_last_raced_fault = addr;
+    // retry (once per region unlisted: RaceRetry; the count read after the look-up missed
+    // includes the erasure that made it miss).
+    if (guards().recently_erased(addr) && readable(addr) && tls_race.retry(addr, guards().erasures())) {
       errno = saved_errno;
       return;
     }
@@ -175,7 +175,7 @@ void on_fault(int sig, siginfo_t* info, void* ctx) {
             "receive buffer tnbc guards); aborting");
   }
   if (log_enabled(LogLevel::Debug) || guards().near(addr)) guards().describe(addr);
-  tls_last_raced_fault = 0;
+  tls_race.handled();
   errno = saved_errno;
   chain(sig, info, ctx);
 }
@@ -296,6 +296,7 @@ void GuardTable::remember_erased(const Region* r) {
   const unsigned slot = recent_next_.fetch_add(1, std::memory_order_relaxed) % kRecent;
   recent_lo_[slot].store(r->lo, std::memory_order_relaxed);
   recent_hi_[slot].store(r->hi, std::memory_order_release);
+  erasures_.fetch_add(1, std::memory_order_acq_rel);
 }
 
 void GuardTable::erase(Region* r) {

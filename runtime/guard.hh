@@ -99,6 +99,9 @@ class GuardTable {
   static bool held_by_this_thread();
   // True if `addr` was in a region erased recently (its fault raced with publication).
   bool recently_erased(std::uintptr_t addr) const;
+  // How many regions have been unlisted so far (erased or replaced): a fault retried after a
+  // race counts as genuine if it comes back with no region unlisted in between.
+  std::uint64_t erasures() const { return erasures_.load(std::memory_order_acquire); }
   // Diagnostics for the handler (async-signal-safe): is `addr` within 16 MiB of a region,
   // and a description of the regions around it.
   bool near(std::uintptr_t addr) const;
@@ -114,6 +117,29 @@ class GuardTable {
   static constexpr int kRecent = 64;
   std::atomic<std::uintptr_t> recent_lo_[kRecent] = {}, recent_hi_[kRecent] = {};
   std::atomic<unsigned> recent_next_{0};
+  std::atomic<std::uint64_t> erasures_{0};
+};
+
+// The fault handler's memory of its last retry after a race (one per thread): a fault on a page
+// of a region unlisted between the fault and the look-up is retried (the page was opened before
+// the region was unlisted); the same address faulting again with no region unlisted since is
+// genuine and goes to the previous handler. The table's erasure count, read after the look-up
+// missed (so it counts the erasure that made it miss), tells the two apart. An address alone does
+// not: a later collective on the same buffer faults at the same address (the buffer's first
+// guarded page) and may race again, with no fault handled in between (seen under MPICH: the
+// second race was passed on and killed the program).
+struct RaceRetry {
+  std::uintptr_t addr = 0;
+  std::uint64_t erasures = 0;
+  // Whether a raced fault at `at` is retried (`erasures_now`: the table's count after the
+  // look-up missed); remembers it if so.
+  bool retry(std::uintptr_t at, std::uint64_t erasures_now) {
+    if (addr == at && erasures == erasures_now) return false;
+    addr = at;
+    erasures = erasures_now;
+    return true;
+  }
+  void handled() { addr = 0; }  // a fault tnbc handled: the next race is a new one
 };
 
 GuardTable& guards();

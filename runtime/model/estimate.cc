@@ -644,15 +644,20 @@ double mpi_exchange_one_node(const Machine& m, const Level& l, const Topology& t
 }
 
 // What the transfer after an early return takes from a computation on the rank's CPU (before the
-// CPU the rank has to spare): where calibrate ran tnbc's own transfer in this placement (one rank
-// per node, between nodes: Machine::cpu_taken), what it measured; else the driving thread's CPU
-// or the levels' shared_cpu, whichever is more. The measured line replaces both: it is the
-// driver's CPU, and what a plain exchange's line stands in for, measured on tnbc's own transfer
-// (Table 1 on 2 one-CPU emulated nodes, four launches: nearer what its computation lost than
-// shared_cpu at 6 of 8 of the exchange's 1 and 4 MiB points and at each broadcast's 1 MiB;
-// docs/benchmarks.md, "Session 33").
+// CPU the rank has to spare): between nodes, where calibrate ran tnbc's own transfer (one rank per
+// node of one CPU: Machine::cpu_taken), what it measured; else the driving thread's CPU or the
+// levels' shared_cpu, whichever is more. The measured line replaces both: it is the driver's CPU,
+// and what a plain exchange's line stands in for, measured on tnbc's own transfer (Table 1 on 2
+// one-CPU emulated nodes, four launches: nearer what its computation lost than shared_cpu at 6 of
+// 8 of the exchange's 1 and 4 MiB points and at each broadcast's 1 MiB; docs/benchmarks.md,
+// "Session 33"). The line also prices placements where a node's ranks outnumber its CPUs (by all
+// the bytes a rank receives, its node's peers' too), unscaled: the trace measured the computation
+// sharing the CPU already. Before session 41 those took the driver's CPU alone: on a PVM guest
+// with 2 ranks per one-CPU node at np 4, 10.5 ms at 1 MiB per peer where the line says 104 ms,
+// and optimize ran ft-proxy W at 0.84x; scaled by the ranks per CPU (x2), it priced out
+// is-proxy W's Alltoallv, which ran at 1.00x instead of 4.4x (docs/benchmarks.md, "Session 41").
 double cpu_taken_ns(const Machine& m, const Topology& t, const Coll& c, const Timeline& tl) {
-  if (t.nodes() >= 2 && t.max_per_node() == 1) {
+  if (t.nodes() >= 2 && (t.max_per_node() == 1 || t.cpu_stretch() > 1)) {
     const bool bcast = c.kind == Kind::Bcast;
     const Line& own = bcast ? m.cpu_taken_bcast : m.cpu_taken;
     if (own.measured()) return own.at(bcast ? c.bytes : c.bytes * (t.n() - 1));

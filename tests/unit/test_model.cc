@@ -887,13 +887,23 @@ TEST_CASE("model: what tnbc's own transfer took from a computation, measured by 
   // Below what the level's line and the driver's CPU price, it replaces them too.
   m.cpu_taken = fit_through({4 * kMiB}, {0.5 * priced});
   CHECK(overlap(m, one_cpu, c, Execution{}, long_compute, 0).saved_ns == Approx(before.saved_ns + 0.5 * priced).epsilon(0.01));
-  // Only in the placement it was measured in: ranks sharing a node price it as before.
+  // Where a node's ranks outnumber its CPUs, the line prices it too (by all the bytes a rank
+  // receives), unscaled, where the driving thread's CPU alone had priced it (ft-proxy W at 0.84x
+  // with 2 ranks per one-CPU node on a PVM guest, session 41).
   m.cpu_taken = fit_through({4 * kMiB}, {priced + 3 * kMs});
-  const Topology shared = Topology::block(4, 2, 1, 1);
   Machine plain = two_nodes();
   plain.level[1].shared_cpu = {0, 1.2};
-  CHECK(overlap(m, shared, c, Execution{}, long_compute, 0).saved_ns ==
-        Approx(overlap(plain, shared, c, Execution{}, long_compute, 0).saved_ns));
+  const Topology crowded = Topology::block(4, 2, 1, 1);
+  const Program longer{20 * blocking, 0.1 * blocking};  // the computation outlasts the transfer
+  const Timeline ctl = tnbc_timeline(m, crowded, c, Execution{}, true);
+  CHECK(overlap(m, crowded, c, Execution{}, longer, 0).saved_ns ==
+        Approx(overlap(plain, crowded, c, Execution{}, longer, 0).saved_ns -
+               (m.cpu_taken.at(3 * 4 * kMiB) - std::max(ctl.driver_cpu_ns, ctl.shared_cpu_ns)))
+            .epsilon(0.01));
+  // Two ranks on a node of two CPUs: not the placement it was measured in; priced as before.
+  const Topology shared = Topology::block(4, 2, 2, 1);
+  CHECK(overlap(m, shared, c, Execution{}, longer, 0).saved_ns ==
+        Approx(overlap(plain, shared, c, Execution{}, longer, 0).saved_ns));
   // A broadcast takes its own line, by the bytes a rank receives; the exchange's does not price it.
   const Coll b = bcast(4 * kMiB);
   const Overlap bcast_before = overlap(plain, one_cpu, b, Execution{}, long_compute, 0);

@@ -48,7 +48,7 @@ def calibrate(a, machine, max_bytes, seconds_per_size):
     copy-price and threshold-never: np 3, 256k; see shared_calibration): a copy of it, unless the
     build's tnbc is newer than it."""
     shared = shared_calibration(a, max_bytes, seconds_per_size)
-    if shared and os.path.isfile(shared) and os.path.getmtime(shared) > newest_build_input(a):
+    if os.path.isfile(shared) and os.path.getmtime(shared) > newest_build_input(a):
         shutil.copyfile(shared, machine)
         print(f"machine file: a copy of {shared} (this build's calibration, made by an earlier test)")
         return
@@ -60,10 +60,9 @@ def calibrate(a, machine, max_bytes, seconds_per_size):
             fail("tnbc calibrate failed", out)
         return True
     calibration.until_undisturbed(launch, machine, os.path.basename(machine))
-    if shared:
-        os.makedirs(os.path.dirname(shared), exist_ok=True)
-        shutil.copyfile(machine, shared + ".tmp")
-        os.replace(shared + ".tmp", shared)
+    os.makedirs(os.path.dirname(shared), exist_ok=True)
+    shutil.copyfile(machine, shared + ".tmp")
+    os.replace(shared + ".tmp", shared)
 
 
 def shared_calibration(a, max_bytes, seconds_per_size):

@@ -293,10 +293,9 @@ bool GuardTable::insert(Region* r) {
 }
 
 void GuardTable::remember_erased(const Region* r) {
-  const unsigned slot = recent_next_.fetch_add(1, std::memory_order_relaxed) % kRecent;
+  const auto slot = static_cast<unsigned>(erasures_.fetch_add(1, std::memory_order_relaxed) % kRecent);
   recent_lo_[slot].store(r->lo, std::memory_order_relaxed);
   recent_hi_[slot].store(r->hi, std::memory_order_release);
-  erasures_.fetch_add(1, std::memory_order_acq_rel);
 }
 
 void GuardTable::erase(Region* r) {

@@ -100,8 +100,9 @@ class GuardTable {
   // True if `addr` was in a region erased recently (its fault raced with publication).
   bool recently_erased(std::uintptr_t addr) const;
   // How many regions have been unlisted so far (erased or replaced): a fault retried after a
-  // race counts as genuine if it comes back with no region unlisted in between.
-  std::uint64_t erasures() const { return erasures_.load(std::memory_order_acquire); }
+  // race counts as genuine if it comes back with no region unlisted in between. Counted under
+  // the lock, so a look-up that missed sees the erasure that made it miss.
+  std::uint64_t erasures() const { return erasures_.load(std::memory_order_relaxed); }
   // Diagnostics for the handler (async-signal-safe): is `addr` within 16 MiB of a region,
   // and a description of the regions around it.
   bool near(std::uintptr_t addr) const;
@@ -116,8 +117,7 @@ class GuardTable {
   std::atomic<int> count_{0};
   static constexpr int kRecent = 64;
   std::atomic<std::uintptr_t> recent_lo_[kRecent] = {}, recent_hi_[kRecent] = {};
-  std::atomic<unsigned> recent_next_{0};
-  std::atomic<std::uint64_t> erasures_{0};
+  std::atomic<std::uint64_t> erasures_{0};  // regions unlisted; the next slot of recent_*_ (mod kRecent)
 };
 
 // The fault handler's memory of its last retry after a race (one per thread): a fault on a page

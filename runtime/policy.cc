@@ -58,10 +58,11 @@ class ModelPolicy final : public Policy {
   Reason route(Kind kind, bool intercommunicator, const model::Topology& comm, std::size_t unit) override {
     if (intercommunicator) return Reason::Intercommunicator;
     if (comm.n() <= 1) return Reason::SingleRank;
-    // Outside the sizes that return early; sizes that differ between ranks (Alltoallv: unit
-    // SIZE_MAX, kNoUnit) where no size returns early on `comm` (the model's sizes, equal on every
-    // rank): tnbc's schedule would only complete in the call, slower than the library's (read at
-    // once, np 4 on one node: 1.5-1.8x PMPI_Alltoallv).
+    // Outside the sizes that return early or whose schedule completed in the call beats the
+    // library's; sizes that differ between ranks (Alltoallv: unit SIZE_MAX, kNoUnit) where no size
+    // does either on `comm` (the model's sizes, equal on every rank): tnbc's schedule would only
+    // complete in the call, slower than the library's (read at once, np 4 on one node: 1.5-1.8x
+    // PMPI_Alltoallv).
     if (runs_as_mpi(kind, comm, unit)) return Reason::BelowThreshold;
     return Reason::None;
   }
@@ -223,6 +224,7 @@ class ModelPolicy final : public Policy {
       guard_ = guard_index;
       agreed_ = agreed;
       bands_.clear();
+      engine_bands_.clear();
       segments_.clear();
       bcast_choice_.clear();
       scales_.clear();
@@ -247,12 +249,16 @@ class ModelPolicy final : public Policy {
     return bands_locked(kind, comm);
   }
   // Whether a call of `kind` whose size is `unit` (SIZE_MAX: none alike on every rank) runs as
-  // the MPI library's (model::runs_as_mpi; without a model or with TNBC_MIN_BYTES set, below it).
+  // the MPI library's (model::runs_as_mpi over model::engine_bands: the sizes that return early
+  // and those whose schedule completed in the call beats the library's; without a model or with
+  // TNBC_MIN_BYTES set, below it).
   bool runs_as_mpi(Kind kind, const model::Topology& comm, std::size_t unit) {
     const std::optional<std::size_t> at = unit == SIZE_MAX ? std::nullopt : std::optional<std::size_t>(unit);
     if (s_.min_bytes || !model_) return at && *at < threshold(kind, comm);
     std::lock_guard lock(mutex_);
-    return model::runs_as_mpi(bands_locked(kind, comm), at);
+    auto [it, fresh] = engine_bands_.try_emplace({key_of(comm), static_cast<int>(model::band_kind(kind))});
+    if (fresh) it->second = model::engine_bands(model_->machine, comm, kind, exec(), page_);
+    return model::runs_as_mpi(it->second, at);
   }
   // Whether `bytes` (the table's unit) is a size at which early return pays.
   bool pays_at(Kind kind, const model::Topology& comm, std::size_t bytes) {
@@ -339,7 +345,8 @@ class ModelPolicy final : public Policy {
   int guard_ = 0;
   bool agreed_ = false;
   std::mutex mutex_;  // the caches: calls on several threads ask at once
-  std::map<std::pair<std::uint64_t, int>, model::SizeBands> bands_;
+  std::map<std::pair<std::uint64_t, int>, model::SizeBands> bands_;         // early_return_sizes
+  std::map<std::pair<std::uint64_t, int>, model::SizeBands> engine_bands_;  // those and tnbc's faster calls
   std::map<std::pair<std::uint64_t, std::size_t>, int> segments_;
   std::map<std::pair<std::uint64_t, std::size_t>, BcastBackend> bcast_choice_;
   std::map<std::uint64_t, double> scales_;

@@ -145,7 +145,9 @@ std::vector<std::string> site_verdicts(const trace::LoadedProfile& p, const Sett
       const trace::SiteSizes sizes = trace::site_sizes(s, judge, site, *kind);
       if (sizes.outside) {
         out.push_back("plain MPI anyway: outside the sizes that return early (" + sizes.sizes.text() +
-                      (s.min_bytes ? ", TNBC_MIN_BYTES set)" : ", from the cost model)"));
+                      (s.min_bytes ? ", TNBC_MIN_BYTES set)"
+                                   : ", from the cost model) and those where tnbc's schedule in the call is faster (" +
+                                         sizes.own.text() + ")"));
         continue;
       }
     }
@@ -156,16 +158,19 @@ std::vector<std::string> site_verdicts(const trace::LoadedProfile& p, const Sett
     }
     std::string v = trace::describe(d[i]);
     const std::string node = node_verdict(site, s, m, judge);  // where tnbc's schedule runs
-    if (d[i].blocking()) {
+    if (d[i].library_call()) {
       // Plain MPI when every site of this kind and size is judged so (ReadOrderSource::plain).
       bool all = true;
       for (std::size_t k = 0; k < p.sites.size(); ++k) {
         const bool same = p.sites[k].kind == site.kind && p.sites[k].comm_size == site.comm_size &&
                           (!kind || !info(*kind).sizes_agree || trace::estimate_site(p.sites[k]).bytes == bytes);
-        all = all && (!same || d[k].blocking());
+        all = all && (!same || d[k].library_call());
       }
       v += all ? "; plain MPI on every rank (every site of this kind and size is judged alike)"
-               : "; tnbc's schedule completed in the call (another site of this kind and size returns early)" + node;
+               : "; tnbc's schedule completed in the call (another site of this kind and size does not run the "
+                 "library's call)" + node;
+    } else if (d[i].blocking()) {
+      v += "; tnbc's schedule completed in the call" + node;
     } else {
       v += node;
     }

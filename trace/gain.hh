@@ -112,11 +112,13 @@ Judge make_judge(const Settings& s, std::shared_ptr<const model::Inputs> model, 
 
 // The sizes at which a site's calls return early, as Policy::route decides them in the run: from
 // TNBC_MIN_BYTES up as set, else the cost model's (judge.model) on the site's communicator, else
-// every size; `outside`: its calls are plain MPI anyway (model::runs_as_mpi: the site's size, of a
-// kind with a per-peer or whole size, is not among them; a kind whose sizes differ between ranks
-// is outside where no size returns early).
+// every size; `own`: the model's sizes whose schedule completed in the call beats the library's
+// (model::own_call_bands; none with TNBC_MIN_BYTES set or without a model); `outside`: its calls
+// are plain MPI anyway (model::runs_as_mpi over both: the site's size, of a kind with a per-peer
+// or whole size, is not among them; a kind whose sizes differ between ranks is outside where no
+// size is).
 struct SiteSizes {
-  model::SizeBands sizes;
+  model::SizeBands sizes, own;
   bool outside = false;
 };
 SiteSizes site_sizes(const Settings& s, const Judge& judge, const ProfileSite& site, Kind kind);
@@ -125,6 +127,8 @@ SiteSizes site_sizes(const Settings& s, const Judge& judge, const ProfileSite& s
 // summary format.
 enum class Basis {
   NoOverlapToGain,  // not early: the model (or the fixed rule) shows no gain
+  OwnCallFaster,    // not early: tnbc's schedule completed in the call beats the library's call
+                    // (model::own_call_pays) and the early return's predicted total
   OverlapPays,      // early: the gain exceeds the margin
   NotInProfile,     // early: the site is not in the profile
   OtherSizes,       // early: the profile did not record these sizes (Alltoall, Bcast) at the site
@@ -135,12 +139,15 @@ const char* basis_name(Basis b);
 
 struct Decision {
   Basis basis = Basis::NotInProfile;
-  bool blocking() const { return basis == Basis::NoOverlapToGain; }
+  bool blocking() const { return basis == Basis::NoOverlapToGain || basis == Basis::OwnCallFaster; }
+  // The call may be the MPI library's own (every site of its kind and sizes so: ReadOrderSource::plain).
+  bool library_call() const { return basis == Basis::NoOverlapToGain; }
   bool by_model = false;                                // the cost model judged (else the fixed rule)
   std::optional<double> comm_ns, overlap_ns, saved_ns;  // set when the estimate was complete
   double cost_ns = 0, margin_ns = 0;
-  // The model's figures: its own blocking time, Eq. 3's hidden time, Tinit.
-  std::optional<double> model_blocking_ns, hidden_ns, in_call_ns;
+  // The model's figures: its own blocking time, Eq. 3's hidden time, Tinit, tnbc's schedule
+  // completed in the call (scaled as the early return's transfer: measured / modelled blocking).
+  std::optional<double> model_blocking_ns, hidden_ns, in_call_ns, own_call_ns;
 };
 
 // `site` nullptr: not in the profile. `sizes_recorded`: the call's sizes were recorded at the

@@ -46,8 +46,9 @@ PlainRun judge_plain_run(const Settings& s, const std::string& executable, const
     // Outside the sizes that return early the call is plain MPI anyway (Policy::route).
     const bool below = site_sizes(s, judge, site, *kind).outside;
     const Decision d = decide(&site, true, judge);
-    if (!below && !d.blocking()) {
-      r.because = "a site returns early (" + site.where + ")";
+    if (!below && !d.library_call()) {
+      r.because = std::string(d.blocking() ? "a site runs tnbc's schedule in the call (" : "a site returns early (") +
+                  site.where + ")";
       r.sites.clear();
       return r;
     }

@@ -74,8 +74,9 @@ class ProfileOrders final : public ReadOrderSource {
   }
 
   // Every site the profile has for this kind and communicator size, and — where every rank
-  // knows the sizes — that recorded these sizes (any rank), is judged no gain: then the call is
-  // plain MPI on every rank, whichever site each reaches it from.
+  // knows the sizes — that recorded these sizes (any rank), is judged no gain, and none faster
+  // with tnbc's schedule in the call: then the call is plain MPI on every rank, whichever site
+  // each reaches it from.
   bool plain(const CallShape& call) override {
     std::lock_guard lock(mutex_);
     if (!agreed_ || !judge_.enabled) return false;
@@ -91,9 +92,10 @@ class ProfileOrders final : public ReadOrderSource {
         if (sizes_agree && !index_.key_recorded(site, instance_key(site.site, sig))) continue;
         ++candidates;
         const Decision& d = judged_[site.site];
-        if (d.blocking()) ++no_gain;
-        if (d.blocking() && e.where.size() < 200) e.where += (e.where.empty() ? "" : ", ") + site.where;
-        if (d.blocking() && !e.first) e.first = d;
+        if (!d.library_call()) continue;
+        ++no_gain;
+        if (e.where.size() < 200) e.where += (e.where.empty() ? "" : ", ") + site.where;
+        if (!e.first) e.first = d;
       }
       e.plain = candidates > 0 && no_gain == candidates;
       e.id = sig ^ (static_cast<std::uint64_t>(call.kind) << 56) ^ static_cast<std::uint64_t>(call.comm_size);

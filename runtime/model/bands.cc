@@ -106,12 +106,45 @@ SizeBands early_return_bands(const Machine& m, const Topology& t, Kind k, const 
                     floor, page, kLargestBand);
 }
 
+SizeBands own_call_bands(const Machine& m, const Topology& t, Kind k, const Execution& x, std::size_t page) {
+  if (t.n() <= 1 || k == Kind::Bcast) return {};
+  const double margin = margin_of_tcomm(m, t, x);
+  if (margin >= 1) return {};
+  const PieceRule pieces(std::nullopt, piece_scale(m, t, x, page));
+  return scan_bands([&](std::size_t bytes) {
+    Coll c;
+    c.kind = k;
+    c.bytes = static_cast<double>(bytes);
+    c.page = page;
+    c.pieces = pieces;
+    return own_call_pays(own_call_ns(m, t, c, x), nbc_blocking_ns(m, t, c), margin);
+  }, kMinGuardablePages * page, page, kLargestBand);
+}
+
+SizeBands unite(const SizeBands& a, const SizeBands& b) {
+  std::vector<std::pair<std::size_t, std::size_t>> all = a.ranges;
+  all.insert(all.end(), b.ranges.begin(), b.ranges.end());
+  std::sort(all.begin(), all.end());
+  SizeBands out;
+  for (const auto& r : all) {
+    if (!out.ranges.empty() && r.first <= out.ranges.back().second)
+      out.ranges.back().second = std::max(out.ranges.back().second, r.second);
+    else
+      out.ranges.push_back(r);
+  }
+  return out;
+}
+
 Kind band_kind(Kind k) {
   return k == Kind::Alltoallv ? Kind::Alltoall : k == Kind::Allgatherv ? Kind::Allgather : k;
 }
 
 SizeBands call_bands(const Machine& m, const Topology& t, Kind k, const Execution& x, std::size_t page) {
   return early_return_bands(m, t, band_kind(k), x, page);
+}
+
+SizeBands engine_bands(const Machine& m, const Topology& t, Kind k, const Execution& x, std::size_t page) {
+  return unite(call_bands(m, t, k, x, page), own_call_bands(m, t, band_kind(k), x, page));
 }
 
 bool runs_as_mpi(const SizeBands& sizes, std::optional<std::size_t> unit_bytes) {

@@ -46,12 +46,25 @@ SizeBands scan_bands(FunctionRef<bool(std::size_t)> pays, std::size_t floor, std
 // exchange_floor where its exchange_balance pays.
 SizeBands early_return_bands(const Machine& m, const Topology& t, Kind k, const Execution& x, std::size_t page);
 
+// The sizes (bytes per peer) at which the exchange family's schedule completed in the call beats
+// the MPI library's call on `t` by the placement's margin (own_call_pays against nbc_blocking_ns,
+// from kMinGuardablePages pages): calls of those sizes that do not return early take tnbc's
+// schedule instead of the library's. None for a broadcast (not measured) or one rank.
+SizeBands own_call_bands(const Machine& m, const Topology& t, Kind k, const Execution& x, std::size_t page);
+
+// The sizes of `a` and of `b`.
+SizeBands unite(const SizeBands& a, const SizeBands& b);
+
 // The kind whose sizes decide a call of kind `k`: Alltoallv's and Allgatherv's sizes differ
 // between ranks, so they take Alltoall's and Allgather's (per peer); every other kind its own.
 Kind band_kind(Kind k);
 
 // The sizes at which a call of kind `k` returns early on `t`: band_kind's early_return_bands.
 SizeBands call_bands(const Machine& m, const Topology& t, Kind k, const Execution& x, std::size_t page);
+// The sizes at which a call of kind `k` takes tnbc's schedule on `t` (returning early or completed
+// in the call): call_bands united with band_kind's own_call_bands. Outside them it is the MPI
+// library's own call (runs_as_mpi).
+SizeBands engine_bands(const Machine& m, const Topology& t, Kind k, const Execution& x, std::size_t page);
 
 // Whether a call runs as the MPI library's own under the early-return sizes `sizes` (the rule of
 // Policy::route, of the trace's plain-run verdict and of `tnbc predict`): outside `sizes` at

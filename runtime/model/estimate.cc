@@ -767,8 +767,12 @@ Overlap overlap(const Machine& m, const Topology& t, const Coll& c, const Execut
   return o;
 }
 
-double in_call_penalty_ns(const Machine& m, const Topology& t, const Coll& c, const Execution& x) {
-  return tnbc_timeline(m, t, c, x, false).total_ns - mpi_blocking_ns(m, t, c);
+double own_call_ns(const Machine& m, const Topology& t, const Coll& c, const Execution& x) {
+  return tnbc_timeline(m, t, c, x, false).total_ns;
+}
+
+bool own_call_pays(double own_ns, double blocking_ns, double margin) {
+  return margin < 1 && blocking_ns > 0 && own_ns <= (1 - margin) * blocking_ns;
 }
 
 ReadOnceBalance read_once_balance(const Machine& m, const Topology& t, const Execution& x, const Coll& c) {

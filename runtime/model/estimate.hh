@@ -141,9 +141,15 @@ struct Overlap {
 Overlap overlap(const Machine& m, const Topology& t, const Coll& c, const Execution& x, const Program& p,
                 double measured_blocking_ns = 0);
 
-// What completing tnbc's schedule in the call costs over the MPI library's own call (>= 0 when
-// tnbc's is slower): the price of a no-gain call that cannot be plain MPI.
-double in_call_penalty_ns(const Machine& m, const Topology& t, const Coll& c, const Execution& x);
+// tnbc's schedule completed in the call by the calling thread (no guard, no staging, no send
+// window): the call's time for the slowest rank. Where the MPI library's ranks spin on fewer CPUs
+// than ranks (busy_poll.hh) tnbc's yielding threads may move the same bytes several times faster
+// than the library's call (np 4 on 2 one-CPU nodes: ft-proxy W 1.99x, NPB FT.A 2.03x with every
+// Alltoall so; docs/benchmarks.md, "Session 42").
+double own_call_ns(const Machine& m, const Topology& t, const Coll& c, const Execution& x);
+// Whether tnbc's schedule completed in the call (`own_ns`) beats the library's call (`blocking_ns`)
+// by the placement's margin of Tcomm (margin_of_tcomm): never at a margin of 100 % or more.
+bool own_call_pays(double own_ns, double blocking_ns, double margin);
 
 // ---- decisions (the policy asks; inputs equal on every rank give answers equal on every rank) ----
 

@@ -55,4 +55,34 @@ inline model::Coll alltoall(double per_peer, std::size_t page = 4096) {
   return c;
 }
 
+// Two nodes joined by a 1 Gbit/s link (125 MB/s, 50 us), one rank each: the primary
+// configuration of docs/benchmarks.md.
+inline model::Machine two_nodes() {
+  model::Machine m = machine(2000, 5, 2, 5, 100);  // inside a node: 2 GB/s
+  m.nodes = 2;
+  m.ranks = 2;
+  m.ranks_per_node = 1;
+  m.level[1] = level(50, 125, 10, 300);
+  m.level[1].node_bi_ns_per_byte = m.level[1].G_ns_per_byte / 2;  // full duplex: in and out at once
+  return m;
+}
+
+// np 4 on 2 emulated nodes of one CPU each (netrun), 1 Gbit/s between them, as `tnbc calibrate`
+// measured it with the launcher's 2 slots per node: the ranks of a node spin, so the ping-pong
+// inside the node took a scheduler slice (2 ms) at 1 byte and 92 ms at 1 MiB, and the node sweep
+// measured those slices too (45 ns/B); `evidence` false: the same node rates from a calibration
+// whose ping-pong took microseconds (no sign of spinning).
+inline model::Machine spinning_nodes(bool evidence) {
+  model::Machine m = two_nodes();
+  m.ranks = 4;
+  m.ranks_per_node = 2;
+  m.cpus_per_node = 1;
+  model::Level& intra = m.at(model::LevelKind::IntraNode);
+  intra.L_ns = evidence ? 2e6 : 3e3;
+  intra.G_ns_per_byte = 0.125;
+  if (evidence)
+    intra.sweep = {{1, 2e6, 300, 300, 300}, {1048576, 92e6, 1.1e5, 1.35e5, 1.35e5}, {4194304, 348e6, 4e5, 5.3e5, 5.3e5}};
+  intra.node_sweep = {{1048576, 2, 45.7, 45.7}, {4194304, 2, 41.9, 42.9}};
+  return m;
+}
 }  // namespace tnbc::test

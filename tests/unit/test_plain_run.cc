@@ -76,6 +76,25 @@ TEST_CASE("plain run: one site that gains -> not plain, naming why") {
   CHECK_THAT(r.because, Catch::Contains("a site returns early"));
 }
 
+TEST_CASE("plain run: a site whose calls tnbc's schedule completes faster than the library's -> not plain") {
+  // np 4 on 2 one-CPU nodes whose MPI ranks spin (machines.hh): ranks that read the 4 MiB they
+  // receive at once, the library's call measured at 92 ms. The same site where the calibration
+  // shows no spinning: no gain, the plain program.
+  for (const bool spins : {true, false}) {
+    TempDir dir;
+    Settings s;
+    s.mode = Mode::Optimize;
+    s.profile_blocking = ProfileBlocking::Auto;
+    std::vector<RankValues> r(4);
+    for (auto& v : r) v.curc_ns = 0.18 * kMs, v.dur_ns = 92 * kMs;
+    s.profile = dir.write("app.profile", profile_of(4, {site_text(r, true, "0x0000000000000051", 4)}));
+    s.machine = dir.write("machine.json", model::machine_json(spinning_nodes(spins)));
+    const PlainRun p = judge_plain_run(s, kApp, "Test MPI 1.0", 1);
+    CHECK(p.plain == !spins);
+    if (spins) CHECK_THAT(p.because, Catch::Contains("a site runs tnbc's schedule in the call"));
+  }
+}
+
 TEST_CASE("plain run: not asked, or without a machine file -> not plain") {
   const Setup t({0.05});
   Settings nbc = t.s;

@@ -21,7 +21,7 @@ then the optimize pass with that profile (TNBC_NODE_PRIORITIES=on; case auto: au
          first-read and end estimates; a broadcast: one_sender where no node has two forwarders
          on its link for the root), and arbitration ran exactly where the basis says so
   auto-cpu  auto with the trace run's machine (TNBC_MACHINE) made CPU-bound: each end of a
-         message between nodes costs 4x its wire time in CPU (the kernel's TCP copies on a
+         message between nodes costs 4x the link's time in CPU (the kernel's TCP copies on a
          loaded host). Two ranks per node whose progress threads share the node's CPUs with
          their computation cannot keep the link busy one at a time: auto must say off (basis
          costs or no_gain) at every site, and no send is ever held back
@@ -195,13 +195,16 @@ def check_auto(rank, kind, n, out, must_be_off=False):
 
 def cpu_bound_machine(trace_dir, work):
     """The trace run's machine (TNBC_OUTPUT_DIR/tnbc-machine.json: the probe's, fits this run)
-    with the CPU per byte at each end of a message between nodes 4x its wire time."""
+    with the CPU per byte at each end of a message between nodes 4x the link's time per byte: the
+    slowest of its measured rates (G; node_out and node_bi, the node's link shared by its ranks:
+    the probe measures these apart, and on a loaded host they can be 100x G, so a CPU cost 4x G
+    alone would leave the link, not the CPUs, as the bound)."""
     with open(os.path.join(trace_dir, "tnbc-machine.json")) as f:
         m = json.load(f)
     inter = m["levels"].get("inter_node")
     if not inter:
         fail(f"the trace run's machine has no inter_node level: {m['levels']}")
-    cpu = 4 * inter["G_ns_per_byte"]
+    cpu = 4 * max(inter["G_ns_per_byte"], inter.get("node_out_ns_per_byte", 0), inter.get("node_bi_ns_per_byte", 0))
     inter["O_s_ns_per_byte"] = inter["O_r_ns_per_byte"] = cpu
     for p in inter.get("sweep") or []:
         p["o_s_ns"] = p["o_r_ns"] = max(p["o_s_ns"], cpu * p["bytes"])

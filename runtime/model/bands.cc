@@ -110,13 +110,8 @@ SizeBands own_call_bands(const Machine& m, const Topology& t, Kind k, const Exec
   if (t.n() <= 1 || k == Kind::Bcast) return {};
   const double margin = margin_of_tcomm(m, t, x);
   if (margin >= 1) return {};
-  const PieceRule pieces(std::nullopt, piece_scale(m, t, x, page));
   return scan_bands([&](std::size_t bytes) {
-    Coll c;
-    c.kind = k;
-    c.bytes = static_cast<double>(bytes);
-    c.page = page;
-    c.pieces = pieces;
+    const Coll c = exchange_coll(m, t, k, x, static_cast<double>(bytes), page);
     return own_call_pays(own_call_ns(m, t, c, x), nbc_blocking_ns(m, t, c), margin);
   }, kMinGuardablePages * page, page, kLargestBand);
 }

@@ -800,14 +800,18 @@ ReadOnceBalance bcast_balance(const Machine& m, const Topology& t, const Executi
   return read_once_balance(m, t, x, c);
 }
 
-ReadOnceBalance exchange_balance(const Machine& m, const Topology& t, Kind k, const Execution& x, double bytes,
-                                 std::size_t page) {
+Coll exchange_coll(const Machine& m, const Topology& t, Kind k, const Execution& x, double bytes, std::size_t page) {
   Coll c;
   c.kind = k;
   c.bytes = bytes;
   c.page = page;
   c.pieces = PieceRule(std::nullopt, piece_scale(m, t, x, page));
-  return read_once_balance(m, t, x, c);
+  return c;
+}
+
+ReadOnceBalance exchange_balance(const Machine& m, const Topology& t, Kind k, const Execution& x, double bytes,
+                                 std::size_t page) {
+  return read_once_balance(m, t, x, exchange_coll(m, t, k, x, bytes, page));
 }
 
 std::size_t exchange_floor(const Machine& m, const Topology& t, Kind k, const Execution& x, std::size_t page) {

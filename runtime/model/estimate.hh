@@ -169,8 +169,10 @@ ReadOnceBalance read_once_balance(const Machine& m, const Topology& t, const Exe
 // A broadcast of `bytes` cut into `segments`.
 ReadOnceBalance bcast_balance(const Machine& m, const Topology& t, const Execution& x, double bytes, int segments,
                               std::size_t page);
-// The exchange family (`k`: Alltoall, Alltoallv, Allgather(v); `bytes` per peer), its bodies cut
-// by the model's piece rule (piece_scale), as the policy cuts them.
+// A call of the exchange family (`k`: Alltoall, Alltoallv, Allgather(v); `bytes` per peer), its
+// bodies cut by the model's piece rule (piece_scale), as the policy cuts them.
+Coll exchange_coll(const Machine& m, const Topology& t, Kind k, const Execution& x, double bytes, std::size_t page);
+// exchange_coll's call read at once.
 ReadOnceBalance exchange_balance(const Machine& m, const Topology& t, Kind k, const Execution& x, double bytes,
                                  std::size_t page);
 

@@ -5,7 +5,8 @@ usage: model_decisions.py --lib LIBTNBC --tool TNBC --prog GAIN_SITES [--np 3]
 
 gain_sites calls MPI_Alltoall from two sites, read_at_once (reads the data at once) and
 compute_first (computes first). Steps:
-  calibrate  `tnbc calibrate -o machine.json` under the launcher (small sweep): a machine file
+  calibrate  `tnbc calibrate -o machine.json` under the launcher (small sweep, to 256 KiB: the
+             build's calibration that plain-run, copy-price and threshold-never share): a machine file
   trace      TNBC_MODE=trace with TNBC_MACHINE=machine.json, then `tnbc merge --machine
              machine.json`: per site its verdict (returns early / completes in the call / plain
              MPI on every rank) from the model's figures
@@ -71,7 +72,7 @@ def main():
     a = options(3)
     work = tempfile.mkdtemp(prefix="tnbc-model-")
     machine = os.path.join(work, "machine.json")
-    calibrate(a, machine, "1m", 0.05)
+    calibrate(a, machine, "256k", 0.02)  # the build's shared one (profile_runs.shared_calibration)
     # The size threshold is set (three pages), not the model's: the model's, from a calibration
     # on a loaded machine, may exceed the test's 1 MiB per peer and leave no site to judge (the
     # threshold-auto tests check the model's). The per-site verdicts stay the model's.

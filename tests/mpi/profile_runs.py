@@ -44,8 +44,8 @@ def calibrate(a, machine, max_bytes, seconds_per_size):
     Measured again while the machine was busy (the harness's rule, npb-harness/calibration.py
     until_undisturbed): the runs then warn that the file's prices are likely high, which the tests
     that expect no word from tnbc must not see for a reason outside the code.
-    One calibration per build and sweep is shared by the tests that ask for the same one (plain-run,
-    copy-price and threshold-never: np 3, 256k; see shared_calibration): a copy of it, unless the
+    One calibration per build and sweep is shared by the tests that ask for the same one (model-decisions,
+    plain-run, copy-price and threshold-never: np 3, 256k; see shared_calibration): a copy of it, unless the
     build's tnbc is newer than it."""
     shared = shared_calibration(a, max_bytes, seconds_per_size)
     if os.path.isfile(shared) and os.path.getmtime(shared) > newest_build_input(a):

@@ -487,12 +487,27 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
   if (platform.slice_s > 0 && platform.cores < per_node) cfg.x.margin_shared_node = cfg.x.margin_busy_poll;
   // The global route (Policy::route): blocks outside the cost model's early-return sizes run as
   // MPI's; a kind whose sizes differ between ranks (Alltoallv) runs as MPI's where no size returns
-  // early on the communicator, else takes tnbc's schedule at every call.
+  // early on the communicator, else takes tnbc's schedule at every call. Where tnbc's schedule
+  // completed in the call beats the library's call (model::own_call_bands, on the run's placement:
+  // the platform's cores per node, as the runtime's topology has them) a call that does not return
+  // early completes that way instead.
   const model::Topology topo = model::Topology::block(np, per_node, std::max(platform.cores, per_node), 1);
+  const model::Topology run = model::Topology::block(np, per_node, std::max(1, platform.cores), 1);
   for (SimSite& s : sites.value()) {
     const model::SizeBands sizes = model::call_bands(cfg.machine, topo, s.kind, cfg.x, cfg.machine.page);
+    const model::SizeBands own =
+        model::own_call_bands(cfg.machine, run, model::band_kind(s.kind), cfg.x, cfg.machine.page);
     const bool varying = model::band_kind(s.kind) != s.kind;
+    s.own_call = s.bytes >= 0 && own.contains(static_cast<std::size_t>(s.bytes));
     if (!model::runs_as_mpi(sizes, varying ? std::nullopt : std::optional<std::size_t>(s.bytes))) continue;
+    if (s.own_call) {
+      s.in_call = true;
+      notes.push_back("site " + s.name + ": " + std::to_string(static_cast<long long>(s.bytes)) +
+                      " bytes per peer does not return early here (" + sizes.text() + "), and tnbc's schedule "
+                      "completed in the call beats the library's call at it (" + own.text() +
+                      "): every variant but blocking completes in the call so");
+      continue;
+    }
     s.mpi = true;
     if (varying) {
       notes.push_back("site " + s.name + ": no size returns early here (sizes differ between ranks; the model's "
@@ -518,6 +533,13 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
   Result<std::vector<SimResult>> res = simulate(cfg, sites.value());
   if (!res.ok()) return fail(res.status().message());
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (std::size_t i = 0; i < sites.value().size(); ++i)
+    if (const SimSite& s = sites.value()[i]; s.own_call)
+      notes.push_back("site " + s.name + ": tnbc's schedule completed in the call takes " +
+                      fmt(res.value()[i].own.call_ns / 1e6) + " ms per call against the library's " +
+                      fmt(res.value()[i].v[0].call_ns / 1e6) + " ms (the cost model finds it faster at " +
+                      std::to_string(static_cast<long long>(s.bytes)) + " bytes here): a call that does not "
+                      "return early completes so");
 
   // ---- text ----
   const auto& S = sites.value();
@@ -552,7 +574,8 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
     for (int v = 1; v < kVariants; ++v) {
       const double saved = r.v[0].total_ns - r.v[v].total_ns;
       std::printf(" %7.3f %6.0f%% %7.3fx%s|", r.v[v].call_ns / 1e6, 100 * share(saved, tcomm),
-                  r.v[v].total_ns > 0 ? r.v[0].total_ns / r.v[v].total_ns : 0.0, r.v[v].plain ? "p" : " ");
+                  r.v[v].total_ns > 0 ? r.v[0].total_ns / r.v[v].total_ns : 0.0,
+                  r.v[v].own_call ? "o" : r.v[v].plain ? "p" : " ");
       whole.call_ns[v] += r.v[v].call_ns * S[s].calls;
       whole.total_ns[v] += r.v[v].total_ns * S[s].calls;
     }
@@ -563,7 +586,8 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
     std::printf(" %7.3f %6.0f%% %7.3fx |", whole.call_ns[v] / 1e6,
                 100 * share(whole.total_ns[0] - whole.total_ns[v], whole.blocking_ns),
                 whole.total_ns[v] > 0 ? whole.total_ns[0] / whole.total_ns[v] : 0.0);
-  std::printf("\n  (p: optimize completes the site in the call as the MPI library's: its early return does not pay)\n"
+  std::printf("\n  (p: optimize completes the site in the call as the MPI library's: its early return does not pay; "
+              "o: in the call through tnbc's schedule, which beats the library's call there)\n"
               "  whole program: the collective sections only (call + CURC + CRC per call, x calls); the rest of the "
               "program is not in the profile\n");
   for (const std::string& n : notes) std::printf("  note: %s\n", n.c_str());
@@ -584,12 +608,15 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
         << ", \"blocks\": \"" << S[s].blocks << "\", \"curc_s\": " << S[s].curc_ns / 1e9
         << ", \"crc_s\": " << S[s].crc_ns / 1e9 << ", \"blocking_s\": " << r.v[0].call_ns / 1e9
         << ", \"blocking_total_s\": " << r.v[0].total_ns / 1e9;
+      if (S[s].own_call)
+        o << ", \"own_call\": {\"call_s\": " << r.own.call_ns / 1e9 << ", \"total_s\": " << r.own.total_ns / 1e9 << "}";
       for (int v = 1; v < kVariants; ++v)
         o << ", \"" << variant_name(static_cast<Variant>(v)) << "\": {\"call_s\": " << r.v[v].call_ns / 1e9
           << ", \"total_s\": " << r.v[v].total_ns / 1e9
           << ", \"hidden_share\": " << share(r.v[0].total_ns - r.v[v].total_ns, r.v[0].call_ns)
           << ", \"speedup\": " << (r.v[v].total_ns > 0 ? r.v[0].total_ns / r.v[v].total_ns : 0)
-          << ", \"plain\": " << (r.v[v].plain ? "true" : "false") << "}";
+          << ", \"plain\": " << (r.v[v].plain ? "true" : "false")
+          << ", \"own_call\": " << (r.v[v].own_call ? "true" : "false") << "}";
       o << "}";
     }
     o << "],\n \"program\": {\"blocking_s\": " << whole.blocking_ns / 1e9

@@ -62,6 +62,13 @@ struct SimSite {
   double crc_ns = 0;         // T_CRC per call (all the sub-messages)
   std::vector<int> order;    // the profile's consensus read order at N (sub-message indices)
   bool mpi = false;          // below tnbc's size threshold: every variant runs the MPI library's call
+  // tnbc's schedule completed in the call beats the library's call at this size on the run's
+  // placement (model::own_call_bands, as Policy::route finds it): a call of a variant that does not
+  // return early completes that way (the runtime's route; optimize's basis own_call_faster), not
+  // as the library's. With `mpi` false and `in_call` true the size returns early nowhere: every
+  // variant but blocking completes in the call so.
+  bool own_call = false;
+  bool in_call = false;
   // Of `calls`, how many copy their staging into pages never touched before (tnbc's pool keeps a
   // block per size once made, runtime/pool.hh: the program's first call at a staging size): their
   // staging copy is priced at the machine's memcpy_cold line (the memcpy line where the file has
@@ -93,9 +100,11 @@ struct VariantTimes {
   double call_ns = 0;    // in the call (slowest rank): Tinit for an early return, Tcomm for blocking
   double total_ns = 0;   // call + CURC + CRC (slowest rank)
   bool plain = false;    // optimize: completed in the call as the MPI library's (no gain)
+  bool own_call = false; // completed in the call through tnbc's schedule (SimSite::own_call)
 };
 struct SimResult {
   VariantTimes v[kVariants];
+  VariantTimes own;         // tnbc's schedule completed in the call (SimSite::own_call; else zeros)
   double comm_done_ns = 0;  // nbc: until the last step is done (slowest rank)
   long long messages = 0;   // simulated MPI messages (all variants)
 };

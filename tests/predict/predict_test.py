@@ -20,7 +20,9 @@ variants   a program that computes long enough after the call hides most of the 
            strong and fixed scaling give the sizes they say; 256 ranks run; a collective reached
            from two sites on different ranks is counted once; --skip-first leaves out each rank's
            first calls of a kind where the profile places them (first_calls), and says it cannot
-           for a profile without them
+           for a profile without them; where the MPI library's ranks busy-poll on fewer cores than
+           ranks, a site that reads at once completes in the call through tnbc's schedule, faster
+           than blocking ('own_call'), and as the library's call where the cores suffice
 bad-input  one clear message each, exit status 2, never a traceback: a profile of another format
            version, an executable rebuilt after its profile, a profile of another program
            (--program), a machine file of another MPI library, N below the profile's np under
@@ -381,7 +383,52 @@ def variants(e):
                     "--scaling", "strong", platform="nodes 32\ncores 8\nlink_bw 40Gbps\nlink_lat 1.5us\n")
     if j["np"] != 256 or j["sites"][0]["blocking_s"] <= 0:
         fail("256 ranks", out)
-    print(f"variants ok: block sizes {sizes}; 256 ranks simulated in {time.time() - t0:.1f} s")
+    own = own_call(e)
+    print(f"variants ok: block sizes {sizes}; 256 ranks simulated in {time.time() - t0:.1f} s; {own}")
+
+
+def spinning_machine():
+    """machine() calibrated with 2 ranks per node on 1 CPU whose MPI library busy-polls: the
+    intra-node ping-pong took a 2 ms scheduler slice, plus two slices per 48 KiB (busy_poll.hh)."""
+    m = machine()
+    m.update(ranks=4, ranks_per_node=2, cpus_per_node=1)
+    slice_ns, fragment = 2e6, 48 * 1024
+    sweep = [{"bytes": b, "T_ns": slice_ns + 2 * slice_ns * b / fragment, "o_s_ns": 500, "o_r_ns": 700, "g_ns": 1300,
+              "post_ns": 100} for b in (1, 64 * 1024, 1 << 20)]
+    m["levels"]["intra_node"] = dict(m["levels"]["intra_node"], L_ns=slice_ns, sweep=sweep)
+    return m
+
+
+def own_call(e):
+    """Where the MPI library's ranks busy-poll on fewer cores than ranks, tnbc's schedule completed
+    in the call beats the library's call (model::own_call_bands): the site's `own_call` figures
+    (and the note) show it faster than blocking, and optimize takes the better of it and the early
+    return (marked o where it is the schedule in the call); with 2 cores per node (nothing spins)
+    there is no such figure, and a site that reads at once completes as the library's ('plain')."""
+    got = {}
+    for cores in (1, 2):
+        plat = f"nodes 2\ncores {cores}\nlink_bw 1Gbps\nlink_lat 50us\nloopback_bw 5GBps\nloopback_lat 1us\n" \
+               f"slice 2ms\nshm_fragment 48KiB\n"
+        got[cores] = e.json(profile(np=4, per_peer=64 << 10, curc=0, rcrc=1e12), spinning_machine(), "--np", "4",
+                            "--ranks-per-node", "2", platform=plat)
+    (j, out), (j2, out2) = got[1], got[2]
+    s, opt = j["sites"][0], j["sites"][0]["optimize"]
+    own = s.get("own_call")
+    if not own or not (own["call_s"] < 0.8 * s["blocking_s"] and own["total_s"] < 0.8 * s["blocking_total_s"]):
+        fail(f"busy-polling ranks: tnbc's schedule in the call {own} should beat the library's "
+             f"{s['blocking_s']:.4f} s", out)
+    if "tnbc's schedule completed in the call takes" not in out:
+        fail("no note on tnbc's schedule in the call", out)
+    if opt["total_s"] > min(own["total_s"], s["nbc"]["total_s"]) * (1 + 1e-9) or opt["plain"]:
+        fail(f"optimize {opt} should take the better of the schedule in the call {own} and the early return "
+             f"{s['nbc']}", out)
+    if opt["own_call"] != (own["total_s"] <= s["nbc"]["total_s"]) or opt["own_call"] != ("xo|" in out):
+        fail(f"optimize's own_call flag {opt['own_call']} does not follow the figures or the table's mark", out)
+    s2 = j2["sites"][0]
+    if "own_call" in s2 or s2["optimize"]["own_call"] or not s2["optimize"]["plain"]:
+        fail(f"2 cores per node (nothing spins): no schedule in the call, the site as the library's call: {s2}", out2)
+    return (f"own call: {own['call_s'] * 1e3:.1f} ms against the library's {s['blocking_s'] * 1e3:.1f} ms "
+            f"(optimize: {'in the call' if opt['own_call'] else 'early return'})")
 
 
 def bad_input(e):

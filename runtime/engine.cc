@@ -160,7 +160,16 @@ class EngineImpl final : public Engine {
       stats_.record(site, {size.received, size.sent, Outcome::Passthrough, why, t_enter, futex::now_ns()});
       return rc;
     }
-    const bool in_call = policy_->complete_in_call(layout.shape);
+    // It completes in the call where the profile found no overlap to gain at its site (mode
+    // optimize) or where it receives too little here to return early (below_threshold: in mode
+    // nbc a size at which tnbc's schedule completed in the call beats the library's call,
+    // model::own_call_bands, or an Alltoallv's small share): prepared so, it sends from the
+    // program's buffer and receives into it where the layout allows, with no staging.
+    const bool chosen_in_call = policy_->complete_in_call(layout.shape);
+    // Asked of every call, also one that receives nothing here (only sends after the return):
+    // where no size pays for the kind, none returns early.
+    const bool pays = policy_->early_return_pays(c.kind, layout.received, topo);
+    const bool in_call = chosen_in_call || !pays;
     // The private duplicate is made collectively: never under call_mutex_, which another
     // thread's collective on another communicator may hold while its peers wait for this one.
     PrivateComm& pc = comms_.get(c.comm, timeout_ns_, info(c.kind).mpi_name);
@@ -210,10 +219,10 @@ class EngineImpl final : public Engine {
       }
     }
     const long long t_staged = futex::now_ns();
-    Reason why = prep.local;
-    // Asked of every call, also one that receives nothing here (only sends after the return):
-    // where no size pays for the kind, none returns early.
-    if (why == Reason::None && !policy_->early_return_pays(c.kind, layout.received, topo)) why = Reason::BelowThreshold;
+    Reason why = chosen_in_call               ? Reason::NoOverlapToGain
+                 : prep.local != Reason::None ? prep.local
+                 : pays                       ? Reason::None
+                                              : Reason::BelowThreshold;
     if (why == Reason::None &&
         (f->schedule.count(StepKind::Recv) + f->schedule.count(StepKind::Copy) > 0 || f->schedule.landing_with_bytes() > 0))
       why = hold_back(*f, prep.guard, backends_, page_);

@@ -199,7 +199,6 @@ class Bcast final : public Collective {
         if (!out.send_data && bytes) return Status::error("out of memory for " + std::to_string(bytes) + " bytes of staging", MPI_ERR_NO_MEM);
         if (Status st = s.pack(buffer, c.recv.count, c.recv.type, out.send_data, bytes); !st.ok()) return st;
       }
-      out.local = in_call ? Reason::NoOverlapToGain : Reason::None;
       return {};
     }
     out.recv_data = direct ? static_cast<char*>(buffer) : s.recv_area(bytes, buffer);
@@ -209,7 +208,7 @@ class Bcast final : public Collective {
     out.user_recv = t.dense ? static_cast<char*>(buffer) : nullptr;
     const auto base = reinterpret_cast<std::uintptr_t>(buffer);
     out.guard = {base, base, base + bytes, {}};
-    out.local = in_call ? Reason::NoOverlapToGain : t.dense ? Reason::None : Reason::NoncontiguousDatatype;
+    out.local = t.dense ? Reason::None : Reason::NoncontiguousDatatype;
     if (!t.dense) out.unpack.push_back({0, bytes, buffer, c.recv.count, c.recv.type});
     return {};
   }

@@ -123,7 +123,10 @@ struct Prepared {
   // copied into the send area yet (the engine copies them, now or lazily); empty: all copied.
   std::vector<const char*> send_src;
   std::vector<Unpack> unpack;
-  Reason local = Reason::None;  // rank-local: why the call completes in it (None: may return early)
+  // Rank-local: what in the call's layout keeps it from returning early (noncontiguous_datatype;
+  // None: nothing). Whether it completes in the call for other reasons (no overlap to gain at
+  // its site, too little received here) the engine decides, before preparing it.
+  Reason local = Reason::None;
   GuardSpan guard;
 };
 

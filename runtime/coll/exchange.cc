@@ -275,7 +275,7 @@ Status exchange_prepare(Kind kind, const Exchange& x, const Layout& l, bool in_c
     for (std::size_t p = 0; p < N; ++p)
       if (x.recv.bytes[p])
         out.unpack.push_back({roff[p], x.recv.bytes[p], const_cast<char*>(x.recv.block(p)), x.recv.count[p], x.recv.type});
-  out.local = in_call ? Reason::NoOverlapToGain : !mirror ? Reason::NoncontiguousDatatype : Reason::None;
+  out.local = !mirror ? Reason::NoncontiguousDatatype : Reason::None;
   const auto base = reinterpret_cast<std::uintptr_t>(x.recv.base);
   std::uintptr_t lo = UINTPTR_MAX, hi = 0;
   for (std::size_t p = 0; p < N; ++p)

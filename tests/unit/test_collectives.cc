@@ -67,7 +67,7 @@ void run(std::vector<CollCall>& calls, bool in_call) {
     const Layout l = coll.layout(c, ctx);
     Prepared p;
     REQUIRE(coll.prepare(c, l, in_call, ctx, s, p).ok());
-    CHECK(p.local == (in_call ? Reason::NoOverlapToGain : Reason::None));
+    CHECK(p.local == Reason::None);  // dense types: nothing in the layout keeps it from returning early
     CHECK(s.fences > 0);  // the buffers were fenced before anything was staged
     InFlight& f = *ranks[static_cast<std::size_t>(r)].f;
     f.kind = c.kind;

@@ -527,6 +527,15 @@ Built build(const SimConfig& cfg, const SimSite& site, int rank, Variant v, cons
 
 // ---- one rank's program ----
 
+// This rank's T_CRC for a call built as `b`: T_CRC is the mean rank's, so a rank that receives
+// more than the mean reads longer (a broadcast's: the site's).
+double rank_crc_ns(const SimConfig& cfg, const SimSite& site, const Built& b) {
+  double total_bytes = 0;
+  for (double x : b.sub_bytes) total_bytes += x;
+  return is_bcast(site.kind) || site.bytes <= 0 ? site.crc_ns
+                                                : site.crc_ns * (total_bytes + b.own) / (site.bytes * cfg.np);
+}
+
 // tnbc's schedule completed in the call (SimSite::own_call; the exchange family only,
 // model::own_call_bands): the own block copied into place, then every step driven by the calling
 // thread, which yields between its polls (no busy polling, Policy::waiting) and sends without a
@@ -537,9 +546,7 @@ void own_call(Rank& me, const SimSite& site, std::size_t si, const PieceRule& pi
               std::uint64_t sequence) {
   const SimConfig& cfg = *g->cfg;
   Built b = build(cfg, site, me.id, Variant::Nbc, pieces, segments);
-  double total_bytes = 0;
-  for (double x : b.sub_bytes) total_bytes += x;
-  const double crc_ns = site.bytes <= 0 ? site.crc_ns : site.crc_ns * (total_bytes + b.own) / (site.bytes * cfg.np);
+  const double crc_ns = rank_crc_ns(cfg, site, b);
   g->barrier->wait();
   setup(me, std::move(b.sched), b.sub_bytes, false, false, sequence);
   g->barrier->wait();
@@ -577,10 +584,7 @@ void rank_main(int r, std::vector<SimSite> sites) {
       double total_bytes = 0;
       for (double x : b.sub_bytes) total_bytes += x;
       const double send_bytes = is_bcast(site.kind) ? (r == 0 ? site.bytes : 0) : b.sent;
-      // T_CRC is the mean rank's: a rank that receives more than the mean reads longer.
-      const double crc_ns = is_bcast(site.kind) || site.bytes <= 0
-                                ? site.crc_ns
-                                : site.crc_ns * (total_bytes + b.own) / (site.bytes * cfg.np);
+      const double crc_ns = rank_crc_ns(cfg, site, b);
       ++sequence;
       g->barrier->wait();
       setup(me, std::move(b.sched), b.sub_bytes, v != Variant::Blocking, v == Variant::OptimizeNode, sequence);

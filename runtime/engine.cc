@@ -166,10 +166,9 @@ class EngineImpl final : public Engine {
     // model::own_call_bands, or an Alltoallv's small share): prepared so, it sends from the
     // program's buffer and receives into it where the layout allows, with no staging.
     const bool chosen_in_call = policy_->complete_in_call(layout.shape);
-    // Asked of every call, also one that receives nothing here (only sends after the return):
-    // where no size pays for the kind, none returns early.
-    const bool pays = policy_->early_return_pays(c.kind, layout.received, topo);
-    const bool in_call = chosen_in_call || !pays;
+    // Asked of every other call, also one that receives nothing here (only sends after the
+    // return): where no size pays for the kind, none returns early.
+    const bool in_call = chosen_in_call || !policy_->early_return_pays(c.kind, layout.received, topo);
     // The private duplicate is made collectively: never under call_mutex_, which another
     // thread's collective on another communicator may hold while its peers wait for this one.
     PrivateComm& pc = comms_.get(c.comm, timeout_ns_, info(c.kind).mpi_name);
@@ -221,8 +220,8 @@ class EngineImpl final : public Engine {
     const long long t_staged = futex::now_ns();
     Reason why = chosen_in_call               ? Reason::NoOverlapToGain
                  : prep.local != Reason::None ? prep.local
-                 : pays                       ? Reason::None
-                                              : Reason::BelowThreshold;
+                 : in_call                    ? Reason::BelowThreshold
+                                              : Reason::None;
     if (why == Reason::None &&
         (f->schedule.count(StepKind::Recv) + f->schedule.count(StepKind::Copy) > 0 || f->schedule.landing_with_bytes() > 0))
       why = hold_back(*f, prep.guard, backends_, page_);

@@ -498,7 +498,7 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
     const model::SizeBands own =
         model::own_call_bands(cfg.machine, run, model::band_kind(s.kind), cfg.x, cfg.machine.page);
     const bool varying = model::band_kind(s.kind) != s.kind;
-    s.own_call = s.bytes >= 0 && own.contains(static_cast<std::size_t>(s.bytes));
+    s.own_call = own.contains(static_cast<std::size_t>(s.bytes));
     if (!model::runs_as_mpi(sizes, varying ? std::nullopt : std::optional<std::size_t>(s.bytes))) continue;
     if (s.own_call) {
       s.in_call = true;

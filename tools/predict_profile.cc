@@ -488,18 +488,32 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
   // The global route (Policy::route): blocks outside the cost model's early-return sizes run as
   // MPI's; a kind whose sizes differ between ranks (Alltoallv) runs as MPI's where no size returns
   // early on the communicator, else takes tnbc's schedule at every call. Where tnbc's schedule
-  // completed in the call beats the library's call (model::own_call_bands, on the run's placement:
-  // the platform's cores per node, as the runtime's topology has them) a call that does not return
-  // early completes that way instead.
-  const model::Topology topo = model::Topology::block(np, per_node, std::max(platform.cores, per_node), 1);
+  // completed in the call beats the library's call (model::own_call_bands) a call that does not
+  // return early completes that way instead. Both on the run's placement, the platform's cores per
+  // node, as the runtime's topology has them (until session 44 the early-return sizes took
+  // max(cores, ranks per node), the simulation's world, and so left out the share of a core).
   const model::Topology run = model::Topology::block(np, per_node, std::max(1, platform.cores), 1);
+  std::vector<bool> own_faster;  // per site: own_call because it beats the library's call (else the route)
   for (SimSite& s : sites.value()) {
-    const model::SizeBands sizes = model::call_bands(cfg.machine, topo, s.kind, cfg.x, cfg.machine.page);
+    const model::SizeBands sizes = model::call_bands(cfg.machine, run, s.kind, cfg.x, cfg.machine.page);
     const model::SizeBands own =
         model::own_call_bands(cfg.machine, run, model::band_kind(s.kind), cfg.x, cfg.machine.page);
     const bool varying = model::band_kind(s.kind) != s.kind;
     s.own_call = own.contains(static_cast<std::size_t>(s.bytes));
-    if (!model::runs_as_mpi(sizes, varying ? std::nullopt : std::optional<std::size_t>(s.bytes))) continue;
+    own_faster.push_back(s.own_call);
+    if (!model::runs_as_mpi(sizes, varying ? std::nullopt : std::optional<std::size_t>(s.bytes))) {
+      // Sizes that differ between ranks, taking tnbc's schedule: a rank whose blocks do not
+      // return early completes its call through it (Policy::early_return_pays, the engine's
+      // below_threshold), whether or not that beats the library's call. Matched by the mean block.
+      if (varying && !sizes.contains(static_cast<std::size_t>(s.bytes))) {
+        s.own_call = s.in_call = true;
+        notes.push_back("site " + s.name + ": " + std::to_string(static_cast<long long>(s.bytes)) +
+                        " bytes per peer (the mean block) does not return early here (" + sizes.text() +
+                        "), while other sizes do: the site takes tnbc's schedule and every variant but blocking "
+                        "completes in the call through it");
+      }
+      continue;
+    }
     if (s.own_call) {
       s.in_call = true;
       notes.push_back("site " + s.name + ": " + std::to_string(static_cast<long long>(s.bytes)) +
@@ -519,7 +533,7 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
     }
   }
   int cold_sites = 0;
-  for (const SimSite& s : sites.value()) cold_sites += s.cold_calls > 0 && !s.mpi;
+  for (const SimSite& s : sites.value()) cold_sites += s.cold_calls > 0 && !s.mpi && !s.in_call;
   if (cold_sites > 0)
     notes.push_back(
         std::to_string(cold_sites) + " site(s) make tnbc's first staging block of their size: that call copies into "
@@ -537,9 +551,11 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
     if (const SimSite& s = sites.value()[i]; s.own_call)
       notes.push_back("site " + s.name + ": tnbc's schedule completed in the call takes " +
                       fmt(res.value()[i].own.call_ns / 1e6) + " ms per call against the library's " +
-                      fmt(res.value()[i].v[0].call_ns / 1e6) + " ms (the cost model finds it faster at " +
-                      std::to_string(static_cast<long long>(s.bytes)) + " bytes here): a call that does not "
-                      "return early completes so");
+                      fmt(res.value()[i].v[0].call_ns / 1e6) + " ms (" +
+                      (own_faster[i] ? "the cost model finds it faster at " +
+                                           std::to_string(static_cast<long long>(s.bytes)) + " bytes here"
+                                     : std::string("the site's route, not the cost model's choice")) +
+                      "): a call that does not return early completes so");
 
   // ---- text ----
   const auto& S = sites.value();
@@ -587,7 +603,8 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
                 100 * share(whole.total_ns[0] - whole.total_ns[v], whole.blocking_ns),
                 whole.total_ns[v] > 0 ? whole.total_ns[0] / whole.total_ns[v] : 0.0);
   std::printf("\n  (p: optimize completes the site in the call as the MPI library's: its early return does not pay; "
-              "o: in the call through tnbc's schedule, which beats the library's call there)\n"
+              "o: in the call through tnbc's schedule, where it beats the library's call or an Alltoallv's block "
+              "returns early nowhere while other sizes do)\n"
               "  whole program: the collective sections only (call + CURC + CRC per call, x calls); the rest of the "
               "program is not in the profile\n");
   for (const std::string& n : notes) std::printf("  note: %s\n", n.c_str());

@@ -65,8 +65,9 @@ struct SimSite {
   // tnbc's schedule completed in the call beats the library's call at this size on the run's
   // placement (model::own_call_bands, as Policy::route finds it): a call of a variant that does not
   // return early completes that way (the runtime's route; optimize's basis own_call_faster), not
-  // as the library's. With `mpi` false and `in_call` true the size returns early nowhere: every
-  // variant but blocking completes in the call so.
+  // as the library's. Also set for an Alltoallv taking tnbc's schedule whose mean block returns
+  // early nowhere (the runtime's below_threshold), faster or not. With `mpi` false and `in_call`
+  // true the size returns early nowhere: every variant but blocking completes in the call so.
   bool own_call = false;
   bool in_call = false;
   // Of `calls`, how many copy their staging into pages never touched before (tnbc's pool keeps a

@@ -111,6 +111,7 @@ std::string serialize(const TraceFile& t) {
   o << "run_id " << escape_token(t.run_id) << "\n";
   o << "clock " << escape_token(t.clock) << "\n";
   o << "page " << t.page << "\n";
+  if (t.version >= 2) o << "page_reopen_ns " << t.page_reopen_ns << "\n";
   o << "ended_by " << escape_token(t.ended_by) << "\n";
   o << "dropped " << t.dropped << "\n";
   for (const SiteInfo& s : t.sites) {
@@ -236,9 +237,9 @@ TraceFile parse_or_throw(const std::string& text, const std::string& name) {
   if (r.keyword() != kTraceMagic) throw TraceError(name + ": not a tnbc trace file (no " + kTraceMagic + " header)");
   r.keyed(kTraceMagic);
   t.version = static_cast<int>(r.u64());
-  if (t.version != kTraceVersion)
+  if (t.version < kTraceVersionOldest || t.version > kTraceVersion)
     throw TraceError(name + ": trace format version " + std::to_string(t.version) + " is not supported (this tnbc reads " +
-                     std::to_string(kTraceVersion) + ")");
+                     std::to_string(kTraceVersionOldest) + "-" + std::to_string(kTraceVersion) + ")");
   r.done();
   auto header = [&](const char* k) {
     if (!r.next_line()) r.fail(std::string("missing '") + k + "' line");
@@ -250,6 +251,9 @@ TraceFile parse_or_throw(const std::string& text, const std::string& name) {
   header("run_id"); t.run_id = r.str(); r.done();
   header("clock"); t.clock = r.str(); r.done();
   header("page"); t.page = r.u64(); r.done();
+  if (t.version >= 2) {
+    header("page_reopen_ns"); t.page_reopen_ns = r.u64(); r.done();
+  }
   header("ended_by"); t.ended_by = r.str(); r.done();
   header("dropped"); t.dropped = r.u64(); r.done();
   if (t.size <= 0 || t.rank >= t.size) r.fail("rank " + std::to_string(t.rank) + " outside size " + std::to_string(t.size));

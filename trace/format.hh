@@ -13,7 +13,8 @@
 namespace tnbc::trace {
 
 inline constexpr const char* kTraceMagic = "TNBC-TRACE";
-inline constexpr int kTraceVersion = 1;
+inline constexpr int kTraceVersion = 2;      // 2: the page_reopen_ns line (session 44)
+inline constexpr int kTraceVersionOldest = 1;  // still read: page_reopen_ns 0
 
 // How a sub-message (or the send buffer) was first reached.
 //   Read / Write: a fault of the program's code (the code address says where);
@@ -79,6 +80,10 @@ struct TraceFile {
   std::string run_id;            // the same on every rank of one run (broadcast at start)
   std::string clock;             // "tsc" or "monotonic"
   std::uint64_t page = 4096;
+  // What a page's first access after the guard's protection change costs beyond a warm access,
+  // measured by the rank at start (trace/page_reopen.hh); 0: not measured. Part of every gap
+  // between first touches of a program that reads the pages in between.
+  std::uint64_t page_reopen_ns = 0;
   std::string ended_by;          // "finalize" or "exit" (then possibly incomplete)
   std::uint64_t dropped = 0;     // calls not recorded (storage limit)
   std::vector<SiteInfo> sites;

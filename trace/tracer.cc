@@ -45,6 +45,7 @@
 #include "runtime/policy.hh"
 #include "trace/callsite.hh"
 #include "trace/format.hh"
+#include "trace/page_reopen.hh"
 #include "trace/layout.hh"
 
 namespace tnbc::trace {
@@ -200,6 +201,9 @@ class Tracer final : public Engine {
     std::snprintf(id, sizeof id, "%016llx", static_cast<unsigned long long>(stats.run().id));
     run_id_ = id;
     calls_.reserve(1024);
+    page_reopen_ns_ = measure_page_reopen_ns(page_);
+    log(LogLevel::Debug, "trace: a page's first access after its protection changed costs %llu ns beyond a warm one",
+        static_cast<unsigned long long>(page_reopen_ns_));
   }
 
   ~Tracer() override { g_tracer.store(nullptr); }
@@ -511,6 +515,7 @@ class Tracer final : public Engine {
     tf.run_id = run_id_;
     tf.clock = g_use_tsc ? "tsc" : "monotonic";
     tf.page = page_;
+    tf.page_reopen_ns = page_reopen_ns_;
     tf.ended_by = ended_by;
     tf.dropped = dropped_;
     tf.sites = site_infos_;
@@ -549,6 +554,7 @@ class Tracer final : public Engine {
   Stats& stats_;
   int rank_, size_;
   std::size_t page_;
+  std::uint64_t page_reopen_ns_ = 0;  // measured at start (trace/page_reopen.hh)
   std::unique_ptr<Policy> policy_;  // the broadcast's segments, cut as the engine cuts them
   std::shared_ptr<const model::Inputs> model_;
   MpiTypes types_;

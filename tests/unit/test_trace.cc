@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "trace/format.hh"
+#include "trace/page_reopen.hh"
 #include "trace/layout.hh"
 #include "tools/merge.hh"
 #include "results.hh"
@@ -78,11 +79,20 @@ TEST_CASE("trace file: written and read back, every field equal") {
   t.calls[1].send_how = How::MpiCall;
   t.dropped = 3;
   t.ended_by = "exit";
+  t.page_reopen_ns = 6800;
   const std::string text = serialize(t);
-  REQUIRE(text.rfind("TNBC-TRACE 1\n", 0) == 0);
+  REQUIRE(text.rfind("TNBC-TRACE 2\n", 0) == 0);
   const TraceFile back = must(parse(text, "x.txt"));
   CHECK(back == t);
   CHECK(back.executable == "/path/with space/prog");
+  // Version 1 (before page_reopen_ns) is still read, the cost 0.
+  TraceFile t1 = t;
+  t1.version = 1;
+  t1.page_reopen_ns = 0;
+  const std::string v1 = serialize(t1);
+  REQUIRE(v1.rfind("TNBC-TRACE 1\n", 0) == 0);
+  CHECK(v1.find("page_reopen_ns") == std::string::npos);
+  CHECK(must(parse(v1, "v1.txt")) == t1);
 }
 
 TEST_CASE("trace file: truncated, corrupted and foreign files are rejected naming the file") {
@@ -107,9 +117,9 @@ TEST_CASE("trace file: truncated, corrupted and foreign files are rejected namin
     CHECK_THAT(error_of(parse("", "g.txt")), Catch::Contains("empty"));
   }
   SECTION("other version") {
-    std::string v2 = text;
-    v2.replace(0, 12, "TNBC-TRACE 2");
-    CHECK_THAT(error_of(parse(v2, "h.txt")), Catch::Contains("version 2"));
+    std::string v3 = text;
+    v3.replace(0, 12, "TNBC-TRACE 3");
+    CHECK_THAT(error_of(parse(v3, "h.txt")), Catch::Contains("version 3"));
   }
 }
 
@@ -156,6 +166,39 @@ TEST_CASE("Kendall tau between first-touch orders") {
   // missing entries are tied last: tau-b
   CHECK(kendall_tau({0, 1}, {0, 1, 2, 3}, 4) == Approx(5.0 / std::sqrt(5.0 * 6.0)));
   CHECK(kendall_tau({}, {}, 4) == Approx(1.0));
+}
+
+TEST_CASE("merge: the gaps and R_CRC leave out the trace's reopening of the pages each sub-message opened") {
+  // Sub-messages of 8192 bytes (2 pages), first touches 2 us apart (make_call).
+  std::vector<TraceFile> t;
+  for (int r = 0; r < 4; ++r) t.push_back(make_trace(r, 4, {3, 1, 2, 0}));
+  for (auto& f : t) f.page_reopen_ns = 400;
+  const Profile p = must(merge(t));
+  const RankSite& r1 = p.sites[0].ranks[1];
+  REQUIRE(r1.gaps_ns.size() == 3);
+  CHECK(r1.gaps_ns[0] == Approx(2000 - 2 * 400));
+  CHECK(*r1.r_crc == Approx(3 * 8192 / 3.6e-6));
+  CHECK(*r1.curc_ns == Approx(1001));  // the first touch is not a gap
+  bool noted = false;
+  for (const auto& n : p.notes) noted = noted || n.find("400 ns a page") != std::string::npos;
+  CHECK(noted);
+  // All of each gap the trace's own: read as good as at once, never a negative gap.
+  for (auto& f : t) f.page_reopen_ns = 1500;
+  const Profile q = must(merge(t));
+  CHECK(q.sites[0].ranks[1].gaps_ns[0] == 0);
+  CHECK(*q.sites[0].ranks[1].r_crc == Approx(3 * 8192 / 1e-9));
+  // Unmeasured (0, or a version-1 trace): the gaps as recorded, no note.
+  for (auto& f : t) f.page_reopen_ns = 0;
+  const Profile u = must(merge(t));
+  CHECK(u.sites[0].ranks[1].gaps_ns[0] == Approx(2000));
+  CHECK(u.notes.empty());
+}
+
+TEST_CASE("gap_without_reopen: whole pages of the opened bytes, at least 0") {
+  CHECK(tnbc::trace::gap_without_reopen(10000, 3 * 4096 + 100, 4096, 1000) == Approx(7000));
+  CHECK(tnbc::trace::gap_without_reopen(1000, 8 * 4096, 4096, 1000) == 0);
+  CHECK(tnbc::trace::gap_without_reopen(1000, 8 * 4096, 0, 1000) == Approx(1000));
+  CHECK(tnbc::trace::measure_page_reopen_ns(4096, 0, 1) == 0);
 }
 
 TEST_CASE("consensus order: mean position, ties by index") {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -202,8 +203,9 @@ RankSite rank_site(int rank, const std::vector<const CallRecord*>& calls, int n,
       span += gap;
       consumed += static_cast<double>(b);
     }
-    // Read as fast as the trace's own reopening lets it see: as good as at once (1 ns).
-    if (o.size() >= 2 && t.back() > t.front()) rcrc.push_back(consumed / (std::max(span, 1.0) / 1e9));
+    // Nothing left beyond the trace's own page cost: read at once (an unbounded rate).
+    if (o.size() >= 2 && t.back() > t.front())
+      rcrc.push_back(span > 0 ? consumed / (span / 1e9) : std::numeric_limits<double>::infinity());
   }
   std::uint64_t best = 0;
   for (const auto& [o, cnt] : orders)
@@ -223,6 +225,10 @@ RankSite rank_site(int rank, const std::vector<const CallRecord*>& calls, int n,
   rs.curc_ns = median(curc);
   for (auto& g : gaps) rs.gaps_ns.push_back(*median(g));
   rs.r_crc = median(rcrc);
+  if (rs.r_crc && std::isinf(*rs.r_crc)) {
+    rs.r_crc.reset();
+    rs.crc_at_once = true;
+  }
   rs.dur_ns = median(dur).value_or(0);
   return rs;
 }
@@ -351,6 +357,7 @@ Profile merge_or_throw(const std::vector<TraceFile>& traces, const std::vector<s
       }
       if (rs.curc_ns) curcs.push_back(*rs.curc_ns);
       if (rs.r_crc) rcrcs.push_back(*rs.r_crc);
+      else if (rs.crc_at_once) rcrcs.push_back(std::numeric_limits<double>::infinity());
       if (rs.shared_attributions)
         sp.notes.push_back("rank " + std::to_string(rs.rank) + ": " + std::to_string(rs.shared_attributions) +
                            " first touches fell on a page shared by two sub-messages and were attributed by the faulting address");
@@ -368,6 +375,10 @@ Profile merge_or_throw(const std::vector<TraceFile>& traces, const std::vector<s
       sp.curc_ns_max = *std::max_element(curcs.begin(), curcs.end());
     }
     sp.r_crc_median = median(rcrcs);
+    if (sp.r_crc_median && std::isinf(*sp.r_crc_median)) {
+      sp.r_crc_median.reset();
+      sp.crc_at_once = true;
+    }
     p.sites.push_back(std::move(sp));
   }
   return p;
@@ -512,7 +523,10 @@ std::string profile_summary(const Profile& p, const std::vector<std::string>& ve
     }
     o << "  CURC (return -> first access): median " << human_ns(s.curc_ns_median) << " (min " << human_ns(s.curc_ns_min)
       << ", max " << human_ns(s.curc_ns_max) << ")\n";
-    o << "  R_CRC (data consumed between first accesses): " << human_rate(s.r_crc_median) << "\n";
+    o << "  R_CRC (data consumed between first accesses): "
+      << (s.crc_at_once ? std::string("at once (between first touches only the trace's own page cost)")
+                        : human_rate(s.r_crc_median))
+      << "\n";
     o << "  send buffer written before the collective would complete: "
       << (s.send_written_early_calls ? "yes, in " + std::to_string(s.send_written_early_calls) + " calls (copy needed)"
                                      : std::string("no"))

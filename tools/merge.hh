@@ -49,6 +49,7 @@ struct RankSite {
   std::optional<double> curc_ns;     // median over calls of the first touch time
   std::vector<double> gaps_ns;       // median gap before the k+1-th first touch, per k
   std::optional<double> r_crc;       // median over calls, bytes/s
+  bool crc_at_once = false;          // r_crc unbounded: the gaps were the trace's own page cost
   double dur_ns = 0;                 // median blocking duration of the collective
   std::uint64_t shared_attributions = 0, masked = 0, syscall_touches = 0, mpi_touches = 0, fence_all = 0;
   std::uint64_t send_written = 0, send_written_early = 0;  // calls
@@ -63,6 +64,7 @@ struct SiteProfile {
   std::vector<RankSite> ranks;
   std::optional<double> curc_ns_median, curc_ns_min, curc_ns_max;
   std::optional<double> r_crc_median;
+  bool crc_at_once = false;  // the median rank's r_crc unbounded (RankSite::crc_at_once)
   std::uint64_t calls = 0, bytes = 0;  // over all ranks
   std::uint64_t send_written_early_calls = 0;
   std::vector<std::string> notes;

@@ -186,7 +186,12 @@ TEST_CASE("merge: the gaps and R_CRC leave out the trace's reopening of the page
   for (auto& f : t) f.page_reopen_ns = 1500;
   const Profile q = must(merge(t));
   CHECK(q.sites[0].ranks[1].gaps_ns[0] == 0);
-  CHECK(*q.sites[0].ranks[1].r_crc == Approx(3 * 8192 / 1e-9));
+  CHECK_FALSE(q.sites[0].ranks[1].r_crc);
+  CHECK(q.sites[0].ranks[1].crc_at_once);
+  CHECK(q.sites[0].crc_at_once);
+  CHECK_FALSE(q.sites[0].r_crc_median);
+  const std::string text = profile_summary(q, {}, [](const Frame&) { return std::string(); });
+  CHECK(text.find("R_CRC (data consumed between first accesses): at once") != std::string::npos);
   // Unmeasured (0, or a version-1 trace): the gaps as recorded, no note.
   for (auto& f : t) f.page_reopen_ns = 0;
   const Profile u = must(merge(t));

@@ -1,4 +1,4 @@
-#include "page_reopen.hh"
+#include "trace/page_reopen.hh"
 
 #include <sys/mman.h>
 #include <time.h>

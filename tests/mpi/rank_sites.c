@@ -86,7 +86,7 @@ static void touch_recv(const struct exchange* x) {
  * page shared by two sub-messages to the first (its fault's address). The program does not know the
  * broadcast's sub-messages (segments of 75 pages and more here, and a one-page one at either end),
  * but the stride reaches each long one's first page soon after the one before, and the pass over
- * every page the short ones. One byte per page alone (until session 44) let the PVM guest's 5-25
+ * every page the short ones. One byte per page alone (until session 44) let the PVM guest's 4-13
  * us a page after the trace's protection change (ASan's the most) set the time between first
  * touches: 0.5-3 ms, a call's reading as long as the broadcast itself, so that the "read at once"
  * site looked like one that overlaps (the project CI's failure of session 43's submission). */

@@ -141,6 +141,14 @@ std::vector<int> call_order(const CallRecord& c) {
 
 namespace {
 
+// A median rate that is unbounded (calls read at once beyond the trace's own page cost) is no
+// rate: reset, and true.
+bool unbounded(std::optional<double>& rate) {
+  if (!rate || !std::isinf(*rate)) return false;
+  rate.reset();
+  return true;
+}
+
 // blocks: keep the blocks per peer (trace::blocks_can_differ). The gaps and R_CRC leave out what
 // the trace's reopening of a page costs (`page_reopen_ns` per page, the rank's trace file).
 RankSite rank_site(int rank, const std::vector<const CallRecord*>& calls, int n, bool blocks, std::uint64_t page,
@@ -225,10 +233,7 @@ RankSite rank_site(int rank, const std::vector<const CallRecord*>& calls, int n,
   rs.curc_ns = median(curc);
   for (auto& g : gaps) rs.gaps_ns.push_back(*median(g));
   rs.r_crc = median(rcrc);
-  if (rs.r_crc && std::isinf(*rs.r_crc)) {
-    rs.r_crc.reset();
-    rs.crc_at_once = true;
-  }
+  rs.crc_at_once = unbounded(rs.r_crc);
   rs.dur_ns = median(dur).value_or(0);
   return rs;
 }
@@ -375,10 +380,7 @@ Profile merge_or_throw(const std::vector<TraceFile>& traces, const std::vector<s
       sp.curc_ns_max = *std::max_element(curcs.begin(), curcs.end());
     }
     sp.r_crc_median = median(rcrcs);
-    if (sp.r_crc_median && std::isinf(*sp.r_crc_median)) {
-      sp.r_crc_median.reset();
-      sp.crc_at_once = true;
-    }
+    sp.crc_at_once = unbounded(sp.r_crc_median);
     p.sites.push_back(std::move(sp));
   }
   return p;

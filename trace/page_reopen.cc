@@ -1,30 +1,25 @@
 #include "trace/page_reopen.hh"
 
 #include <sys/mman.h>
-#include <time.h>
 
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
+#include "runtime/futex.hh"
+
 namespace tnbc::trace {
 
 namespace {
 
-std::uint64_t now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<std::uint64_t>(ts.tv_nsec);
-}
-
 // One byte per page, as a program reading the pages in order touches each first.
 std::uint64_t read_pages(const volatile unsigned char* p, std::size_t page, int pages) {
-  const std::uint64_t t0 = now_ns();
+  const long long t0 = futex::now_ns();
   unsigned sum = 0;
   for (int i = 0; i < pages; ++i) sum += p[static_cast<std::size_t>(i) * page];
-  const std::uint64_t t1 = now_ns();
+  const long long t1 = futex::now_ns();
   asm volatile("" : : "r"(sum) : "memory");
-  return t1 - t0;
+  return static_cast<std::uint64_t>(t1 - t0);
 }
 
 }  // namespace

@@ -226,15 +226,10 @@ class Tracer final : public Engine {
     const Layout l = collective(c.kind).layout(c, ctx);
     std::vector<Span> recv_spans, send_spans;
     for (const ByteRange& r : l.recv_spans) recv_spans.push_back({r.lo, r.hi});
-    ByteRange sspan{UINTPTR_MAX, 0};
-    for (const ByteRange& r : l.send_spans) {
-      send_spans.push_back({r.lo, r.hi});
-      sspan = {std::min(sspan.lo, r.lo), std::max(sspan.hi, r.hi)};
-    }
-    if (sspan.lo > sspan.hi) sspan = {};
+    for (const ByteRange& r : l.send_spans) send_spans.push_back({r.lo, r.hi});
     std::unique_lock lock(mutex_);
     Call* call = begin(c.kind, ctx.size, ctx.rank, l.shape.root, l.shape.recv_bytes, l.shape.send_bytes, c.site);
-    retire_overlapping(send_spans, l.recv_extent, sspan);
+    retire_overlapping(send_spans, l.recv_extent);
     lock.unlock();
     const std::uint64_t t_start = ticks();
     const int rc = blocking();
@@ -402,8 +397,12 @@ class Tracer final : public Engine {
   }
 
   // Before a new call: its send buffer overlapping live receive regions is a read of those
-  // sub-messages by MPI (recorded); then every live call guarding any of its pages retires.
-  void retire_overlapping(const std::vector<Span>& send, ByteRange rspan, ByteRange sspan) {
+  // sub-messages by MPI (recorded); then every live call guarding any of its pages retires:
+  // a region of the call inside its receive buffer or one of its send blocks, not merely inside
+  // the span of the call's pages (until session 45 a broadcast's buffer lying between an
+  // Alltoallv's send and receive buffers, as malloc puts it in ~1 process in 12, retired the
+  // Alltoallv unread, and its first touches were lost).
+  void retire_overlapping(const std::vector<Span>& send, ByteRange rspan) {
     if (live_.empty()) return;
     for (const Span& s : send) {
       if (s.lo >= s.hi) continue;
@@ -418,12 +417,24 @@ class Tracer final : public Engine {
     }
     std::vector<Call*> keep;
     for (Call* c : live_) {
-      const bool hit = (!rspan.empty() && c->lo < rspan.hi && c->hi > rspan.lo) ||
-                       (!sspan.empty() && c->lo < sspan.hi && c->hi > sspan.lo);
-      if (hit) retire(*c);
+      if (guards_any(*c, rspan, send)) retire(*c);
       else keep.push_back(c);
     }
     live_.swap(keep);
+  }
+
+  // Whether a region of `c` overlaps `rspan` or one of `send`.
+  static bool guards_any(const Call& c, ByteRange rspan, const std::vector<Span>& send) {
+    auto overlaps = [&](std::uintptr_t lo, std::uintptr_t hi) {
+      if (lo >= hi || c.hi <= lo || c.lo >= hi) return false;
+      for (std::size_t k = 0; k < c.nregions; ++k)
+        if (c.regions[k].lo < hi && c.regions[k].hi > lo) return true;
+      return false;
+    };
+    if (overlaps(rspan.lo, rspan.hi)) return true;
+    for (const Span& s : send)
+      if (overlaps(s.lo, s.hi)) return true;
+    return false;
   }
 
   void retire_finished() {

@@ -147,9 +147,10 @@ class Calibrations:
     network (launcher, netrun for emulated nodes); `key(np)`: config_key for np ranks;
     `launches(np)`: launches of tnbc calibrate to combine for np ranks (launches_for; default 1)."""
 
-    def __init__(self, tnbc, out, wrap, key, env, timeout, log, launches=None):
+    def __init__(self, tnbc, out, wrap, key, env, timeout, log, launches=None, cache_bytes=None):
         self.tnbc, self.dir, self.wrap, self.key = tnbc, os.path.join(out, "machines"), wrap, key
         self.env, self.timeout, self.log = env, timeout, log
+        self.options = ["--cache-bytes", cache_bytes] if cache_bytes else []  # tnbc calibrate --cache-bytes
         self.launches = launches or (lambda np: 1)
         self.files = {}  # key -> path, or None when the calibration failed
         # The hypervisor's steady share, once a calibration found it in every launch (steady_steal):
@@ -203,7 +204,7 @@ class Calibrations:
 
     def launch(self, np, path, text, what, alone):
         """One launch of tnbc calibrate writing `path` (its output in `text`); False, said, if it failed."""
-        cmd = self.wrap([self.tnbc, "calibrate", "-o", path, "--max-bytes", MAX_BYTES], np)
+        cmd = self.wrap([self.tnbc, "calibrate", "-o", path, "--max-bytes", MAX_BYTES] + self.options, np)
         code, output = self.run(cmd, self.timeout)
         with open(text, "w") as f:
             f.write(" ".join(cmd) + "\n" + output)

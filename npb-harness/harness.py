@@ -554,6 +554,10 @@ def main():
                     help="launches of `tnbc calibrate` combined into each configuration's machine file (default: "
                          f"{calibration.OVERSUBSCRIBED_LAUNCHES} where a node has more ranks than CPUs, else 1; "
                          "npb-harness/calibration.py)")
+    ap.add_argument("--calibrate-cache", metavar="SIZE",
+                    help="the last-level cache `tnbc calibrate` empties before its cold measurements (its "
+                         "--cache-bytes; default: the CPU's). Smaller is quicker and prices cold copies too low: "
+                         "for tests, not measurements")
     ap.add_argument("--no-calibrate", action="store_true",
                     help="do not run `tnbc calibrate` per network configuration (the passes then use the "
                          "start-up probe's machine; TNBC_MACHINE set by the user is used either way)")
@@ -657,7 +661,8 @@ def main():
                                                                      a.ranks_per_node),
             run_env, a.timeout, log,
             lambda np: calibration.launches_for(a.ranks_per_node or -(-np // nodes_for(np)), cpus_per_node(np),
-                                                a.calibration_launches))
+                                                a.calibration_launches),
+            a.calibrate_cache)
     progs = build_npb(a.npb_src, out, benchmarks, classes) if a.npb_src else proxy_programs(build, benchmarks, classes)
     kind = "npb" if a.npb_src else "proxy"
 

@@ -56,6 +56,7 @@ struct Ctx {
   // Read through to empty the caches before a measurement (eviction_scratch): made once, at the
   // start, with the in-call copy's arena (see calibrate()).
   std::vector<char> evict;
+  std::size_t llc = 0;  // the last-level cache the cold measurements find emptied (eviction_scratch)
   double idle_test_ns = 0;  // this rank's CPU per idle MPI_Testall between sleeps, at the current size
 };
 
@@ -107,12 +108,12 @@ constexpr std::size_t kCopyArenaNodeBytes = std::size_t{1} << 30;
 // made to find no copy in the caches (uncached_copy_bytes: 3 x 32 MiB / ranks of the node here)
 // grows for them to no more than the node's kCopyArenaNodeBytes, so that a node of many ranks
 // maps no more than that.
-std::vector<std::size_t> in_call_copy_sizes(int ranks_per_node) {
+std::vector<std::size_t> in_call_copy_sizes(int ranks_per_node, std::size_t llc) {
   std::vector<std::size_t> sizes{65536, 256u << 10, 1u << 20, 4u << 20};
-  const std::size_t arena = std::max(uncached_copy_bytes(sizes.back(), ranks_per_node),
+  const std::size_t arena = std::max(uncached_copy_bytes(sizes.back(), ranks_per_node, llc),
                                      kCopyArenaNodeBytes / static_cast<std::size_t>(std::max(1, ranks_per_node)));
   for (std::size_t b : {std::size_t{16} << 20, std::size_t{64} << 20})
-    if (uncached_copy_bytes(b, ranks_per_node) <= arena) sizes.push_back(b);
+    if (uncached_copy_bytes(b, ranks_per_node, llc) <= arena) sizes.push_back(b);
   return sizes;
 }
 
@@ -131,7 +132,8 @@ class InCallCopy {
  public:
   InCallCopy(const Ctx& c, std::vector<std::size_t> sizes, int ranks_per_node)
       : sizes_(std::move(sizes)),
-        s_(uncached_copy_bytes(sizes_.empty() ? 0 : *std::max_element(sizes_.begin(), sizes_.end()), ranks_per_node)) {
+        s_(uncached_copy_bytes(sizes_.empty() ? 0 : *std::max_element(sizes_.begin(), sizes_.end()), ranks_per_node,
+                               c.llc)) {
     double ok = s_.user ? 1 : 0;
     PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_DOUBLE, MPI_MIN, c.comm);
     ok_ = ok != 0;
@@ -508,7 +510,7 @@ void measure_node(Ctx& c, Level& l, const std::vector<std::pair<int, int>>& pair
 
 // A scratch twice the last-level cache, written once so that its pages exist (untouched pages
 // all read the one zero page).
-std::vector<char> eviction_scratch() { return std::vector<char>(2 * last_level_cache_bytes(), 1); }
+std::vector<char> eviction_scratch(std::size_t llc) { return std::vector<char>(2 * llc, 1); }
 
 // How many times read_through reads the scratch. One pass of twice the cache leaves part of what
 // was there (a cache that inserts streamed lines at low priority keeps some older ones): a 4 MiB
@@ -794,9 +796,12 @@ Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* 
   // balloon reports freed pages to the host: populating 2 x 1152 MiB took 5 s after a pause, 1.7
   // s right after another run, and the next second's copies had a p90 2.7-4.5x their median;
   // docs/benchmarks.md, "Session 22").
-  InCallCopy in_call(c, in_call_copy_sizes(t.max_per_node()), t.max_per_node());
-  c.evict = eviction_scratch();
-  if (const std::string note = last_level_cache_note(); progress && c.me == 0 && !note.empty())
+  c.llc = o.cache_bytes ? o.cache_bytes : last_level_cache_bytes();
+  InCallCopy in_call(c, in_call_copy_sizes(t.max_per_node(), c.llc), t.max_per_node());
+  c.evict = eviction_scratch(c.llc);
+  if (o.cache_bytes && progress && c.me == 0)
+    std::fprintf(progress, "the caches are emptied as if the last-level cache held %zu KiB (--cache-bytes)\n", c.llc >> 10);
+  else if (const std::string note = last_level_cache_note(); progress && c.me == 0 && !note.empty())
     std::fprintf(progress, "%s\n", note.c_str());
   Machine m;
   m.method = "calibrate";

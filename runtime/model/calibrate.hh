@@ -90,6 +90,10 @@ struct CalibrateOptions {
   std::function<void(Machine&, const std::function<void()>& empty_caches)> last;
   std::size_t max_bytes = 4u << 20;
   double seconds_per_size = 0.05;
+  // The last-level cache the cold measurements empty (reading twice as much) and copy past; 0:
+  // this CPU's (model::last_level_cache_bytes). A smaller one makes the calibration quicker and
+  // its cold costs too low (the tests' short calibrations).
+  std::size_t cache_bytes = 0;
   long long poll_ns = 20000;  // TNBC_POLL_MIN_US, as the progress thread sleeps
   long long poll_max_ns = 1000000;  // TNBC_POLL_MAX_US, its longest sleep while steps take long
 };

@@ -147,8 +147,8 @@ std::string last_level_cache_note() {
          std::to_string(used >> 20) + " MiB";
 }
 
-std::size_t uncached_copy_bytes(std::size_t largest, int ranks) {
-  return std::max(3 * last_level_cache_bytes() / static_cast<std::size_t>(std::max(1, ranks)), 4 * largest);
+std::size_t uncached_copy_bytes(std::size_t largest, int ranks, std::size_t llc) {
+  return std::max(3 * llc / static_cast<std::size_t>(std::max(1, ranks)), 4 * largest);
 }
 
 double uncached_copy_ns(Scratch& s, std::size_t& cursor, std::size_t bytes, FunctionRef<void()> before, int reps) {

@@ -75,10 +75,9 @@ std::size_t last_level_cache_bytes();
 std::string last_level_cache_note();
 
 // The Scratch size for copies up to `largest` bytes that find neither side in the caches when
-// `ranks` ranks of the node copy at once: together three times the last-level cache, and at
-// least four such copies each (a node of many
-// ranks does not map gigabytes for it).
-std::size_t uncached_copy_bytes(std::size_t largest, int ranks);
+// `ranks` ranks of the node copy at once: together three times the last-level cache `llc`, and at
+// least four such copies each (a node of many ranks does not map gigabytes for it).
+std::size_t uncached_copy_bytes(std::size_t largest, int ranks, std::size_t llc);
 
 // tnbc's own copy in the call (runtime/bulk_copy.hh, streamed above L2 as the call streams it) of
 // `bytes` from `s.user` to `s.staging`, at offsets that walk the Scratch from copy to copy

@@ -21,7 +21,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run_mpi_test import tool_arguments, fail, run_mpirun  # noqa: E402
+from run_mpi_test import QUICK_CACHE, tool_arguments, fail, run_mpirun  # noqa: E402
 
 NP = 4
 SIZES = [65536, 256 << 10, 1 << 20, 4 << 20]  # runtime/model/calibrate.cc, in_call_copy_sizes
@@ -30,8 +30,8 @@ SIZES = [65536, 256 << 10, 1 << 20, 4 << 20]  # runtime/model/calibrate.cc, in_c
 def main():
     a = tool_arguments()
     machine = os.path.join(tempfile.mkdtemp(prefix="tnbc-calibrate-node-"), "machine.json")
-    code, out = run_mpirun(NP, {}, [a.tool, "calibrate", "-o", machine, "--max-bytes", "256k", "--seconds-per-size", "0.02"],
-                           240, a)
+    code, out = run_mpirun(NP, {}, [a.tool, "calibrate", "-o", machine, "--max-bytes", "256k", "--seconds-per-size", "0.02"]
+                           + QUICK_CACHE, 240, a)
     print(out)
     if code != 0 or not os.path.exists(machine):
         fail(f"tnbc calibrate at np {NP} on one node failed (exit {code})", out)

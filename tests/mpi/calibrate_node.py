@@ -12,10 +12,12 @@ the next size's larger copy there: every calibration at np 4 on one node died of
 session 22), and the harness's contended cells fell back to the start-up probe. The file must be
 written, with the in-call copy measured at every size up to 4 MiB; tnbc's own early return
 measured with the caches warm only (since session 38), at 64 KiB where that exchange fits in the
-cache.
+cache. First, sizes that are no byte count of at least 4k (`--cache-bytes 1k`, `lots`,
+`--max-bytes 0`): exit 2 and one message naming the options.
 """
 import json
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -27,8 +29,20 @@ NP = 4
 SIZES = [65536, 256 << 10, 1 << 20, 4 << 20]  # runtime/model/calibrate.cc, in_call_copy_sizes
 
 
+def bad_options(a):
+    """A cache or sweep size that is no byte count of at least 4k: exit 2 and one line naming the
+    options, before MPI starts (no launcher needed)."""
+    for bad in (["--cache-bytes", "1k"], ["--cache-bytes", "lots"], ["--max-bytes", "0"]):
+        p = subprocess.run([a.tool, "calibrate", "-o", os.devnull] + bad, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=60)
+        if p.returncode != 2 or "--cache-bytes must be byte counts of at least 4k" not in p.stdout:
+            fail(f"tnbc calibrate {' '.join(bad)}: expected exit 2 and the options' message, got exit "
+                 f"{p.returncode}", p.stdout)
+
+
 def main():
     a = tool_arguments()
+    bad_options(a)
     machine = os.path.join(tempfile.mkdtemp(prefix="tnbc-calibrate-node-"), "machine.json")
     code, out = run_mpirun(NP, {}, [a.tool, "calibrate", "-o", machine, "--max-bytes", "256k", "--seconds-per-size", "0.02"]
                            + QUICK_CACHE, 240, a)

@@ -144,7 +144,7 @@ std::string last_level_cache_note() {
   if (llc <= used) return "";
   return "the kernel does not describe this CPU's caches and sysconf puts its last-level cache at " +
          std::to_string(llc >> 20) + " MiB (a whole socket's?): the caches are emptied as if it held " +
-         std::to_string(used >> 20) + " MiB";
+         std::to_string(used >> 20) + " MiB (--cache-bytes SIZE sets it)";
 }
 
 std::size_t uncached_copy_bytes(std::size_t largest, int ranks, std::size_t llc) {

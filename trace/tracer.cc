@@ -403,37 +403,27 @@ class Tracer final : public Engine {
   // Alltoallv's send and receive buffers, as malloc puts it in ~1 process in 12, retired the
   // Alltoallv unread, and its first touches were lost).
   void retire_overlapping(const std::vector<Span>& send, ByteRange rspan) {
-    if (live_.empty()) return;
-    for (const Span& s : send) {
-      if (s.lo >= s.hi) continue;
-      for (Call* c : live_) {
-        if (c->hi <= s.lo || c->lo >= s.hi) continue;
-        for (std::size_t k = 0; k < c->nregions; ++k) {
-          Region& r = c->regions[k];
-          if (c->ctx[k].send || r.hi <= s.lo || r.lo >= s.hi) continue;
-          on_touch(&r, std::max(s.lo, r.lo), Access::MpiCall, nullptr);
-        }
-      }
-    }
     std::vector<Call*> keep;
     for (Call* c : live_) {
+      for (const Span& s : send)  // in the blocks' order, as MPI reads them
+        for (std::size_t k = 0; k < c->nregions; ++k)
+          if (!c->ctx[k].send && overlaps(c->regions[k], s.lo, s.hi))
+            on_touch(&c->regions[k], std::max(s.lo, c->regions[k].lo), Access::MpiCall, nullptr);
       if (guards_any(*c, rspan, send)) retire(*c);
       else keep.push_back(c);
     }
     live_.swap(keep);
   }
 
+  static bool overlaps(const Region& r, std::uintptr_t lo, std::uintptr_t hi) { return lo < hi && r.lo < hi && r.hi > lo; }
+
   // Whether a region of `c` overlaps `rspan` or one of `send`.
   static bool guards_any(const Call& c, ByteRange rspan, const std::vector<Span>& send) {
-    auto overlaps = [&](std::uintptr_t lo, std::uintptr_t hi) {
-      if (lo >= hi || c.hi <= lo || c.lo >= hi) return false;
-      for (std::size_t k = 0; k < c.nregions; ++k)
-        if (c.regions[k].lo < hi && c.regions[k].hi > lo) return true;
-      return false;
-    };
-    if (overlaps(rspan.lo, rspan.hi)) return true;
-    for (const Span& s : send)
-      if (overlaps(s.lo, s.hi)) return true;
+    for (std::size_t k = 0; k < c.nregions; ++k) {
+      if (overlaps(c.regions[k], rspan.lo, rspan.hi)) return true;
+      for (const Span& s : send)
+        if (overlaps(c.regions[k], s.lo, s.hi)) return true;
+    }
     return false;
   }
 

@@ -68,9 +68,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 NETRUN = os.path.join(HERE, "netrun.py")
 # How long a timed-out run gets to clean up after SIGTERM (netrun: namespaces) before SIGKILL.
 STOP_GRACE_S = 30
-# A run during which the machine's CPUs spent more than this outside the run (other processes,
-# the hypervisor's steal) gets a line in the log (`host` in summary.json has it for every run).
-HOST_OTHER_CPU_NOTE_S = 0.05
 # The CPUs /proc/stat's steal sums over (hostload.stolen).
 MACHINE_CPUS = os.cpu_count() or 1
 # The passes a --passes entry may name (a name given twice is run twice: `baseline,baseline` is an
@@ -490,8 +487,8 @@ def print_speedups(paired, repetitions, net_for):
     for s in paired.values():
         if s["disturbed"] and s["verdict"] is not None:
             print(f"shared machine, {s['benchmark']}.{s['class']} np={s['np']} {s['pass']}: in {len(s['disturbed'])} of "
-                  f"{s['n']} repetitions a run had more than {HOST_OTHER_CPU_NOTE_S} CPU s of other work beside it "
-                  f"(repetitions {ranges(s['disturbed'])}; kept; summary.json runs' host)")
+                  f"{s['n']} repetitions other work took more than {100 * hostload.OTHER_SHARE_NOTE:g} % of the "
+                  f"machine's CPU time beside a run (repetitions {ranges(s['disturbed'])}; kept; summary.json runs' host)")
 
 
 def main():
@@ -781,9 +778,10 @@ def main():
             log(f"  verified, time {res['time']} s, comm {res['timers'].get('comm')}")
         if run["net_stats"]:
             log("  network: " + ", ".join(f"{k} {v}" for k, v in run["net_stats"].items()))
-        if host and (host["other_cpu_s"] or 0) > HOST_OTHER_CPU_NOTE_S:
-            log(f"  machine: {host['other_cpu_s']:.2f} CPU s outside this run during it "
-                f"(steal {host['steal_s']:.2f} s)")
+        # `host` in summary.json has the figures of every run; the log names the runs that shared the machine.
+        if hostload.shared(host, wall, MACHINE_CPUS):
+            log(f"  machine: {host['other_cpu_s']:.2f} CPU s outside this run during it, "
+                f"{100 * host['other_cpu_s'] / (wall * MACHINE_CPUS):.0f} % of the machine's (steal {host['steal_s']:.2f} s)")
         if run["tnbc_calls"]:
             log(f"  tnbc (all ranks): {calls_line(run['tnbc_calls'])}")
         if summarized and code == 0:
@@ -840,7 +838,7 @@ def main():
             # kept in the figures (dropping them could favour a pass), named so that a reader can judge.
             s["disturbed"] = sorted({r["repeat"] for r in runs if (r["benchmark"], r["class"], r["np"]) == (bench, cls, np)
                                      and r["pass"] in ("baseline", s["pass"])
-                                     and ((r.get("host") or {}).get("other_cpu_s") or 0) > HOST_OTHER_CPU_NOTE_S})
+                                     and hostload.shared(r.get("host"), r["wall"], MACHINE_CPUS)})
             paired[(bench, cls, np, s["pass"])] = s
     repetitions = {"repeat": a.repeat, "max_repeat": a.max_repeat, "order": a.order, "settle_s": a.settle,
                    "steal_retries": a.steal_retries, "steal_limit_pct": a.steal_limit,

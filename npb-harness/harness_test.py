@@ -181,6 +181,13 @@ def unit_host():
     check(between((10.0, 0.0, 5.0), (10.5, 0.0, 5.6))["other_cpu_s"] == 0.0, "10 ms ticks: never negative")
     check(between(None, (1.0, 0.0, 1.0)) is None, "no /proc/stat: no figures")
 
+    # Other work beside a run: named above 5 % of the machine's CPU time (CPUs x the run's wall time).
+    shared = hostload.shared
+    check(shared({"other_cpu_s": 0.35}, 3.0, 2), "0.35 s of 2 CPUs x 3 s (5.8 %): shared")
+    check(not shared({"other_cpu_s": 0.12}, 3.0, 2), "0.12 s of 2 CPUs x 3 s (2 %): a quiet guest's background")
+    check(not shared({"other_cpu_s": None}, 3.0, 2) and not shared(None, 3.0, 2)
+          and not shared({"other_cpu_s": 1.0}, 0.0, 2), "unknown: not shared")
+
     # Steal above the limit: a share of the machine's CPU time (CPUs x the run's wall time).
     stolen = hostload.stolen
     check(stolen({"steal_s": 0.18}, 1.5, 2, 2.0), "0.18 s of 2 CPUs x 1.5 s is above 2 %")

@@ -106,6 +106,21 @@ def steal_share(host, wall_s, cpus):
     return host["steal_s"] / (wall_s * cpus)
 
 
+# A run during which other work (other processes, kernel threads, the hypervisor's steal) took
+# more than this share of the machine's CPU time is named as having shared the machine. Beside an
+# NPB run on emulated links a quiet 2-vCPU guest measured 0.8 % (median; one rank per CPU) and
+# 2.2 % (4 ranks on 2 CPUs), at most 4.5 % (docs/harness.md).
+OTHER_SHARE_NOTE = 0.05
+
+
+def shared(host, wall_s, cpus, share=OTHER_SHARE_NOTE):
+    """Whether other work took more than `share` of the machine's CPU time (`cpus` x the run's
+    `wall_s`) during a run. Unknown (no cgroup, no /proc/stat): False."""
+    if not host or host.get("other_cpu_s") is None or wall_s <= 0 or cpus <= 0:
+        return False
+    return host["other_cpu_s"] > share * wall_s * cpus
+
+
 def stolen(host, wall_s, cpus, limit_pct, usual_share=0.0):
     """Whether the hypervisor took more than `limit_pct` % of the machine's CPU time during a run,
     and more than STEAL_OUTLIER times the `usual_share` of the campaign's runs. Unknown: False."""

@@ -112,10 +112,9 @@ case "${1:-}" in
     shift
     # Default workload: the built-in proxies, class W, on an emulated cluster that fits this
     # machine: one rank per CPU, one emulated node per rank, a Gigabit link (the harness's
-    # defaults; --shared-node: all ranks on one node). Six repetitions: the fewest whose median
-    # gets an interval (order statistics, >= 95 %) and a verdict; with two the W runs' noise
-    # (a few % here) showed as speed-ups of 0.94x for a pass that ran every call as plain MPI.
-    # Later options win.
+    # defaults; --shared-node: all ranks on one node). 6 repetitions: speedups.min_repetitions at
+    # the harness's default confidence (0.95), the fewest whose median gets an interval and a
+    # verdict (docs/harness.md). Later options win.
     set -- --classes W --repeat 6 "$@"
     exec python3 npb-harness/harness.py --tnbc "$BUILD/tools/tnbc" --build-dir "$BUILD" "$@"
     ;;

@@ -202,6 +202,12 @@ std::string env_name(const Option& o) {
   return n;
 }
 
+std::string env_name_of(std::int64_t Settings::*field) {
+  for (const auto& o : kOptions)
+    if (const auto* f = std::get_if<std::int64_t Settings::*>(&o.field); f && *f == field) return env_name(o);
+  return {};
+}
+
 std::string_view mode_name(Mode m) {
   return split_choices(kOptions[0].choices)[static_cast<std::size_t>(m)];
 }

@@ -110,6 +110,8 @@ struct Option {
 const std::vector<Option>& options();
 
 std::string env_name(const Option& o);
+// The environment variable of the integer option whose value goes to `field` ("" if none does).
+std::string env_name_of(std::int64_t Settings::*field);
 
 // One problem found while reading the environment.
 struct ConfigError {

@@ -235,6 +235,10 @@ std::string model_section(const std::string& dir, FunctionRef<std::string(const 
       if (num(x, "in_call_ns") > 0) o << ", in the call " << ms(num(x, "in_call_ns"));
       o << ", hidden " << ms(num(x, "hidden_ns", 0)) << ", cost " << ms(num(x, "cost_ns", 0)) << ", saved "
         << ms(num(x, "saved_ns", 0));
+      // Held back by the margin alone: the margin at which it would return early (docs/settings.md).
+      if (const double pct = num(x, "early_at_pct", -1); pct >= 0)
+        o << "; it would return early at " << text(x, "margin_setting") << "=" << static_cast<int>(pct)
+          << (pct > 0 ? " or less" : "");
     }
     o << "\n";
   }

@@ -1,6 +1,7 @@
 #include "trace/gain.hh"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <vector>
 
@@ -151,6 +152,18 @@ std::optional<model::Program> site_program(const SiteEstimate& e) {
   return model::Program{e.curc_ns.value_or(0), std::max(0.0, *e.overlap_ns - e.curc_ns.value_or(0)), e.own_last};
 }
 
+namespace {
+// The setting that holds a placement's margin of Tcomm (Judge::margin_of_tcomm and the others).
+std::string margin_setting(model::MarginPlace place) {
+  switch (place) {
+    case model::MarginPlace::OnePerNode: return env_name_of(&Settings::early_return_margin_tcomm_pct);
+    case model::MarginPlace::BusyPoll: return env_name_of(&Settings::early_return_margin_busy_poll_pct);
+    case model::MarginPlace::SharedNode: return env_name_of(&Settings::early_return_margin_shared_node_pct);
+  }
+  return {};
+}
+}  // namespace
+
 Decision decide(const SiteEstimate& e, Kind kind, int comm_size, const Judge& j) {
   if (j.fixed || !j.model) return decide(e, j.fixed.value_or(CostModel{}));
   Decision d;
@@ -175,7 +188,8 @@ Decision decide(const SiteEstimate& e, Kind kind, int comm_size, const Judge& j)
   d.saved_ns = o.saved_ns;
   const double of_tcomm =
       model::margin_of_tcomm(j.model->machine, t, j.margin_of_tcomm, j.margin_of_tcomm_busy_poll, j.margin_of_tcomm_shared);
-  d.margin_ns = j.margin_of_cost * std::max(0.0, o.cost_ns) + of_tcomm * o.blocking_ns;
+  auto margin_at = [&](double share) { return j.margin_of_cost * std::max(0.0, o.cost_ns) + share * o.blocking_ns; };
+  d.margin_ns = margin_at(of_tcomm);
   // tnbc's schedule completed in the call (the program computes after it), against the library's
   // call by the same share of Tcomm. Where it beats the library's, an early return must beat it
   // instead, by the same margin (what the model may overstate an early return's saving by; NPB FT.A
@@ -184,10 +198,18 @@ Decision decide(const SiteEstimate& e, Kind kind, int comm_size, const Judge& j)
   const double scale = o.model_blocking_ns > 0 ? o.blocking_ns / o.model_blocking_ns : 1;
   const double own = model::own_call_ns(j.model->machine, t, c, j.exec) * scale;
   d.own_call_ns = own;
-  if (model::own_call_pays(own, o.blocking_ns, of_tcomm))
-    d.basis = own + p.curc_ns + p.crc_ns - o.early_total_ns > d.margin_ns ? Basis::OverlapPays : Basis::OwnCallFaster;
-  else
-    d.basis = o.saved_ns > d.margin_ns ? Basis::OverlapPays : Basis::NoOverlapToGain;
+  auto basis_at = [&](double share) {
+    if (model::own_call_pays(own, o.blocking_ns, share))
+      return own + p.curc_ns + p.crc_ns - o.early_total_ns > margin_at(share) ? Basis::OverlapPays : Basis::OwnCallFaster;
+    return o.saved_ns > margin_at(share) ? Basis::OverlapPays : Basis::NoOverlapToGain;
+  };
+  d.basis = basis_at(of_tcomm);
+  if (d.basis != Basis::OverlapPays) {
+    // The same rule at each whole percentage below the margin (a smaller one only admits more).
+    for (int pct = static_cast<int>(std::ceil(of_tcomm * 100)) - 1; pct >= 0 && !d.early_at_pct; --pct)
+      if (basis_at(pct / 100.0) == Basis::OverlapPays) d.early_at_pct = pct;
+    if (d.early_at_pct) d.margin_setting = margin_setting(model::margin_place(j.model->machine, t));
+  }
   return d;
 }
 
@@ -205,6 +227,10 @@ model::Summary::Site summary_site(const Decision& d, std::uint64_t site, const s
     s.saved_ns = *d.saved_ns;
   }
   if (d.in_call_ns) s.in_call_ns = *d.in_call_ns;
+  if (d.early_at_pct) {
+    s.early_at_pct = *d.early_at_pct;
+    s.margin_setting = d.margin_setting;
+  }
   return s;
 }
 
@@ -243,7 +269,10 @@ std::string describe(const Decision& d) {
          "), T_CURC + T_CRC " + ms(*d.overlap_ns) + ", in the call " + ms(d.in_call_ns.value_or(0)) + ", hidden " +
          ms(d.hidden_ns.value_or(0)) + ", cost " + ms(d.cost_ns) + ": saved " + ms(*d.saved_ns) +
          (*d.saved_ns > d.margin_ns ? " > margin " : " <= margin ") + ms(d.margin_ns) +
-         (d.own_call_ns ? "; tnbc's schedule in the call " + ms(*d.own_call_ns) : "") + ")";
+         (d.own_call_ns ? "; tnbc's schedule in the call " + ms(*d.own_call_ns) : "") + ")" +
+         (d.early_at_pct ? "; it would return early at " + d.margin_setting + "=" + std::to_string(*d.early_at_pct) +
+                               (*d.early_at_pct > 0 ? " or less" : "")
+                         : "");
 }
 
 }  // namespace tnbc::trace

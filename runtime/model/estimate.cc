@@ -894,8 +894,17 @@ PieceRule run_pieces(const Machine& m, const Topology& t, const Execution& x, st
   return setting ? PieceRule(setting) : PieceRule(std::nullopt, piece_scale(m, t, x, page));
 }
 
+MarginPlace margin_place(const Machine& m, const Topology& t) {
+  return t.max_per_node() <= 1 ? MarginPlace::OnePerNode : spins_on(m, t) ? MarginPlace::BusyPoll : MarginPlace::SharedNode;
+}
+
 double margin_of_tcomm(const Machine& m, const Topology& t, double one_per_node, double busy_poll, double shared_node) {
-  return t.max_per_node() <= 1 ? one_per_node : spins_on(m, t) ? busy_poll : shared_node;
+  switch (margin_place(m, t)) {
+    case MarginPlace::OnePerNode: return one_per_node;
+    case MarginPlace::BusyPoll: return busy_poll;
+    case MarginPlace::SharedNode: return shared_node;
+  }
+  return shared_node;
 }
 
 double margin_of_tcomm(const Machine& m, const Topology& t, const Execution& x) {

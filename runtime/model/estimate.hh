@@ -43,8 +43,11 @@ struct Execution {
   double margin_one_per_node = 0, margin_shared_node = 0, margin_busy_poll = 0;
 };
 
-// The margin of Tcomm for `t`'s placement: one rank per node, ranks sharing a node whose MPI
-// ranks spin (busy_poll.hh), or ranks sharing a node (mode optimize's judge: trace/gain.hh).
+// Which margin of Tcomm `t`'s placement takes: one rank per node, ranks sharing a node whose MPI
+// ranks spin (busy_poll.hh), or ranks sharing a node.
+enum class MarginPlace { OnePerNode, BusyPoll, SharedNode };
+MarginPlace margin_place(const Machine& m, const Topology& t);
+// That margin (mode optimize's judge: trace/gain.hh).
 double margin_of_tcomm(const Machine& m, const Topology& t, double one_per_node, double busy_poll, double shared_node);
 double margin_of_tcomm(const Machine& m, const Topology& t, const Execution& x);
 

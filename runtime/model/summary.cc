@@ -68,7 +68,10 @@ std::string Summary::json() const {
     o << (i ? ",\n    " : "\n    ") << "{\"site\": \"" << site << "\", \"kind\": " << esc(s.kind) << ", \"where\": " << esc(s.where)
       << ", \"decision\": " << esc(s.decision) << ", \"basis\": " << esc(s.basis) << ", \"blocking_ns\": " << ns(s.blocking_ns) << ", \"model_blocking_ns\": " << ns(s.model_blocking_ns)
       << ", \"hidden_ns\": " << ns(s.hidden_ns) << ", \"cost_ns\": " << (s.hidden_ns < 0 ? "null" : signed_ns(s.cost_ns))
-      << ", \"saved_ns\": " << (s.hidden_ns < 0 ? "null" : signed_ns(s.saved_ns)) << ", \"in_call_ns\": " << ns(s.in_call_ns) << "}";
+      << ", \"saved_ns\": " << (s.hidden_ns < 0 ? "null" : signed_ns(s.saved_ns)) << ", \"in_call_ns\": " << ns(s.in_call_ns);
+    if (s.early_at_pct >= 0)
+      o << ", \"early_at_pct\": " << s.early_at_pct << ", \"margin_setting\": " << esc(s.margin_setting);
+    o << "}";
   }
   o << "]}";
   return o.str();

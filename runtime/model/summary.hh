@@ -32,6 +32,10 @@ class Summary {
     double blocking_ns = -1;        // Tcomm the trace measured (-1: unknown)
     double model_blocking_ns = -1;  // the model's blocking call
     double hidden_ns = -1, cost_ns = 0, saved_ns = 0, in_call_ns = -1;  // hidden_ns -1: not judged by figures
+    // Not early by the margin alone: the largest whole share of Tcomm (%) at which it would be,
+    // and the setting holding it (trace::Decision::early_at_pct; -1: none would do).
+    int early_at_pct = -1;
+    std::string margin_setting;
   };
   void record_site(const Site& s);
 

@@ -192,8 +192,9 @@ def model_block(rank):
                          "userfaultfd_move": {"hold": line(50000, 0.02), "publish": line(4000, 0.02), "fault_ns": 6000,
                                               "hold_warm": line(7000, 0.03, [[4096, 7300], [65536, 9200]])}}}
     sites = [site("0x1", "alltoall", "early_return", "overlap_pays")]
-    if rank == 0:
-        sites.append(site("0x2", "bcast", "plain", "no_overlap_to_gain"))
+    if rank == 0:  # held back by the margin alone (trace::Decision::early_at_pct)
+        sites.append(dict(site("0x2", "bcast", "plain", "no_overlap_to_gain"), early_at_pct=7,
+                          margin_setting="TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT"))
     return {"source": "file", "file": "/nonexistent/machine.json", "file_problem": None, "machine": machine,
             "thresholds": {"alltoall": None, "bcast": 16384}, "sites": sites}
 

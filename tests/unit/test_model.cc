@@ -405,6 +405,54 @@ TEST_CASE("decision: ranks that spin make an early return pay where the same nod
             .blocking());
 }
 
+TEST_CASE("decision: a site held back by the margin says at which margin of Tcomm it would return early") {
+  const Machine m = two_nodes();
+  const trace::Judge j = judge(m, kTwoNodes);
+  const double blocking = mpi_blocking_ns(m, kTwoNodes, alltoall(kMiB));
+  // A site that computes a little first: a predicted saving above the cost's share of the margin
+  // (15 %) but below the whole margin (+ 30 % of Tcomm).
+  std::optional<trace::SiteEstimate> small;
+  std::optional<trace::Decision> held;
+  for (double f : {0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3}) {
+    const trace::SiteEstimate e = site(2 * kMiB, blocking, f * blocking, 0.5 * kMs);
+    const trace::Decision d = trace::decide(e, Kind::Alltoall, 2, j);
+    if (d.basis == trace::Basis::NoOverlapToGain && d.saved_ns && *d.saved_ns > j.margin_of_cost * d.cost_ns) {
+      small = e;
+      held = d;
+      break;
+    }
+  }
+  REQUIRE(held);
+  REQUIRE(held->early_at_pct);
+  const int pct = *held->early_at_pct;
+  CHECK(pct >= 0);
+  CHECK(pct < 30);
+  CHECK(held->margin_setting == "TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT");
+  CHECK(trace::describe(*held).find("it would return early at TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT=" + std::to_string(pct)) !=
+        std::string::npos);
+  // Judged again with that margin it returns early, one percent more and it does not.
+  Settings at;
+  at.early_return_margin_tcomm_pct = pct;
+  const trace::Decision there = trace::decide(*small, Kind::Alltoall, 2, judge(m, kTwoNodes, at));
+  CHECK(there.basis == trace::Basis::OverlapPays);
+  CHECK_FALSE(there.early_at_pct);  // returns early already: nothing to say
+  at.early_return_margin_tcomm_pct = pct + 1;
+  CHECK(trace::decide(*small, Kind::Alltoall, 2, judge(m, kTwoNodes, at)).basis != trace::Basis::OverlapPays);
+  // Reading at once: the saving is below the cost's share alone, no margin of Tcomm would do.
+  const trace::Decision at_once = trace::decide(site(2 * kMiB, blocking, 0.02 * kMs, 0.05 * kMs), Kind::Alltoall, 2, j);
+  REQUIRE(at_once.basis == trace::Basis::NoOverlapToGain);
+  CHECK_FALSE(at_once.early_at_pct);
+  CHECK(trace::describe(at_once).find("it would return early") == std::string::npos);
+  // Ranks sharing a node: the setting named is that placement's.
+  const Topology shared = Topology::block(2, 2, 2, 1);
+  const trace::Decision crowded =
+      trace::decide(site(2 * kMiB, blocking, 3 * blocking, 0.5 * kMs), Kind::Alltoall, 2, judge(m, shared));
+  REQUIRE(crowded.blocking());
+  REQUIRE(crowded.early_at_pct);  // computing three transfers long: it would pay below 100 %
+  CHECK(*crowded.early_at_pct < 100);
+  CHECK(crowded.margin_setting == "TNBC_EARLY_RETURN_MARGIN_SHARED_NODE_PCT");
+}
+
 TEST_CASE("decision: TNBC_EARLY_RETURN_COST_US set replaces the model by the fixed rule") {
   Settings s;
   s.early_return_cost_us = 1000;

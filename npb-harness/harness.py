@@ -357,7 +357,7 @@ def tnbc_calls(summary_dir):
     """What tnbc did in one run, from its per-rank summaries (docs/formats.md): per kind the calls
     that returned early, completed in the call (of those for lack of overlap to gain) or ran as
     plain MPI, and mode optimize's site decisions with the ranks that made them."""
-    kinds, decisions, contention = {}, {}, None
+    kinds, decisions, contention, held = {}, {}, None, {}
     for s in summaries(summary_dir):
         for kind, c in s.get("collectives", {}).items():
             k = kinds.setdefault(kind, {"early": 0, "in_call": 0, "no_gain": 0, "plain": 0})
@@ -371,9 +371,46 @@ def tnbc_calls(summary_dir):
                                      {"calls": 0, "ranks": []})
             e["calls"] += d.get("calls", 0)
             e["ranks"].append(s.get("rank"))
+        for m in held_back(s):
+            e = held.setdefault((m["kind"], m["where"], m["site"], m["margin_setting"]),
+                                {"early_at_pct": m["early_at_pct"], "saved_ns": m.get("saved_ns") or 0, "ranks": []})
+            e["early_at_pct"] = min(e["early_at_pct"], m["early_at_pct"])
+            e["saved_ns"] = min(e["saved_ns"], m.get("saved_ns") or 0)
+            e["ranks"].append(s.get("rank"))
     return {"kinds": kinds, "decisions": [dict(zip(("kind", "where", "site", "decision", "basis"), k), **v)
                                           for k, v in decisions.items()],
+            "held_back": [dict(zip(("kind", "where", "site", "margin_setting"), k), **v) for k, v in held.items()],
             "cpu_contention": contention}
+
+
+def held_back(summary):
+    """The sites of one rank's summary that mode optimize's margin alone kept from returning early:
+    the model block's sites with `early_at_pct` (docs/formats.md, docs/settings.md)."""
+    return [m for m in ((summary.get("model") or {}).get("sites") or [])
+            if isinstance(m.get("early_at_pct"), int) and m.get("margin_setting")]
+
+
+def print_held_back(runs):
+    """Under the table: the sites the margin alone kept from returning early, per pass (its last
+    repetition): the gain optimize leaves, and the setting that would take it."""
+    shown = set()
+    for r in reversed(runs):
+        key = (r["benchmark"], r["class"], r["np"], r["pass"])
+        if key in shown or not r.get("tnbc_calls") or not r["tnbc_calls"].get("held_back"):
+            continue
+        shown.add(key)
+        print(f"\nheld back by the margin alone, {r['benchmark']}.{r['class']} np={r['np']} {r['pass']} "
+              f"(repetition {r['repeat']}):")
+        for d in r["tnbc_calls"]["held_back"]:
+            print("  " + held_back_line(dict(d, where=decision_where(r, d))))
+
+
+def held_back_line(d):
+    """One site the margin alone held back, as the harness prints it under the table."""
+    pct = d["early_at_pct"]
+    return (f"{d['kind']} at {d['where']} [{d['site']}]: predicted saving {d['saved_ns'] / 1e6:.2f} ms per call; "
+            f"it would return early at {d['margin_setting']}={pct}{' or less' if pct > 0 else ''} "
+            f"(ranks {','.join(str(x) for x in sorted(d['ranks']))}; measure before keeping it: docs/settings.md)")
 
 
 def calls_line(calls):
@@ -903,6 +940,7 @@ def main():
             ranks = ",".join(str(x) for x in sorted(d["ranks"]))
             print(f"  {d['kind']} at {decision_where(r, d)} [{d['site']}]: {what} ({d['basis']}), {d['calls']} calls "
                   f"on ranks {ranks}")
+    print_held_back(runs)
     # Where the ranks ran (tnbc's summaries; baseline runs carry no tnbc and are not recorded):
     # per (benchmark, class, np) its placement, per pass when the passes differ.
     print()

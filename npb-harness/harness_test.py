@@ -18,7 +18,9 @@ usage: harness_test.py --tnbc PATH --build-dir DIR
        harness_test.py --unit
 """
 import argparse
+import contextlib
 import glob
+import io
 import itertools
 import json
 import os
@@ -128,6 +130,35 @@ def unit_verdict():
     check(harness.decision_where(named, d) == "rank (is.c:772)" and
           harness.decision_where({"report": {"decision_where": {"0x2": "x"}}}, d) == d["where"] and
           harness.decision_where({"report": None}, d) == d["where"], "decision_where: the report's name, else the frame")
+    # A site the margin alone held back (the summaries' model sites with early_at_pct): listed with
+    # the smallest percentage over the ranks; a site without it, or a summary without a model, not.
+    with tempfile.TemporaryDirectory() as t:
+        def model_site(site, pct, saved):
+            m = {"site": site, "kind": "alltoallv", "where": "plain program: rank (is.c:772)", "decision": "plain",
+                 "basis": "no_overlap_to_gain", "saved_ns": saved}
+            return dict(m, early_at_pct=pct, margin_setting="TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT") if pct is not None else m
+        for rank, pct in ((0, 2), (1, 1)):
+            with open(os.path.join(t, f"tnbc-summary.{rank}.json"), "w") as f:
+                json.dump({"rank": rank, "model": {"sites": [model_site("0x1", pct, 2.1e6), model_site("0x2", None, -1e6)]}}, f)
+        with open(os.path.join(t, "tnbc-summary.2.json"), "w") as f:
+            json.dump({"rank": 2}, f)
+        held = harness.tnbc_calls(t)["held_back"]
+        check(len(held) == 1 and held[0]["site"] == "0x1" and held[0]["early_at_pct"] == 1 and
+              held[0]["ranks"] == [0, 1], f"tnbc_calls' held_back: {held}")
+        line = harness.held_back_line(held[0])
+        check("it would return early at TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT=1 or less" in line and "2.10 ms" in line,
+              f"held_back_line: {line}")
+        check(harness.held_back_line(dict(held[0], early_at_pct=0)).find("=0 (") > 0, "held_back_line at 0")
+        # Printed under the table once per pass, from its last repetition.
+        runs = [{"benchmark": "is", "class": "A", "np": 2, "pass": "optimize", "repeat": r,
+                 "tnbc_calls": {"held_back": held}, "report": None} for r in range(2)]
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            harness.print_held_back(runs + [dict(runs[0], **{"pass": "nbc", "tnbc_calls": {"held_back": []}})])
+        text = printed.getvalue()
+        check(text.count("held back by the margin alone, is.A np=2 optimize (repetition 1):") == 1 and
+              text.count("TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT=1 or less") == 1 and "nbc" not in text,
+              f"print_held_back: {text}")
     # The passes' labels: a pass named twice is an A/A comparison; a trace pass run once gets no verdict.
     labelled = harness.pass_labels(["baseline", "baseline", "trace", "optimize"])
     check(labelled == [("baseline", "baseline"), ("baseline-2", "baseline"), ("trace", "trace"),

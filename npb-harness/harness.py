@@ -409,7 +409,7 @@ def held_back_line(d):
     """One site the margin alone held back, as the harness prints it under the table."""
     pct = d["early_at_pct"]
     return (f"{d['kind']} at {d['where']} [{d['site']}]: predicted saving {d['saved_ns'] / 1e6:.2f} ms per call; "
-            f"it would return early at {d['margin_setting']}={pct}{' or less' if pct > 0 else ''} "
+            f"it would return early at {d['margin_setting']}={pct} "
             f"(ranks {','.join(str(x) for x in sorted(d['ranks']))}; measure before keeping it: docs/settings.md)")
 
 

@@ -146,7 +146,7 @@ def unit_verdict():
         check(len(held) == 1 and held[0]["site"] == "0x1" and held[0]["early_at_pct"] == 1 and
               held[0]["ranks"] == [0, 1], f"tnbc_calls' held_back: {held}")
         line = harness.held_back_line(held[0])
-        check("it would return early at TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT=1 or less" in line and "2.10 ms" in line,
+        check("it would return early at TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT=1 (" in line and "2.10 ms" in line,
               f"held_back_line: {line}")
         check(harness.held_back_line(dict(held[0], early_at_pct=0)).find("=0 (") > 0, "held_back_line at 0")
         # Printed under the table once per pass, from its last repetition.
@@ -157,7 +157,7 @@ def unit_verdict():
             harness.print_held_back(runs + [dict(runs[0], **{"pass": "nbc", "tnbc_calls": {"held_back": []}})])
         text = printed.getvalue()
         check(text.count("held back by the margin alone, is.A np=2 optimize (repetition 1):") == 1 and
-              text.count("TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT=1 or less") == 1 and "nbc" not in text,
+              text.count("TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT=1 (") == 1 and "nbc" not in text,
               f"print_held_back: {text}")
     # The passes' labels: a pass named twice is an A/A comparison; a trace pass run once gets no verdict.
     labelled = harness.pass_labels(["baseline", "baseline", "trace", "optimize"])

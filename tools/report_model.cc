@@ -237,8 +237,7 @@ std::string model_section(const std::string& dir, FunctionRef<std::string(const 
         << ms(num(x, "saved_ns", 0));
       // Held back by the margin alone: the margin at which it would return early (docs/settings.md).
       if (const double pct = num(x, "early_at_pct", -1); pct >= 0)
-        o << "; it would return early at " << text(x, "margin_setting") << "=" << static_cast<int>(pct)
-          << (pct > 0 ? " or less" : "");
+        o << "; it would return early at " << text(x, "margin_setting") << "=" << static_cast<int>(pct);
     }
     o << "\n";
   }

@@ -205,7 +205,9 @@ Decision decide(const SiteEstimate& e, Kind kind, int comm_size, const Judge& j)
   };
   d.basis = basis_at(of_tcomm);
   if (d.basis != Basis::OverlapPays) {
-    // The same rule at each whole percentage below the margin (a smaller one only admits more).
+    // The same rule at each whole percentage below the margin, from the top: the first that
+    // admits it. (Not every smaller one need: where tnbc's schedule in the call then beats the
+    // library's, the early return must beat that instead.)
     for (int pct = static_cast<int>(std::ceil(of_tcomm * 100)) - 1; pct >= 0 && !d.early_at_pct; --pct)
       if (basis_at(pct / 100.0) == Basis::OverlapPays) d.early_at_pct = pct;
     if (d.early_at_pct) d.margin_setting = margin_setting(model::margin_place(j.model->machine, t));
@@ -270,9 +272,7 @@ std::string describe(const Decision& d) {
          ms(d.hidden_ns.value_or(0)) + ", cost " + ms(d.cost_ns) + ": saved " + ms(*d.saved_ns) +
          (*d.saved_ns > d.margin_ns ? " > margin " : " <= margin ") + ms(d.margin_ns) +
          (d.own_call_ns ? "; tnbc's schedule in the call " + ms(*d.own_call_ns) : "") + ")" +
-         (d.early_at_pct ? "; it would return early at " + d.margin_setting + "=" + std::to_string(*d.early_at_pct) +
-                               (*d.early_at_pct > 0 ? " or less" : "")
-                         : "");
+         (d.early_at_pct ? "; it would return early at " + d.margin_setting + "=" + std::to_string(*d.early_at_pct) : "");
 }
 
 }  // namespace tnbc::trace

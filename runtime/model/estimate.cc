@@ -185,7 +185,8 @@ Timeline exchange_timeline(const Machine& m, const Topology& t, const Coll& c, c
       for (double piece : sizes) stage += n1 * copy.at(piece);
     const double hold = g.hold_at(n1 * s, warm);
     const double wait = x.unaligned ? top.T(page) + in_call_notice(m, t) : 0;
-    tl.in_call_work_ns = own + stage + hold + post + m.handover(warm) + m.rest(n1 * s, warm);
+    tl.in_call_rest_ns = m.rest(n1 * s, warm);
+    tl.in_call_work_ns = own + stage + hold + post + m.handover(warm) + tl.in_call_rest_ns;
     tl.in_call_ns = tl.in_call_work_ns + wait;
   } else {
     tl.in_call_ns = tl.in_call_work_ns = own + post;
@@ -477,6 +478,7 @@ Timeline bcast_timeline(const Machine& m, const Topology& t, const Coll& c, cons
   }
   tl.in_call_ns = std::max(root_call, leaf_call);
   tl.in_call_work_ns = std::max(root_call, leaf_work);
+  if (early) tl.in_call_rest_ns = root_call >= leaf_call ? m.rest_bcast_root(S, m.warm(S)) : m.rest_bcast(S, m.warm(S));
   // After an early return the root's progress thread takes the sends over: it notices the
   // call (the hand-off) before the tree moves on from the root.
   const double handoff = early ? notice : 0;
@@ -714,6 +716,25 @@ double mpi_blocking_ns(const Machine& m, const Topology& t, const Coll& c) {
   return exchange_mpi(m, t, c);
 }
 
+namespace {
+// An early return's call where the node's ranks spin on fewer CPUs than ranks: its thread waits in
+// the call (for the pieces that land in partial pages, for a node-mate's part, for the hand-over)
+// and the CPU it gives up goes to the node's other runnable thread — a rank spinning in the MPI
+// library or computing — for a scheduler slice (BusyPoll::slice_ns, the slice calibrate's
+// ping-pong measured), once: where calibrate's own calls met it, the rest it measured holds it
+// already (Timeline::in_call_rest_ns; there a broadcast receiver's rest at 64 KiB, 3.7 ms). The
+// transfer runs meanwhile, so the call ends later but the transfer does not (the total and the
+// first piece no earlier than the call's end). Measured, np 4 on 2 one-CPU emulated nodes (Table
+// 1's five scenarios, Alltoall and Bcast 64 KiB-16 MiB, 8 iterations): Tinit 1.3-17 ms against the
+// model's 0.36-12.7 ms without it, +1-5 ms (median ~3) at every size, a slice 2.03 ms there
+// (docs/benchmarks.md, "Session 48").
+void held_by_slice(Timeline& tl, double slice_ns) {
+  tl.in_call_ns += std::max(0.0, slice_ns - tl.in_call_rest_ns);
+  tl.total_ns = std::max(tl.total_ns, tl.in_call_ns);
+  tl.first_ns = std::max(tl.first_ns, tl.in_call_ns);
+}
+}  // namespace
+
 Timeline tnbc_timeline(const Machine& m, const Topology& t, const Coll& c, const Execution& x, bool early) {
   if (t.n() <= 1) return {};
   // Where the MPI library's ranks spin on fewer CPUs than ranks, tnbc's threads still yield (the
@@ -722,7 +743,9 @@ Timeline tnbc_timeline(const Machine& m, const Topology& t, const Coll& c, const
   const Crowding crowd = crowding(m, t);
   if (spins_on(m, t)) {
     const Machine y = yielding(m);
-    return c.kind == Kind::Bcast ? bcast_timeline(y, t, c, x, early, crowd) : exchange_timeline(y, t, c, x, early, crowd);
+    Timeline tl = c.kind == Kind::Bcast ? bcast_timeline(y, t, c, x, early, crowd) : exchange_timeline(y, t, c, x, early, crowd);
+    if (early) held_by_slice(tl, busy_poll(m).slice_ns);
+    return tl;
   }
   return c.kind == Kind::Bcast ? bcast_timeline(m, t, c, x, early, crowd) : exchange_timeline(m, t, c, x, early, crowd);
 }

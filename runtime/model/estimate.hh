@@ -70,6 +70,7 @@ struct Timeline {
   double in_call_ns = 0;     // Tinit of an early return (staging copy, guard, edges, the wait for
                              // the pieces that land in partial pages)
   double in_call_work_ns = 0;  // of which the work a blocking call does not do (all but the wait)
+  double in_call_rest_ns = 0;  // of which the rest calibrate measured of tnbc's own calls (Machine::rest*)
   double first_ns = 0;       // until the first piece a reader needs is published (a mean receiver)
   double last_share = 1;     // share of the bytes a reader reads (its own block's too) that it gets
                              // only at the end (the last send window's pieces arrive together)

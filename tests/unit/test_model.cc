@@ -378,6 +378,39 @@ TEST_CASE("model: ranks that spin on a node's one CPU hand shared memory off onc
   CHECK(yielding(m).at(LevelKind::IntraNode).node_sweep.empty());
 }
 
+TEST_CASE("model: where ranks spin, an early return's call waits a scheduler slice once, its transfer does not") {
+  // Two machines alike but for the slice their calibrations measured (2 and 3 ms): tnbc's threads
+  // yield on both, so all but the call's wait for the CPU is the same.
+  const Machine m = spinning_nodes(true);
+  Machine longer = m;
+  longer.at(LevelKind::IntraNode).L_ns = 3e6;
+  longer.at(LevelKind::IntraNode).sweep[0].t_ns = 3e6;
+  REQUIRE(busy_poll(longer).slice_ns == Approx(3e6));
+  for (const Coll& c : {alltoall(kMiB), bcast(4 * kMiB)}) {
+    const Timeline a = tnbc_timeline(m, kSpinning, c, Execution{}, true);
+    const Timeline b = tnbc_timeline(longer, kSpinning, c, Execution{}, true);
+    CHECK(b.in_call_ns - a.in_call_ns == Approx(1e6));
+    CHECK(a.total_ns >= a.in_call_ns);
+    CHECK(a.first_ns >= a.in_call_ns);
+    // Completed in the call: no early return's wait (the library's ranks spin there as before).
+    CHECK(tnbc_timeline(longer, kSpinning, c, Execution{}, false).total_ns ==
+          Approx(tnbc_timeline(m, kSpinning, c, Execution{}, false).total_ns));
+  }
+  // Where calibrate's own calls met the slice, the rest it measured holds it already: once.
+  Machine met = m;
+  met.in_call_rest = Line(2.5e6, 0);
+  Machine met_longer = longer;
+  met_longer.in_call_rest = Line(2.5e6, 0);
+  const Timeline rest = tnbc_timeline(met, kSpinning, alltoall(kMiB), Execution{}, true);
+  CHECK(rest.in_call_rest_ns == Approx(2.5e6));
+  CHECK(tnbc_timeline(met_longer, kSpinning, alltoall(kMiB), Execution{}, true).in_call_ns - rest.in_call_ns ==
+        Approx(0.5e6));  // a 3 ms slice: the 0.5 ms the rest does not hold
+  // Ranks that do not spin (one per CPU): no slice.
+  const Topology roomy = Topology::block(4, 2, 2, 1);
+  CHECK(tnbc_timeline(longer, roomy, alltoall(kMiB), Execution{}, true).in_call_ns ==
+        Approx(tnbc_timeline(m, roomy, alltoall(kMiB), Execution{}, true).in_call_ns));
+}
+
 TEST_CASE("decision: ranks that spin make an early return pay where the same node rates without that evidence do not") {
   // ft-proxy W's transposes: 4 MiB received per call, measured 92 ms blocking, the program reads
   // at once (T_CURC 0.18 ms, T_CRC 0.55 ms).

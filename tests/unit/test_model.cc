@@ -411,6 +411,30 @@ TEST_CASE("model: where ranks spin, an early return's call waits a scheduler sli
         Approx(tnbc_timeline(m, roomy, alltoall(kMiB), Execution{}, true).in_call_ns));
 }
 
+TEST_CASE("model: where ranks outnumber CPUs and do not spin, an early return's call works on a share of a CPU") {
+  const Machine m = spinning_nodes(false);  // the library's ranks do not spin
+  const Topology crowded = Topology::block(4, 4, 2, 1), roomy = Topology::block(4, 4, 4, 1);  // one node, 2 or 4 CPUs
+  REQUIRE_FALSE(spins_on(m, crowded));
+  REQUIRE(crowded.cpu_stretch() == Approx(2));
+  Machine rest = m;
+  rest.in_call_rest = Line(0.3e6, 0);
+  for (const Machine& x : {m, rest})
+    for (const Coll& c : {alltoall(kMiB), bcast(4 * kMiB)}) {
+      const Timeline a = tnbc_timeline(x, roomy, c, Execution{}, true);
+      const Timeline b = tnbc_timeline(x, crowded, c, Execution{}, true);
+      REQUIRE(a.in_call_work_ns > a.in_call_rest_ns);
+      // The call's work twice as long; not the rest calibrate measured with every rank in its call.
+      CHECK(b.in_call_rest_ns == Approx(a.in_call_rest_ns));
+      CHECK(b.in_call_work_ns == Approx(2 * a.in_call_work_ns - a.in_call_rest_ns));
+      // The transfer runs meanwhile (its copies already share the CPUs): it ends no earlier than the call.
+      CHECK(b.total_ns >= b.in_call_ns);
+      CHECK(b.first_ns >= b.in_call_ns);
+      // Completed in the call: no early return's call to stretch.
+      CHECK(tnbc_timeline(x, crowded, c, Execution{}, false).in_call_ns ==
+            Approx(tnbc_timeline(x, roomy, c, Execution{}, false).in_call_ns));
+    }
+}
+
 TEST_CASE("decision: ranks that spin make an early return pay where the same node rates without that evidence do not") {
   // ft-proxy W's transposes: 4 MiB received per call, measured 92 ms blocking, the program reads
   // at once (T_CURC 0.18 ms, T_CRC 0.55 ms).

@@ -148,6 +148,12 @@ Crowding crowding(const Machine& m, const Topology& t) {
   return c;
 }
 
+// An early return's work in the call where the node's ranks are crowded (crowded_call, below):
+// all but the rest calibrate measured (`rest_ns`) at the ranks per CPU.
+double crowded_work(const Crowding& crowd, double work_ns, double rest_ns) {
+  return work_ns + (crowd.stretch - 1) * std::max(0.0, work_ns - rest_ns);
+}
+
 // How soon a calling thread that waits in its call (for the pieces that land in partial pages)
 // sees one arrive: it polls back to back (runtime/policy.cc, waiting()), yielding between polls
 // only where the node's ranks outnumber its CPUs, where it sleeps as the progress thread does.
@@ -680,11 +686,11 @@ double bcast_tree_ns(const Machine& m, const Topology& t, double bytes, int root
 
 double bcast_receiver_in_call_ns(const Machine& m, const Topology& t, const Coll& c, const Execution& x) {
   const ReceiverCall r = receiver_call(m, t, c, x, bcast_pieces(c).size());
-  return r.work_ns + r.wait_ns;
+  return crowded_work(crowding(m, t), r.work_ns, m.rest_bcast(c.bytes, m.warm(c.bytes))) + r.wait_ns;
 }
 
 double bcast_root_in_call_ns(const Machine& m, const Topology& t, const Coll& c, const Execution& x) {
-  return root_call_ns(m, t, c, x, bcast_pieces(c));
+  return crowded_work(crowding(m, t), root_call_ns(m, t, c, x, bcast_pieces(c)), m.rest_bcast_root(c.bytes, m.warm(c.bytes)));
 }
 
 double nbc_blocking_ns(const Machine& m, const Topology& t, const Coll& c) {
@@ -739,14 +745,18 @@ void held_by_slice(Timeline& tl, double slice_ns) {
 // Topology::cpu_stretch() as long — its copies (calibrate's in-call line, the node's ranks copying
 // at once, came within 12 % of one rank copying alone there at 64 KiB-16 MiB), the guard's hold,
 // the posts and the hand-over (measured by one rank while the others sleep). Not its rest
-// (Timeline::in_call_rest_ns): calibrate measures that from tnbc's own call on every rank at once.
+// (Timeline::in_call_rest_ns): calibrate measures that from tnbc's own call on every rank at once,
+// less this stretched work (for the broadcast: bcast_receiver_in_call_ns, bcast_root_in_call_ns).
 // The transfer is not moved (the total and the first piece no earlier than the call's end): the
 // node's transfer already shares the CPUs (Crowding::stretch). Measured, np 4 on one node of 2
 // CPUs (Table 1's five scenarios, Alltoall 64 KiB-16 MiB and Bcast 64 KiB-4 MiB, 8 iterations, two
 // launches): Tinit median error 68 % -> 50 % and 73 % -> 53 %, total 21 % -> 20 % and 34 % -> 23 %;
 // with the transfer moved as well, totals 21 % and 38 % (docs/benchmarks.md, "Session 49").
-void crowded_call(Timeline& tl, double stretch) {
-  const double more = (stretch - 1) * std::max(0.0, tl.in_call_work_ns - tl.in_call_rest_ns);
+void crowded_call(Timeline& tl, const Machine& m, const Topology& t, const Coll& c, const Execution& x, const Crowding& crowd) {
+  // The broadcast's slowest call, its root's or a receiver's, each stretched by its own rest.
+  const double call = c.kind == Kind::Bcast ? std::max(bcast_root_in_call_ns(m, t, c, x), bcast_receiver_in_call_ns(m, t, c, x))
+                                            : tl.in_call_ns + crowded_work(crowd, tl.in_call_work_ns, tl.in_call_rest_ns) - tl.in_call_work_ns;
+  const double more = std::max(0.0, call - tl.in_call_ns);
   tl.in_call_work_ns += more;
   tl.in_call_ns += more;
   tl.total_ns = std::max(tl.total_ns, tl.in_call_ns);
@@ -767,7 +777,7 @@ Timeline tnbc_timeline(const Machine& m, const Topology& t, const Coll& c, const
     return tl;
   }
   Timeline tl = c.kind == Kind::Bcast ? bcast_timeline(m, t, c, x, early, crowd) : exchange_timeline(m, t, c, x, early, crowd);
-  if (early && crowd.stretch > 1) crowded_call(tl, crowd.stretch);
+  if (early && crowd.stretch > 1) crowded_call(tl, m, t, c, x, crowd);
   return tl;
 }
 

@@ -102,12 +102,14 @@ Timeline tnbc_timeline(const Machine& m, const Topology& t, const Coll& c, const
 
 // Tinit of a receiving rank of tnbc's broadcast (every rank but the root) returning early: the
 // guard's hold, the hand-over, the rest calibrate measured (Machine::rest_bcast) and the waits for
-// the edge pieces that land in partial pages. (tnbc_timeline's in_call_ns is the slowest rank's,
-// the root's where its staging copy takes longer.)
+// the edge pieces that land in partial pages; on a node whose ranks outnumber its CPUs and do not
+// spin, all but the rest at the ranks per CPU, as tnbc_timeline prices it (calibrate subtracts
+// these from the calls it measures: tools/calibrate_own_call.cc). (tnbc_timeline's in_call_ns is
+// the slowest rank's, the root's where its staging copy takes longer.)
 double bcast_receiver_in_call_ns(const Machine& m, const Topology& t, const Coll& c, const Execution& x);
 // Tinit of the broadcast's root returning early: its copy of the message where the guard cannot
 // hold its pages, the sends it starts in its call, the hand-over and the rest calibrate measured
-// (Machine::rest_bcast_root).
+// (Machine::rest_bcast_root); crowded as the receiver's.
 double bcast_root_in_call_ns(const Machine& m, const Topology& t, const Coll& c, const Execution& x);
 
 // A broadcast tree of `pieces` pieces of `piece` bytes (plus the two one-page edge chunks):

@@ -418,6 +418,20 @@ TEST_CASE("model: where ranks outnumber CPUs and do not spin, an early return's 
   REQUIRE(crowded.cpu_stretch() == Approx(2));
   Machine rest = m;
   rest.in_call_rest = Line(0.3e6, 0);
+  rest.in_call_rest_bcast = Line(0.2e6, 0);
+  rest.in_call_rest_bcast_root = Line(0.1e6, 0);
+  // The rests are not stretched: each adds itself once, to the root's call and the receiver's.
+  const Coll b4 = bcast(4 * kMiB);
+  CHECK(bcast_receiver_in_call_ns(rest, crowded, b4, Execution{}) - bcast_receiver_in_call_ns(m, crowded, b4, Execution{}) ==
+        Approx(0.2e6));
+  CHECK(bcast_root_in_call_ns(rest, crowded, b4, Execution{}) - bcast_root_in_call_ns(m, crowded, b4, Execution{}) ==
+        Approx(0.1e6));
+  // Their work twice as long (buffers aligned to pages: no wait for edge pieces).
+  Execution aligned;
+  aligned.unaligned = false;
+  CHECK(bcast_receiver_in_call_ns(rest, crowded, b4, aligned) ==
+        Approx(2 * bcast_receiver_in_call_ns(rest, roomy, b4, aligned) - 0.2e6));
+  CHECK(bcast_root_in_call_ns(rest, crowded, b4, aligned) == Approx(2 * bcast_root_in_call_ns(rest, roomy, b4, aligned) - 0.1e6));
   for (const Machine& x : {m, rest})
     for (const Coll& c : {alltoall(kMiB), bcast(4 * kMiB)}) {
       const Timeline a = tnbc_timeline(x, roomy, c, Execution{}, true);
@@ -425,10 +439,15 @@ TEST_CASE("model: where ranks outnumber CPUs and do not spin, an early return's 
       REQUIRE(a.in_call_work_ns > a.in_call_rest_ns);
       // The call's work twice as long; not the rest calibrate measured with every rank in its call.
       CHECK(b.in_call_rest_ns == Approx(a.in_call_rest_ns));
-      CHECK(b.in_call_work_ns == Approx(2 * a.in_call_work_ns - a.in_call_rest_ns));
+      if (c.kind != Kind::Bcast) CHECK(b.in_call_work_ns == Approx(2 * a.in_call_work_ns - a.in_call_rest_ns));
+      CHECK(b.in_call_ns > a.in_call_ns);
       // The transfer runs meanwhile (its copies already share the CPUs): it ends no earlier than the call.
       CHECK(b.total_ns >= b.in_call_ns);
       CHECK(b.first_ns >= b.in_call_ns);
+      // The broadcast's root and receiver alone (what calibrate subtracts from its calls) alike.
+      if (c.kind == Kind::Bcast)
+        CHECK(b.in_call_ns == Approx(std::max(bcast_root_in_call_ns(x, crowded, c, Execution{}),
+                                              bcast_receiver_in_call_ns(x, crowded, c, Execution{}))));
       // Completed in the call: no early return's call to stretch.
       CHECK(tnbc_timeline(x, crowded, c, Execution{}, false).in_call_ns ==
             Approx(tnbc_timeline(x, roomy, c, Execution{}, false).in_call_ns));

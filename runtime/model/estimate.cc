@@ -748,10 +748,11 @@ void held_by_slice(Timeline& tl, double slice_ns) {
 // (Timeline::in_call_rest_ns): calibrate measures that from tnbc's own call on every rank at once,
 // less this stretched work (for the broadcast: bcast_receiver_in_call_ns, bcast_root_in_call_ns).
 // The transfer is not moved (the total and the first piece no earlier than the call's end): the
-// node's transfer already shares the CPUs (Crowding::stretch). Measured, np 4 on one node of 2
-// CPUs (Table 1's five scenarios, Alltoall 64 KiB-16 MiB and Bcast 64 KiB-4 MiB, 8 iterations, two
-// launches): Tinit median error 68 % -> 50 % and 73 % -> 53 %, total 21 % -> 20 % and 34 % -> 23 %;
-// with the transfer moved as well, totals 21 % and 38 % (docs/benchmarks.md, "Session 49").
+// node's transfer already shares the CPUs (Crowding::stretch), and runs beside the longer call
+// (Timeline::in_call_shared_ns: overlap() does not scale that part by a measured Tcomm). Measured,
+// np 4 on one node of 2 CPUs (Table 1's five scenarios, Alltoall 64 KiB-16 MiB and Bcast 64 KiB-4
+// MiB, 8 iterations, three launches): Tinit median error 68 % -> 51 %, 73 % -> 53 % and 52 %;
+// the early return's total 21 % -> 20 %, 34 % -> 34 % and 26 % (docs/benchmarks.md, "Session 49").
 void crowded_call(Timeline& tl, const Machine& m, const Topology& t, const Coll& c, const Execution& x, const Crowding& crowd) {
   // The broadcast's slowest call, its root's or a receiver's, each stretched by its own rest.
   const double call = c.kind == Kind::Bcast ? std::max(bcast_root_in_call_ns(m, t, c, x), bcast_receiver_in_call_ns(m, t, c, x))
@@ -759,6 +760,7 @@ void crowded_call(Timeline& tl, const Machine& m, const Topology& t, const Coll&
   const double more = std::max(0.0, call - tl.in_call_ns);
   tl.in_call_work_ns += more;
   tl.in_call_ns += more;
+  tl.in_call_shared_ns += more;
   tl.total_ns = std::max(tl.total_ns, tl.in_call_ns);
   tl.first_ns = std::max(tl.first_ns, tl.in_call_ns);
 }
@@ -801,8 +803,11 @@ Overlap overlap(const Machine& m, const Topology& t, const Coll& c, const Execut
   // its first round, and with it the bodies, comes late (Machine::first_round_ns); a reader that
   // touches a region first sleeps in the fault and lets it in at once.
   const double late = (1 - t.spare_cpu()) * std::min(p.curc_ns, m.first_round());
-  const double after = std::max(0.0, (tl.total_ns - tl.in_call_ns) * scale) + late;
-  const double first = std::max(0.0, (tl.first_ns - tl.in_call_ns) * scale) + late;
+  // The transfer's time scales with the measured blocking time; the part of the call it ran
+  // beside (Timeline::in_call_shared_ns) does not: a longer call leaves less of it after.
+  const double shared = tl.in_call_shared_ns;
+  const double after = std::max(0.0, (tl.total_ns - tl.in_call_ns + shared) * scale - shared) + late;
+  const double first = std::max(0.0, (tl.first_ns - tl.in_call_ns + shared) * scale - shared) + late;
   const double overlapped = after > 0 ? std::min(1.0, X / after) : 1.0;
   // The CPU the transfer takes (cpu_taken_ns: what calibrate measured a computation on the
   // transfer's CPU losing, its kernel work and evicted caches too, or the driving thread's own).

@@ -71,6 +71,8 @@ struct Timeline {
                              // the pieces that land in partial pages)
   double in_call_work_ns = 0;  // of which the work a blocking call does not do (all but the wait)
   double in_call_rest_ns = 0;  // of which the rest calibrate measured of tnbc's own calls (Machine::rest*)
+  double in_call_shared_ns = 0;  // of which the call's work waited for a CPU its node's ranks share, while
+                                 // the transfer went on (crowded_call): not part of the transfer's scale
   double first_ns = 0;       // until the first piece a reader needs is published (a mean receiver)
   double last_share = 1;     // share of the bytes a reader reads (its own block's too) that it gets
                              // only at the end (the last send window's pieces arrive together)

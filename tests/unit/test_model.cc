@@ -454,6 +454,23 @@ TEST_CASE("model: where ranks outnumber CPUs and do not spin, an early return's 
     }
 }
 
+TEST_CASE("model: on a crowded node, the call's share of a CPU does not shrink the transfer a measured Tcomm scales") {
+  // A measured blocking time twice the model's scales the transfer after the call; 1 ms more of
+  // work in the call (its hand-over) costs 2 ms there, 1 ms of which the transfer ran beside: the
+  // early return ends 1 ms later, not earlier.
+  const Machine m = spinning_nodes(false);
+  const Topology crowded = Topology::block(4, 4, 2, 1);
+  Machine heavier = m;
+  heavier.handover_ns = std::max(0.0, m.handover_ns) + 1e6;
+  heavier.handover_warm_ns = std::max(0.0, m.handover_warm_ns) + 1e6;
+  const Coll c = alltoall(kMiB);
+  const double twice = 2 * mpi_blocking_ns(m, crowded, c);
+  const Overlap a = overlap(m, crowded, c, Execution{}, Program{0, 0}, twice);
+  const Overlap b = overlap(heavier, crowded, c, Execution{}, Program{0, 0}, twice);
+  REQUIRE(b.in_call_ns - a.in_call_ns == Approx(2e6));
+  CHECK(b.early_total_ns - a.early_total_ns == Approx(1e6).margin(0.05e6));
+}
+
 TEST_CASE("decision: ranks that spin make an early return pay where the same node rates without that evidence do not") {
   // ft-proxy W's transposes: 4 MiB received per call, measured 92 ms blocking, the program reads
   // at once (T_CURC 0.18 ms, T_CRC 0.55 ms).

@@ -728,14 +728,18 @@ namespace {
 // and the CPU it gives up goes to the node's other runnable thread — a rank spinning in the MPI
 // library or computing — for a scheduler slice (BusyPoll::slice_ns, the slice calibrate's
 // ping-pong measured), once: where calibrate's own calls met it, the rest it measured holds it
-// already (Timeline::in_call_rest_ns; there a broadcast receiver's rest at 64 KiB, 3.7 ms). The
-// transfer runs meanwhile, so the call ends later but the transfer does not (the total and the
-// first piece no earlier than the call's end). Measured, np 4 on 2 one-CPU emulated nodes (Table
+// already (Timeline::in_call_rest_ns; there a broadcast receiver's rest at 64 KiB, 3.7 ms; calibrate
+// subtracts the call without it: exchange_in_call_ns, bcast_receiver_in_call_ns). The transfer runs
+// meanwhile, so the call ends later but the transfer does not (the total and the first piece no
+// earlier than the call's end; Timeline::in_call_shared_ns: overlap() does not scale that part by
+// a measured Tcomm, as crowded_call's). Measured, np 4 on 2 one-CPU emulated nodes (Table
 // 1's five scenarios, Alltoall and Bcast 64 KiB-16 MiB, 8 iterations): Tinit 1.3-17 ms against the
 // model's 0.36-12.7 ms without it, +1-5 ms (median ~3) at every size, a slice 2.03 ms there
 // (docs/benchmarks.md, "Session 48").
 void held_by_slice(Timeline& tl, double slice_ns) {
-  tl.in_call_ns += std::max(0.0, slice_ns - tl.in_call_rest_ns);
+  const double held = std::max(0.0, slice_ns - tl.in_call_rest_ns);
+  tl.in_call_ns += held;
+  tl.in_call_shared_ns += held;
   tl.total_ns = std::max(tl.total_ns, tl.in_call_ns);
   tl.first_ns = std::max(tl.first_ns, tl.in_call_ns);
 }
@@ -764,9 +768,10 @@ void crowded_call(Timeline& tl, const Machine& m, const Topology& t, const Coll&
   tl.total_ns = std::max(tl.total_ns, tl.in_call_ns);
   tl.first_ns = std::max(tl.first_ns, tl.in_call_ns);
 }
-}  // namespace
 
-Timeline tnbc_timeline(const Machine& m, const Topology& t, const Coll& c, const Execution& x, bool early) {
+// tnbc_timeline, with or without the scheduler slice an early return's call waits where the
+// library's ranks spin (`slice`; exchange_in_call_ns leaves it out).
+Timeline timeline(const Machine& m, const Topology& t, const Coll& c, const Execution& x, bool early, bool slice) {
   if (t.n() <= 1) return {};
   // Where the MPI library's ranks spin on fewer CPUs than ranks, tnbc's threads still yield (the
   // calling thread there, the progress thread always): its messages inside a node move at the
@@ -775,12 +780,21 @@ Timeline tnbc_timeline(const Machine& m, const Topology& t, const Coll& c, const
   if (spins_on(m, t)) {
     const Machine y = yielding(m);
     Timeline tl = c.kind == Kind::Bcast ? bcast_timeline(y, t, c, x, early, crowd) : exchange_timeline(y, t, c, x, early, crowd);
-    if (early) held_by_slice(tl, busy_poll(m).slice_ns);
+    if (early && slice) held_by_slice(tl, busy_poll(m).slice_ns);
     return tl;
   }
   Timeline tl = c.kind == Kind::Bcast ? bcast_timeline(m, t, c, x, early, crowd) : exchange_timeline(m, t, c, x, early, crowd);
   if (early && crowd.stretch > 1) crowded_call(tl, m, t, c, x, crowd);
   return tl;
+}
+}  // namespace
+
+Timeline tnbc_timeline(const Machine& m, const Topology& t, const Coll& c, const Execution& x, bool early) {
+  return timeline(m, t, c, x, early, true);
+}
+
+double exchange_in_call_ns(const Machine& m, const Topology& t, const Coll& c, const Execution& x) {
+  return timeline(m, t, c, x, true, false).in_call_ns;
 }
 
 Overlap overlap(const Machine& m, const Topology& t, const Coll& c, const Execution& x, const Program& p,

@@ -102,6 +102,12 @@ double nbc_blocking_ns(const Machine& m, const Topology& t, const Coll& c);
 // in the call by the calling thread (`early` false: no guard, no staging, no send window).
 Timeline tnbc_timeline(const Machine& m, const Topology& t, const Coll& c, const Execution& x, bool early);
 
+// Tinit of an early-returning exchange (Alltoall, Alltoallv) as tnbc_timeline prices it, but
+// without the scheduler slice its call waits where the library's ranks spin: where calibrate's own
+// calls met the slice, the rest it measured holds it (calibrate subtracts this from the calls it
+// measures, as bcast_receiver_in_call_ns and bcast_root_in_call_ns below, which leave it out too).
+double exchange_in_call_ns(const Machine& m, const Topology& t, const Coll& c, const Execution& x);
+
 // Tinit of a receiving rank of tnbc's broadcast (every rank but the root) returning early: the
 // guard's hold, the hand-over, the rest calibrate measured (Machine::rest_bcast) and the waits for
 // the edge pieces that land in partial pages; on a node whose ranks outnumber its CPUs and do not

@@ -411,6 +411,47 @@ TEST_CASE("model: where ranks spin, an early return's call waits a scheduler sli
         Approx(tnbc_timeline(m, roomy, alltoall(kMiB), Execution{}, true).in_call_ns));
 }
 
+TEST_CASE("model: where ranks spin, a call calibrate measured is priced as measured, its rest holding the slice") {
+  // calibrate's rest: the call it measured less the model's call without rests and without the
+  // slice (exchange_in_call_ns, bcast_*_in_call_ns). With that rest, the model prices the call as
+  // measured whether the measured call held the slice (3 ms over) or less (0.5 ms over).
+  const Machine m = spinning_nodes(true);
+  const double slice = busy_poll(m).slice_ns;
+  const Coll a = alltoall(kMiB);
+  const double alone = exchange_in_call_ns(m, kSpinning, a, Execution{});
+  CHECK(tnbc_timeline(m, kSpinning, a, Execution{}, true).in_call_ns == Approx(alone + slice));
+  for (const double over : {3e6, 0.5e6}) {
+    Machine rested = m;
+    rested.in_call_rest = Line(over, 0);
+    rested.in_call_rest_bcast = Line(over, 0);
+    CHECK(tnbc_timeline(rested, kSpinning, a, Execution{}, true).in_call_ns == Approx(alone + std::max(over, slice)));
+    const Coll b = bcast(256 * 1024);
+    CHECK(bcast_receiver_in_call_ns(rested, kSpinning, b, Execution{}) ==
+          Approx(bcast_receiver_in_call_ns(m, kSpinning, b, Execution{}) + over));
+  }
+  // Without spinning ranks there is no slice: the exchange's call alone is the timeline's.
+  const Topology roomy = Topology::block(4, 2, 2, 1);
+  CHECK(exchange_in_call_ns(m, roomy, a, Execution{}) == Approx(tnbc_timeline(m, roomy, a, Execution{}, true).in_call_ns));
+}
+
+TEST_CASE("model: where ranks spin, the slice's part of the call does not shrink the transfer a measured Tcomm scales") {
+  // Measured blocking times twice the model's scale the transfer after the call by 2; a slice 1 ms
+  // longer (3 ms, not 2), which the transfer runs beside, leaves the early return's end where it
+  // was (the transfer is longer than either slice), not 1 ms earlier.
+  const Machine m = spinning_nodes(true);
+  Machine longer = m;
+  longer.at(LevelKind::IntraNode).L_ns = 3e6;
+  longer.at(LevelKind::IntraNode).sweep[0].t_ns = 3e6;
+  const Coll c = alltoall(kMiB);
+  auto priced = [&](const Machine& x) {
+    return overlap(x, kSpinning, c, Execution{}, Program{0, 0}, 2 * mpi_blocking_ns(x, kSpinning, c));
+  };
+  const Overlap a = priced(m), b = priced(longer);
+  REQUIRE(b.in_call_ns - a.in_call_ns == Approx(1e6));
+  REQUIRE(tnbc_timeline(m, kSpinning, c, Execution{}, true).total_ns > a.in_call_ns + 3e6);
+  CHECK(b.early_total_ns - a.early_total_ns == Approx(0).margin(0.05e6));
+}
+
 TEST_CASE("model: where ranks outnumber CPUs and do not spin, an early return's call works on a share of a CPU") {
   const Machine m = spinning_nodes(false);  // the library's ranks do not spin
   const Topology crowded = Topology::block(4, 4, 2, 1), roomy = Topology::block(4, 4, 4, 1);  // one node, 2 or 4 CPUs

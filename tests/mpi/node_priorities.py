@@ -129,7 +129,8 @@ def main():
     code, out, _ = run(a, exports, [ITERS, PAGES] + extra, 240)
     if code != 0 or " 0 failed" not in out:
         fail("optimize pass failed or results differ from the blocking collectives", out)
-    said = [l for l in out.splitlines() if "tnbc[" in l and ("warning" in l or "error" in l)]
+    said = [l for l in out.splitlines() if "tnbc[" in l and ("warning" in l or "error" in l)
+            and not profile_runs.owed_load_warning(l, exports.get("TNBC_MACHINE"))]
     if said:
         fail(f"unexpected tnbc messages: {said}", out)
     sums = {s["rank"]: s for s in profile_runs.summaries(opt_dir)}

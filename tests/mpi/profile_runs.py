@@ -84,16 +84,28 @@ def newest_build_input(a):
     return max((os.path.getmtime(p) for p in paths if os.path.exists(p)), default=float("inf"))
 
 
+def owed_load_warning(line, machine):
+    """tnbc's warning that the machine file in use was calibrated while the machine was busy, where
+    the file itself says so: on a host whose hypervisor takes more than DISTURBED_SHARE all the
+    time no launch is quiet, calibrate() keeps the least disturbed one, and tnbc owes its user
+    that word (session 50's CI: the hypervisor took 9-10 % in every launch). Any other warning,
+    or this one with a quiet file, still fails a quiet run."""
+    return ("was calibrated while" in line and bool(machine)
+            and calibration.disturbance(machine) > calibration.DISTURBED_SHARE)
+
+
 def run(a, args, env_extra, outdir, timeout=180, quiet=False):
     """Runs the program with libtnbc.so, TNBC_OUTPUT_DIR=outdir and env_extra; fails the test
     unless it exits 0 and prints " 0 failed" (every received byte equals the blocking result),
-    and with `quiet` if tnbc printed a warning or an error."""
+    and with `quiet` if tnbc printed a warning or an error (but the load warning a busy
+    calibration owes: owed_load_warning)."""
     exports = {"LD_PRELOAD": os.path.abspath(a.lib), "TNBC_OUTPUT_DIR": outdir}
     exports.update(env_extra)
     code, out = run_mpirun(a.np, exports, [a.prog] + args, timeout, a)
     if code != 0 or " 0 failed" not in out:
         fail(f"run {outdir} failed (exit {code}) or results differ from the blocking collectives", out)
-    said = [l for l in out.splitlines() if "tnbc[" in l and ("warning" in l or "error" in l)]
+    said = [l for l in out.splitlines() if "tnbc[" in l and ("warning" in l or "error" in l)
+            and not owed_load_warning(l, exports.get("TNBC_MACHINE"))]
     if quiet and said:
         fail(f"run {outdir}: unexpected tnbc messages: {said}", out)
     return out

@@ -88,7 +88,7 @@ def owed_load_warning(line, machine):
     """tnbc's warning that the machine file in use was calibrated while the machine was busy, where
     the file itself says so: on a host whose hypervisor takes more than DISTURBED_SHARE all the
     time no launch is quiet, calibrate() keeps the least disturbed one, and tnbc owes its user
-    that word (session 50's CI: the hypervisor took 9-10 % in every launch). Any other warning,
+    that word (session 50's CI: the hypervisor took 10-27 % in each of 3 launches). Any other warning,
     or this one with a quiet file, still fails a quiet run."""
     return ("was calibrated while" in line and bool(machine)
             and calibration.disturbance(machine) > calibration.DISTURBED_SHARE)

@@ -411,10 +411,11 @@ TEST_CASE("model: where ranks spin, an early return's call waits a scheduler sli
         Approx(tnbc_timeline(m, roomy, alltoall(kMiB), Execution{}, true).in_call_ns));
 }
 
-TEST_CASE("model: where ranks spin, a call calibrate measured is priced as measured, its rest holding the slice") {
+TEST_CASE("model: where ranks spin, calibrate's rest holds the slice and the model adds only what it does not hold") {
   // calibrate's rest: the call it measured less the model's call without rests and without the
-  // slice (exchange_in_call_ns, bcast_*_in_call_ns). With that rest, the model prices the call as
-  // measured whether the measured call held the slice (3 ms over) or less (0.5 ms over).
+  // slice (exchange_in_call_ns, bcast_*_in_call_ns). A call measured 3 ms over that is priced as
+  // measured (the slice inside the rest, not added again); one 0.5 ms over, at the slice (2 ms),
+  // the least the model prices an early return's call there. The broadcast's receiver alike.
   const Machine m = spinning_nodes(true);
   const double slice = busy_poll(m).slice_ns;
   const Coll a = alltoall(kMiB);

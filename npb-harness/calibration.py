@@ -147,10 +147,11 @@ class Calibrations:
     network (launcher, netrun for emulated nodes); `key(np)`: config_key for np ranks;
     `launches(np)`: launches of tnbc calibrate to combine for np ranks (launches_for; default 1)."""
 
-    def __init__(self, tnbc, out, wrap, key, env, timeout, log, launches=None, cache_bytes=None):
+    def __init__(self, tnbc, out, wrap, key, env, timeout, log, launches=None, cache_bytes=None, copy_bytes=None):
         self.tnbc, self.dir, self.wrap, self.key = tnbc, os.path.join(out, "machines"), wrap, key
         self.env, self.timeout, self.log = env, timeout, log
         self.options = ["--cache-bytes", cache_bytes] if cache_bytes else []  # tnbc calibrate --cache-bytes
+        self.options += ["--copy-bytes", copy_bytes] if copy_bytes else []  # tnbc calibrate --copy-bytes
         self.launches = launches or (lambda np: 1)
         self.files = {}  # key -> path, or None when the calibration failed
         # The hypervisor's steady share, once a calibration found it in every launch (steady_steal):

@@ -592,6 +592,9 @@ def main():
                     help="the last-level cache `tnbc calibrate` empties before its cold measurements (its "
                          "--cache-bytes; default: the CPU's). Smaller is quicker and prices cold copies too low: "
                          "for tests, not measurements")
+    ap.add_argument("--calibrate-copy", metavar="SIZE",
+                    help="the largest copy `tnbc calibrate` measures (its --copy-bytes; default 16 MiB, 64 MiB in a "
+                         "call). Smaller maps far less memory and prices large copies by the line: for tests")
     ap.add_argument("--no-calibrate", action="store_true",
                     help="do not run `tnbc calibrate` per network configuration (the passes then use the "
                          "start-up probe's machine; TNBC_MACHINE set by the user is used either way)")
@@ -696,7 +699,7 @@ def main():
             run_env, a.timeout, log,
             lambda np: calibration.launches_for(a.ranks_per_node or -(-np // nodes_for(np)), cpus_per_node(np),
                                                 a.calibration_launches),
-            a.calibrate_cache)
+            a.calibrate_cache, a.calibrate_copy)
     progs = build_npb(a.npb_src, out, benchmarks, classes) if a.npb_src else proxy_programs(build, benchmarks, classes)
     kind = "npb" if a.npb_src else "proxy"
 

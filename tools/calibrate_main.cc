@@ -23,7 +23,7 @@
 namespace {
 
 const char* kUsage =
-    "usage: tnbc calibrate [-o FILE] [--max-bytes SIZE] [--seconds-per-size S] [--cache-bytes SIZE] [--quiet]\n"
+    "usage: tnbc calibrate [-o FILE] [--max-bytes SIZE] [--seconds-per-size S] [--cache-bytes SIZE] [--copy-bytes SIZE] [--quiet]\n"
     "  run under the launcher (mpirun -np 4 tnbc calibrate -o machine.json); at least 2 ranks, 2 on a node\n"
     "  and 2 nodes to measure both levels. FILE (default machine.json) is written by rank 0; use it with\n"
     "  TNBC_MACHINE=FILE (docs/architecture.md, \"The cost model\").\n";
@@ -50,6 +50,9 @@ int main(int argc, char** argv) {
     } else if (a == "--cache-bytes" && i + 1 < argc) {
       std::uint64_t b = 0;
       o.cache_bytes = tnbc::parse_bytes(argv[++i], b) && b >= 4096 ? static_cast<std::size_t>(b) : SIZE_MAX;
+    } else if (a == "--copy-bytes" && i + 1 < argc) {
+      std::uint64_t b = 0;
+      o.copy_bytes = tnbc::parse_bytes(argv[++i], b) && b >= 4096 ? static_cast<std::size_t>(b) : SIZE_MAX;
     } else if (a == "--seconds-per-size" && i + 1 < argc) o.seconds_per_size = parse_seconds(argv[++i]);
     else if (a == "--quiet" || a == "-q") quiet = true;
     else {
@@ -57,8 +60,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (o.max_bytes < 4096 || o.seconds_per_size <= 0 || o.cache_bytes == SIZE_MAX) {
-    std::fprintf(stderr, "tnbc: calibrate: --max-bytes and --cache-bytes must be byte counts of at least 4k (such as "
+  if (o.max_bytes < 4096 || o.seconds_per_size <= 0 || o.cache_bytes == SIZE_MAX || o.copy_bytes == SIZE_MAX) {
+    std::fprintf(stderr, "tnbc: calibrate: --max-bytes, --cache-bytes and --copy-bytes must be byte counts of at least 4k (such as "
                          "64k, 4M) and --seconds-per-size a positive number\n");
     return 2;
   }

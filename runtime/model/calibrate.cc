@@ -99,6 +99,15 @@ Line slowest_line(const Ctx& c, const std::vector<std::size_t>& sizes, FunctionR
   return x.size() >= 2 ? fit_through(x, y) : Line{};
 }
 
+// `sizes` (ascending) without those above `largest` (0: all), but never fewer than the first two:
+// a line needs two points.
+std::vector<std::size_t> capped_sizes(std::vector<std::size_t> sizes, std::size_t largest) {
+  std::size_t keep = sizes.size();
+  while (largest && keep > 2 && sizes[keep - 1] > largest) --keep;
+  sizes.resize(keep);
+  return sizes;
+}
+
 // What the in-call copy's arena may map on a node (over its ranks) for the sizes above 4 MiB:
 // as much as it mapped for them before session 29, when the last-level cache was read from
 // sysconf (3 x 384 MiB here), so that the 16 and 64 MiB points are measured where they were.
@@ -108,13 +117,14 @@ constexpr std::size_t kCopyArenaNodeBytes = std::size_t{1} << 30;
 // made to find no copy in the caches (uncached_copy_bytes: 3 x 32 MiB / ranks of the node here)
 // grows for them to no more than the node's kCopyArenaNodeBytes, so that a node of many ranks
 // maps no more than that.
-std::vector<std::size_t> in_call_copy_sizes(int ranks_per_node, std::size_t llc) {
+// `largest` (CalibrateOptions::copy_bytes, 0: no limit) leaves out the sizes above it, keeping two.
+std::vector<std::size_t> in_call_copy_sizes(int ranks_per_node, std::size_t llc, std::size_t largest) {
   std::vector<std::size_t> sizes{65536, 256u << 10, 1u << 20, 4u << 20};
   const std::size_t arena = std::max(uncached_copy_bytes(sizes.back(), ranks_per_node, llc),
                                      kCopyArenaNodeBytes / static_cast<std::size_t>(std::max(1, ranks_per_node)));
   for (std::size_t b : {std::size_t{16} << 20, std::size_t{64} << 20})
     if (uncached_copy_bytes(b, ranks_per_node, llc) <= arena) sizes.push_back(b);
-  return sizes;
+  return capped_sizes(sizes, largest);
 }
 
 // tnbc's copies in a collective's call (model::Machine::memcpy_in_call): every rank copies at
@@ -797,12 +807,14 @@ Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* 
   // s right after another run, and the next second's copies had a p90 2.7-4.5x their median;
   // docs/benchmarks.md, "Session 22").
   c.llc = o.cache_bytes ? o.cache_bytes : last_level_cache_bytes();
-  InCallCopy in_call(c, in_call_copy_sizes(t.max_per_node(), c.llc), t.max_per_node());
+  InCallCopy in_call(c, in_call_copy_sizes(t.max_per_node(), c.llc, o.copy_bytes), t.max_per_node());
   c.evict = eviction_scratch(c.llc);
   if (o.cache_bytes && progress && c.me == 0)
     std::fprintf(progress, "the caches are emptied as if the last-level cache held %zu KiB (--cache-bytes)\n", c.llc >> 10);
   else if (const std::string note = last_level_cache_note(); progress && c.me == 0 && !note.empty())
     std::fprintf(progress, "%s\n", note.c_str());
+  if (o.copy_bytes && progress && c.me == 0)
+    std::fprintf(progress, "copies measured up to %zu KiB (--copy-bytes); larger ones priced by the line\n", o.copy_bytes >> 10);
   Machine m;
   m.method = "calibrate";
   m.mpi_library = w.mpi_library;
@@ -877,9 +889,9 @@ Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* 
   m.sleep_ns = sleep_ns(o.poll_ns);
   barrier(c);
   if (c.me == 0) {
-    Scratch s(16u << 20);
+    const std::vector<std::size_t> sizes = capped_sizes({4096, 65536, 1u << 20, 16u << 20}, o.copy_bytes);
+    Scratch s(sizes.back());
     if (s.user) {
-      const std::vector<std::size_t> sizes{4096, 65536, 1u << 20, 16u << 20};
       m.memcpy_cost = memcpy_line(s, sizes, 20);
       m.memcpy_cold = memcpy_cold_line(s, sizes, 20);
       if (progress)

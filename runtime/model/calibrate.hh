@@ -94,6 +94,10 @@ struct CalibrateOptions {
   // this CPU's (model::last_level_cache_bytes). A smaller one makes the calibration quicker and
   // its cold costs too low (the tests' short calibrations).
   std::size_t cache_bytes = 0;
+  // The largest copy the memcpy lines and tnbc's in-call copy measure; 0: as the model prices the
+  // largest calls (16 MiB for memcpy, 64 MiB in a call where the node's arena allows). A smaller
+  // one maps far less memory (the tests' short calibrations) and leaves larger copies to the line.
+  std::size_t copy_bytes = 0;
   long long poll_ns = 20000;  // TNBC_POLL_MIN_US, as the progress thread sleeps
   long long poll_max_ns = 1000000;  // TNBC_POLL_MAX_US, its longest sleep while steps take long
 };

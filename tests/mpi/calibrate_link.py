@@ -26,7 +26,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run_mpi_test import QUICK_CACHE, tool_arguments, fail, launch_command  # noqa: E402
+from run_mpi_test import QUICK_CALIBRATION, tool_arguments, fail, launch_command  # noqa: E402
 
 NETRUN = os.path.join(HERE, "..", "..", "npb-harness", "netrun.py")
 SKIP = 77
@@ -68,7 +68,7 @@ def calibrate_on_two_nodes(a, options, exports=None):
 
 def main():
     a = tool_arguments()
-    p, machine = calibrate_on_two_nodes(a, ["--max-bytes", "1m", "--seconds-per-size", "0.05"] + QUICK_CACHE)
+    p, machine = calibrate_on_two_nodes(a, ["--max-bytes", "1m", "--seconds-per-size", "0.05"] + QUICK_CALIBRATION)
     doc = json.load(open(machine))
     level = doc["levels"].get("inter_node")
     if not level:

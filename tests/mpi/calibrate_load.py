@@ -21,7 +21,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run_mpi_test import QUICK_CACHE, tool_arguments, fail, run_mpirun  # noqa: E402
+from run_mpi_test import QUICK_CALIBRATION, tool_arguments, fail, run_mpirun  # noqa: E402
 
 NP = 2
 NOTE_SHARE = 0.05  # runtime/model/machine.hh, kLoadNoteShare
@@ -38,7 +38,7 @@ def calibrate(a, machine, burner_cpus=(), rank_cpus=None):
         if rank_cpus is not None:
             os.sched_setaffinity(0, rank_cpus)
         code, out = run_mpirun(NP, {}, [a.tool, "calibrate", "-o", machine, "--max-bytes", "64k",
-                                        "--seconds-per-size", "0.02"] + QUICK_CACHE, 240, a)
+                                        "--seconds-per-size", "0.02"] + QUICK_CALIBRATION, 240, a)
     finally:
         os.sched_setaffinity(0, allowed)
         for b in burners:

@@ -17,14 +17,14 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from calibrate_link import calibrate_on_two_nodes  # noqa: E402
-from run_mpi_test import QUICK_CACHE, tool_arguments, fail  # noqa: E402
+from run_mpi_test import QUICK_CALIBRATION, tool_arguments, fail  # noqa: E402
 
 NOTE = "tnbc's own call: TNBC_LOG=debug: the engine logs each call"
 
 
 def main():
     a = tool_arguments()
-    p, _ = calibrate_on_two_nodes(a, ["--max-bytes", "64k", "--seconds-per-size", "0.02"] + QUICK_CACHE, {"TNBC_LOG": "debug"})
+    p, _ = calibrate_on_two_nodes(a, ["--max-bytes", "64k", "--seconds-per-size", "0.02"] + QUICK_CALIBRATION, {"TNBC_LOG": "debug"})
     if NOTE not in p.stdout:
         fail(f"expected calibrate's note: {NOTE!r}", p.stdout)
     for kind in ("alltoall", "bcast"):

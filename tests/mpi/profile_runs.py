@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import sys
 
-from run_mpi_test import QUICK_CACHE, add_launcher_options, fail, run_mpirun
+from run_mpi_test import QUICK_CALIBRATION, add_launcher_options, fail, run_mpirun
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "npb-harness"))
 import calibration  # noqa: E402  (a disturbed calibration measured again: the harness's rule)
@@ -55,7 +55,7 @@ def calibrate(a, machine, max_bytes, seconds_per_size):
 
     def launch(_first):
         code, out = run_mpirun(a.np, {}, [a.tool, "calibrate", "-o", machine, "--max-bytes", max_bytes,
-                                          "--seconds-per-size", str(seconds_per_size), "--quiet"] + QUICK_CACHE, 300, a)
+                                          "--seconds-per-size", str(seconds_per_size), "--quiet"] + QUICK_CALIBRATION, 300, a)
         if code != 0 or not os.path.exists(machine):
             fail("tnbc calibrate failed", out)
         return True
@@ -72,8 +72,9 @@ def shared_calibration(a, max_bytes, seconds_per_size):
     check what tnbc decides from it, not the measurement (calibrate-* test that)."""
     build = os.path.dirname(os.path.dirname(os.path.abspath(a.tool)))
     launcher = os.path.basename(a.mpirun)
+    quick = "_".join(QUICK_CALIBRATION[1::2])  # the quick options' values: 8m_4m
     return os.path.join(build, "tests", "mpi", "calibrations",
-                        f"machine.{launcher}.np{a.np}.{max_bytes}.{seconds_per_size}.{QUICK_CACHE[-1]}.json")
+                        f"machine.{launcher}.np{a.np}.{max_bytes}.{seconds_per_size}.{quick}.json")
 
 
 def newest_build_input(a):

@@ -35,6 +35,12 @@ double parse_seconds(const char* s) {
   return end != s && *end == '\0' && v > 0 ? v : 0;
 }
 
+// A byte count of at least 4k (64k, 4M); SIZE_MAX where it is not one (--cache-bytes, --copy-bytes).
+std::size_t parse_buffer_bytes(const char* s) {
+  std::uint64_t b = 0;
+  return tnbc::parse_bytes(s, b) && b >= 4096 ? static_cast<std::size_t>(b) : SIZE_MAX;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -47,13 +53,9 @@ int main(int argc, char** argv) {
     else if (a == "--max-bytes" && i + 1 < argc) {
       std::uint64_t b = 0;
       o.max_bytes = tnbc::parse_bytes(argv[++i], b) ? static_cast<std::size_t>(b) : 0;
-    } else if (a == "--cache-bytes" && i + 1 < argc) {
-      std::uint64_t b = 0;
-      o.cache_bytes = tnbc::parse_bytes(argv[++i], b) && b >= 4096 ? static_cast<std::size_t>(b) : SIZE_MAX;
-    } else if (a == "--copy-bytes" && i + 1 < argc) {
-      std::uint64_t b = 0;
-      o.copy_bytes = tnbc::parse_bytes(argv[++i], b) && b >= 4096 ? static_cast<std::size_t>(b) : SIZE_MAX;
-    } else if (a == "--seconds-per-size" && i + 1 < argc) o.seconds_per_size = parse_seconds(argv[++i]);
+    } else if (a == "--cache-bytes" && i + 1 < argc) o.cache_bytes = parse_buffer_bytes(argv[++i]);
+    else if (a == "--copy-bytes" && i + 1 < argc) o.copy_bytes = parse_buffer_bytes(argv[++i]);
+    else if (a == "--seconds-per-size" && i + 1 < argc) o.seconds_per_size = parse_seconds(argv[++i]);
     else if (a == "--quiet" || a == "-q") quiet = true;
     else {
       std::fprintf(stderr, "tnbc: calibrate: unknown option '%s'\n%s", a.c_str(), kUsage);

@@ -32,7 +32,7 @@ SIZES = [65536, 256 << 10, 1 << 20, 4 << 20]  # runtime/model/calibrate.cc, in_c
 
 
 def bad_options(a):
-    """A cache or sweep size that is no byte count of at least 4k: exit 2 and one line naming the
+    """A cache, copy or sweep size that is no byte count of at least 4k: exit 2 and one line naming the
     options, before MPI starts (no launcher needed)."""
     for bad in (["--cache-bytes", "1k"], ["--cache-bytes", "lots"], ["--max-bytes", "0"], ["--copy-bytes", "1k"]):
         p = subprocess.run([a.tool, "calibrate", "-o", os.devnull] + bad, stdout=subprocess.PIPE,

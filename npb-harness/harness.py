@@ -74,6 +74,9 @@ MACHINE_CPUS = os.cpu_count() or 1
 # A/A comparison, the second recorded as baseline-2).
 PASS_NAMES = ("baseline", "nbc", "trace", "optimize", "optimize-order", "optimize-nodeoff", "optimize-nodeon",
               "passthrough", "off")
+# A tnbc pass may carry settings of its own: PASS:NAME=VALUE[:NAME=VALUE]... (NAME as `tnbc config`
+# prints it, or its TNBC_ variable), e.g. optimize:early_return_margin_busy_poll_pct=0 beside optimize.
+PASS_SETTING_SEP = ":"
 
 MAKE_DEF = """# written by tnbc's npb-harness for the local MPI compilers
 MPIFC = mpif90
@@ -287,6 +290,29 @@ def run_bounded(cmd, cwd, env, timeout, preexec=None):
         return output + f"\nharness: timed out after {timeout:.0f} s", -1
 
 
+def split_pass(entry):
+    """A --passes entry: (pass name, [(setting, value)...]); the settings' names as tnbc's table has them
+    (TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT and early_return_margin_tcomm_pct alike). ValueError if malformed."""
+    name, *sets = entry.split(PASS_SETTING_SEP)
+    settings = []
+    for kv in sets:
+        key, eq, value = kv.partition("=")
+        key = key.strip()
+        if not eq or not key or not value.strip():
+            raise ValueError(f"'{kv}' in pass '{entry}' is not NAME=VALUE")
+        if key.upper().startswith("TNBC_"):
+            key = key[len("TNBC_"):]
+        settings.append((key.lower(), value.strip()))
+    return name.strip(), settings
+
+
+def check_pass_settings(tnbc, settings):
+    """The message of `tnbc exec --set` for settings it refuses (unknown name, invalid value), or None."""
+    cmd = [tnbc, "exec", "--mode", "off"] + [x for k, v in settings for x in ("--set", f"{k}={v}")] + ["--", "true"]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return None if p.returncode == 0 else p.stdout.strip()
+
+
 def pass_labels(passes):
     """(label, pass) per --passes entry: the pass's name, with -2, -3 .. for its later occurrences."""
     seen, out = {}, []
@@ -301,7 +327,8 @@ def judged_passes(labelled, trace_once):
     repetition (not a --trace-once trace pass, which runs once); none without a baseline pass."""
     if not any(label == "baseline" for label, _ in labelled):
         return []
-    return [label for label, p in labelled if label != "baseline" and not (p == "trace" and trace_once)]
+    return [label for label, p in labelled
+            if label != "baseline" and not (split_pass(p)[0] == "trace" and trace_once)]
 
 
 def net_stats(output):
@@ -410,7 +437,8 @@ def held_back_line(d):
     pct = d["early_at_pct"]
     return (f"{d['kind']} at {d['where']} [{d['site']}]: predicted saving {d['saved_ns'] / 1e6:.2f} ms per call; "
             f"it would return early at {d['margin_setting']}={pct} "
-            f"(ranks {','.join(str(x) for x in sorted(d['ranks']))}; measure before keeping it: docs/settings.md)")
+            f"(ranks {','.join(str(x) for x in sorted(d['ranks']))}; measure it beside the default before keeping it: "
+            f"--passes baseline,optimize,optimize{PASS_SETTING_SEP}{d['margin_setting']}={pct}; docs/settings.md)")
 
 
 def calls_line(calls):
@@ -503,7 +531,8 @@ def print_speedups(paired, repetitions, net_for):
     print(f"\nspeedup per repetition: baseline time / the pass's time in the same repetition (passes interleaved, "
           f"order {rep['order']});\nmedian with its distribution-free confidence interval (sign test, order "
           f"statistics; confidence {level}; the exact coverage shown), verdict against {rep['speedup_floor']}")
-    print(f"{'benchmark':10} {'class':5} {'np':>3} {'net':8} {'pass':14} {'n':>3} {'median':>7} "
+    pw = max([14] + [len(s["pass"]) for s in paired.values()])
+    print(f"{'benchmark':10} {'class':5} {'np':>3} {'net':8} {'pass':{pw}} {'n':>3} {'median':>7} "
           f"{'interval':>17} {'coverage':>8} {'range':>13}  verdict")
     for s in paired.values():
         ci = f"[{s['low']:.3f}, {s['high']:.3f}]" if s["low"] is not None else "-"
@@ -513,7 +542,7 @@ def print_speedups(paired, repetitions, net_for):
         what = s["verdict"] or "- (runs once)"
         if s["verdict"] == speedups.UNDECIDED and s["low"] is None:
             what += f" (too few repetitions for {100 * s['confidence']:.2f}%)"
-        print(f"{s['benchmark']:10} {s['class']:5} {s['np']:>3} {net_for(s['np']):8} {s['pass']:14} {s['n']:>3} "
+        print(f"{s['benchmark']:10} {s['class']:5} {s['np']:>3} {net_for(s['np']):8} {s['pass']:{pw}} {s['n']:>3} "
               f"{med:>7} {ci:>17} {cov:>8} {spread:>13}  {what}")
     for c in rep["cells"]:
         print(f"repetitions, {c['benchmark']}.{c['class']} np={c['np']}: {c['ran']}; stopped: {c['stopped']}")
@@ -554,7 +583,10 @@ def main():
                     help="ranks per node (Open MPI --map-by ppr:M:node, hydra -ppn, srun --ntasks-per-node)")
     ap.add_argument("--launcher-args", default="", metavar="ARGS",
                     help="more launcher options, one string (e.g. '--mca pml ucx', '--mpi=pmix --cpu-bind=cores')")
-    ap.add_argument("--passes", default="baseline,nbc,trace,optimize")
+    ap.add_argument("--passes", default="baseline,nbc,trace,optimize",
+                    help="comma-separated passes, run interleaved; a tnbc pass may add settings of its own, "
+                         "PASS:NAME=VALUE[:NAME=VALUE] (e.g. optimize:TNBC_EARLY_RETURN_MARGIN_BUSY_POLL_PCT=0 "
+                         "beside optimize)")
     ap.add_argument("--npb-src", default=os.environ.get("NPB_SRC"))
     ap.add_argument("--out", default=None)
     ap.add_argument("--repeat", type=int, default=1,
@@ -615,8 +647,15 @@ def main():
     nps = [int(n) for n in a.np.split(",")]
     passes = [p.strip() for p in a.passes.split(",") if p.strip()]
     for p in passes:
-        if p not in PASS_NAMES:
-            sys.exit(f"harness: unknown pass '{p}' ({', '.join(PASS_NAMES)})")
+        try:
+            name, settings = split_pass(p)
+        except ValueError as e:
+            sys.exit(f"harness: {e}")
+        if name not in PASS_NAMES:
+            sys.exit(f"harness: unknown pass '{name}' ({', '.join(PASS_NAMES)}; a tnbc pass may add settings: "
+                     f"optimize{PASS_SETTING_SEP}NAME=VALUE)")
+        if settings and name == "baseline":
+            sys.exit(f"harness: pass '{p}': the baseline runs without tnbc, it takes no settings")
     labelled = pass_labels(passes)
     if a.repeat < 1:
         sys.exit("harness: --repeat must be at least 1")
@@ -630,6 +669,10 @@ def main():
         sys.exit("harness: --steal-retries must not be negative and --steal-limit must be positive")
     if any(p != "baseline" for p in passes) and not os.path.exists(tnbc):
         sys.exit(f"harness: {tnbc} not found (build first, or --tnbc PATH)")
+    for p in passes:
+        refused = split_pass(p)[1] and check_pass_settings(tnbc, split_pass(p)[1])
+        if refused:
+            sys.exit(f"harness: pass '{p}': {refused}")
     flavor = launcher_flavor(a.launcher)
     if a.hostfile and flavor == "slurm":
         sys.exit("harness: with --launcher srun the hosts are the Slurm allocation's (salloc/sbatch -N); "
@@ -722,7 +765,7 @@ def main():
         rotate shifted by rep, so that each pass follows each other as often (a position's effect, the
         run before, spreads over the passes instead of favouring one). --trace-once: the trace pass in
         repetition 0 only, which keeps the given order (the trace before the optimize using it)."""
-        ps = [(label, p) for label, p in labelled if not (p == "trace" and rep > 0 and a.trace_once)]
+        ps = [(label, p) for label, p in labelled if not (split_pass(p)[0] == "trace" and rep > 0 and a.trace_once)]
         if a.order == "rotate" and ps:
             ps = ps[rep % len(ps):] + ps[:rep % len(ps)]
         return ps
@@ -734,6 +777,7 @@ def main():
         os.makedirs(rundir, exist_ok=True)
         open(os.path.join(rundir, "timer.flag"), "w").close()  # NPB prints its timers
         cmd = launch_command(a, flavor, np, net, prog, nodes_for(np))
+        p, settings = split_pass(p)
         if p != "baseline":
             mode = "optimize" if p in ("optimize-order", "optimize-nodeoff", "optimize-nodeon") else p
             cmd += [tnbc, "exec", "--mode", mode, "--output-dir", os.path.join(rundir, "tnbc")]
@@ -753,6 +797,7 @@ def main():
                                        "tnbc-machine.json")
                 if not calibrated and os.path.exists(machine) and not os.environ.get("TNBC_MACHINE"):
                     cmd += ["--set", f"machine={machine}"]
+            cmd += [x for k, v in settings for x in ("--set", f"{k}={v}")]  # the pass's own settings last: they win
             cmd += ["--"]
         cmd = emulated(cmd + prog, np)
         if a.settle > 0:
@@ -897,7 +942,8 @@ def main():
         return speedups.median([x for x in xs if x is not None])  # an even count: the mean of the middle two
 
     print()
-    print(f"{'benchmark':10} {'class':5} {'np':>3} {'net':8} {'pass':14} {'time s':>9} {'speedup':>8} "
+    pw = max([14] + [len(label) for label, _ in labelled])  # the pass column: its longest label
+    print(f"{'benchmark':10} {'class':5} {'np':>3} {'net':8} {'pass':{pw}} {'time s':>9} {'speedup':>8} "
           f"{'comm s':>8} {'in-call cut':>11} {'hidden':>7} {'ideal':>7}")
     for (bench, cls), _ in sorted(progs.items()):
         for np in nps:
@@ -914,7 +960,7 @@ def main():
                 cut = f"{100 * (1 - c / base_c):.0f}%" if base_c and c is not None and p != "baseline" else "-"
                 hidden = share_text(median([(r.get("report") or {}).get("hidden_share") for r in sel]))
                 ideal = share_text(median([(r.get("report") or {}).get("ideal_share") for r in sel]))
-                print(f"{bench:10} {cls:5} {np:>3} {net_for(np):8} {p:14} {t if t is not None else float('nan'):9.3f} "
+                print(f"{bench:10} {cls:5} {np:>3} {net_for(np):8} {p:{pw}} {t if t is not None else float('nan'):9.3f} "
                       f"{speed:>8} {c if c is not None else float('nan'):8.3f} {cut:>11} {hidden:>7} {ideal:>7}"
                       f"{'' if ok else '   VERIFICATION FAILED'}")
     print_speedups(paired, repetitions, net_for)

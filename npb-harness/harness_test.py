@@ -36,7 +36,9 @@ sys.path.insert(0, HERE)
 import harness  # noqa: E402
 import hostload  # noqa: E402
 import speedups  # noqa: E402
-PASSES = ["baseline", "nbc", "trace", "optimize", "off"]
+# off with a setting of its own (PASS:NAME=VALUE): the pass's --set reaches tnbc exec, its label names it.
+OFF = "off:TNBC_TIMELINE_CALLS=2"
+PASSES = ["baseline", "nbc", "trace", "optimize", OFF]
 # The passes that leave tnbc summaries and get reports (off: the library preloaded, TNBC_MODE=off).
 REPORTED = ["nbc", "trace", "optimize"]
 
@@ -149,6 +151,10 @@ def unit_verdict():
         check("it would return early at TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT=1 (" in line and "2.10 ms" in line,
               f"held_back_line: {line}")
         check(harness.held_back_line(dict(held[0], early_at_pct=0)).find("=0 (") > 0, "held_back_line at 0")
+        # The pass it names parses as optimize with that setting (a --passes entry PASS:NAME=VALUE).
+        named = line.split("--passes ")[1].split(";")[0].split(",")
+        check(named[:2] == ["baseline", "optimize"] and harness.split_pass(named[2]) ==
+              ("optimize", [("early_return_margin_tcomm_pct", "1")]), f"held_back_line's passes: {named}")
         # Printed under the table once per pass, from its last repetition.
         runs = [{"benchmark": "is", "class": "A", "np": 2, "pass": "optimize", "repeat": r,
                  "tnbc_calls": {"held_back": held}, "report": None} for r in range(2)]
@@ -166,6 +172,19 @@ def unit_verdict():
     check(harness.judged_passes(labelled, True) == ["baseline-2", "optimize"] and
           harness.judged_passes(labelled, False) == ["baseline-2", "trace", "optimize"] and
           harness.judged_passes([("optimize", "optimize")], False) == [], "judged_passes")
+    # A pass with settings of its own: PASS:NAME=VALUE[:NAME=VALUE]; NAME as the table or TNBC_ variable.
+    check(harness.split_pass("optimize:TNBC_EARLY_RETURN_MARGIN_BUSY_POLL_PCT=0:send_window=2") ==
+          ("optimize", [("early_return_margin_busy_poll_pct", "0"), ("send_window", "2")]) and
+          harness.split_pass("nbc") == ("nbc", []), "split_pass")
+    for bad in ("optimize:margin", "optimize:=1", "optimize:x="):
+        try:
+            harness.split_pass(bad)
+            check(False, f"split_pass({bad!r}) should be refused")
+        except ValueError:
+            pass
+    traced = harness.pass_labels(["baseline", "trace:log=info", "optimize", "optimize:send_window=2"])
+    check(harness.judged_passes(traced, True) == ["optimize", "optimize:send_window=2"],
+          f"a trace pass with a setting runs once too: {harness.judged_passes(traced, True)}")
 
 
 def unit_looks():
@@ -283,6 +302,13 @@ def main():
         ap.error("--tnbc and --build-dir are needed (or --unit)")
     work = tempfile.mkdtemp(prefix="tnbc-harness-test-")
     try:
+        # A pass's setting that tnbc refuses: one message naming it, before anything runs.
+        bad = subprocess.run([sys.executable, HARNESS, "--tnbc", a.tnbc, "--build-dir", a.build_dir, "--passes",
+                              "baseline,optimize:early_return_margin_tcomm_pct=lots", "--out", os.path.join(work, "bad")],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
+        if bad.returncode == 0 or "pass 'optimize:early_return_margin_tcomm_pct=lots'" not in bad.stdout or \
+                "not valid" not in bad.stdout or os.path.exists(os.path.join(work, "bad", "machines")):
+            fail(f"a pass with an invalid setting: exit {bad.returncode}", bad.stdout)
         out_dir = os.path.join(work, "out")
         cmd = [sys.executable, HARNESS, "--tnbc", a.tnbc, "--build-dir", a.build_dir, "--benchmarks", "is",
                "--classes", "S", "--np", "2", "--passes", ",".join(PASSES), "--out", out_dir,
@@ -313,7 +339,11 @@ def main():
 
         # off: the library preloaded with nothing of tnbc's work (the preload's own cost); no summaries
         # expected, none asked for.
-        off = runs["off"]
+        off = runs[OFF]
+        cmd_ = off["command"]
+        end = cmd_.index("--", cmd_.index("exec"))  # tnbc exec's own "--" (netrun has one before mpirun)
+        if cmd_[end - 2:end] != ["--set", "timeline_calls=2"]:
+            fail(f"the pass's own setting is not the last --set of its tnbc exec: {off['command']}", out)
         if "--mode" not in off["command"] or off["command"][off["command"].index("--mode") + 1] != "off" or \
                 off["tnbc_report"] is not None or off["tnbc_calls"] is not None:
             fail(f"the off pass is not tnbc exec --mode off without summaries: {off}", out)

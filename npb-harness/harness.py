@@ -322,6 +322,44 @@ def pass_labels(passes):
     return out
 
 
+def setting_pairs(labelled):
+    """(label, reference) for each pass with settings of its own whose pass without them runs too
+    (optimize:NAME=VALUE beside optimize): the setting measured against the default."""
+    plain = {label for label, p in labelled if not split_pass(p)[1]}
+    return [(label, split_pass(p)[0]) for label, p in labelled if split_pass(p)[1] and split_pass(p)[0] in plain]
+
+
+def setting_comparisons(runs, cells, labelled, confidence, floor):
+    """Per cell and pass with settings of its own (setting_pairs), its paired speedups against the same
+    pass without them: the reference's time / the setting's, per repetition (> 1: the setting is
+    faster), with the interval and verdict of the speedups against the baseline (speedups.py)."""
+    out = []
+    for cell in cells:
+        for label, ref in setting_pairs(labelled):
+            s = speedups.cell_speedups(runs, cell, [label], confidence, floor, reference=ref)[0]
+            out.append(dict(s, reference=ref))
+    return out
+
+
+def print_setting_comparisons(comparisons, net_for):
+    if not comparisons:
+        return
+    print("\na pass's own settings against the same pass without them: that pass's time / the setting's time in "
+          "the same repetition (> 1: the setting is faster);\nmedian, interval and verdict as above (\"slower\": "
+          "keep the default)")
+    pw = max(len(s["pass"]) for s in comparisons)
+    rw = max(len(s["reference"]) for s in comparisons)
+    print(f"{'benchmark':10} {'class':5} {'np':>3} {'net':8} {'pass':{pw}} {'against':{rw}} {'n':>3} {'median':>7} "
+          f"{'interval':>17} {'range':>13}  verdict")
+    for s in comparisons:
+        ci = f"[{s['low']:.3f}, {s['high']:.3f}]" if s["low"] is not None else "-"
+        spread = f"{min(s['ratios']):.3f}-{max(s['ratios']):.3f}" if s["ratios"] else "-"
+        med = f"{s['median']:.3f}" if s["median"] is not None else "-"
+        what = s["verdict"] + (" (faster: the whole interval above 1)" if s["low"] is not None and s["low"] > 1 else "")
+        print(f"{s['benchmark']:10} {s['class']:5} {s['np']:>3} {net_for(s['np']):8} {s['pass']:{pw}} "
+              f"{s['reference']:{rw}} {s['n']:>3} {med:>7} {ci:>17} {spread:>13}  {what}")
+
+
 def judged_passes(labelled, trace_once):
     """The labels that get a verdict against the first baseline: every other pass that runs in every
     repetition (not a --trace-once trace pass, which runs once); none without a baseline pass."""
@@ -925,6 +963,8 @@ def main():
                                      and r["pass"] in ("baseline", s["pass"])
                                      and hostload.shared(r.get("host"), r["wall"], MACHINE_CPUS)})
             paired[(bench, cls, np, s["pass"])] = s
+    against_default = setting_comparisons(runs, [(b, c, n) for b, c, _, n in cells], labelled, look_confidence,
+                                          a.speedup_floor)
     repetitions = {"repeat": a.repeat, "max_repeat": a.max_repeat, "order": a.order, "settle_s": a.settle,
                    "steal_retries": a.steal_retries, "steal_limit_pct": a.steal_limit,
                    "free_page_reporting_order": reporting,
@@ -934,7 +974,8 @@ def main():
                               "stopped": stopped.get((b, c, n))} for b, c, _, n in cells]}
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump({"format": "tnbc-harness-summary", "version": 1, "runs": runs, "comparisons": comparisons,
-                   "speedups": list(paired.values()), "repetitions": repetitions,
+                   "speedups": list(paired.values()), "settings_against_default": against_default,
+                   "repetitions": repetitions,
                    "machines": dict(calibrations.files) if calibrations else {}}, f, indent=1)
 
     # Comparison: medians per (benchmark, class, np, pass), speedup and hidden share vs baseline.
@@ -964,6 +1005,7 @@ def main():
                       f"{speed:>8} {c if c is not None else float('nan'):8.3f} {cut:>11} {hidden:>7} {ideal:>7}"
                       f"{'' if ok else '   VERIFICATION FAILED'}")
     print_speedups(paired, repetitions, net_for)
+    print_setting_comparisons(against_default, net_for)
     again = [r for r in runs if r.get("stolen_runs")]
     if again:
         still = [r for r in again if hostload.stolen(r["host"], r["wall"], MACHINE_CPUS, a.steal_limit,

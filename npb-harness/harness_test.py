@@ -185,6 +185,21 @@ def unit_verdict():
     traced = harness.pass_labels(["baseline", "trace:log=info", "optimize", "optimize:send_window=2"])
     check(harness.judged_passes(traced, True) == ["optimize", "optimize:send_window=2"],
           f"a trace pass with a setting runs once too: {harness.judged_passes(traced, True)}")
+    # Measured against the pass without its settings, where that runs too (nbc:... has no plain nbc here).
+    both = harness.pass_labels(["baseline", "optimize", "optimize:send_window=2", "nbc:send_window=2"])
+    check(harness.setting_pairs(both) == [("optimize:send_window=2", "optimize")], f"setting_pairs: {both}")
+    runs = [{"benchmark": "is", "class": "A", "np": 2, "pass": label, "repeat": r, "verified": True,
+             "time": t * (1.10 if label == "optimize:send_window=2" else 1.0), "time_fine": None}
+            for r, t in enumerate([1.0, 1.02, 0.99, 1.01, 1.0, 0.98]) for label, _ in both]
+    got = harness.setting_comparisons(runs, [("is", "A", 2)], both, 0.95, 0.99)
+    check(len(got) == 1 and got[0]["reference"] == "optimize" and got[0]["n"] == 6 and
+          abs(got[0]["median"] - 1 / 1.10) < 1e-9 and got[0]["verdict"] == speedups.SLOWER,
+          f"setting_comparisons: a setting 10 % slower in every repetition: {got}")
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        harness.print_setting_comparisons(got, lambda np: "2-nodes")
+    check("optimize:send_window=2 optimize " in printed.getvalue() and "slower" in printed.getvalue(),
+          f"print_setting_comparisons: {printed.getvalue()}")
 
 
 def unit_looks():
@@ -332,6 +347,8 @@ def main():
         if sorted(paired) != sorted(p_ for p_ in PASSES if p_ != "baseline") or \
                 any(s_["n"] != 1 or s_["low"] is not None or s_["verdict"] != "undecided" for s_ in paired.values()):
             fail(f"speedups: expected one undecided ratio per pass: {paired}", out)
+        if summary.get("settings_against_default") != []:  # the off pass with a setting has no plain off beside it
+            fail(f"settings_against_default: {summary.get('settings_against_default')}", out)
         if [(c["ran"], c["stopped"]) for c in reps.get("cells", [])] != [(1, "--repeat 1 (fixed)")]:
             fail(f"repetitions: {reps}", out)
         if "speedup per repetition" not in out or any("host" not in r for r in summary["runs"]):

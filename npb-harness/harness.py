@@ -476,7 +476,8 @@ def held_back_line(d):
     return (f"{d['kind']} at {d['where']} [{d['site']}]: predicted saving {d['saved_ns'] / 1e6:.2f} ms per call; "
             f"it would return early at {d['margin_setting']}={pct} "
             f"(ranks {','.join(str(x) for x in sorted(d['ranks']))}; measure it beside the default before keeping it: "
-            f"--passes baseline,optimize,optimize{PASS_SETTING_SEP}{d['margin_setting']}={pct}; docs/settings.md)")
+            f"--passes baseline,trace,optimize,optimize{PASS_SETTING_SEP}{d['margin_setting']}={pct} --trace-once; "
+            f"docs/settings.md)")
 
 
 def calls_line(calls):

@@ -152,8 +152,8 @@ def unit_verdict():
               f"held_back_line: {line}")
         check(harness.held_back_line(dict(held[0], early_at_pct=0)).find("=0 (") > 0, "held_back_line at 0")
         # The pass it names parses as optimize with that setting (a --passes entry PASS:NAME=VALUE).
-        named = line.split("--passes ")[1].split(";")[0].split(",")
-        check(named[:2] == ["baseline", "optimize"] and harness.split_pass(named[2]) ==
+        named = line.split("--passes ")[1].split(" ")[0].split(",")
+        check(named[:3] == ["baseline", "trace", "optimize"] and harness.split_pass(named[3]) ==
               ("optimize", [("early_return_margin_tcomm_pct", "1")]), f"held_back_line's passes: {named}")
         # Printed under the table once per pass, from its last repetition.
         runs = [{"benchmark": "is", "class": "A", "np": 2, "pass": "optimize", "repeat": r,

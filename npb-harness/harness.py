@@ -812,7 +812,8 @@ def main():
     def run_one(bench, cls, prog, np, label, p, rep):
         """One run of pass p (recorded as label) in repetition rep: into runs (and failures)."""
         progress["done"] += 1
-        rundir = os.path.join(out, f"{bench}.{cls}.np{np}.{label}.{rep}")
+        # A pass's setting may hold a path (optimize:machine=/x/m.json): one directory per run all the same.
+        rundir = os.path.join(out, f"{bench}.{cls}.np{np}.{label.replace(os.sep, '_')}.{rep}")
         os.makedirs(rundir, exist_ok=True)
         open(os.path.join(rundir, "timer.flag"), "w").close()  # NPB prints its timers
         cmd = launch_command(a, flavor, np, net, prog, nodes_for(np))

@@ -325,8 +325,9 @@ def pass_labels(passes):
 def setting_pairs(labelled):
     """(label, reference) for each pass with settings of its own whose pass without them runs too
     (optimize:NAME=VALUE beside optimize): the setting measured against the default."""
-    plain = {label for label, p in labelled if not split_pass(p)[1]}
-    return [(label, split_pass(p)[0]) for label, p in labelled if split_pass(p)[1] and split_pass(p)[0] in plain]
+    parsed = [(label, *split_pass(p)) for label, p in labelled]
+    plain = {label for label, _, settings in parsed if not settings}
+    return [(label, name) for label, name, settings in parsed if settings and name in plain]
 
 
 def setting_comparisons(runs, cells, labelled, confidence, floor):
@@ -341,6 +342,14 @@ def setting_comparisons(runs, cells, labelled, confidence, floor):
     return out
 
 
+def ratio_columns(s):
+    """The median, its interval and the range of one paired-speedup entry (speedups.cell_speedups), as printed."""
+    med = f"{s['median']:.3f}" if s["median"] is not None else "-"
+    ci = f"[{s['low']:.3f}, {s['high']:.3f}]" if s["low"] is not None else "-"
+    spread = f"{min(s['ratios']):.3f}-{max(s['ratios']):.3f}" if s["ratios"] else "-"
+    return med, ci, spread
+
+
 def print_setting_comparisons(comparisons, net_for):
     if not comparisons:
         return
@@ -352,9 +361,7 @@ def print_setting_comparisons(comparisons, net_for):
     print(f"{'benchmark':10} {'class':5} {'np':>3} {'net':8} {'pass':{pw}} {'against':{rw}} {'n':>3} {'median':>7} "
           f"{'interval':>17} {'range':>13}  verdict")
     for s in comparisons:
-        ci = f"[{s['low']:.3f}, {s['high']:.3f}]" if s["low"] is not None else "-"
-        spread = f"{min(s['ratios']):.3f}-{max(s['ratios']):.3f}" if s["ratios"] else "-"
-        med = f"{s['median']:.3f}" if s["median"] is not None else "-"
+        med, ci, spread = ratio_columns(s)
         what = s["verdict"] + (" (faster: the whole interval above 1)" if s["low"] is not None and s["low"] > 1 else "")
         print(f"{s['benchmark']:10} {s['class']:5} {s['np']:>3} {net_for(s['np']):8} {s['pass']:{pw}} "
               f"{s['reference']:{rw}} {s['n']:>3} {med:>7} {ci:>17} {spread:>13}  {what}")
@@ -574,10 +581,8 @@ def print_speedups(paired, repetitions, net_for):
     print(f"{'benchmark':10} {'class':5} {'np':>3} {'net':8} {'pass':{pw}} {'n':>3} {'median':>7} "
           f"{'interval':>17} {'coverage':>8} {'range':>13}  verdict")
     for s in paired.values():
-        ci = f"[{s['low']:.3f}, {s['high']:.3f}]" if s["low"] is not None else "-"
+        med, ci, spread = ratio_columns(s)
         cov = f"{100 * s['coverage']:.1f}%" if s["low"] is not None else "-"
-        spread = f"{min(s['ratios']):.3f}-{max(s['ratios']):.3f}" if s["ratios"] else "-"
-        med = f"{s['median']:.3f}" if s["median"] is not None else "-"
         what = s["verdict"] or "- (runs once)"
         if s["verdict"] == speedups.UNDECIDED and s["low"] is None:
             what += f" (too few repetitions for {100 * s['confidence']:.2f}%)"
@@ -685,11 +690,11 @@ def main():
         sys.exit("harness: --nodes must be at least 1")
     nps = [int(n) for n in a.np.split(",")]
     passes = [p.strip() for p in a.passes.split(",") if p.strip()]
-    for p in passes:
-        try:
-            name, settings = split_pass(p)
-        except ValueError as e:
-            sys.exit(f"harness: {e}")
+    try:
+        parsed = {p: split_pass(p) for p in passes}  # each entry's pass name and own settings
+    except ValueError as e:
+        sys.exit(f"harness: {e}")
+    for p, (name, settings) in parsed.items():
         if name not in PASS_NAMES:
             sys.exit(f"harness: unknown pass '{name}' ({', '.join(PASS_NAMES)}; a tnbc pass may add settings: "
                      f"optimize{PASS_SETTING_SEP}NAME=VALUE)")
@@ -708,8 +713,8 @@ def main():
         sys.exit("harness: --steal-retries must not be negative and --steal-limit must be positive")
     if any(p != "baseline" for p in passes) and not os.path.exists(tnbc):
         sys.exit(f"harness: {tnbc} not found (build first, or --tnbc PATH)")
-    for p in passes:
-        refused = split_pass(p)[1] and check_pass_settings(tnbc, split_pass(p)[1])
+    for p, (_, settings) in parsed.items():
+        refused = settings and check_pass_settings(tnbc, settings)
         if refused:
             sys.exit(f"harness: pass '{p}': {refused}")
     flavor = launcher_flavor(a.launcher)

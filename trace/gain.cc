@@ -54,6 +54,24 @@ bool reads_own_last(const ProfileSite& s) {
   return alike >= n;  // at least a communicator's worth of ranks, one order
 }
 
+namespace {
+// SiteEstimate::blocks: every rank 0..n-1 of the communicator once, each with n blocks.
+std::shared_ptr<const model::Blocks> site_blocks(const ProfileSite& s) {
+  const int n = s.comm_size;
+  if (!blocks_can_differ(s.kind) || n < 2 || s.ranks.size() != static_cast<std::size_t>(n)) return nullptr;
+  auto b = std::make_shared<model::Blocks>();
+  b->n = n;
+  b->bytes.assign(static_cast<std::size_t>(n) * static_cast<std::size_t>(n), -1);
+  for (const ProfileSite::Rank& r : s.ranks) {
+    if (r.rank < 0 || r.rank >= n || r.sub_bytes.size() != static_cast<std::size_t>(n)) return nullptr;
+    const auto row = static_cast<std::size_t>(r.rank) * static_cast<std::size_t>(n);
+    if (b->bytes[row] >= 0) return nullptr;  // a rank twice
+    for (std::size_t i = 0; i < r.sub_bytes.size(); ++i) b->bytes[row + i] = std::max(0.0, r.sub_bytes[i]);
+  }
+  return b;
+}
+}  // namespace
+
 SiteEstimate estimate_site(const ProfileSite& s) {
   SiteEstimate e;
   std::vector<double> comm, curc, crc, overlap;
@@ -68,6 +86,7 @@ SiteEstimate estimate_site(const ProfileSite& s) {
     crc.push_back(t_crc);
     overlap.push_back(*r.curc_ns + t_crc);
   }
+  e.blocks = site_blocks(s);
   e.estimating_ranks = static_cast<int>(overlap.size());
   e.own_last = s.kind != "bcast" && reads_own_last(s);
   e.comm_ns = median(comm);
@@ -177,8 +196,10 @@ Decision decide(const SiteEstimate& e, Kind kind, int comm_size, const Judge& j)
   const model::Topology t = j.topology(comm_size);
   // The profile's bytes are what the rank received per call (its own block included for the
   // exchange family); the model wants bytes per peer, or the broadcast's message.
-  const model::Coll c =
+  model::Coll c =
       model::run_coll(j.model->machine, t, j.exec, kind, kind == Kind::Bcast ? e.bytes : e.bytes / comm_size, j.piece_bytes);
+  // The trace's blocks where the site's ranks are the world's, as the topology's are.
+  if (e.blocks && comm_size == j.model->world.n()) c.blocks = e.blocks;
   const model::Program p = *site_program(e);
   const model::Overlap o = model::overlap(j.model->machine, t, c, j.exec, p, *e.comm_ns);
   d.model_blocking_ns = o.model_blocking_ns;

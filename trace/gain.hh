@@ -33,6 +33,10 @@
 //           T_CRC  = bytes per call / R_CRC (the rate at which it consumed the data between its
 //                    first touches); without an R_CRC (one sub-message seen) the sum of its gaps
 //   bytes   the most any rank received per call (median over its calls)
+//   blocks  where an Alltoallv's (Allgatherv's) blocks differ between pairs and the site is on the
+//           whole world: what each rank received from each peer (median over its calls), for the
+//           bytes tnbc's schedule moves through each node (model::Coll::blocks); the rest of the
+//           estimate takes `bytes` (the library's call follows its heaviest receiver)
 // No estimate (no rank touched the data in the trace, or an old profile), a site not in the
 // profile or sizes it did not record: return early (as nbc), since nothing shows that it
 // cannot pay.
@@ -61,6 +65,10 @@ struct SiteEstimate {
   std::optional<double> crc_ns;        // median T_CRC
   std::optional<double> overlap_ns;    // median T_CURC + T_CRC (per rank, then the median)
   double bytes = 0;                    // most bytes received per call by one rank
+  // The blocks per pair of ranks (model::Blocks, by rank of the communicator), where they can differ
+  // (Alltoallv, Allgatherv) and every rank of the site recorded its blocks from each peer, the
+  // ranks being the communicator's (0..comm_size-1, each once): nullptr elsewhere.
+  std::shared_ptr<const model::Blocks> blocks;
   bool own_last = false;               // a rank reads its own block after every peer's (model::Program::own_last)
 };
 SiteEstimate estimate_site(const ProfileSite& s);

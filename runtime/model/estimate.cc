@@ -68,21 +68,45 @@ std::vector<double> pieces_of(double s, const PieceRule& rule, std::size_t page)
 // Bytes through each node's shared resources for an exchange of `s` per peer, the slowest node.
 // `stretch`: the copies inside a node take that much longer (Crowding), the wire not;
 // `head_bytes`: what the node's link takes before its rate applies (an idle link's head start,
-// Level::head_bytes; only mode nbc's weighing passes it: exchange_idle_link).
-double exchange_node_bound(const Machine& m, const Topology& t, double s, double stretch = 1, double head_bytes = 0) {
+// Level::head_bytes; only mode nbc's weighing passes it: exchange_idle_link). `blocks` (tnbc's
+// schedule of an Alltoallv with the trace's blocks): each node's bytes in, out and between its
+// ranks from them instead (its link bound by the busier direction, or both at the link's
+// two-way rate), the largest block between two of its ranks for a hand-off's fragments.
+double exchange_node_bound(const Machine& m, const Topology& t, double s, double stretch = 1, double head_bytes = 0,
+                           const Blocks* blocks = nullptr) {
   const int n = t.n();
   const BusyPoll spin = spins_on(m, t) ? busy_poll(m) : BusyPoll{};
   const Level &in = level(m, LevelKind::IntraNode), &out = level(m, LevelKind::InterNode);
+  // Per node from the blocks (one pass over them): bytes between its ranks, in, out, the largest block inside.
+  const bool matrix = blocks != nullptr && blocks->n == n;
+  const auto nodes = static_cast<std::size_t>(t.nodes());
+  std::vector<double> inside_of(matrix ? nodes : 0, 0), into_of(inside_of), out_of_node(inside_of), pair_of(inside_of);
+  if (matrix)
+    for (int a = 0; a < n; ++a)
+      for (int b = 0; b < n; ++b) {
+        const auto na = static_cast<std::size_t>(t.node[static_cast<std::size_t>(a)]);
+        const auto nb = static_cast<std::size_t>(t.node[static_cast<std::size_t>(b)]);
+        const double v = blocks->at(a, b);  // a receives from b
+        if (a == b) continue;
+        if (na == nb) inside_of[na] += v, pair_of[na] = std::max(pair_of[na], v);
+        else into_of[na] += v, out_of_node[nb] += v;
+      }
   double worst = 0;
   for (int j = 0; j < t.nodes(); ++j) {
     const int ranks = t.ranks_on(j);
     const double M = ranks;
+    const auto J = static_cast<std::size_t>(j);
+    const double inside = matrix ? inside_of[J] : M * (M - 1) * s;
+    const double into = matrix ? into_of[J] : M * (n - M) * s, out_of = matrix ? out_of_node[J] : into;
+    const double pair = matrix && ranks > 1 ? pair_of[J] : s;
+    const double block = M > 1 ? inside / (M * (M - 1)) : s;  // the mean block between the node's ranks
     // Inside the node at the rate of this size with this many ranks exchanging (own blocks
     // included); where they spin on fewer CPUs, one fragment per hand-off for every pair at once.
-    const double intra = spin.spins() ? handoff_ns(spin, s, ranks, t.cpus_per_node)
-                                      : stretch * M * (M - 1) * s * in.node_exchange(s, ranks);
-    const double v = std::max(0.0, M * (n - M) * s - head_bytes);  // past an idle link's head start
-    const double inter = std::max(v * out.node_out(), 2 * v * out.node_bi());
+    const double intra = spin.spins() ? handoff_ns(spin, pair, ranks, t.cpus_per_node)
+                         : inside > 0 ? stretch * inside * in.node_exchange(block, ranks)
+                                      : 0.0;
+    const double v_in = std::max(0.0, into - head_bytes), v_out = std::max(0.0, out_of - head_bytes);  // past an idle link's head start
+    const double inter = std::max(std::max(v_in, v_out) * out.node_out(), (v_in + v_out) * out.node_bi());
     worst = std::max(worst, std::max(intra, inter));
   }
   return worst;
@@ -205,7 +229,7 @@ Timeline exchange_timeline(const Machine& m, const Topology& t, const Coll& c, c
   // ranks outnumber them (crowding): measured, np 4 on 2 CPUs, tnbc's exchange read at
   // once took 2.0-2.4x PMPI_Alltoall at 1-4 MiB per peer, whose node rate is measured with its
   // ranks on the same CPUs (docs/benchmarks.md, "RMA broadcast", session 13).
-  const double nodes = exchange_node_bound(m, t, s, early ? crowd.stretch : 1);
+  const double nodes = exchange_node_bound(m, t, s, early ? crowd.stretch : 1, 0, c.blocks.get());
   const double flow = std::max({nodes, st.windowed, st.gaps, cpu * t.cpu_stretch()});
   const double last = sizes.empty() ? 0 : sizes.back();
   const double tail = top.L_ns + notice + (early ? g.publish.at(last) : 0);

@@ -18,6 +18,8 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
+#include <vector>
 
 #include "runtime/config.hh"
 #include "runtime/model/machine.hh"
@@ -51,10 +53,27 @@ MarginPlace margin_place(const Machine& m, const Topology& t);
 double margin_of_tcomm(const Machine& m, const Topology& t, double one_per_node, double busy_poll, double shared_node);
 double margin_of_tcomm(const Machine& m, const Topology& t, const Execution& x);
 
+// An exchange whose blocks differ between pairs of ranks (Alltoallv), as a trace recorded it:
+// `bytes[j * n + i]`, what rank j receives from rank i per call (the ranks of the estimate's
+// topology; the diagonal, a rank's own block, is not sent).
+struct Blocks {
+  int n = 0;
+  std::vector<double> bytes;
+  double at(int to, int from) const { return bytes[static_cast<std::size_t>(to) * static_cast<std::size_t>(n) + static_cast<std::size_t>(from)]; }
+};
+
 // A collective as the estimators see it.
 struct Coll {
   Kind kind = Kind::Alltoall;
   double bytes = 0;      // per peer (Alltoall, Alltoallv as received / (n - 1), Allgather), whole (Bcast)
+  // Alltoallv with the trace's blocks (nullptr: every block `bytes`): the bytes through each node's
+  // resources of tnbc's schedule, which posts every pair's messages at once and is bound by them;
+  // everything else — the library's call (whose time follows its heaviest receiver: measured, np 4
+  // on 2 one-CPU nodes, 2 MiB mean block, 185 ms uniform, 332 ms with the middle ranks receiving
+  // 11x the others' blocks, tnbc's schedule in the call 88 and 87 ms; docs/benchmarks.md, "Session
+  // 54"), a rank's own messages and CPU, the time in the call — takes `bytes`, the heaviest
+  // receiver's block.
+  std::shared_ptr<const Blocks> blocks;
   int root = 0;          // Bcast
   int segments = 1;      // Bcast: middle chunks (a segmented binomial tree; 1: binomial)
   PieceRule pieces;      // how bodies are cut (TNBC_PIECE_BYTES or the model's rule)

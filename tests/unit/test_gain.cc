@@ -338,3 +338,37 @@ TEST_CASE("gain: ranks that reach one collective from different sites (IS) get a
   REQUIRE(b.saved_ns);
   CHECK(*b.saved_ns == Approx(std::min(20e6, 15e6 + 1e6) - 2.5e6));
 }
+
+TEST_CASE("gain: an Alltoallv site's blocks per pair, where every rank of the world recorded its own") {
+  ProfileSite s;
+  s.kind = "alltoallv";
+  s.comm_size = 3;
+  s.sub_messages = 3;
+  for (int r = 0; r < 3; ++r) {
+    ProfileSite::Rank rank;
+    rank.rank = r;
+    rank.receives = true;
+    rank.bytes_per_call = 3 * (r + 1) * kMiB;
+    rank.sub_bytes = {(r + 1.0) * kMiB, (r + 1.0) * kMiB, (r + 1.0) * kMiB};
+    s.ranks.push_back(rank);
+  }
+  const SiteEstimate e = estimate_site(s);
+  CHECK(e.bytes == 9 * kMiB);  // the heaviest receiver's
+  REQUIRE(e.blocks);
+  CHECK(e.blocks->n == 3);
+  CHECK(e.blocks->at(2, 0) == 3 * kMiB);  // rank 2 receives 3 MiB from rank 0
+  CHECK(e.blocks->at(0, 2) == 1 * kMiB);
+  // An Alltoall (one block for all), a rank missing, a rank twice, blocks not recorded: none.
+  ProfileSite alltoall = s;
+  alltoall.kind = "alltoall";
+  CHECK_FALSE(estimate_site(alltoall).blocks);
+  ProfileSite missing = s;
+  missing.ranks.pop_back();
+  CHECK_FALSE(estimate_site(missing).blocks);
+  ProfileSite twice = s;
+  twice.ranks[2].rank = 1;
+  CHECK_FALSE(estimate_site(twice).blocks);
+  ProfileSite older = s;
+  older.ranks[1].sub_bytes.clear();
+  CHECK_FALSE(estimate_site(older).blocks);
+}

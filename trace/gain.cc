@@ -200,6 +200,7 @@ Decision decide(const SiteEstimate& e, Kind kind, int comm_size, const Judge& j)
       model::run_coll(j.model->machine, t, j.exec, kind, kind == Kind::Bcast ? e.bytes : e.bytes / comm_size, j.piece_bytes);
   // The trace's blocks where the site's ranks are the world's, as the topology's are.
   if (e.blocks && comm_size == j.model->world.n()) c.blocks = e.blocks;
+  d.by_blocks = c.blocks != nullptr;
   const model::Program p = *site_program(e);
   const model::Overlap o = model::overlap(j.model->machine, t, c, j.exec, p, *e.comm_ns);
   d.model_blocking_ns = o.model_blocking_ns;
@@ -292,7 +293,8 @@ std::string describe(const Decision& d) {
          "), T_CURC + T_CRC " + ms(*d.overlap_ns) + ", in the call " + ms(d.in_call_ns.value_or(0)) + ", hidden " +
          ms(d.hidden_ns.value_or(0)) + ", cost " + ms(d.cost_ns) + ": saved " + ms(*d.saved_ns) +
          (*d.saved_ns > d.margin_ns ? " > margin " : " <= margin ") + ms(d.margin_ns) +
-         (d.own_call_ns ? "; tnbc's schedule in the call " + ms(*d.own_call_ns) : "") + ")" +
+         (d.own_call_ns ? "; tnbc's schedule in the call " + ms(*d.own_call_ns) : "") +
+         (d.by_blocks ? "; tnbc's schedules priced from the trace's blocks per pair of ranks" : "") + ")" +
          (d.early_at_pct ? "; it would return early at " + d.margin_setting + "=" + std::to_string(*d.early_at_pct) : "");
 }
 

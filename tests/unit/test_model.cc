@@ -1360,6 +1360,10 @@ TEST_CASE("decision: an Alltoallv site's blocks price tnbc's schedule where the 
   REQUIRE(with_blocks.own_call_ns);
   CHECK(*with_blocks.own_call_ns < 0.75 * *heaviest.own_call_ns);
   CHECK(*with_blocks.model_blocking_ns == Approx(*heaviest.model_blocking_ns));
+  CHECK(with_blocks.by_blocks);
+  CHECK_FALSE(heaviest.by_blocks);
+  CHECK(trace::describe(with_blocks).find("priced from the trace's blocks per pair") != std::string::npos);
+  CHECK(trace::describe(heaviest).find("blocks per pair") == std::string::npos);
   // A site over 4 of a world of 6 ranks: its profile ranks are not its communicator's places.
   const Topology six = Topology::block(6, 3, 1, 1);
   e.blocks = traced.blocks;
@@ -1368,4 +1372,5 @@ TEST_CASE("decision: an Alltoallv site's blocks price tnbc's schedule where the 
   const trace::Decision part_heaviest = trace::decide(e, Kind::Alltoallv, 4, judge(m, six));
   REQUIRE(part.own_call_ns);
   CHECK(*part.own_call_ns == Approx(*part_heaviest.own_call_ns));
+  CHECK_FALSE(part.by_blocks);
 }

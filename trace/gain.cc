@@ -198,7 +198,8 @@ Decision decide(const SiteEstimate& e, Kind kind, int comm_size, const Judge& j)
   // exchange family); the model wants bytes per peer, or the broadcast's message.
   model::Coll c =
       model::run_coll(j.model->machine, t, j.exec, kind, kind == Kind::Bcast ? e.bytes : e.bytes / comm_size, j.piece_bytes);
-  // The trace's blocks where the site's ranks are the world's, as the topology's are.
+  // The trace's blocks where the site's ranks are the world's, as the topology's are (a
+  // communicator of the world's size whose ranks another order numbers is taken in the world's).
   if (e.blocks && comm_size == j.model->world.n()) c.blocks = e.blocks;
   d.by_blocks = c.blocks != nullptr;
   const model::Program p = *site_program(e);

@@ -91,7 +91,7 @@ std::string node_verdict(const trace::ProfileSite& site, const Settings& s, cons
   model::Coll c;
   c.kind = *kind;
   c.page = mach.page;
-  const double bytes = trace::estimate_site(site).bytes;
+  const double bytes = trace::site_bytes(site);
   c.bytes = *kind == Kind::Bcast ? bytes : bytes / std::max(1, site.comm_size);
   if (*kind != Kind::Bcast)
     c.pieces = model::run_pieces(mach, t, judge.exec, mach.page, s.piece_bytes);
@@ -139,7 +139,7 @@ std::vector<std::string> site_verdicts(const trace::LoadedProfile& p, const Sett
   for (std::size_t i = 0; i < p.sites.size(); ++i) {
     const trace::ProfileSite& site = p.sites[i];
     const std::optional<Kind> kind = kind_named(site.kind);
-    const double bytes = trace::estimate_site(site).bytes;
+    const double bytes = trace::site_bytes(site);
     // The sizes that return early (Policy::route): from TNBC_MIN_BYTES up, else the model's.
     if (kind) {
       const trace::SiteSizes sizes = trace::site_sizes(s, judge, site, *kind);
@@ -163,7 +163,7 @@ std::vector<std::string> site_verdicts(const trace::LoadedProfile& p, const Sett
       bool all = true;
       for (std::size_t k = 0; k < p.sites.size(); ++k) {
         const bool same = p.sites[k].kind == site.kind && p.sites[k].comm_size == site.comm_size &&
-                          (!kind || !info(*kind).sizes_agree || trace::estimate_site(p.sites[k]).bytes == bytes);
+                          (!kind || !info(*kind).sizes_agree || trace::site_bytes(p.sites[k]) == bytes);
         all = all && (!same || d[k].library_call());
       }
       v += all ? "; plain MPI on every rank (every site of this kind and size is judged alike)"

@@ -72,12 +72,19 @@ std::shared_ptr<const model::Blocks> site_blocks(const ProfileSite& s) {
 }
 }  // namespace
 
+double site_bytes(const ProfileSite& s) {
+  double bytes = 0;
+  for (const ProfileSite::Rank& r : s.ranks)
+    if (r.bytes_per_call) bytes = std::max(bytes, static_cast<double>(*r.bytes_per_call));
+  return bytes;
+}
+
 SiteEstimate estimate_site(const ProfileSite& s) {
   SiteEstimate e;
+  e.bytes = site_bytes(s);
   std::vector<double> comm, curc, crc, overlap;
   for (const ProfileSite::Rank& r : s.ranks) {
     if (r.duration_ns) comm.push_back(*r.duration_ns);
-    if (r.bytes_per_call) e.bytes = std::max(e.bytes, static_cast<double>(*r.bytes_per_call));
     const std::optional<double> t_crc_opt =
         rank_crc_ns(r, r.bytes_per_call ? std::optional<double>(static_cast<double>(*r.bytes_per_call)) : std::nullopt);
     if (!t_crc_opt) continue;
@@ -105,7 +112,7 @@ SiteSizes site_sizes(const Settings& s, const Judge& judge, const ProfileSite& s
   // The site's size in its kind's unit, where the profile has it (a per-peer or whole size);
   // otherwise (Alltoallv, Allgatherv's largest block) outside only where no size returns early.
   const SizeUnit unit = info(kind).unit;
-  const double bytes = estimate_site(site).bytes;
+  const double bytes = site_bytes(site);
   std::optional<std::size_t> at;
   if (unit == SizeUnit::PerPeer) at = static_cast<std::size_t>(bytes / std::max(1, site.comm_size));
   if (unit == SizeUnit::Whole) at = static_cast<std::size_t>(bytes);

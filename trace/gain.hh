@@ -72,6 +72,8 @@ struct SiteEstimate {
   bool own_last = false;               // a rank reads its own block after every peer's (model::Program::own_last)
 };
 SiteEstimate estimate_site(const ProfileSite& s);
+// SiteEstimate::bytes alone (the most bytes received per call by one rank), without the rest.
+double site_bytes(const ProfileSite& s);
 // Whether some rank of the site reads its own block after every peer's (exchange family): a rank
 // whose recorded order ends with its own block, where the site's ranks are those of one
 // communicator (as many as its size, numbered below it: the profile's rank numbers are the job's,

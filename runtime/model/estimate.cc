@@ -65,47 +65,60 @@ std::vector<double> pieces_of(double s, const PieceRule& rule, std::size_t page)
   return out;
 }
 
+// What an exchange moves through one node: bytes between its ranks, into it, out of it, and the
+// largest block between two of its ranks.
+struct NodeBytes {
+  double inside = 0, into = 0, out = 0, pair = 0;
+};
+
+// Per node of `t`: every block `s` (pair `s`), or from `blocks` where they are `t`'s (one pass).
+std::vector<NodeBytes> node_bytes(const Topology& t, double s, const Blocks* blocks) {
+  const int n = t.n();
+  std::vector<NodeBytes> nb(static_cast<std::size_t>(t.nodes()));
+  if (blocks == nullptr || blocks->n != n) {
+    for (std::size_t j = 0; j < nb.size(); ++j) {
+      const double M = t.ranks_on(static_cast<int>(j));
+      nb[j] = {M * (M - 1) * s, M * (n - M) * s, M * (n - M) * s, s};
+    }
+    return nb;
+  }
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b) {
+      if (a == b) continue;
+      NodeBytes& to = nb[static_cast<std::size_t>(t.node[static_cast<std::size_t>(a)])];
+      NodeBytes& from = nb[static_cast<std::size_t>(t.node[static_cast<std::size_t>(b)])];
+      const double v = blocks->at(a, b);  // a receives from b
+      if (&to == &from) to.inside += v, to.pair = std::max(to.pair, v);
+      else to.into += v, from.out += v;
+    }
+  for (std::size_t j = 0; j < nb.size(); ++j)
+    if (t.ranks_on(static_cast<int>(j)) <= 1) nb[j].pair = s;  // no pair inside: as without blocks
+  return nb;
+}
+
 // Bytes through each node's shared resources for an exchange of `s` per peer, the slowest node.
 // `stretch`: the copies inside a node take that much longer (Crowding), the wire not;
 // `head_bytes`: what the node's link takes before its rate applies (an idle link's head start,
 // Level::head_bytes; only mode nbc's weighing passes it: exchange_idle_link). `blocks` (tnbc's
-// schedule of an Alltoallv with the trace's blocks): each node's bytes in, out and between its
-// ranks from them instead (its link bound by the busier direction, or both at the link's
-// two-way rate), the largest block between two of its ranks for a hand-off's fragments.
+// schedule of an Alltoallv with the trace's blocks): each node's bytes from them (node_bytes):
+// its link bound by the busier direction, or both at the link's two-way rate.
 double exchange_node_bound(const Machine& m, const Topology& t, double s, double stretch = 1, double head_bytes = 0,
                            const Blocks* blocks = nullptr) {
-  const int n = t.n();
   const BusyPoll spin = spins_on(m, t) ? busy_poll(m) : BusyPoll{};
   const Level &in = level(m, LevelKind::IntraNode), &out = level(m, LevelKind::InterNode);
-  // Per node from the blocks (one pass over them): bytes between its ranks, in, out, the largest block inside.
-  const bool matrix = blocks != nullptr && blocks->n == n;
-  const auto nodes = static_cast<std::size_t>(t.nodes());
-  std::vector<double> inside_of(matrix ? nodes : 0, 0), into_of(inside_of), out_of_node(inside_of), pair_of(inside_of);
-  if (matrix)
-    for (int a = 0; a < n; ++a)
-      for (int b = 0; b < n; ++b) {
-        const auto na = static_cast<std::size_t>(t.node[static_cast<std::size_t>(a)]);
-        const auto nb = static_cast<std::size_t>(t.node[static_cast<std::size_t>(b)]);
-        const double v = blocks->at(a, b);  // a receives from b
-        if (a == b) continue;
-        if (na == nb) inside_of[na] += v, pair_of[na] = std::max(pair_of[na], v);
-        else into_of[na] += v, out_of_node[nb] += v;
-      }
+  const std::vector<NodeBytes> nodes = node_bytes(t, s, blocks);
   double worst = 0;
   for (int j = 0; j < t.nodes(); ++j) {
+    const NodeBytes& b = nodes[static_cast<std::size_t>(j)];
     const int ranks = t.ranks_on(j);
     const double M = ranks;
-    const auto J = static_cast<std::size_t>(j);
-    const double inside = matrix ? inside_of[J] : M * (M - 1) * s;
-    const double into = matrix ? into_of[J] : M * (n - M) * s, out_of = matrix ? out_of_node[J] : into;
-    const double pair = matrix && ranks > 1 ? pair_of[J] : s;
-    const double block = M > 1 ? inside / (M * (M - 1)) : s;  // the mean block between the node's ranks
+    const double block = M > 1 ? b.inside / (M * (M - 1)) : s;  // the mean block between the node's ranks
     // Inside the node at the rate of this size with this many ranks exchanging (own blocks
     // included); where they spin on fewer CPUs, one fragment per hand-off for every pair at once.
-    const double intra = spin.spins() ? handoff_ns(spin, pair, ranks, t.cpus_per_node)
-                         : inside > 0 ? stretch * inside * in.node_exchange(block, ranks)
-                                      : 0.0;
-    const double v_in = std::max(0.0, into - head_bytes), v_out = std::max(0.0, out_of - head_bytes);  // past an idle link's head start
+    const double intra = spin.spins() ? handoff_ns(spin, b.pair, ranks, t.cpus_per_node)
+                         : b.inside > 0 ? stretch * b.inside * in.node_exchange(block, ranks)
+                                        : 0.0;
+    const double v_in = std::max(0.0, b.into - head_bytes), v_out = std::max(0.0, b.out - head_bytes);  // past an idle link's head start
     const double inter = std::max(std::max(v_in, v_out) * out.node_out(), (v_in + v_out) * out.node_bi());
     worst = std::max(worst, std::max(intra, inter));
   }

@@ -68,11 +68,9 @@ struct Coll {
   double bytes = 0;      // per peer (Alltoall, Alltoallv as received / (n - 1), Allgather), whole (Bcast)
   // Alltoallv with the trace's blocks (nullptr: every block `bytes`): the bytes through each node's
   // resources of tnbc's schedule, which posts every pair's messages at once and is bound by them;
-  // everything else — the library's call (whose time follows its heaviest receiver: measured, np 4
-  // on 2 one-CPU nodes, 2 MiB mean block, 185 ms uniform, 332 ms with the middle ranks receiving
-  // 11x the others' blocks, tnbc's schedule in the call 88 and 87 ms; docs/benchmarks.md, "Session
-  // 54"), a rank's own messages and CPU, the time in the call — takes `bytes`, the heaviest
-  // receiver's block.
+  // everything else — the library's call (its time follows its heaviest receiver), a rank's own
+  // messages and CPU, the time in the call — takes `bytes`, the heaviest receiver's block
+  // (measured: docs/benchmarks.md, "Session 54").
   std::shared_ptr<const Blocks> blocks;
   int root = 0;          // Bcast
   int segments = 1;      // Bcast: middle chunks (a segmented binomial tree; 1: binomial)

@@ -40,7 +40,8 @@ const std::vector<Option> kOptions = {
      "SIGSEGV handler), or auto (uffd where the kernel allows it).",
      &Settings::guard},
     {"uffd_publish", OptionType::Choice, "auto", "auto|copy",
-     "auto: the userfaultfd guard moves the buffer's own pages out and back (Linux >= 6.8), copying where it cannot; "
+     "auto: the userfaultfd guard moves the buffer's own pages out and back (Linux >= 6.8), copying where it cannot "
+     "or the machine file prices copying cheaper; "
      "copy: it empties the pages and installs copies.",
      &Settings::uffd_publish},
     {"send_copy", OptionType::Choice, "auto", "auto|eager|lazy|lazy-sends",

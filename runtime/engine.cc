@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <string_view>
 #include <vector>
 
 #include "runtime/bulk_copy.hh"
@@ -18,6 +19,7 @@
 #include "runtime/guard_backend.hh"
 #include "runtime/inflight.hh"
 #include "runtime/log.hh"
+#include "runtime/model/estimate.hh"
 #include "runtime/model/startup.hh"
 #include "runtime/observe.hh"
 #include "runtime/node_gate.hh"
@@ -495,6 +497,14 @@ class EngineImpl final : public Engine {
     PMPI_Allreduce(range, agreed_range, 2, MPI_INT, MPI_MAX, world);
     if (agreed_range[0] != -agreed_range[1]) first = nullptr;
     model_ = model::start_model(s_, world, first, page_, stats_);
+    // TNBC_UFFD_PUBLISH=auto moves pages where the kernel can, unless the machine file (the same on
+    // every rank) measured copying as the cheaper publication (model::page_moves_pay).
+    if (first == uffd_.get() && std::string_view(first->probe_name()) == "userfaultfd_move" &&
+        !model::page_moves_pay(model_->machine)) {
+      uffd_ = make_uffd_backend(false);
+      std::replace(backends_.begin(), backends_.end(), first, uffd_.get());
+      first = uffd_.get();
+    }
     const std::uint64_t fp = policy_->fingerprint();
     std::uint64_t in[2] = {fp, ~fp}, agreed[2] = {0, 0};
     PMPI_Allreduce(in, agreed, 2, MPI_UINT64_T, MPI_MIN, world);

@@ -21,6 +21,7 @@
 #include <span>
 
 #include "runtime/coll/collective.hh"
+#include "runtime/function_ref.hh"
 #include "runtime/guard.hh"
 #include "runtime/policy.hh"
 #include "runtime/stats.hh"
@@ -44,11 +45,12 @@ class GuardBackend {
   // What the summary counts for a call it held (and whether its pages were swapped).
   virtual Stats::GuardUsed stats_kind() const = 0;
   // The start-up probe and `tnbc calibrate` (runtime/model/probe.hh): hold back and publish
-  // [user, user + bytes) once, from `staging`; the two phases' times in `t` (ns).
+  // [user, user + bytes) once, from `staging`; the two phases' times in `t` (ns). `receive` runs
+  // between them, untimed: it writes the staging as the MPI library's receive would.
   struct CycleTimes {
     double hold_ns = 0, publish_ns = 0;
   };
-  virtual bool cycle(char* user, char* staging, std::size_t bytes, CycleTimes& t) = 0;
+  virtual bool cycle(char* user, char* staging, std::size_t bytes, CycleTimes& t, FunctionRef<void()> receive) = 0;
   virtual const char* probe_name() const = 0;
 };
 

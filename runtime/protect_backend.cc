@@ -46,12 +46,13 @@ class ProtectBackend final : public GuardBackend {
 
   Stats::GuardUsed stats_kind() const override { return Stats::GuardUsed::ProtNone; }
 
-  bool cycle(char* user, char* staging, std::size_t bytes, CycleTimes& t) override {
+  bool cycle(char* user, char* staging, std::size_t bytes, CycleTimes& t, FunctionRef<void()> receive) override {
     const long long t0 = futex::now_ns();
     if (::mprotect(user, bytes, PROT_NONE) != 0) return false;
+    t.hold_ns = static_cast<double>(futex::now_ns() - t0);
+    receive();
     const long long t1 = futex::now_ns();
     const bool ok = write_through_proc_mem(user, staging, bytes) && ::mprotect(user, bytes, PROT_READ | PROT_WRITE) == 0;
-    t.hold_ns = static_cast<double>(t1 - t0);
     t.publish_ns = static_cast<double>(futex::now_ns() - t1);
     return ok;
   }

@@ -98,13 +98,14 @@ class UffdBackend final : public GuardBackend {
 
   Stats::GuardUsed stats_kind() const override { return Stats::GuardUsed::Userfaultfd; }
 
-  bool cycle(char* user, char* staging, std::size_t bytes, CycleTimes& t) override {
+  bool cycle(char* user, char* staging, std::size_t bytes, CycleTimes& t, FunctionRef<void()> receive) override {
     const auto lo = reinterpret_cast<std::uintptr_t>(user), hi = lo + bytes;
     const long long t0 = futex::now_ns();
     if (!(swap_ ? uffd::arm_swap(lo, hi, staging) : uffd::arm(lo, hi))) return false;
+    t.hold_ns = static_cast<double>(futex::now_ns() - t0);
+    receive();
     const long long t1 = futex::now_ns();
     const bool ok = (swap_ ? uffd::fill_swapped(lo, hi, staging) : uffd::fill(lo, hi, staging)).ok();
-    t.hold_ns = static_cast<double>(t1 - t0);
     t.publish_ns = static_cast<double>(futex::now_ns() - t1);
     return ok;
   }

@@ -129,10 +129,7 @@ std::string node_verdict(const trace::ProfileSite& site, const Settings& s, cons
 
 std::vector<std::string> site_verdicts(const trace::LoadedProfile& p, const Settings& s, const RunModel* m) {
   std::vector<std::string> out;
-  int guard = -1;
-  if (m)
-    for (int b = 0; b < model::kGuardBackends && guard < 0; ++b)
-      if (m->inputs->machine.guard_measured[b]) guard = b;
+  const int guard = m ? model::priced_guard(m->inputs->machine) : -1;
   const trace::Judge judge = trace::make_judge(s, m ? m->inputs : nullptr, execution(s, guard));
   std::vector<trace::Decision> d;
   for (const auto& site : p.sites) d.push_back(trace::decide(&site, true, judge));

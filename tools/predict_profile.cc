@@ -18,6 +18,7 @@
 
 #include "runtime/config.hh"
 #include "runtime/json.hh"
+#include "runtime/model/estimate.hh"
 #include "runtime/policy.hh"
 #include "trace/gain.hh"
 #include "trace/profile.hh"
@@ -478,9 +479,7 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
   cfg.per_node = per_node;
   const Settings settings{};
   cfg.bcast_max_segments = static_cast<int>(settings.bcast_max_segments);
-  int guard = -1;
-  for (int gi = 0; gi < model::kGuardBackends && guard < 0; ++gi)
-    if (cfg.machine.guard_measured[gi]) guard = gi;
+  const int guard = model::priced_guard(cfg.machine);
   cfg.x = execution(settings, guard);
   // A platform whose node's ranks spin in slices on fewer cores: the margin of busy polling, as a
   // machine file showing it gives the run (model::margin_of_tcomm; busy_poll.hh).

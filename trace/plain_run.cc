@@ -36,8 +36,7 @@ PlainRun judge_plain_run(const Settings& s, const std::string& executable, const
     in->file = s.machine;
     const int per_node = std::clamp(in->machine.ranks_per_node, 1, std::max(1, prof.np));
     in->world = model::Topology::block(prof.np, per_node, std::max(1, in->machine.cpus_per_node), std::max(1, cpus_per_rank));
-    for (int b = 0; b < model::kGuardBackends && guard < 0; ++b)
-      if (in->machine.guard_measured[b]) guard = b;
+    guard = model::priced_guard(in->machine);
   }
   const Judge judge = make_judge(s, in, execution(s, guard));
   for (const ProfileSite& site : prof.sites) {

@@ -1035,6 +1035,28 @@ Coll run_coll(const Machine& m, const Topology& t, const Execution& x, Kind kind
   return c;
 }
 
+bool page_moves_pay(const Machine& m) {
+  const int move = guard_index("userfaultfd_move"), copy = guard_index("userfaultfd_copy");
+  if (move < 0 || copy < 0 || !m.guard_measured[move] || !m.guard_measured[copy]) return true;
+  const GuardCost& a = m.guard[move];
+  const GuardCost& b = m.guard[copy];
+  double moved = 0, copied = 0;
+  for (const CostPoint& p : a.hold.points) {
+    const bool shared = std::any_of(b.hold.points.begin(), b.hold.points.end(), [&](const CostPoint& q) { return q.bytes == p.bytes; });
+    if (!shared) continue;
+    moved += a.hold.at(p.bytes) + a.publish.at(p.bytes);
+    copied += b.hold.at(p.bytes) + b.publish.at(p.bytes);
+  }
+  return moved <= copied;
+}
+
+int priced_guard(const Machine& m) {
+  int g = -1;
+  for (int b = 0; b < kGuardBackends && g < 0; ++b)
+    if (m.guard_measured[b]) g = b;
+  return g == guard_index("userfaultfd_move") && !page_moves_pay(m) ? guard_index("userfaultfd_copy") : g;
+}
+
 bool lazy_copy_pays(const Machine& m, double bytes, bool written_early, std::size_t page) {
   const int prot = guard_index("prot_none");
   if (!m.guard_measured[prot] || bytes < static_cast<double>(page)) return false;

@@ -243,4 +243,16 @@ Coll run_coll(const Machine& m, const Topology& t, const Execution& x, Kind kind
 // its send buffer at once takes (`written_early`).
 bool lazy_copy_pays(const Machine& m, double bytes, bool written_early, std::size_t page);
 
+// Whether the userfaultfd guard should publish by moving the buffer's own pages out and back
+// (userfaultfd_move) rather than by installing copies (userfaultfd_copy): the hold and the
+// publication (the accesses around them included: measure.hh, guard_lines), summed over the sizes
+// both were measured at, cost no more. True where either is unmeasured (the start-up probe
+// measures the first backend only): moving, as before session 55.
+bool page_moves_pay(const Machine& m);
+// The guard backend the engine prices its calls with, as far as the machine alone tells (the
+// offline tools: `tnbc merge`, `tnbc predict`, the plain-program check): the first measured in the
+// engine's order (userfaultfd moving, copying, PROT_NONE), copying in place of moving where
+// page_moves_pay says so; -1 where none was measured.
+int priced_guard(const Machine& m);
+
 }  // namespace tnbc::model

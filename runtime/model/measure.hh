@@ -88,8 +88,10 @@ double uncached_copy_ns(Scratch& s, std::size_t& cursor, std::size_t bytes, Func
 
 // A guard backend's hold back and publish of each size (one region), each cycle after an
 // untimed `before` (e.g. emptying the caches): the lines through the medians (the hold's keeping
-// them: Line::points). False when the
-// backend fails on scratch memory.
+// them: Line::points). The publication's include what the accesses around a cycle cost beyond
+// the same accesses to resident pages: the staging written between hold and publish (as MPI's
+// receive writes it) and each page of the buffer read after it (as the reader reads it). False
+// when the backend fails on scratch memory.
 bool guard_lines(GuardBackend& b, Scratch& s, const std::vector<std::size_t>& sizes, int reps, FunctionRef<void()> before,
                  Line& hold, Line& publish);
 

@@ -736,6 +736,37 @@ TEST_CASE("model: tnbc's copies in the call are priced at the machine's in-call 
   CHECK(lazy_copy_pays(m, 4 * kMiB, false, kPage));
 }
 
+TEST_CASE("model: the userfaultfd guard moves pages only where the machine prices moving no dearer than copying") {
+  Machine m = test::machine(125);
+  const int move = guard_index("userfaultfd_move"), copy = guard_index("userfaultfd_copy");
+  REQUIRE(move >= 0);
+  REQUIRE(copy >= 0);
+  m.guard_measured[move] = m.guard_measured[copy] = false;
+  CHECK(page_moves_pay(m));  // nothing measured (the start-up probe's first backend only): moving, as before
+  const std::vector<double> sizes{4096, 1.0 * kMiB};
+  m.guard_measured[move] = true;
+  m.guard[move].hold = fit_through(sizes, {50e3, 100e3});
+  m.guard[move].publish = {30e3, 0.002};
+  CHECK(page_moves_pay(m));  // copying unmeasured
+  m.guard_measured[copy] = true;
+  m.guard[copy].hold = fit_through(sizes, {40e3, 90e3});
+  m.guard[copy].publish = {10e3, 0.15};
+  // Moving 80 + 132 us against copying 51 + 257 us over the two sizes.
+  CHECK(page_moves_pay(m));
+  CHECK(priced_guard(m) == move);  // the offline tools price what the engine runs
+  // The first accesses to moved pages priced in (~1.7 ns/B, session 55's guest): copying is cheaper.
+  m.guard[move].publish = {180e3, 1.7};
+  CHECK_FALSE(page_moves_pay(m));
+  CHECK(priced_guard(m) == copy);
+  // Copying measured at other sizes only: nothing to compare, moving kept.
+  m.guard[copy].hold = fit_through({8192}, {40e3});
+  CHECK(page_moves_pay(m));
+  CHECK(priced_guard(m) == move);
+  // Moving not measured (a kernel without UFFDIO_MOVE): copying, whatever it costs.
+  m.guard_measured[move] = false;
+  CHECK(priced_guard(m) == copy);
+}
+
 TEST_CASE("model: an early return's time in the call ends with the hand-over calibrate measured, a completion's does not") {
   // Every early return hands its steps to the progress thread at its end (runtime/engine.cc):
   // the poke, and where that thread shares the caller's CPU the switch there and back.

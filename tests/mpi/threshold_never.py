@@ -18,10 +18,9 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from profile_runs import calibrate, options, run, summaries  # noqa: E402
+from profile_runs import calibrated_machine, options, run, summaries  # noqa: E402
 from run_mpi_test import fail  # noqa: E402
 
 NEVER_FAULT_NS = 1e12
@@ -29,10 +28,7 @@ NEVER_FAULT_NS = 1e12
 
 def main():
     a = options(3)
-    work = tempfile.mkdtemp(prefix="tnbc-never-")
-    machine = os.path.join(work, "machine.json")
-    calibrate(a, machine, "256k", 0.02)
-    m = json.load(open(machine))
+    work, _, m = calibrated_machine(a, "tnbc-never-")
     guards = [g for g in m["guard"].values() if isinstance(g, dict) and "fault_ns" in g]  # the backends measured
     if not guards:
         fail(f"the machine file has no guard backend measured: {m['guard']}")

@@ -17,10 +17,9 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from profile_runs import calibrate, options, run, summaries  # noqa: E402
+from profile_runs import calibrated_machine, options, run, summaries  # noqa: E402
 from run_mpi_test import fail  # noqa: E402
 
 DEARER = 1000.0
@@ -49,10 +48,7 @@ def moved_counts(a, out, outdir):
 
 def main():
     a = options(3)
-    work = tempfile.mkdtemp(prefix="tnbc-uffd-publish-")
-    machine = os.path.join(work, "machine.json")
-    calibrate(a, machine, "256k", 0.02)
-    m = json.load(open(machine))
+    work, _, m = calibrated_machine(a, "tnbc-uffd-publish-")
     measured = [k for k in ("userfaultfd_move", "userfaultfd_copy") if isinstance(m["guard"].get(k), dict)]
     if len(measured) < 2:
         print(f"SKIP: the calibration measured {measured or 'no userfaultfd backend'} (moving pages needs "

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
-#include <string_view>
 #include <vector>
 
 #include "runtime/bulk_copy.hh"
@@ -498,9 +497,8 @@ class EngineImpl final : public Engine {
     if (agreed_range[0] != -agreed_range[1]) first = nullptr;
     model_ = model::start_model(s_, world, first, page_, stats_);
     // TNBC_UFFD_PUBLISH=auto moves pages where the kernel can, unless the machine file (the same on
-    // every rank) measured copying as the cheaper publication (model::page_moves_pay).
-    if (first == uffd_.get() && std::string_view(first->probe_name()) == "userfaultfd_move" &&
-        !model::page_moves_pay(model_->machine)) {
+    // every rank) measured copying as the cheaper publication (model::guard_that_runs).
+    if (first == uffd_.get() && model::guard_that_runs(model_->machine, mine) != mine) {
       uffd_ = make_uffd_backend(false);
       std::replace(backends_.begin(), backends_.end(), first, uffd_.get());
       first = uffd_.get();

@@ -1050,11 +1050,16 @@ bool page_moves_pay(const Machine& m) {
   return moved <= copied;
 }
 
+int guard_that_runs(const Machine& m, int first) {
+  return first >= 0 && first == guard_index("userfaultfd_move") && !page_moves_pay(m) ? guard_index("userfaultfd_copy")
+                                                                                        : first;
+}
+
 int priced_guard(const Machine& m) {
   int g = -1;
   for (int b = 0; b < kGuardBackends && g < 0; ++b)
     if (m.guard_measured[b]) g = b;
-  return g == guard_index("userfaultfd_move") && !page_moves_pay(m) ? guard_index("userfaultfd_copy") : g;
+  return guard_that_runs(m, g);
 }
 
 bool lazy_copy_pays(const Machine& m, double bytes, bool written_early, std::size_t page) {

@@ -249,10 +249,14 @@ bool lazy_copy_pays(const Machine& m, double bytes, bool written_early, std::siz
 // both were measured at, cost no more. True where either is unmeasured (the start-up probe
 // measures the first backend only): moving, as before session 55.
 bool page_moves_pay(const Machine& m);
+// The guard backend that holds the calls where `first` (a kGuardNames index, -1: none) is the
+// first that works here: copying in place of moving where page_moves_pay says so, else `first`.
+// The engine's choice at MPI_Init and the offline tools' (priced_guard) go through it.
+int guard_that_runs(const Machine& m, int first);
 // The guard backend the engine prices its calls with, as far as the machine alone tells (the
 // offline tools: `tnbc merge`, `tnbc predict`, the plain-program check): the first measured in the
-// engine's order (userfaultfd moving, copying, PROT_NONE), copying in place of moving where
-// page_moves_pay says so; -1 where none was measured.
+// engine's order (userfaultfd moving, copying, PROT_NONE), through guard_that_runs; -1 where none
+// was measured.
 int priced_guard(const Machine& m);
 
 }  // namespace tnbc::model

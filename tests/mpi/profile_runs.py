@@ -69,12 +69,12 @@ def calibrate(a, machine, max_bytes, seconds_per_size):
 def calibrated_machine(a, prefix):
     """A scratch directory and the build's shared small calibration in it (np from `a`, 256k at
     0.02 s a size: the one model-decisions, plain-run, copy-price, threshold-never and uffd-publish
-    share): (directory, machine file, its JSON), for a test to derive machine files from."""
+    share): (directory, the machine file's JSON), for a test to derive machine files from."""
     work = tempfile.mkdtemp(prefix=prefix)
     machine = os.path.join(work, "machine.json")
     calibrate(a, machine, "256k", 0.02)
     with open(machine) as f:
-        return work, machine, json.load(f)
+        return work, json.load(f)
 
 
 def shared_calibration(a, max_bytes, seconds_per_size):

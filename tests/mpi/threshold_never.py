@@ -28,7 +28,7 @@ NEVER_FAULT_NS = 1e12
 
 def main():
     a = options(3)
-    work, _, m = calibrated_machine(a, "tnbc-never-")
+    work, m = calibrated_machine(a, "tnbc-never-")
     guards = [g for g in m["guard"].values() if isinstance(g, dict) and "fault_ns" in g]  # the backends measured
     if not guards:
         fail(f"the machine file has no guard backend measured: {m['guard']}")

@@ -48,7 +48,7 @@ def moved_counts(a, out, outdir):
 
 def main():
     a = options(3)
-    work, _, m = calibrated_machine(a, "tnbc-uffd-publish-")
+    work, m = calibrated_machine(a, "tnbc-uffd-publish-")
     measured = [k for k in ("userfaultfd_move", "userfaultfd_copy") if isinstance(m["guard"].get(k), dict)]
     if len(measured) < 2:
         print(f"SKIP: the calibration measured {measured or 'no userfaultfd backend'} (moving pages needs "

@@ -258,6 +258,11 @@ class EngineImpl final : public Engine {
 
  private:
   static constexpr long long kNsPerSecond = 1000 * 1000 * 1000;
+  // staging(): how long a call waits for the progress thread's round before it maps fresh
+  // staging, where no machine file prices fresh pages (memcpy_cold): the round itself takes tens
+  // of us; a progress thread that does not get the CPU within this costs the call no more than
+  // ~100 fresh pages would on the VMs here.
+  static constexpr long long kSettleUnpricedNs = 1000 * 1000;
   // say_copy_price(): the run's copies this far off the machine file's price (either way) are
   // worth a word: beyond the spread of one machine's launches (this VM's two copy rates are
   // 1.6-1.8x apart, docs/benchmarks.md "Session 22"; a word each time would only say that), where
@@ -278,13 +283,13 @@ class EngineImpl final : public Engine {
       e_.fence(span_of(buf, count, t), "a collective on a guarded buffer");
     }
     char* send_area(std::size_t bytes) override {
-      f_.send_block = e_.pool_.acquire(bytes);
+      f_.send_block = e_.staging(e_.pool_, bytes);
       return f_.send_block.data;
     }
     // At the offset of `user` in its pages, so that whole pages can move between the two.
     char* recv_area(std::size_t bytes, const void* user) override {
       const std::size_t shift = reinterpret_cast<std::uintptr_t>(user) % e_.page_;
-      f_.recv_block = e_.recv_pool_.acquire(bytes + shift);
+      f_.recv_block = e_.staging(e_.recv_pool_, bytes + shift);
       return f_.recv_block.data ? f_.recv_block.data + shift : nullptr;
     }
     Status pack(const void* src, long long count, MPI_Datatype t, char* dst, std::size_t bytes) override {
@@ -457,6 +462,34 @@ class EngineImpl final : public Engine {
                                  kernel_send_buffer_bytes());
     stats_.add_block("node_turn", [t] { return t.json(); });
     return t;
+  }
+
+  // A call's staging: a block the pool holds; else, while collectives are still in flight, the
+  // progress thread gets the CPU to finish its round first (one whose steps are done gives its
+  // blocks back: on a CPU it shares with this caller, it may not have run since the reader it
+  // woke took that CPU), for at most what fresh pages would cost; else fresh pages, whose first
+  // touches fault (~10 us a page on the VMs here: 3.6 ms in the call at 2 MiB,
+  // docs/benchmarks.md "Session 56").
+  Block staging(Pool& pool, std::size_t bytes) {
+    if (Block b = pool.reuse(bytes); b.data) return b;
+    const long long start = futex::now_ns(), deadline = start + fresh_pages_ns(bytes);
+    Block b;
+    if (progress_->in_flight()) {
+      while (!b.data && progress_->settle(deadline)) b = pool.reuse(bytes);
+      stats_.record_settle(futex::now_ns() - start);
+    }
+    if (b.data) return b;
+    b = pool.acquire(bytes);
+    if (b.data) stats_.record_staging_map(b.capacity);
+    return b;
+  }
+  // What writing `bytes` into pages never touched costs beyond a warm copy: the machine file's
+  // memcpy_cold line over its memcpy line; the start-up probe measures neither the one nor the
+  // other's cold side, so there kSettleUnpricedNs.
+  long long fresh_pages_ns(std::size_t bytes) const {
+    if (!model_ || !model_->machine.memcpy_cold_measured()) return kSettleUnpricedNs;
+    const double b = static_cast<double>(bytes);
+    return static_cast<long long>(std::max(0.0, model_->machine.memcpy_cold.at(b) - model_->machine.memcpy_cost.at(b)));
   }
 
   // What the machine's line for tnbc's copies in a call prices a copy of `bytes` at (0 before

@@ -11,19 +11,27 @@ Pool::~Pool() {
   for (auto& [cap, p] : free_) munmap(p, cap);
 }
 
-Block Pool::acquire(std::size_t bytes) {
+namespace {
+std::size_t capacity_for(std::size_t bytes) {
   const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  const std::size_t cap = std::bit_ceil(std::max(bytes, page));
-  {
-    std::lock_guard lock(mutex_);
-    auto it = free_.find(cap);
-    if (it != free_.end()) {
-      Block b{it->second, cap};
-      free_.erase(it);
-      cached_ -= cap;
-      return b;
-    }
-  }
+  return std::bit_ceil(std::max(bytes, page));
+}
+}  // namespace
+
+Block Pool::reuse(std::size_t bytes) {
+  const std::size_t cap = capacity_for(bytes);
+  std::lock_guard lock(mutex_);
+  auto it = free_.find(cap);
+  if (it == free_.end()) return {};
+  Block b{it->second, cap};
+  free_.erase(it);
+  cached_ -= cap;
+  return b;
+}
+
+Block Pool::acquire(std::size_t bytes) {
+  if (Block b = reuse(bytes); b.data) return b;
+  const std::size_t cap = capacity_for(bytes);
   void* p = mmap(nullptr, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return {};
   return {static_cast<char*>(p), cap};

@@ -19,6 +19,8 @@ class Pool {
  public:
   ~Pool();
   Block acquire(std::size_t bytes);  // data == nullptr if memory is exhausted
+  // A block the pool holds (data == nullptr: none of this size is free; acquire maps one).
+  Block reuse(std::size_t bytes);
   void release(Block b);
   std::size_t cached_bytes() const;
 

@@ -67,6 +67,24 @@ bool Progress::drain(long long timeout_ns) {
   return true;
 }
 
+bool Progress::settle(long long deadline_ns) {
+  if (in_flight_.load(std::memory_order_acquire) == 0) return false;
+  const std::uint32_t retired = finished_word_.load(std::memory_order_acquire);
+  const std::uint32_t round = rounds_.load(std::memory_order_acquire);
+  settlers_.fetch_add(1, std::memory_order_seq_cst);
+  urgency().poke();
+  for (long long now = futex::now_ns(); rounds_.load(std::memory_order_acquire) == round && now < deadline_ns;
+       now = futex::now_ns())
+    futex::wait(rounds_, round, deadline_ns - now);
+  settlers_.fetch_sub(1, std::memory_order_relaxed);
+  return finished_word_.load(std::memory_order_acquire) != retired;
+}
+
+void Progress::round_done() {
+  rounds_.fetch_add(1, std::memory_order_seq_cst);
+  if (settlers_.load(std::memory_order_seq_cst) > 0) futex::wake_all(rounds_);
+}
+
 void Progress::stop() {
   if (!thread_.joinable()) return;
   stop_.store(true);
@@ -191,6 +209,7 @@ void Progress::run() {
     });
     parked_count_.store(parked_.size(), std::memory_order_relaxed);
     if (ex.empty()) {
+      round_done();
       if (stop_.load() && parked_.empty()) break;
       futex::wait(u.wake, wake_seen, -1);
       continue;
@@ -218,6 +237,7 @@ void Progress::run() {
                   parked_count_.store(parked_.size(), std::memory_order_relaxed);
                 }
               });
+    round_done();
     if (moved) {
       sleep_ns = poll_min_ns_;
       continue;

@@ -40,6 +40,15 @@ class Progress {
   // previous one's end, so that no time counts twice. Regions still held back for observation
   // must be opened first (fence_all).
   bool drain(long long timeout_ns);
+  // Lets the thread finish its round (sleeping until it has, or until `deadline_ns`) where a
+  // collective is still in flight: one whose steps are done is retired in that round and its
+  // staging goes back to the pools. True if some collective was retired meanwhile (the caller
+  // may look in the pools again). For a caller about to map fresh staging: where this thread
+  // shares the caller's CPU, the reader that its last publication woke takes that CPU and this
+  // thread may not run again before the program's next call (docs/architecture.md, "The parts": Staging).
+  bool settle(long long deadline_ns);
+  // Collectives submitted and not yet retired.
+  bool in_flight() const { return in_flight_.load(std::memory_order_acquire) != 0; }
   // Sampled calls whose steps are all done but whose regions wait for their first touch
   // (runtime/observe.hh): the engine samples no more while too many wait.
   std::size_t parked() const { return parked_count_.load(std::memory_order_relaxed); }
@@ -75,6 +84,8 @@ class Progress {
   // Sleeps while a caller whose CPU this thread takes is leaving its call (set_shares_caller_cpu:
   // progress_takes_callers_cpu).
   void wait_for_returns();
+  // A round is over (what finished is retired): wakes the threads in settle().
+  void round_done();
 
   const long long poll_min_ns_, poll_max_ns_;
   std::function<void(InFlight&)> finished_;
@@ -93,6 +104,8 @@ class Progress {
   std::vector<std::shared_ptr<InFlight>> returning_;  // taken while their callers were in the call
   std::atomic<std::size_t> in_flight_{0};
   std::atomic<std::uint32_t> finished_word_{0};
+  std::atomic<std::uint32_t> rounds_{0};   // the thread's rounds, counted for settle()
+  std::atomic<int> settlers_{0};           // threads sleeping in settle()
   std::uint64_t polls_ = 0;  // loop iterations (for the debug log)
   std::thread thread_;
 };

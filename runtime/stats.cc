@@ -373,7 +373,10 @@ std::string Stats::summary_json(int rank, int size, const std::string& mode) con
   const CallCopies cc = call_copies();
   j << ", \"in_call_copies\": {\"copies\": " << cc.copies << ", \"bytes\": " << cc.bytes
     << ", \"s\": " << static_cast<double>(cc.ns) / 1e9 << ", \"priced_s\": " << static_cast<double>(cc.priced_ns) / 1e9
-    << "}},\n ";
+    << "}";
+  const Staging st = staging();
+  j << ", \"staging\": {\"mapped\": " << st.mapped << ", \"mapped_bytes\": " << st.mapped_bytes
+    << ", \"settles\": " << st.settles << ", \"settle_s\": " << static_cast<double>(st.settle_ns) / 1e9 << "}},\n ";
   if (!threshold_.basis.empty()) {
     // min_bytes null: no size pays (every collective runs blocking).
     const MeasuredCosts& c = threshold_.costs;

@@ -161,6 +161,21 @@ class Stats {
   CallCopies call_copies() const {
     return {call_copies_[0].load(), call_copies_[1].load(), call_copies_[2].load(), call_copies_[3].load()};
   }
+  // The staging of tnbc's calls (EngineImpl::staging): blocks mapped afresh (their first touches
+  // fault) and their bytes; the waits for the progress thread's round before a block came back
+  // to the pools (or the wait ran out), how many and how long.
+  struct Staging {
+    std::uint64_t mapped = 0, mapped_bytes = 0, settles = 0, settle_ns = 0;
+  };
+  void record_staging_map(std::uint64_t bytes) {
+    staging_[0].fetch_add(1, std::memory_order_relaxed);
+    staging_[1].fetch_add(bytes, std::memory_order_relaxed);
+  }
+  void record_settle(long long ns) {
+    staging_[2].fetch_add(1, std::memory_order_relaxed);
+    staging_[3].fetch_add(static_cast<std::uint64_t>(std::max(0LL, ns)), std::memory_order_relaxed);
+  }
+  Staging staging() const { return {staging_[0].load(), staging_[1].load(), staging_[2].load(), staging_[3].load()}; }
   // tnbc's own costs: the CPU time of its threads (read at shutdown; -1 when unknown).
   void set_thread_cpu(double progress_s, double listener_s) {
     progress_cpu_s_ = progress_s;
@@ -237,6 +252,7 @@ class Stats {
   std::array<std::atomic<std::uint64_t>, 3> bcast_backends_{};  // p2p, rma_binomial, rma_linear
   std::array<std::atomic<std::uint64_t>, 3> profile_uses_{};
   std::array<std::atomic<std::uint64_t>, 4> call_copies_{};  // CallCopies' fields, in order
+  std::array<std::atomic<std::uint64_t>, 4> staging_{};      // Staging's fields, in order
   std::string profile_file_, profile_status_;  // set once at start-up
   double progress_cpu_s_ = -1, listener_cpu_s_ = -1;  // set once at shutdown
   std::string profile_blocking_;

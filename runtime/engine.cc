@@ -525,13 +525,24 @@ class EngineImpl final : public Engine {
     // The guard backend's costs feed global answers (threshold, pieces): every rank must model
     // the same one. Ranks whose first backends differ (userfaultfd on some nodes only) model none.
     const int mine = first ? model::guard_index(first->probe_name()) : -1;
-    int range[2] = {mine, -mine}, agreed_range[2] = {mine, -mine};
-    PMPI_Allreduce(range, agreed_range, 2, MPI_INT, MPI_MAX, world);
+    // And whether PROT_NONE may go first on every rank (TNBC_GUARD=auto, /proc/self/mem
+    // writable): only then may the machine file's prices put it there.
+    const bool protect_here = s_.guard == GuardChoice::Auto &&
+                              std::find(backends_.begin(), backends_.end(), protect_.get()) != backends_.end();
+    int range[3] = {mine, -mine, protect_here ? 0 : 1}, agreed_range[3] = {mine, -mine, 0};
+    PMPI_Allreduce(range, agreed_range, 3, MPI_INT, MPI_MAX, world);
     if (agreed_range[0] != -agreed_range[1]) first = nullptr;
     model_ = model::start_model(s_, world, first, page_, stats_);
     // TNBC_UFFD_PUBLISH=auto moves pages where the kernel can, unless the machine file (the same on
-    // every rank) measured copying as the cheaper publication (model::guard_that_runs).
-    if (first == uffd_.get() && model::guard_that_runs(model_->machine, mine) != mine) {
+    // every rank) measured copying as the cheaper publication; TNBC_GUARD=auto takes userfaultfd
+    // where the kernel allows it, unless the file measured PROT_NONE as the cheaper guard
+    // (model::guard_that_runs).
+    const int runs = first == uffd_.get() ? model::guard_that_runs(model_->machine, mine, agreed_range[2] == 0) : mine;
+    if (runs == model::guard_index("prot_none")) {
+      std::erase(backends_, protect_.get());
+      backends_.insert(backends_.begin(), protect_.get());
+      first = protect_.get();
+    } else if (runs != mine) {
       uffd_ = make_uffd_backend(false);
       std::replace(backends_.begin(), backends_.end(), first, uffd_.get());
       first = uffd_.get();

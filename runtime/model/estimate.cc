@@ -1035,31 +1035,36 @@ Coll run_coll(const Machine& m, const Topology& t, const Execution& x, Kind kind
   return c;
 }
 
-bool page_moves_pay(const Machine& m) {
-  const int move = guard_index("userfaultfd_move"), copy = guard_index("userfaultfd_copy");
-  if (move < 0 || copy < 0 || !m.guard_measured[move] || !m.guard_measured[copy]) return true;
-  const GuardCost& a = m.guard[move];
-  const GuardCost& b = m.guard[copy];
-  double moved = 0, copied = 0;
-  for (const CostPoint& p : a.hold.points) {
-    const bool shared = std::any_of(b.hold.points.begin(), b.hold.points.end(), [&](const CostPoint& q) { return q.bytes == p.bytes; });
+bool guard_costs_no_more(const Machine& m, int a, int b) {
+  if (a < 0 || b < 0 || !m.guard_measured[a] || !m.guard_measured[b]) return true;
+  const GuardCost& x = m.guard[a];
+  const GuardCost& y = m.guard[b];
+  double ax = 0, by = 0;
+  for (const CostPoint& p : x.hold.points) {
+    const bool shared = std::any_of(y.hold.points.begin(), y.hold.points.end(), [&](const CostPoint& q) { return q.bytes == p.bytes; });
     if (!shared) continue;
-    moved += a.hold.at(p.bytes) + a.publish.at(p.bytes);
-    copied += b.hold.at(p.bytes) + b.publish.at(p.bytes);
+    ax += x.hold.at(p.bytes) + x.publish.at(p.bytes);
+    by += y.hold.at(p.bytes) + y.publish.at(p.bytes);
   }
-  return moved <= copied;
+  return ax <= by;
 }
 
-int guard_that_runs(const Machine& m, int first) {
-  return first >= 0 && first == guard_index("userfaultfd_move") && !page_moves_pay(m) ? guard_index("userfaultfd_copy")
-                                                                                        : first;
+bool page_moves_pay(const Machine& m) {
+  return guard_costs_no_more(m, guard_index("userfaultfd_move"), guard_index("userfaultfd_copy"));
+}
+
+int guard_that_runs(const Machine& m, int first, bool protect_usable) {
+  if (first < 0) return first;
+  const int prot = guard_index("prot_none");
+  const int g = first == guard_index("userfaultfd_move") && !page_moves_pay(m) ? guard_index("userfaultfd_copy") : first;
+  return protect_usable && g != prot && !guard_costs_no_more(m, g, prot) ? prot : g;
 }
 
 int priced_guard(const Machine& m) {
   int g = -1;
   for (int b = 0; b < kGuardBackends && g < 0; ++b)
     if (m.guard_measured[b]) g = b;
-  return guard_that_runs(m, g);
+  return guard_that_runs(m, g, true);
 }
 
 bool lazy_copy_pays(const Machine& m, double bytes, bool written_early, std::size_t page) {

@@ -249,14 +249,21 @@ bool lazy_copy_pays(const Machine& m, double bytes, bool written_early, std::siz
 // both were measured at, cost no more. True where either is unmeasured (the start-up probe
 // measures the first backend only): moving, as before session 55.
 bool page_moves_pay(const Machine& m);
+// Whether guard backend `a` (a kGuardNames index) costs no more than `b` by the same sum (hold
+// and publication over the sizes both were measured at). True where either is unmeasured.
+bool guard_costs_no_more(const Machine& m, int a, int b);
 // The guard backend that holds the calls where `first` (a kGuardNames index, -1: none) is the
-// first that works here: copying in place of moving where page_moves_pay says so, else `first`.
-// The engine's choice at MPI_Init and the offline tools' (priced_guard) go through it.
-int guard_that_runs(const Machine& m, int first);
+// first that works here: copying in place of moving where page_moves_pay says so; then PROT_NONE
+// in place of that where `protect_usable` (TNBC_GUARD=auto, and publication through
+// /proc/self/mem works on every rank) and it costs less (guard_costs_no_more; userfaultfd's
+// copying frees and allocates each buffer's pages at every call, PROT_NONE's pages stay:
+// docs/benchmarks.md, "Session 56"); else `first`. The engine's choice at MPI_Init and the
+// offline tools' (priced_guard) go through it.
+int guard_that_runs(const Machine& m, int first, bool protect_usable);
 // The guard backend the engine prices its calls with, as far as the machine alone tells (the
 // offline tools: `tnbc merge`, `tnbc predict`, the plain-program check): the first measured in the
-// engine's order (userfaultfd moving, copying, PROT_NONE), through guard_that_runs; -1 where none
-// was measured.
+// engine's order (userfaultfd moving, copying, PROT_NONE), through guard_that_runs as
+// TNBC_GUARD=auto runs it; -1 where none was measured.
 int priced_guard(const Machine& m);
 
 }  // namespace tnbc::model

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """TNBC_UFFD_PUBLISH=auto publishes by moving pages or by copying them as the machine file prices
-the two (model::page_moves_pay), and the results stay right either way.
+the two (model::page_moves_pay), TNBC_GUARD=auto guards with PROT_NONE where the file prices it
+below userfaultfd (model::guard_that_runs), and the results stay right either way.
 
 usage: uffd_publish.py --lib LIBTNBC --tool TNBC --prog DIFF_COLLECTIVES [--np 3]
 
@@ -10,7 +11,12 @@ usage: uffd_publish.py --lib LIBTNBC --tool TNBC --prog DIFF_COLLECTIVES [--np 3
               (the summaries' guards.userfaultfd_moved is 0 on every rank)
   copies dear copying's publication 1000x dearer: pages are moved (userfaultfd_moved > 0 on some rank:
               diff_collectives has page-aligned receive buffers)
-  Both runs: diff_collectives in mode nbc, every call from 3 pages per peer returning early,
+  uffd dear   TNBC_GUARD=auto, both userfaultfd publications 1000x dearer: every call held by
+              PROT_NONE (guards.prot_none > 0, userfaultfd 0 on every rank; skipped where the
+              calibration could not measure PROT_NONE)
+  protect dear TNBC_GUARD=auto, PROT_NONE's publication 1000x dearer: calls held by userfaultfd,
+              by PROT_NONE no more than with TNBC_GUARD=uffd (the memory userfaultfd cannot take)
+  Every run: diff_collectives in mode nbc, every call from 3 pages per peer returning early,
   byte for byte against PMPI_* (" 0 failed").
 """
 import json
@@ -25,25 +31,32 @@ from run_mpi_test import fail  # noqa: E402
 DEARER = 1000.0
 
 
-def dearer(m, backend, path):
-    """`m` with `backend`'s publication DEARER times its price, written to `path`."""
+def dearer(m, backends, path):
+    """`m` with the publication of each of `backends` DEARER times its price, written to `path`."""
     m = json.loads(json.dumps(m))
-    pub = m["guard"][backend]["publish"]
-    pub["ns"] = pub["ns"] * DEARER + 1e6
-    pub["ns_per_byte"] = pub["ns_per_byte"] * DEARER + 1.0
+    for backend in backends:
+        pub = m["guard"][backend]["publish"]
+        pub["ns"] = pub["ns"] * DEARER + 1e6
+        pub["ns_per_byte"] = pub["ns_per_byte"] * DEARER + 1.0
     with open(path, "w") as f:
         json.dump(m, f)
     return path
 
 
-def moved_counts(a, out, outdir):
+def guard_counts(a, out, outdir):
+    """Per rank, the summaries' guards (calls held per backend), after checking the file was used."""
     sums = summaries(outdir)
     if len(sums) != a.np:
         fail(f"expected {a.np} summaries, found {len(sums)}", out)
     for s in sums:
         if (s.get("model") or {}).get("source") != "file":
             fail(f"rank {s['rank']}: the machine file was not used: {s.get('model')}", out)
-    return [s["guards"].get("userfaultfd_moved", 0) for s in sums], sum(s["guards"].get("userfaultfd", 0) for s in sums)
+    return [s["guards"] for s in sums]
+
+
+def moved_counts(a, out, outdir):
+    g = guard_counts(a, out, outdir)
+    return [x.get("userfaultfd_moved", 0) for x in g], sum(x.get("userfaultfd", 0) for x in g)
 
 
 def main():
@@ -58,8 +71,10 @@ def main():
     env = {"TNBC_MODE": "nbc", "TNBC_MIN_BYTES": "12k", "TNBC_GUARD": "uffd", "TNBC_UFFD_PUBLISH": "auto"}
 
     out_dir = os.path.join(work, "moves-dear")
-    out = run(a, [], dict(env, TNBC_MACHINE=dearer(m, "userfaultfd_move", os.path.join(work, "moves.json"))), out_dir)
+    out = run(a, [], dict(env, TNBC_MACHINE=dearer(m, ["userfaultfd_move"], os.path.join(work, "moves.json"))), out_dir)
     moved, held = moved_counts(a, out, out_dir)
+    # What PROT_NONE holds with userfaultfd first (memory userfaultfd cannot take: layouts with gaps).
+    fallback = sum(x.get("prot_none", 0) for x in guard_counts(a, out, out_dir))
     if held == 0:
         fail("no call was held back by userfaultfd: nothing to check", out)
     if any(moved):
@@ -67,11 +82,34 @@ def main():
     print(f"moves dear: {held} calls held by userfaultfd, none moved")
 
     out_dir = os.path.join(work, "copies-dear")
-    out = run(a, [], dict(env, TNBC_MACHINE=dearer(m, "userfaultfd_copy", os.path.join(work, "copies.json"))), out_dir)
+    out = run(a, [], dict(env, TNBC_MACHINE=dearer(m, ["userfaultfd_copy"], os.path.join(work, "copies.json"))), out_dir)
     moved, held = moved_counts(a, out, out_dir)
     if not any(moved):
         fail(f"copying priced 1000x dearer, yet no call had its pages moved ({held} held by userfaultfd)", out)
     print(f"copies dear: {sum(moved)} of {held} calls held by userfaultfd had their pages moved")
+
+    if not isinstance(m["guard"].get("prot_none"), dict):
+        print("the calibration measured no PROT_NONE guard (publication through /proc/self/mem refused): "
+              "the choice between the guards not checked")
+    else:
+        env = dict(env, TNBC_GUARD="auto")
+        out_dir = os.path.join(work, "uffd-dear")
+        path = dearer(m, ["userfaultfd_move", "userfaultfd_copy"], os.path.join(work, "uffd.json"))
+        out = run(a, [], dict(env, TNBC_MACHINE=path), out_dir)
+        g = guard_counts(a, out, out_dir)
+        if sum(x.get("prot_none", 0) for x in g) == 0 or any(x.get("userfaultfd", 0) for x in g):
+            fail(f"userfaultfd priced 1000x dearer, yet calls were not all held by PROT_NONE: {g} (ranks 0..)", out)
+        print(f"uffd dear: {sum(x['prot_none'] for x in g)} calls held by PROT_NONE, none by userfaultfd")
+
+        out_dir = os.path.join(work, "protect-dear")
+        out = run(a, [], dict(env, TNBC_MACHINE=dearer(m, ["prot_none"], os.path.join(work, "protect.json"))), out_dir)
+        g = guard_counts(a, out, out_dir)
+        prot = sum(x.get("prot_none", 0) for x in g)
+        if sum(x.get("userfaultfd", 0) for x in g) == 0 or prot > fallback:
+            fail(f"PROT_NONE priced 1000x dearer, yet userfaultfd did not come first: {g} (ranks 0..; PROT_NONE "
+                 f"held {fallback} calls with TNBC_GUARD=uffd)", out)
+        print(f"protect dear: {sum(x['userfaultfd'] for x in g)} calls held by userfaultfd, {prot} by PROT_NONE "
+              f"(as many as with TNBC_GUARD=uffd: {fallback})")
     shutil.rmtree(work, ignore_errors=True)
     print("PASS")
 

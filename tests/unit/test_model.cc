@@ -767,6 +767,40 @@ TEST_CASE("model: the userfaultfd guard moves pages only where the machine price
   CHECK(priced_guard(m) == copy);
 }
 
+TEST_CASE("model: TNBC_GUARD=auto guards with PROT_NONE only where the machine prices it below userfaultfd's publication in use") {
+  Machine m = test::machine(125);
+  const int move = guard_index("userfaultfd_move"), copy = guard_index("userfaultfd_copy"), prot = guard_index("prot_none");
+  REQUIRE(prot >= 0);
+  for (int b : {move, copy, prot}) m.guard_measured[b] = false;
+  const std::vector<double> sizes{4096, 1.0 * kMiB, 32.0 * kMiB};
+  m.guard_measured[copy] = true;
+  m.guard[copy].hold = fit_through(sizes, {40e3, 140e3, 1.4e6});
+  m.guard[copy].publish = {0, 1.95};  // session 56's guest with the 32 MiB point: new pages at every call
+  CHECK(guard_that_runs(m, copy, true) == copy);  // PROT_NONE unmeasured (the start-up probe): userfaultfd
+  m.guard_measured[prot] = true;
+  m.guard[prot].hold = fit_through(sizes, {48e3, 113e3, 1.8e6});
+  m.guard[prot].publish = {141e3, 1.15};
+  CHECK(guard_costs_no_more(m, prot, copy));
+  CHECK(guard_that_runs(m, copy, true) == prot);
+  CHECK(guard_that_runs(m, copy, false) == copy);  // not in every rank's list (TNBC_GUARD=uffd, /proc/self/mem refused)
+  CHECK(priced_guard(m) == prot);                  // the offline tools price what auto runs
+  // Up to 4 MiB only (calibrations before session 56): copying's 0.69 ns/B against 1.47, userfaultfd kept.
+  m.guard[copy].publish = {162e3, 0.69};
+  m.guard[prot].publish = {26e3, 1.47};
+  CHECK(guard_that_runs(m, copy, true) == copy);
+  CHECK(priced_guard(m) == copy);
+  // Moving the first backend, copying priced below it, PROT_NONE below both: PROT_NONE.
+  m.guard_measured[move] = true;
+  m.guard[move].hold = fit_through(sizes, {56e3, 170e3, 4.8e6});
+  m.guard[move].publish = {0, 2.1};
+  m.guard[prot].publish = {26e3, 0.3};
+  CHECK(guard_that_runs(m, move, true) == prot);
+  CHECK(guard_that_runs(m, move, false) == copy);
+  // PROT_NONE the first (TNBC_GUARD=protect, or no userfaultfd): itself.
+  CHECK(guard_that_runs(m, prot, true) == prot);
+  CHECK(guard_that_runs(m, -1, true) == -1);
+}
+
 TEST_CASE("model: an early return's time in the call ends with the hand-over calibrate measured, a completion's does not") {
   // Every early return hands its steps to the progress thread at its end (runtime/engine.cc):
   // the poke, and where that thread shares the caller's CPU the switch there and back.

@@ -87,7 +87,15 @@ BcastCosts bcast_costs_pipelined(const LogGP& rma, const model::Machine& m, cons
                                   ? m.guard[inner].publish
                                   : model::Line{};
   const double copy = rma.C > 0 ? rma.C * 1e9 : m.memcpy_cost.ns_per_byte;
-  const model::Line taken{m.memcpy_cost.ns + publish.ns, copy + publish.ns_per_byte};
+  model::Line taken{m.memcpy_cost.ns + publish.ns, copy + publish.ns_per_byte};
+  if (!publish.points.empty()) {  // publication measured size by size (calibrate since session 56): the chunks' sizes through them
+    std::vector<double> x, y;
+    for (const model::CostPoint& p : publish.points) {
+      x.push_back(p.bytes);
+      y.push_back(m.memcpy_cost.ns + copy * p.bytes + p.ns);
+    }
+    taken = model::fit_through(x, y);
+  }
   const double root_copy = x.eager_copy ? m.in_call_copy_alone().at(c.bytes) : 0;  // the one rank that copies
   const auto chunks = static_cast<int>(bcast_chunks(bytes, m.page, c.segments).size());
   const double notice = rma.O_r * 1e9;

@@ -37,7 +37,8 @@ const std::vector<Option> kOptions = {
      "How much tnbc says on stderr (lines start with 'tnbc[rank]:').", &Settings::log},
     {"guard", OptionType::Choice, "auto", "auto|uffd|protect",
      "How received pages are held back until their data is in: uffd (userfaultfd), protect (PROT_NONE and a "
-     "SIGSEGV handler), or auto (uffd where the kernel allows it, unless the machine file prices protect cheaper).",
+     "SIGSEGV handler), or auto (uffd where the kernel allows it; protect for the calls whose size the machine file "
+     "prices it cheaper at).",
      &Settings::guard},
     {"uffd_publish", OptionType::Choice, "auto", "auto|copy",
      "auto: the userfaultfd guard moves the buffer's own pages out and back (Linux >= 6.8), copying where it cannot "

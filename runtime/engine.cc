@@ -225,7 +225,7 @@ class EngineImpl final : public Engine {
                                               : Reason::None;
     if (why == Reason::None &&
         (f->schedule.count(StepKind::Recv) + f->schedule.count(StepKind::Copy) > 0 || f->schedule.landing_with_bytes() > 0))
-      why = hold_back(*f, prep.guard, backends_, page_);
+      why = hold_back(*f, prep.guard, backends_for(static_cast<double>(layout.received)), page_);
     if (log_enabled(LogLevel::Debug))
       log(LogLevel::Debug, "%s #%llu: set-up %.3f ms (copies into place %.3f ms), staging %.3f ms, guard %.3f ms (%zu regions, %s)",
           kind_name(c.kind), static_cast<unsigned long long>(f->sequence), (t_setup - t_enter) / 1e6,
@@ -464,6 +464,13 @@ class EngineImpl final : public Engine {
     return t;
   }
 
+  // The guard backends a call receiving `bytes` tries, in order: PROT_NONE first where the engine
+  // takes it per call and the machine file prices it cheaper at that size (model::by_size_pays).
+  const std::vector<GuardBackend*>& backends_for(double bytes) const {
+    return guard_by_size_ >= 0 && model::by_size_pays(model_->machine, guard_runs_, guard_by_size_, bytes) ? protect_first_
+                                                                                                          : backends_;
+  }
+
   // A call's staging: a block the pool holds; else, while collectives are still in flight, the
   // progress thread gets the CPU to finish its round first (one whose steps are done gives its
   // blocks back: on a CPU it shares with this caller, it may not have run since the reader it
@@ -526,7 +533,7 @@ class EngineImpl final : public Engine {
     // the same one. Ranks whose first backends differ (userfaultfd on some nodes only) model none.
     const int mine = first ? model::guard_index(first->probe_name()) : -1;
     // And whether PROT_NONE may go first on every rank (TNBC_GUARD=auto, /proc/self/mem
-    // writable): only then may the machine file's prices put it there.
+    // writable): only then may the machine file's prices put it there for a call.
     const bool protect_here = s_.guard == GuardChoice::Auto &&
                               std::find(backends_.begin(), backends_.end(), protect_.get()) != backends_.end();
     int range[3] = {mine, -mine, protect_here ? 0 : 1}, agreed_range[3] = {mine, -mine, 0};
@@ -534,18 +541,22 @@ class EngineImpl final : public Engine {
     if (agreed_range[0] != -agreed_range[1]) first = nullptr;
     model_ = model::start_model(s_, world, first, page_, stats_);
     // TNBC_UFFD_PUBLISH=auto moves pages where the kernel can, unless the machine file (the same on
-    // every rank) measured copying as the cheaper publication; TNBC_GUARD=auto takes userfaultfd
-    // where the kernel allows it, unless the file measured PROT_NONE as the cheaper guard
-    // (model::guard_that_runs).
-    const int runs = first == uffd_.get() ? model::guard_that_runs(model_->machine, mine, agreed_range[2] == 0) : mine;
-    if (runs == model::guard_index("prot_none")) {
-      std::erase(backends_, protect_.get());
-      backends_.insert(backends_.begin(), protect_.get());
-      first = protect_.get();
-    } else if (runs != mine) {
+    // every rank) measured copying as the cheaper publication (model::guard_that_runs).
+    if (first == uffd_.get() && model::guard_that_runs(model_->machine, mine) != mine) {
       uffd_ = make_uffd_backend(false);
       std::replace(backends_.begin(), backends_.end(), first, uffd_.get());
       first = uffd_.get();
+    }
+    // TNBC_GUARD=auto takes userfaultfd where the kernel allows it, and PROT_NONE for the calls
+    // whose size the file prices it cheaper at (model::guard_by_size, by_size_pays).
+    if (first == uffd_.get()) {
+      guard_runs_ = model::guard_index(first->probe_name());
+      guard_by_size_ = model::guard_by_size(model_->machine, guard_runs_, agreed_range[2] == 0);
+      if (guard_by_size_ >= 0) {
+        protect_first_ = backends_;
+        std::erase(protect_first_, protect_.get());
+        protect_first_.insert(protect_first_.begin(), protect_.get());
+      }
     }
     const std::uint64_t fp = policy_->fingerprint();
     std::uint64_t in[2] = {fp, ~fp}, agreed[2] = {0, 0};
@@ -558,7 +569,7 @@ class EngineImpl final : public Engine {
       log(LogLevel::Warn, "the ranks read different profiles or judge them with different settings "
                           "(TNBC_PROFILE, TNBC_PROFILE_BLOCKING, TNBC_EARLY_RETURN_*): no call runs as plain MPI "
                           "for lack of gain (calls without gain complete tnbc's schedule in the call)");
-    policy_->start(model_, first ? model::guard_index(first->probe_name()) : -1, same);
+    policy_->start(model_, first ? model::guard_index(first->probe_name()) : -1, same, guard_by_size_);
     // The threshold of the exchange family on MPI_COMM_WORLD, for the summary and rank 0's word.
     const std::size_t t = policy_->threshold(Kind::Alltoall, model_->world);
     const model::Machine& m = model_->machine;
@@ -685,6 +696,10 @@ class EngineImpl final : public Engine {
   int world_rank_ = -1;  // set when the model starts
   std::unique_ptr<GuardBackend> uffd_, protect_;
   std::vector<GuardBackend*> backends_;  // usable here, in the policy's order
+  // Where PROT_NONE is taken per call by size (start_model): the userfaultfd backend that runs and
+  // PROT_NONE's index (-1: never per call), and backends_ with PROT_NONE first.
+  int guard_runs_ = -1, guard_by_size_ = -1;
+  std::vector<GuardBackend*> protect_first_;
   Pool pool_;       // send staging (kept populated)
   Pool recv_pool_;  // receive staging (emptied by page swapping; InFlight::recv_pool)
   CommCache comms_;

@@ -19,10 +19,11 @@ std::optional<model::Program> model_program(const SiteProgram& p, const model::M
   return scaled;
 }
 
-model::Execution execution(const Settings& s, int guard_index) {
+model::Execution execution(const Settings& s, int guard_index, int guard_by_size) {
   model::Execution x;
   x.window = static_cast<int>(s.send_window);
   x.guard = guard_index;
+  x.guard_by_size = guard_by_size;
   x.eager_copy = s.send_copy != SendCopy::Lazy && s.send_copy != SendCopy::LazySends;
   x.poll_min_ns = static_cast<double>(s.poll_min_us) * 1e3;
   x.bcast_max_segments = static_cast<int>(std::max<std::int64_t>(1, s.bcast_max_segments));
@@ -217,11 +218,12 @@ class ModelPolicy final : public Policy {
 
   std::uint64_t fingerprint() const override { return orders_ ? orders_->fingerprint() : 0; }
 
-  void start(std::shared_ptr<const model::Inputs> model, int guard_index, bool agreed) override {
+  void start(std::shared_ptr<const model::Inputs> model, int guard_index, bool agreed, int guard_by_size) override {
     {
       std::lock_guard lock(mutex_);
       model_ = std::move(model);
       guard_ = guard_index;
+      guard_by_size_ = guard_by_size;
       agreed_ = agreed;
       bands_.clear();
       engine_bands_.clear();
@@ -335,7 +337,7 @@ class ModelPolicy final : public Policy {
   bool node_local_on_link() const override { return s_.node_local_sends == NodeLocalSends::Link; }
 
  private:
-  model::Execution exec() const { return execution(s_, guard_); }
+  model::Execution exec() const { return execution(s_, guard_, guard_by_size_); }
 
   Settings s_;
   std::size_t page_;
@@ -343,6 +345,7 @@ class ModelPolicy final : public Policy {
   std::unique_ptr<ReadOrderSource> orders_;
   std::vector<GuardKind> guards_;
   int guard_ = 0;
+  int guard_by_size_ = -1;
   bool agreed_ = false;
   std::mutex mutex_;  // the caches: calls on several threads ask at once
   std::map<std::pair<std::uint64_t, int>, model::SizeBands> bands_;         // early_return_sizes

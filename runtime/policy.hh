@@ -116,9 +116,10 @@ class Policy {
   // between ranks.
   virtual std::uint64_t fingerprint() const = 0;
   // The model's inputs, the guard backend early returns use first (kGuardNames index; -1: none
-  // works here), and whether every rank has the same fingerprint (else the profile routes no
-  // call to plain MPI: ranks could answer differently).
-  virtual void start(std::shared_ptr<const model::Inputs> model, int guard_index, bool agreed) = 0;
+  // works here), whether every rank has the same fingerprint (else the profile routes no call to
+  // plain MPI: ranks could answer differently), and the guard the engine takes instead per call
+  // where it costs less at the call's size (model::guard_by_size; -1: none).
+  virtual void start(std::shared_ptr<const model::Inputs> model, int guard_index, bool agreed, int guard_by_size = -1) = 0;
   // The model's inputs (nullptr before start() or without a model).
   virtual std::shared_ptr<const model::Inputs> inputs() const = 0;
   // The size threshold for `kind` on `comm`: bytes per the table's unit (SIZE_MAX: no size pays),
@@ -165,6 +166,6 @@ std::optional<model::Program> model_program(const SiteProgram& p, const model::M
                                             const model::Coll& c);
 
 // The model's view of how tnbc runs with these settings (window, poll interval, send copy).
-model::Execution execution(const Settings& s, int guard_index);
+model::Execution execution(const Settings& s, int guard_index, int guard_by_size = -1);
 
 }  // namespace tnbc

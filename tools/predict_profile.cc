@@ -479,8 +479,8 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
   cfg.per_node = per_node;
   const Settings settings{};
   cfg.bcast_max_segments = static_cast<int>(settings.bcast_max_segments);
-  const int guard = model::priced_guard(cfg.machine);
-  cfg.x = execution(settings, guard);
+  const model::PricedGuards guard = model::priced_guards(cfg.machine);
+  cfg.x = execution(settings, guard.runs, guard.by_size);
   // A platform whose node's ranks spin in slices on fewer cores: the margin of busy polling, as a
   // machine file showing it gives the run (model::margin_of_tcomm; busy_poll.hh).
   if (platform.slice_s > 0 && platform.cores < per_node) cfg.x.margin_shared_node = cfg.x.margin_busy_poll;
@@ -565,10 +565,12 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
   if (skip_first > 0)
     std::printf("  left out: each rank's first %d call(s) of each collective kind (--skip-first: before the timed part)\n",
                 skip_first);
+  std::string guard_text = guard.runs < 0 ? "none measured" : std::string(model::kGuardNames[guard.runs]);
+  if (guard.runs >= 0 && guard.by_size >= 0)
+    guard_text += ", " + std::string(model::kGuardNames[guard.by_size]) + " per call where cheaper at its size";
   std::printf("  scaling: %s\n  platform: %s\n  machine: %s (%s), send window %d, guard %s\n",
               scaling_rule(scaling).c_str(), describe(platform).c_str(), machine_path.c_str(),
-              mpi_family(cfg.machine.mpi_library).c_str(), cfg.x.window,
-              guard >= 0 ? std::string(model::kGuardNames[guard]).c_str() : "none measured");
+              mpi_family(cfg.machine.mpi_library).c_str(), cfg.x.window, guard_text.c_str());
   std::printf("  per call (ms): Tcomm = the blocking call; call = time in tnbc's call (Tinit); hidden = "
               "(blocking - tnbc) / Tcomm of call + CURC + CRC\n");
   std::printf("  %-28s %-9s %6s %10s %9s %9s |", "site", "kind", "calls", "bytes", "Tcomm", "CURC+CRC");

@@ -22,7 +22,7 @@ PlainRun judge_plain_run(const Settings& s, const std::string& executable, const
   if (!p.ok() || p.value().sites.empty() || !check_profile_run(p.value(), p.value().np, executable).ok()) return r;
   const LoadedProfile& prof = p.value();
   std::shared_ptr<model::Inputs> in;
-  int guard = -1;
+  model::PricedGuards guard;
   if (!s.early_return_cost_us) {
     if (s.machine.empty()) {
       r.because = "no machine file (TNBC_MACHINE): the cost model is the start-up probe's, after MPI_Init";
@@ -36,9 +36,9 @@ PlainRun judge_plain_run(const Settings& s, const std::string& executable, const
     in->file = s.machine;
     const int per_node = std::clamp(in->machine.ranks_per_node, 1, std::max(1, prof.np));
     in->world = model::Topology::block(prof.np, per_node, std::max(1, in->machine.cpus_per_node), std::max(1, cpus_per_rank));
-    guard = model::priced_guard(in->machine);
+    guard = model::priced_guards(in->machine);
   }
-  const Judge judge = make_judge(s, in, execution(s, guard));
+  const Judge judge = make_judge(s, in, execution(s, guard.runs, guard.by_size));
   for (const ProfileSite& site : prof.sites) {
     const std::optional<Kind> kind = kind_named(site.kind);
     if (!kind) return r;

@@ -749,9 +749,15 @@ double reader_wait_ns(std::size_t page) {
 // And where the call's data fits in the cache (Machine::fits_cache): the sizes below warm_below_bytes
 // again, each cycle finding the caches as the previous one left them (hold_warm; a 64 KiB hold
 // took 17 us in Table 1's calls, 53 us emptied: docs/benchmarks.md, "Session 24").
+// Up to 8192 pages (32 MiB at 4 KiB): where a guard empties pages and installs new ones
+// (userfaultfd copying), every call frees and allocates its buffer's pages, which on the guests
+// here costs far more per byte at NPB's sizes than up to 4 MiB (copying's publication ~2 ns/B at
+// 32 MiB against 0.7 up to 4 MiB; PROT_NONE, whose pages stay, 1.2 against 1.5): the engine takes
+// the guard per call by its size (model::guard_by_size) from these points (docs/benchmarks.md,
+// "Session 56").
 void measure_guard(Machine& mach, std::size_t page, const std::vector<char>& evict, std::FILE* progress) {
-  const std::vector<std::size_t> sizes{page, 16 * page, 256 * page, 1024 * page};
-  Scratch s(1024 * page);
+  const std::vector<std::size_t> sizes{page, 16 * page, 256 * page, 1024 * page, 8192 * page};
+  Scratch s(sizes.back());
   if (!s.user) return;
   const double wait = reader_wait_ns(page);
   std::vector<std::unique_ptr<GuardBackend>> backends;

@@ -108,6 +108,8 @@ std::string differs(const Machine& a, const Machine& b) {
     if (!same_points(a.guard[g].hold, b.guard[g].hold)) return "guard." + std::string(kGuardNames[g]) + ".hold.points (other sizes)";
     if (!same_points(a.guard[g].hold_warm, b.guard[g].hold_warm))
       return "guard." + std::string(kGuardNames[g]) + ".hold_warm.points (other sizes)";
+    if (!same_points(a.guard[g].publish, b.guard[g].publish))
+      return "guard." + std::string(kGuardNames[g]) + ".publish.points (other sizes)";
   }
   if ((a.wake_loaded_ns >= 0) != (b.wake_loaded_ns >= 0)) return "progress.wake_loaded_ns (measured in one only)";
   if ((a.handover_ns >= 0) != (b.handover_ns >= 0)) return "progress.handover_ns (measured in one only)";
@@ -178,6 +180,9 @@ Result<Combined> combine_machines(const std::vector<Machine>& ms, const std::vec
           [g, i](auto& m) -> auto& { return m.guard[g].hold_warm.points[i].ns; });
     med((p + "publish.ns").c_str(), [g](auto& m) -> auto& { return m.guard[g].publish.ns; });
     med((p + "publish.ns_per_byte").c_str(), [g](auto& m) -> auto& { return m.guard[g].publish.ns_per_byte; });
+    for (std::size_t i = 0; i < out.guard[g].publish.points.size(); ++i)
+      med((p + "publish.points[" + std::to_string(i) + "]").c_str(),
+          [g, i](auto& m) -> auto& { return m.guard[g].publish.points[i].ns; });
     med((p + "fault_ns").c_str(), [g](auto& m) -> auto& { return m.guard[g].fault_ns; });
   }
   med("guard.memcpy.ns", [](auto& m) -> auto& { return m.memcpy_cost.ns; });

@@ -32,9 +32,13 @@ const Level& level(const Machine& m, LevelKind k) {
   return m.at(k == LevelKind::IntraNode ? LevelKind::InterNode : LevelKind::IntraNode);
 }
 
-// The guard backend `x` uses (its costs), or a free one.
+// The guard backend `x` uses (its costs), or a free one; where the engine takes a second one per
+// call by its size (x.guard_by_size), the cheaper of the two at each size (guard_envelope).
 GuardCost guard_of(const Machine& m, const Execution& x) {
-  if (x.guard >= 0 && x.guard < kGuardBackends && m.guard_measured[x.guard]) return m.guard[x.guard];
+  auto usable = [&](int b) { return b >= 0 && b < kGuardBackends && m.guard_measured[b]; };
+  if (usable(x.guard) && usable(x.guard_by_size) && x.guard_by_size != x.guard)
+    return guard_envelope(m.guard[x.guard], m.guard[x.guard_by_size]);
+  if (usable(x.guard)) return m.guard[x.guard];
   for (int b = 0; b < kGuardBackends; ++b)
     if (m.guard_measured[b]) return m.guard[b];
   return {};
@@ -157,7 +161,10 @@ Stream exchange_stream(const Machine& m, const Topology& t, const std::vector<do
 }
 
 // Per received byte and per region, what publishing costs with the guard in use.
-double publication(const GuardCost& g, double regions, double bytes) { return regions * g.publish.ns + bytes * g.publish.ns_per_byte; }
+double publication(const GuardCost& g, double regions, double bytes) {
+  if (g.publish.points.empty()) return regions * g.publish.ns + bytes * g.publish.ns_per_byte;
+  return g.publish.at(bytes) + std::max(0.0, regions - 1) * publish_per_region(g);
+}
 
 // The polls a driver makes while a collective is in flight for `duration`: each a test of the
 // pending requests, one per sleep of TNBC_POLL_MIN_US (as long as traffic moves).
@@ -996,7 +1003,7 @@ double piece_scale(const Machine& m, const Topology& t, const Execution& x, std:
   if (per_byte <= 0) return 0;
   const Level& l = level(m, t.nodes() > 1 ? LevelKind::InterNode : LevelKind::IntraNode);
   const double q = 64 * 1024;
-  const double fixed = l.o_s(q) + l.o_r(q) + m.O_r_ns() + guard_of(m, x).publish.ns;
+  const double fixed = l.o_s(q) + l.o_r(q) + m.O_r_ns() + publish_per_region(guard_of(m, x));
   return std::max(static_cast<double>(page), fixed / per_byte);
 }
 
@@ -1035,37 +1042,89 @@ Coll run_coll(const Machine& m, const Topology& t, const Execution& x, Kind kind
   return c;
 }
 
+namespace {
+// The sizes both backends' hold lines were measured at.
+std::vector<double> shared_sizes(const GuardCost& a, const GuardCost& b) {
+  std::vector<double> out;
+  for (const CostPoint& p : a.hold.points)
+    if (std::any_of(b.hold.points.begin(), b.hold.points.end(), [&](const CostPoint& q) { return q.bytes == p.bytes; }))
+      out.push_back(p.bytes);
+  return out;
+}
+}  // namespace
+
+double publish_per_region(const GuardCost& g) {
+  return g.publish.points.empty() ? g.publish.ns : g.publish.points.front().ns;
+}
+
+double guard_cycle_ns(const GuardCost& g, double bytes) { return g.hold.at(bytes) + publication(g, 1, bytes); }
+
+GuardCost guard_envelope(const GuardCost& a, const GuardCost& b) {
+  const std::vector<double> sizes = shared_sizes(a, b);
+  if (sizes.empty()) return a;
+  std::vector<double> hold, publish, warm_x, warm;
+  for (double s : sizes) {
+    const GuardCost& g = guard_cycle_ns(b, s) < guard_cycle_ns(a, s) ? b : a;
+    hold.push_back(g.hold.at(s));
+    publish.push_back(g.publish.at(s));
+    if (!a.hold_warm.points.empty() && !b.hold_warm.points.empty() && s <= a.hold_warm.points.back().bytes &&
+        s <= b.hold_warm.points.back().bytes) {
+      warm_x.push_back(s);
+      warm.push_back(g.hold_warm.at(s));
+    }
+  }
+  GuardCost e = a;
+  e.hold = fit_through(sizes, hold);
+  e.publish = fit_through(sizes, publish);
+  e.hold_warm = warm_x.empty() ? a.hold_warm : fit_through(warm_x, warm);
+  e.fault_ns = std::min(a.fault_ns, b.fault_ns);
+  return e;
+}
+
 bool guard_costs_no_more(const Machine& m, int a, int b) {
   if (a < 0 || b < 0 || !m.guard_measured[a] || !m.guard_measured[b]) return true;
-  const GuardCost& x = m.guard[a];
-  const GuardCost& y = m.guard[b];
-  double ax = 0, by = 0;
-  for (const CostPoint& p : x.hold.points) {
-    const bool shared = std::any_of(y.hold.points.begin(), y.hold.points.end(), [&](const CostPoint& q) { return q.bytes == p.bytes; });
-    if (!shared) continue;
-    ax += x.hold.at(p.bytes) + x.publish.at(p.bytes);
-    by += y.hold.at(p.bytes) + y.publish.at(p.bytes);
+  // The geometric mean of the ratios, size by size: every size weighs alike (a sum would be the
+  // largest size's verdict alone; with calibrate's 32 MiB point it put moving ahead of copying,
+  // which then lost 4-6 ms a 1 MiB call: docs/benchmarks.md, "Session 56").
+  double log_ratio = 0;
+  for (double s : shared_sizes(m.guard[a], m.guard[b])) {
+    const double x = guard_cycle_ns(m.guard[a], s), y = guard_cycle_ns(m.guard[b], s);
+    if (x > 0 && y > 0) log_ratio += std::log(x / y);
   }
-  return ax <= by;
+  return log_ratio <= 0;
 }
 
 bool page_moves_pay(const Machine& m) {
   return guard_costs_no_more(m, guard_index("userfaultfd_move"), guard_index("userfaultfd_copy"));
 }
 
-int guard_that_runs(const Machine& m, int first, bool protect_usable) {
-  if (first < 0) return first;
-  const int prot = guard_index("prot_none");
-  const int g = first == guard_index("userfaultfd_move") && !page_moves_pay(m) ? guard_index("userfaultfd_copy") : first;
-  return protect_usable && g != prot && !guard_costs_no_more(m, g, prot) ? prot : g;
+int guard_that_runs(const Machine& m, int first) {
+  return first >= 0 && first == guard_index("userfaultfd_move") && !page_moves_pay(m) ? guard_index("userfaultfd_copy")
+                                                                                        : first;
 }
 
-int priced_guard(const Machine& m) {
+int guard_by_size(const Machine& m, int runs, bool protect_usable) {
+  const int prot = guard_index("prot_none");
+  if (!protect_usable || runs < 0 || runs == prot || !m.guard_measured[runs] || !m.guard_measured[prot]) return -1;
+  for (double s : shared_sizes(m.guard[runs], m.guard[prot]))
+    if (guard_cycle_ns(m.guard[prot], s) < guard_cycle_ns(m.guard[runs], s)) return prot;
+  return -1;
+}
+
+bool by_size_pays(const Machine& m, int runs, int by_size, double bytes) {
+  if (by_size < 0 || runs < 0 || !m.guard_measured[runs] || !m.guard_measured[by_size]) return false;
+  return guard_cycle_ns(m.guard[by_size], bytes) < guard_cycle_ns(m.guard[runs], bytes);
+}
+
+PricedGuards priced_guards(const Machine& m) {
   int g = -1;
   for (int b = 0; b < kGuardBackends && g < 0; ++b)
     if (m.guard_measured[b]) g = b;
-  return guard_that_runs(m, g, true);
+  const int runs = guard_that_runs(m, g);
+  return {runs, guard_by_size(m, runs, true)};
 }
+
+int priced_guard(const Machine& m) { return priced_guards(m).runs; }
 
 bool lazy_copy_pays(const Machine& m, double bytes, bool written_early, std::size_t page) {
   const int prot = guard_index("prot_none");

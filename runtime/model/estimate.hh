@@ -34,6 +34,7 @@ namespace tnbc::model {
 struct Execution {
   int window = 4;                // TNBC_SEND_WINDOW (sends in flight on the progress thread; < 1: no limit)
   int guard = 0;                 // guard backend (kGuardNames) holding received pages; -1: none
+  int guard_by_size = -1;        // a second one the engine takes per call where it costs less at the call's size (guard_by_size)
   bool eager_copy = true;        // the data to send is copied in the call (else lazily)
   bool unaligned = true;         // receive buffers begin inside a page: edge pieces arrive in the call
   bool node_priorities = false;  // a node's senders give its link to what receivers read first (issue 19)
@@ -249,21 +250,40 @@ bool lazy_copy_pays(const Machine& m, double bytes, bool written_early, std::siz
 // both were measured at, cost no more. True where either is unmeasured (the start-up probe
 // measures the first backend only): moving, as before session 55.
 bool page_moves_pay(const Machine& m);
-// Whether guard backend `a` (a kGuardNames index) costs no more than `b` by the same sum (hold
-// and publication over the sizes both were measured at). True where either is unmeasured.
+// Whether guard backend `a` (a kGuardNames index) costs no more than `b`: the geometric mean,
+// over the sizes both were measured at, of a's hold and one region's publication over b's is at
+// most 1 (every size weighs alike). True where either is unmeasured.
 bool guard_costs_no_more(const Machine& m, int a, int b);
 // The guard backend that holds the calls where `first` (a kGuardNames index, -1: none) is the
-// first that works here: copying in place of moving where page_moves_pay says so; then PROT_NONE
-// in place of that where `protect_usable` (TNBC_GUARD=auto, and publication through
-// /proc/self/mem works on every rank) and it costs less (guard_costs_no_more; userfaultfd's
-// copying frees and allocates each buffer's pages at every call, PROT_NONE's pages stay:
-// docs/benchmarks.md, "Session 56"); else `first`. The engine's choice at MPI_Init and the
-// offline tools' (priced_guard) go through it.
-int guard_that_runs(const Machine& m, int first, bool protect_usable);
-// The guard backend the engine prices its calls with, as far as the machine alone tells (the
+// first that works here: copying in place of moving where page_moves_pay says so, else `first`.
+// The engine's choice at MPI_Init and the offline tools' (priced_guards) go through it.
+int guard_that_runs(const Machine& m, int first);
+// PROT_NONE where the engine takes it per call, in place of `runs` (guard_that_runs), at the
+// sizes it costs less (by_size_pays): where `protect_usable` (TNBC_GUARD=auto, publication through
+// /proc/self/mem on every rank) and it costs less than `runs` at one size at least that both were
+// measured at; else -1. On the guests here userfaultfd's copying frees and allocates each
+// buffer's pages at every call, which at NPB's sizes costs far more than PROT_NONE, whose pages
+// stay; up to 4 MiB copying is the cheaper (docs/benchmarks.md, "Session 56").
+int guard_by_size(const Machine& m, int runs, bool protect_usable);
+// Whether a call guarding `bytes` takes `by_size` rather than `runs` (hold and one region's
+// publication, through the measured points). False where by_size is -1.
+bool by_size_pays(const Machine& m, int runs, int by_size, double bytes);
+// Hold and one region's publication of `bytes` with `g`.
+double guard_cycle_ns(const GuardCost& g, double bytes);
+// The fixed part of a region's publication: the line's intercept, or its smallest point (one page).
+double publish_per_region(const GuardCost& g);
+// `a` and `b` as one guard that takes, at each size both were measured at, the one whose hold and
+// publication cost less there (its hold, publication and warm hold there): how the model prices
+// the calls of an engine choosing per call (Execution::guard_by_size).
+GuardCost guard_envelope(const GuardCost& a, const GuardCost& b);
+// The guard backends the engine prices its calls with, as far as the machine alone tells (the
 // offline tools: `tnbc merge`, `tnbc predict`, the plain-program check): the first measured in the
-// engine's order (userfaultfd moving, copying, PROT_NONE), through guard_that_runs as
-// TNBC_GUARD=auto runs it; -1 where none was measured.
-int priced_guard(const Machine& m);
+// engine's order (userfaultfd moving, copying, PROT_NONE) through guard_that_runs, and PROT_NONE
+// per call where guard_by_size says so (as TNBC_GUARD=auto runs); -1 where none was measured.
+struct PricedGuards {
+  int runs = -1, by_size = -1;
+};
+PricedGuards priced_guards(const Machine& m);
+int priced_guard(const Machine& m);  // priced_guards(m).runs
 
 }  // namespace tnbc::model

@@ -226,7 +226,9 @@ bool guard_lines(GuardBackend& b, Scratch& s, const std::vector<std::size_t>& si
     p.push_back(median(tp));
   }
   hold = fit_through(x, h);  // one run of regions per size: the points price a hold of that size
-  publish = fit(x, p);        // per region and per byte (estimators count the regions)
+  // Per region and per byte (estimators count the regions), through the sizes measured: the
+  // cost per byte differs with the size where pages are freed and allocated (calibrate's 32 MiB).
+  publish = fit_through(x, p);
   return !x.empty();
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """TNBC_UFFD_PUBLISH=auto publishes by moving pages or by copying them as the machine file prices
-the two (model::page_moves_pay), TNBC_GUARD=auto guards with PROT_NONE where the file prices it
-below userfaultfd (model::guard_that_runs), and the results stay right either way.
+the two (model::page_moves_pay), TNBC_GUARD=auto guards a call with PROT_NONE where the file
+prices it below userfaultfd at the call's size (model::guard_by_size, by_size_pays), and the
+results stay right either way.
 
 usage: uffd_publish.py --lib LIBTNBC --tool TNBC --prog DIFF_COLLECTIVES [--np 3]
 
@@ -38,6 +39,8 @@ def dearer(m, backends, path):
         pub = m["guard"][backend]["publish"]
         pub["ns"] = pub["ns"] * DEARER + 1e6
         pub["ns_per_byte"] = pub["ns_per_byte"] * DEARER + 1.0
+        for point in pub.get("points", []):  # measured size by size (calibrate since session 56)
+            point[1] = point[1] * DEARER + 1e6
     with open(path, "w") as f:
         json.dump(m, f)
     return path

@@ -767,38 +767,58 @@ TEST_CASE("model: the userfaultfd guard moves pages only where the machine price
   CHECK(priced_guard(m) == copy);
 }
 
-TEST_CASE("model: TNBC_GUARD=auto guards with PROT_NONE only where the machine prices it below userfaultfd's publication in use") {
+TEST_CASE("model: TNBC_GUARD=auto takes PROT_NONE per call where the machine prices it cheaper at the call's size") {
   Machine m = test::machine(125);
   const int move = guard_index("userfaultfd_move"), copy = guard_index("userfaultfd_copy"), prot = guard_index("prot_none");
   REQUIRE(prot >= 0);
   for (int b : {move, copy, prot}) m.guard_measured[b] = false;
   const std::vector<double> sizes{4096, 1.0 * kMiB, 32.0 * kMiB};
+  // Session 56's guest: copying's publication 0.7 ns/B up to 4 MiB, ~2 at 32 MiB (pages freed and
+  // allocated at every call); PROT_NONE's ~1.4 and ~1.2.
   m.guard_measured[copy] = true;
   m.guard[copy].hold = fit_through(sizes, {40e3, 140e3, 1.4e6});
-  m.guard[copy].publish = {0, 1.95};  // session 56's guest with the 32 MiB point: new pages at every call
-  CHECK(guard_that_runs(m, copy, true) == copy);  // PROT_NONE unmeasured (the start-up probe): userfaultfd
+  m.guard[copy].publish = fit_through(sizes, {12e3, 0.75e6, 65e6});
+  CHECK(guard_by_size(m, copy, true) == -1);  // PROT_NONE unmeasured (the start-up probe): userfaultfd only
   m.guard_measured[prot] = true;
   m.guard[prot].hold = fit_through(sizes, {48e3, 113e3, 1.8e6});
-  m.guard[prot].publish = {141e3, 1.15};
-  CHECK(guard_costs_no_more(m, prot, copy));
-  CHECK(guard_that_runs(m, copy, true) == prot);
-  CHECK(guard_that_runs(m, copy, false) == copy);  // not in every rank's list (TNBC_GUARD=uffd, /proc/self/mem refused)
-  CHECK(priced_guard(m) == prot);                  // the offline tools price what auto runs
-  // Up to 4 MiB only (calibrations before session 56): copying's 0.69 ns/B against 1.47, userfaultfd kept.
-  m.guard[copy].publish = {162e3, 0.69};
-  m.guard[prot].publish = {26e3, 1.47};
-  CHECK(guard_that_runs(m, copy, true) == copy);
-  CHECK(priced_guard(m) == copy);
-  // Moving the first backend, copying priced below it, PROT_NONE below both: PROT_NONE.
-  m.guard_measured[move] = true;
-  m.guard[move].hold = fit_through(sizes, {56e3, 170e3, 4.8e6});
-  m.guard[move].publish = {0, 2.1};
-  m.guard[prot].publish = {26e3, 0.3};
-  CHECK(guard_that_runs(m, move, true) == prot);
-  CHECK(guard_that_runs(m, move, false) == copy);
-  // PROT_NONE the first (TNBC_GUARD=protect, or no userfaultfd): itself.
-  CHECK(guard_that_runs(m, prot, true) == prot);
-  CHECK(guard_that_runs(m, -1, true) == -1);
+  m.guard[prot].publish = fit_through(sizes, {35e3, 1.5e6, 40e6});
+  CHECK(guard_by_size(m, copy, true) == prot);
+  CHECK(guard_by_size(m, copy, false) == -1);  // not on every rank's list (TNBC_GUARD=uffd, /proc/self/mem refused)
+  CHECK(guard_by_size(m, prot, true) == -1);   // PROT_NONE runs anyway
+  CHECK_FALSE(by_size_pays(m, copy, prot, 4096));
+  CHECK_FALSE(by_size_pays(m, copy, prot, 1.0 * kMiB));
+  CHECK(by_size_pays(m, copy, prot, 16.0 * kMiB));  // between the points: 32.5 against 21.2 ms
+  CHECK(by_size_pays(m, copy, prot, 32.0 * kMiB));
+  CHECK_FALSE(by_size_pays(m, copy, -1, 32.0 * kMiB));
+  // The model prices each size with the guard the call gets.
+  const GuardCost e = guard_envelope(m.guard[copy], m.guard[prot]);
+  CHECK(guard_cycle_ns(e, 1.0 * kMiB) == Approx(guard_cycle_ns(m.guard[copy], 1.0 * kMiB)));
+  CHECK(guard_cycle_ns(e, 32.0 * kMiB) == Approx(guard_cycle_ns(m.guard[prot], 32.0 * kMiB)));
+  CHECK(e.publish.at(32.0 * kMiB) == Approx(40e6));
+  const PricedGuards g = priced_guards(m);
+  CHECK(g.runs == copy);
+  CHECK(g.by_size == prot);
+  // PROT_NONE dearer at every size: userfaultfd for every call.
+  m.guard[prot].publish = fit_through(sizes, {35e3, 1.5e6, 90e6});
+  CHECK(guard_by_size(m, copy, true) == -1);
+  CHECK(priced_guards(m).by_size == -1);
+}
+
+TEST_CASE("model: moving or copying by the geometric mean of their costs' ratios, every size alike") {
+  Machine m = test::machine(125);
+  const int move = guard_index("userfaultfd_move"), copy = guard_index("userfaultfd_copy");
+  const std::vector<double> sizes{4096, 1.0 * kMiB, 32.0 * kMiB};
+  m.guard_measured[move] = m.guard_measured[copy] = true;
+  // Moving 2.4x dearer at 1 MiB (its pages' first touches), 10 % cheaper at 32 MiB: a sum would be
+  // the 32 MiB size's verdict (moving); every size weighing alike, copying.
+  m.guard[copy].hold = fit_through(sizes, {50e3, 150e3, 1.4e6});
+  m.guard[copy].publish = fit_through(sizes, {10e3, 0.75e6, 65e6});
+  m.guard[move].hold = fit_through(sizes, {60e3, 180e3, 4.8e6});
+  m.guard[move].publish = fit_through(sizes, {10e3, 1.95e6, 55e6});
+  CHECK_FALSE(page_moves_pay(m));
+  CHECK(guard_that_runs(m, move) == copy);
+  CHECK_FALSE(guard_costs_no_more(m, move, copy));
+  CHECK(guard_costs_no_more(m, copy, move));
 }
 
 TEST_CASE("model: an early return's time in the call ends with the hand-over calibrate measured, a completion's does not") {

@@ -1124,7 +1124,6 @@ PricedGuards priced_guards(const Machine& m) {
   return {runs, guard_by_size(m, runs, true)};
 }
 
-int priced_guard(const Machine& m) { return priced_guards(m).runs; }
 
 bool lazy_copy_pays(const Machine& m, double bytes, bool written_early, std::size_t page) {
   const int prot = guard_index("prot_none");

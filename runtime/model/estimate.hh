@@ -284,6 +284,5 @@ struct PricedGuards {
   int runs = -1, by_size = -1;
 };
 PricedGuards priced_guards(const Machine& m);
-int priced_guard(const Machine& m);  // priced_guards(m).runs
 
 }  // namespace tnbc::model

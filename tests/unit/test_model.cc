@@ -753,18 +753,18 @@ TEST_CASE("model: the userfaultfd guard moves pages only where the machine price
   m.guard[copy].publish = {10e3, 0.15};
   // Moving 80 + 132 us against copying 51 + 257 us over the two sizes.
   CHECK(page_moves_pay(m));
-  CHECK(priced_guard(m) == move);  // the offline tools price what the engine runs
+  CHECK(priced_guards(m).runs == move);  // the offline tools price what the engine runs
   // The first accesses to moved pages priced in (~1.7 ns/B, session 55's guest): copying is cheaper.
   m.guard[move].publish = {180e3, 1.7};
   CHECK_FALSE(page_moves_pay(m));
-  CHECK(priced_guard(m) == copy);
+  CHECK(priced_guards(m).runs == copy);
   // Copying measured at other sizes only: nothing to compare, moving kept.
   m.guard[copy].hold = fit_through({8192}, {40e3});
   CHECK(page_moves_pay(m));
-  CHECK(priced_guard(m) == move);
+  CHECK(priced_guards(m).runs == move);
   // Moving not measured (a kernel without UFFDIO_MOVE): copying, whatever it costs.
   m.guard_measured[move] = false;
-  CHECK(priced_guard(m) == copy);
+  CHECK(priced_guards(m).runs == copy);
 }
 
 TEST_CASE("model: TNBC_GUARD=auto takes PROT_NONE per call where the machine prices it cheaper at the call's size") {

@@ -66,6 +66,7 @@ struct RankCall {
   int edge_recv_left = 0, recv_left = 0, sends_left = 0;
   bool publishes = false;                     // tnbc's early return: landing steps are published
   bool node = false;                          // node-level priorities
+  int guard = 0;                              // the guard backend holding this call (kGuardNames)
   std::uint64_t sequence = 0;
 };
 
@@ -348,7 +349,7 @@ void drive(Rank& me, Scope scope, int window) {
 // another at the guard's publish cost, as CPU work that competes with the node's other actors.
 void publish(Rank& me) {
   RankCall& c = me.call;
-  const model::GuardCost& gc = g->cfg->machine.guard[std::max(0, g->cfg->x.guard)];
+  const model::GuardCost& gc = g->cfg->machine.guard[c.guard];
   for (;;) {
     std::pair<int, double> item;
     {
@@ -565,7 +566,6 @@ void rank_main(int r, std::vector<SimSite> sites) {
   Rank& me = g->ranks[static_cast<std::size_t>(r)];
   const SimConfig& cfg = *g->cfg;
   const model::Machine& m = cfg.machine;
-  const int guard = std::max(0, cfg.x.guard);
   std::uint64_t sequence = 0;
   for (std::size_t si = 0; si < sites.size(); ++si) {
     const SimSite& site = sites[si];
@@ -588,6 +588,11 @@ void rank_main(int r, std::vector<SimSite> sites) {
       ++sequence;
       g->barrier->wait();
       setup(me, std::move(b.sched), b.sub_bytes, v != Variant::Blocking, v == Variant::OptimizeNode, sequence);
+      // The guard the engine takes for this call: PROT_NONE where it takes it per call and the
+      // machine file prices it cheaper at the bytes this rank receives (model::by_size_pays).
+      const int guard = model::by_size_pays(m, cfg.x.guard, cfg.x.guard_by_size, total_bytes) ? cfg.x.guard_by_size
+                                                                                              : std::max(0, cfg.x.guard);
+      me.call.guard = guard;
       g->barrier->wait();
       const double t0 = sg::Engine::get_clock();
       VariantTimes& out = g->times[si][static_cast<std::size_t>(vi)][static_cast<std::size_t>(r)];
@@ -641,6 +646,7 @@ void rank_main(int r, std::vector<SimSite> sites) {
         });
         sg::ActorPtr publisher = sg::Actor::create("publish-" + std::to_string(r), me.host, [&me] { publish(me); });
         compute(site.curc_ns);
+        const double first_reads = cfg.x.guard >= 0 ? m.guard[guard].first_read.at(total_bytes) : 0.0;
         std::vector<int> order = is_bcast(site.kind) && site.order.size() != b.sub_bytes.size() ? std::vector<int>{}
                                                                                                  : site.order;
         if (order.size() != b.sub_bytes.size()) {
@@ -657,7 +663,8 @@ void rank_main(int r, std::vector<SimSite> sites) {
             return in;
           });
           if (waited && cfg.x.guard >= 0) compute(m.guard[guard].fault_ns);
-          if (total_bytes > 0) compute(crc_ns * me.call.sub_bytes[su] / total_bytes);
+          // The reading, and the reader's first accesses to the published pages (first_read).
+          if (total_bytes > 0) compute((crc_ns + first_reads) * me.call.sub_bytes[su] / total_bytes);
         }
         out.total_ns = (sg::Engine::get_clock() - t0) * 1e9;
         progress->join();

@@ -8,7 +8,8 @@
 //                 program's CURC and CRC
 //   nbc           tnbc's schedule as runtime/coll/ builds it (build_exchange, build_bcast) with
 //                 the default read order: Tinit's work (staging copy, guard hold: the machine
-//                 file's memcpy and guard lines; memcpy_cold for a first call, SimSite::
+//                 file's memcpy and guard lines, the guard the engine takes at the bytes the rank
+//                 receives, model::by_size_pays; memcpy_cold for a first call, SimSite::
 //                 cold_calls), the edge pieces from the call, then the return; body pieces
 //                 from the progress thread in priority order through the send window
 //                 (TNBC_SEND_WINDOW); each landing step published (notice + the guard's publish

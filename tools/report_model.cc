@@ -188,7 +188,9 @@ std::string model_section(const std::string& dir, FunctionRef<std::string(const 
         if (!hold || !pub) continue;
         const std::string hold_warm = warm_cost(object(&b, "hold_warm"));
         o << "  guard " << name << ": hold " << cost(*hold) << (hold_warm.empty() ? "" : " (caches warm: " + hold_warm + ")")
-          << ", publish " << cost(*pub) << ", fault " << us(num(b, "fault_ns", 0)) << "\n";
+          << ", publish " << cost(*pub);
+        if (const Value* first_read = b.find("first_read")) o << ", the reader's first reads " << cost(*first_read);
+        o << ", fault " << us(num(b, "fault_ns", 0)) << "\n";
       }
   }
   if (const Value* t = m0.find("thresholds"); t && t->type == Value::Type::Object) {

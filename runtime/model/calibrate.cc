@@ -771,19 +771,21 @@ void measure_guard(Machine& mach, std::size_t page, const std::vector<char>& evi
   for (auto& b : backends) {
     const int k = guard_index(b->probe_name());
     if (k < 0) continue;
-    Line hold, publish;
-    if (!guard_lines(*b, s, sizes, kGuardReps, [&] { read_through(evict); }, hold, publish)) continue;
+    Line hold, publish, first_read;
+    if (!guard_lines(*b, s, sizes, kGuardReps, [&] { read_through(evict); }, hold, publish, first_read)) continue;
     mach.guard_measured[k] = true;
-    mach.guard[k] = {hold, publish, wait, {}};
+    mach.guard[k] = {hold, publish, wait, {}, first_read};
     std::vector<std::size_t> warm;
     for (std::size_t bytes : sizes)
       if (mach.fits_cache(static_cast<double>(bytes))) warm.push_back(bytes);
-    Line hold_warm, unused;
-    if (!warm.empty() && guard_lines(*b, s, warm, kGuardReps, [] {}, hold_warm, unused)) mach.guard[k].hold_warm = hold_warm;
+    Line hold_warm, unused, unused_read;
+    if (!warm.empty() && guard_lines(*b, s, warm, kGuardReps, [] {}, hold_warm, unused, unused_read))
+      mach.guard[k].hold_warm = hold_warm;
     if (progress)
-      std::fprintf(progress, "  guard %s: hold %s (caches warm: %s), publish %s, reader's wait %.1f us\n", b->probe_name(),
-                   cost_text(hold).c_str(), hold_warm.points.empty() ? "not measured" : cost_text(hold_warm).c_str(),
-                   cost_text(publish).c_str(), wait / 1e3);
+      std::fprintf(progress, "  guard %s: hold %s (caches warm: %s), publish %s, reader's first read %s, reader's wait %.1f us\n",
+                   b->probe_name(), cost_text(hold).c_str(),
+                   hold_warm.points.empty() ? "not measured" : cost_text(hold_warm).c_str(), cost_text(publish).c_str(),
+                   cost_text(first_read).c_str(), wait / 1e3);
   }
 }
 

@@ -110,6 +110,10 @@ std::string differs(const Machine& a, const Machine& b) {
       return "guard." + std::string(kGuardNames[g]) + ".hold_warm.points (other sizes)";
     if (!same_points(a.guard[g].publish, b.guard[g].publish))
       return "guard." + std::string(kGuardNames[g]) + ".publish.points (other sizes)";
+    if (a.guard[g].first_read.measured() != b.guard[g].first_read.measured())
+      return "guard." + std::string(kGuardNames[g]) + ".first_read (measured in one only)";
+    if (!same_points(a.guard[g].first_read, b.guard[g].first_read))
+      return "guard." + std::string(kGuardNames[g]) + ".first_read.points (other sizes)";
   }
   if ((a.wake_loaded_ns >= 0) != (b.wake_loaded_ns >= 0)) return "progress.wake_loaded_ns (measured in one only)";
   if ((a.handover_ns >= 0) != (b.handover_ns >= 0)) return "progress.handover_ns (measured in one only)";
@@ -183,6 +187,11 @@ Result<Combined> combine_machines(const std::vector<Machine>& ms, const std::vec
     for (std::size_t i = 0; i < out.guard[g].publish.points.size(); ++i)
       med((p + "publish.points[" + std::to_string(i) + "]").c_str(),
           [g, i](auto& m) -> auto& { return m.guard[g].publish.points[i].ns; });
+    med((p + "first_read.ns").c_str(), [g](auto& m) -> auto& { return m.guard[g].first_read.ns; });
+    med((p + "first_read.ns_per_byte").c_str(), [g](auto& m) -> auto& { return m.guard[g].first_read.ns_per_byte; });
+    for (std::size_t i = 0; i < out.guard[g].first_read.points.size(); ++i)
+      med((p + "first_read.points[" + std::to_string(i) + "]").c_str(),
+          [g, i](auto& m) -> auto& { return m.guard[g].first_read.points[i].ns; });
     med((p + "fault_ns").c_str(), [g](auto& m) -> auto& { return m.guard[g].fault_ns; });
   }
   med("guard.memcpy.ns", [](auto& m) -> auto& { return m.memcpy_cost.ns; });

@@ -877,7 +877,12 @@ Overlap overlap(const Machine& m, const Topology& t, const Coll& c, const Execut
   const double wakeups = g.fault_ns * std::min(tl.regions, std::max(1.0, tl.regions * waiting)) * (X < after ? 1 : 0);
   // A reader that reads its own block last reads it after the stream's last piece (Program::own_last).
   const double own_after = p.own_last && c.kind != Kind::Bcast ? p.crc_ns / std::max(1, t.n()) : 0;
-  const double reader = std::max({X + stolen, after + tl.last_share * p.crc_ns + own_after, first + p.crc_ns});
+  // The reader's first accesses to the published pages (GuardCost::first_read): its own CPU,
+  // whenever it reads (after the transfer too), by the bytes it receives.
+  const double received = c.kind == Kind::Bcast ? c.bytes : c.bytes * std::max(0, t.n() - 1);
+  const double first_reads = g.first_read.at(received);
+  const double reader = std::max({X + stolen + first_reads, after + tl.last_share * (p.crc_ns + first_reads) + own_after,
+                                  first + p.crc_ns + first_reads});
   o.early_total_ns = o.in_call_ns + reader + wakeups;
   o.saved_ns = o.blocking_ns + X - o.early_total_ns;
   o.cost_ns = o.hidden_ns - o.saved_ns;
@@ -1057,16 +1062,19 @@ double publish_per_region(const GuardCost& g) {
   return g.publish.points.empty() ? g.publish.ns : g.publish.points.front().ns;
 }
 
-double guard_cycle_ns(const GuardCost& g, double bytes) { return g.hold.at(bytes) + publication(g, 1, bytes); }
+double guard_cycle_ns(const GuardCost& g, double bytes) {
+  return g.hold.at(bytes) + publication(g, 1, bytes) + g.first_read.at(bytes);
+}
 
 GuardCost guard_envelope(const GuardCost& a, const GuardCost& b) {
   const std::vector<double> sizes = shared_sizes(a, b);
   if (sizes.empty()) return a;
-  std::vector<double> hold, publish, warm_x, warm;
+  std::vector<double> hold, publish, first_read, warm_x, warm;
   for (double s : sizes) {
     const GuardCost& g = guard_cycle_ns(b, s) < guard_cycle_ns(a, s) ? b : a;
     hold.push_back(g.hold.at(s));
     publish.push_back(g.publish.at(s));
+    first_read.push_back(g.first_read.at(s));
     if (!a.hold_warm.points.empty() && !b.hold_warm.points.empty() && s <= a.hold_warm.points.back().bytes &&
         s <= b.hold_warm.points.back().bytes) {
       warm_x.push_back(s);
@@ -1076,6 +1084,7 @@ GuardCost guard_envelope(const GuardCost& a, const GuardCost& b) {
   GuardCost e = a;
   e.hold = fit_through(sizes, hold);
   e.publish = fit_through(sizes, publish);
+  e.first_read = a.first_read.measured() || b.first_read.measured() ? fit_through(sizes, first_read) : Line{};
   e.hold_warm = warm_x.empty() ? a.hold_warm : fit_through(warm_x, warm);
   e.fault_ns = std::min(a.fault_ns, b.fault_ns);
   return e;

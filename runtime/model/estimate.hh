@@ -268,7 +268,7 @@ int guard_by_size(const Machine& m, int runs, bool protect_usable);
 // Whether a call guarding `bytes` takes `by_size` rather than `runs` (hold and one region's
 // publication, through the measured points). False where by_size is -1.
 bool by_size_pays(const Machine& m, int runs, int by_size, double bytes);
-// Hold and one region's publication of `bytes` with `g`.
+// Hold, one region's publication and the reader's first reads (GuardCost::first_read) of `bytes` with `g`.
 double guard_cycle_ns(const GuardCost& g, double bytes);
 // The fixed part of a region's publication: the line's intercept, or its smallest point (one page).
 double publish_per_region(const GuardCost& g);

@@ -302,6 +302,7 @@ std::string machine_json(const Machine& m) {
     o << "{\"hold\": " << line_json(m.guard[b].hold) << ", \"publish\": " << line_json(m.guard[b].publish)
       << ", \"fault_ns\": " << num(m.guard[b].fault_ns);
     if (!m.guard[b].hold_warm.points.empty()) o << ", \"hold_warm\": " << line_json(m.guard[b].hold_warm);
+    if (m.guard[b].first_read.measured()) o << ", \"first_read\": " << line_json(m.guard[b].first_read);
     o << "}";
   }
   o << "},\n \"progress\": {\"test_ns\": " << num(m.test_ns) << ", \"sleep_ns\": " << num(m.sleep_ns);
@@ -480,8 +481,9 @@ Machine parse_or_throw(std::string_view text, const std::string& name) {
     if (g->type == Value::Type::Null) continue;
     if (g->type != Value::Type::Object) r.fail(p, *g, "expected an object or null");
     m.guard_measured[b] = true;
-    m.guard[b] = {r.line(*g, p, "hold"), r.line(*g, p, "publish"), r.number(*g, p, "fault_ns"), {}};
-    if (g->find("hold_warm")) m.guard[b].hold_warm = r.line(*g, p, "hold_warm");  // optional
+    m.guard[b] = {r.line(*g, p, "hold"), r.line(*g, p, "publish"), r.number(*g, p, "fault_ns"), {}, {}};
+    if (g->find("hold_warm")) m.guard[b].hold_warm = r.line(*g, p, "hold_warm");     // optional
+    if (g->find("first_read")) m.guard[b].first_read = r.line(*g, p, "first_read");  // optional (session 57)
   }
   const Value& progress = r.member(root, "", "progress", Value::Type::Object);
   m.test_ns = r.number(progress, "progress", "test_ns");

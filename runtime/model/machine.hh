@@ -188,6 +188,13 @@ struct GuardCost {
   // sizes below Machine::warm_below_bytes, caches left as the last cycle left them. Optional in
   // the file (since session 24); no points: not measured, and `hold` prices every call.
   Line hold_warm;
+  // What a reader's first accesses to the published pages cost beyond the same accesses to pages
+  // left in place, by the bytes published: on the reader's CPU, after the publication. On the
+  // Firecracker guest of session 57 a page the kernel filled for the guard (UFFDIO_COPY,
+  // /proc/self/mem) cost ~5 us at its first access from the program, ~1.2 ns/B: reading 4 MiB
+  // after an early return took 5-6 ms more CPU than after the blocking call (docs/benchmarks.md,
+  // "Session 57"). Optional in the file (since session 57); without it `publish` includes them.
+  Line first_read;
   double hold_at(double bytes, bool warm) const { return at_warm_or_cold(hold, hold_warm, bytes, warm); }
 };
 

@@ -192,11 +192,11 @@ double write_pages(char* p, std::size_t bytes) {
 }  // namespace
 
 bool guard_lines(GuardBackend& b, Scratch& s, const std::vector<std::size_t>& sizes, int reps, FunctionRef<void()> before,
-                 Line& hold, Line& publish) {
-  std::vector<double> x, h, p;
+                 Line& hold, Line& publish, Line& first_read) {
+  std::vector<double> x, h, p, r;
   for (std::size_t bytes : sizes) {
     if (bytes > s.len) continue;
-    std::vector<double> th, tp, resident;
+    std::vector<double> th, tp, tr, resident_written, resident_read;
     GuardBackend::CycleTimes t;
     double written = 0;
     auto receive = [&] { written = write_pages(s.staging, bytes); };
@@ -204,31 +204,38 @@ bool guard_lines(GuardBackend& b, Scratch& s, const std::vector<std::size_t>& si
     // The same accesses to pages left in place: what a run pays for them without a guard.
     for (int i = 0; i < std::max(1, reps); ++i) {
       before();
-      resident.push_back(write_pages(s.staging, bytes) + read_pages(s.user, bytes));
+      resident_written.push_back(write_pages(s.staging, bytes));
+      resident_read.push_back(read_pages(s.user, bytes));
     }
-    const double plain = median(resident);
+    const double plain_written = median(resident_written), plain_read = median(resident_read);
     for (int i = 0; i < std::max(1, reps); ++i) {
       before();
       if (!b.cycle(s.user, s.staging, bytes, t, receive)) return false;
       const double read = read_pages(s.user, bytes);
       th.push_back(t.hold_ns);
-      // Publication's price includes what the accesses around it pay beyond resident pages'
-      // (pages just moved or unprotected: their mappings changed; a copy's staging stays in place).
-      // Measured on a guest whose page-table updates are dear (session 55): after UFFDIO_MOVE the
-      // first write to a page cost ~3.6 us and the first read of a page moved back ~3.7 us, where
-      // the two moves took 0.25 ms at 1 MiB and the copy of resident pages 0.02 ms: that was most
-      // of publishing by moving, and neither phase's own time showed it (docs/benchmarks.md,
-      // "Session 55").
-      tp.push_back(t.publish_ns + std::max(0.0, written + read - plain));
+      // What the accesses around the cycle pay beyond resident pages' (pages just moved,
+      // unprotected or filled by the kernel: their mappings changed): the staging's write goes
+      // with the publication (the progress thread's receive), the reader's first read of each page
+      // is the reader's (first_read). Measured on a guest whose page-table updates are dear
+      // (session 55): after UFFDIO_MOVE the first write to a page cost ~3.6 us and the first read
+      // of a page moved back ~3.7 us, where the two moves took 0.25 ms at 1 MiB and the copy of
+      // resident pages 0.02 ms: that was most of publishing by moving, and neither phase's own
+      // time showed it (docs/benchmarks.md, "Session 55"). Until session 57 the read was priced
+      // with the publication, on the progress thread: a reader reading after the transfer paid it
+      // unpriced (~5 ms at 4 MiB on the Firecracker guest; "Session 57").
+      tp.push_back(t.publish_ns + std::max(0.0, written - plain_written));
+      tr.push_back(std::max(0.0, read - plain_read));
     }
     x.push_back(static_cast<double>(bytes));
     h.push_back(median(th));
     p.push_back(median(tp));
+    r.push_back(median(tr));
   }
   hold = fit_through(x, h);  // one run of regions per size: the points price a hold of that size
   // Per region and per byte (estimators count the regions), through the sizes measured: the
   // cost per byte differs with the size where pages are freed and allocated (calibrate's 32 MiB).
   publish = fit_through(x, p);
+  first_read = fit_through(x, r);
   return !x.empty();
 }
 

@@ -90,10 +90,11 @@ double uncached_copy_ns(Scratch& s, std::size_t& cursor, std::size_t bytes, Func
 // untimed `before` (e.g. emptying the caches): the lines through the medians (the hold's keeping
 // them: Line::points). The publication's include what the accesses around a cycle cost beyond
 // the same accesses to resident pages: the staging written between hold and publish (as MPI's
-// receive writes it) and each page of the buffer read after it (as the reader reads it). False
-// when the backend fails on scratch memory.
+// receive writes it); `first_read`, what reading each page of the buffer after it costs beyond
+// reading resident pages (the reader's, GuardCost::first_read). False when the backend fails on
+// scratch memory.
 bool guard_lines(GuardBackend& b, Scratch& s, const std::vector<std::size_t>& sizes, int reps, FunctionRef<void()> before,
-                 Line& hold, Line& publish);
+                 Line& hold, Line& publish, Line& first_read);
 
 // Exchanges `bytes` with `to` and `from` on `comm` (MPI_Isend + MPI_Irecv, tag `tag`), testing
 // the requests as tnbc's progress thread does: MPI_Testall, then a sleep when nothing completed,

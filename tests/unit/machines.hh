@@ -37,9 +37,9 @@ inline model::Machine machine(double mb_per_s, double L_us = 50, int cpus = 2, d
   m.page = 4096;
   m.level[0] = level(L_us, mb_per_s, o_us, o_us_per_mib);
   m.guard_measured[0] = true;
-  m.guard[0] = {{10e3, 20e3 / 1048576.0}, {4e3, 20e3 / 1048576.0}, 30e3, {}};
+  m.guard[0] = {{10e3, 20e3 / 1048576.0}, {4e3, 20e3 / 1048576.0}, 30e3, {}, {}};
   m.guard_measured[2] = true;
-  m.guard[2] = {{3e3, 20e3 / 1048576.0}, {1e3, 250e3 / 1048576.0}, 30e3, {}};
+  m.guard[2] = {{3e3, 20e3 / 1048576.0}, {1e3, 250e3 / 1048576.0}, 30e3, {}, {}};
   m.memcpy_cost = {0, 40e3 / 1048576.0};
   m.test_ns = 5e3;
   m.sleep_ns = 100e3;

@@ -406,6 +406,24 @@ TEST_CASE("machine file: what tnbc's own transfer takes from a computation is op
   CHECK(refusal(edited(text, "\"cpu_taken\": {", "\"cpu_taken\": 3, \"x\": {")).find("cpu_taken") != std::string::npos);
 }
 
+TEST_CASE("machine file: a guard's first reads are optional; written, read back; without them the publication holds them") {
+  const Machine without = sample();
+  const std::string old_text = machine_json(without);
+  CHECK(old_text.find("first_read") == std::string::npos);
+  const Machine old_back = must(parse_machine(old_text, "m.json"));
+  for (int b = 0; b < kGuardBackends; ++b) CHECK_FALSE(old_back.guard[b].first_read.measured());
+  Machine with = sample();
+  REQUIRE(with.guard_measured[2]);
+  with.guard[2].first_read = fit_through({4096, 1 << 20, 4 << 20}, {8e3, 1.15e6, 4.4e6});
+  const std::string text = machine_json(with);
+  const Machine back = must(parse_machine(text, "m.json"));
+  REQUIRE(back.guard[2].first_read.points.size() == 3);
+  CHECK(back.guard[2].first_read.at(1 << 20) == Approx(1.15e6));
+  CHECK_FALSE(back.guard[0].first_read.measured());
+  CHECK(machine_json(back) == text);
+  CHECK(machine_hash(back) != machine_hash(without));
+}
+
 TEST_CASE("machine file: the warm figures and the first round are optional; written, read back; without them every call is priced cold") {
   const Machine without = sample();
   const std::string old_text = machine_json(without);

@@ -97,7 +97,7 @@ TEST_CASE("threshold: a broadcast never returns early where tnbc's own costs out
   // library's whole call at every size.
   for (int b : {0, 1, 2}) {
     m.guard_measured[b] = true;
-    m.guard[b] = {{10e3, 20e3 / 1048576.0}, {4e3, 1e6 / 1048576.0}, 200e3, {}};
+    m.guard[b] = {{10e3, 20e3 / 1048576.0}, {4e3, 1e6 / 1048576.0}, 200e3, {}, {}};
   }
   const model::Topology two = model::Topology::block(2, 2, 2, 1);
   CHECK(model::threshold_bytes(m, two, Kind::Bcast, {}, kPage) == kNeverPays);

@@ -167,5 +167,7 @@ std::optional<model::Program> model_program(const SiteProgram& p, const model::M
 
 // The model's view of how tnbc runs with these settings (window, poll interval, send copy).
 model::Execution execution(const Settings& s, int guard_index, int guard_by_size = -1);
+// The same with the guards the offline tools price a machine's calls with (model::priced_guards).
+inline model::Execution execution(const Settings& s, const model::PricedGuards& g) { return execution(s, g.runs, g.by_size); }
 
 }  // namespace tnbc

@@ -93,8 +93,7 @@ int cmd_predict(const std::vector<std::string>& args) {
   if (per_node < 1) per_node = np;
   const model::Topology t =
       model::Topology::block(np, per_node, std::max(1, machine.cpus_per_node), 1);
-  const model::PricedGuards guard = model::priced_guards(machine);
-  const model::Execution x = execution(Settings{}, guard.runs, guard.by_size);
+  const model::Execution x = execution(Settings{}, model::priced_guards(machine));
   if (json) std::printf("{\"machine\": \"%s\", \"np\": %d, \"per_node\": %d, \"results\": [", file.c_str(), np, per_node);
   else
     std::printf("tnbc predict: %s (%s), np=%d, %d per node\n  %-9s %12s %14s %14s %14s %14s\n", file.c_str(),

@@ -38,7 +38,7 @@ PlainRun judge_plain_run(const Settings& s, const std::string& executable, const
     in->world = model::Topology::block(prof.np, per_node, std::max(1, in->machine.cpus_per_node), std::max(1, cpus_per_rank));
     guard = model::priced_guards(in->machine);
   }
-  const Judge judge = make_judge(s, in, execution(s, guard.runs, guard.by_size));
+  const Judge judge = make_judge(s, in, execution(s, guard));
   for (const ProfileSite& site : prof.sites) {
     const std::optional<Kind> kind = kind_named(site.kind);
     if (!kind) return r;

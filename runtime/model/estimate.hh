@@ -251,8 +251,8 @@ bool lazy_copy_pays(const Machine& m, double bytes, bool written_early, std::siz
 // measures the first backend only): moving, as before session 55.
 bool page_moves_pay(const Machine& m);
 // Whether guard backend `a` (a kGuardNames index) costs no more than `b`: the geometric mean,
-// over the sizes both were measured at, of a's hold and one region's publication over b's is at
-// most 1 (every size weighs alike). True where either is unmeasured.
+// over the sizes both were measured at, of a's guard_cycle_ns over b's is at most 1 (every size
+// weighs alike). True where either is unmeasured.
 bool guard_costs_no_more(const Machine& m, int a, int b);
 // The guard backend that holds the calls where `first` (a kGuardNames index, -1: none) is the
 // first that works here: copying in place of moving where page_moves_pay says so, else `first`.
@@ -265,15 +265,15 @@ int guard_that_runs(const Machine& m, int first);
 // buffer's pages at every call, which at NPB's sizes costs far more than PROT_NONE, whose pages
 // stay; up to 4 MiB copying is the cheaper (docs/benchmarks.md, "Session 56").
 int guard_by_size(const Machine& m, int runs, bool protect_usable);
-// Whether a call guarding `bytes` takes `by_size` rather than `runs` (hold and one region's
-// publication, through the measured points). False where by_size is -1.
+// Whether a call guarding `bytes` takes `by_size` rather than `runs` (guard_cycle_ns, through the
+// measured points). False where by_size is -1.
 bool by_size_pays(const Machine& m, int runs, int by_size, double bytes);
 // Hold, one region's publication and the reader's first reads (GuardCost::first_read) of `bytes` with `g`.
 double guard_cycle_ns(const GuardCost& g, double bytes);
 // The fixed part of a region's publication: the line's intercept, or its smallest point (one page).
 double publish_per_region(const GuardCost& g);
-// `a` and `b` as one guard that takes, at each size both were measured at, the one whose hold and
-// publication cost less there (its hold, publication and warm hold there): how the model prices
+// `a` and `b` as one guard that takes, at each size both were measured at, the one whose
+// guard_cycle_ns is less there (its hold, publication, first reads and warm hold there): how the model prices
 // the calls of an engine choosing per call (Execution::guard_by_size).
 GuardCost guard_envelope(const GuardCost& a, const GuardCost& b);
 // The guard backends the engine prices its calls with, as far as the machine alone tells (the

@@ -68,6 +68,10 @@ const std::vector<Option> kOptions = {
     {"send_window", OptionType::Integer, "4", "",
      "Most sends of one collective the progress thread keeps in flight; they start in priority order.",
      &Settings::send_window, 1, 1 << 20},
+    {"bcast_send_window", OptionType::Integer, "0", "",
+     "Most middle pieces of a broadcast a root's or forwarding rank's progress thread keeps in flight, also where it "
+     "shares the rank's only CPU; 0: TNBC_SEND_WINDOW, and on that shared CPU the root's call starts them all.",
+     &Settings::bcast_send_window, 0, 1 << 20},
     {"poll_min_us", OptionType::Microseconds, "20", "",
      "Shortest sleep between polls while traffic is pending.",
      &Settings::poll_min_us, 0, 1000000},

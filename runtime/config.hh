@@ -61,6 +61,7 @@ struct Settings {
   std::int64_t bcast_max_segments = kDefaultBcastMaxSegments;
   std::optional<std::uint64_t> piece_bytes; // nullopt = "auto" (runtime/schedule.hh); 0 = no cut
   std::int64_t send_window = 4;
+  std::int64_t bcast_send_window = 0;       // 0 = as send_window, and the root's call starts them where it shares a CPU
   std::int64_t poll_min_us = 20;
   std::int64_t poll_max_us = 1000;
   std::int64_t timeout_s = kDefaultTimeoutS;

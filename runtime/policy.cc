@@ -22,6 +22,7 @@ std::optional<model::Program> model_program(const SiteProgram& p, const model::M
 model::Execution execution(const Settings& s, int guard_index, int guard_by_size) {
   model::Execution x;
   x.window = static_cast<int>(s.send_window);
+  x.bcast_window = static_cast<int>(s.bcast_send_window);
   x.guard = guard_index;
   x.guard_by_size = guard_by_size;
   x.eager_copy = s.send_copy != SendCopy::Lazy && s.send_copy != SendCopy::LazySends;
@@ -179,7 +180,12 @@ class ModelPolicy final : public Policy {
   // their order: they become ready one by one, as their pieces arrive. So there, only staged
   // sends of a rank that receives keep it. Rank-local: it changes when messages start, not which.
   int send_window(Driver d, SendRole role) const override {
-    if (d != Driver::ProgressThread || (progress_on_own_cpu_ && role != SendRole::Staged)) return 0;
+    if (d != Driver::ProgressThread) return 0;
+    // TNBC_BCAST_SEND_WINDOW: a broadcast's pieces through the thread's window on any CPU (on the
+    // rank's only CPU too: one at a time, they arrive one after another instead of all together;
+    // docs/benchmarks.md, "Session 59").
+    if (role != SendRole::Staged && s_.bcast_send_window > 0) return static_cast<int>(s_.bcast_send_window);
+    if (progress_on_own_cpu_ && role != SendRole::Staged) return 0;
     return static_cast<int>(s_.send_window);
   }
   // A root's sends are all ready at the call. Where its progress thread keeps no window for them

@@ -93,7 +93,11 @@ int cmd_predict(const std::vector<std::string>& args) {
   if (per_node < 1) per_node = np;
   const model::Topology t =
       model::Topology::block(np, per_node, std::max(1, machine.cpus_per_node), 1);
-  const model::Execution x = execution(Settings{}, model::priced_guards(machine));
+  // Priced as a run with this environment's TNBC_* settings would run (TNBC_SEND_WINDOW, ...).
+  const ConfigResult cfg = load_config(process_getenv);
+  if (!cfg.errors.empty()) return fail(cfg.errors.front().message);
+  const Settings& settings = cfg.settings;
+  const model::Execution x = execution(settings, model::priced_guards(machine));
   if (json) std::printf("{\"machine\": \"%s\", \"np\": %d, \"per_node\": %d, \"results\": [", file.c_str(), np, per_node);
   else
     std::printf("tnbc predict: %s (%s), np=%d, %d per node\n  %-9s %12s %14s %14s %14s %14s\n", file.c_str(),
@@ -102,7 +106,7 @@ int cmd_predict(const std::vector<std::string>& args) {
   bool first = true;
   for (std::size_t b : sizes)
     for (Kind k : {Kind::Bcast, Kind::Alltoall}) {
-      const model::Coll c = model::run_coll(machine, t, x, k, static_cast<double>(b), Settings{}.piece_bytes);  // as a run cuts it
+      const model::Coll c = model::run_coll(machine, t, x, k, static_cast<double>(b), settings.piece_bytes);  // as a run cuts it
       const double blocking = model::mpi_blocking_ns(machine, t, c);
       const model::Timeline tl = model::tnbc_timeline(machine, t, c, x, true);
       const double own = model::own_call_ns(machine, t, c, x);  // tnbc's schedule completed in the call

@@ -483,8 +483,13 @@ ReceiverCall receiver_call(const Machine& m, const Topology& t, const Coll& c, c
 }
 
 // The broadcast's root starts every piece's send in its call (else the two edges' only) where its
-// progress thread has no CPU of its own or no send window (runtime/policy.cc, caller_starts_sends).
-bool root_starts_all_sends(const Topology& t, const Execution& x) { return t.spare_cpu() <= 0 || x.window < 1; }
+// progress thread has no CPU of its own or no send window (runtime/policy.cc, caller_starts_sends),
+// unless TNBC_BCAST_SEND_WINDOW gives its pieces a window of their own.
+bool root_starts_all_sends(const Topology& t, const Execution& x) {
+  return x.bcast_window < 1 && (t.spare_cpu() <= 0 || x.window < 1);
+}
+// The progress thread's window for a broadcast's pieces (TNBC_BCAST_SEND_WINDOW, else TNBC_SEND_WINDOW).
+int bcast_window(const Execution& x) { return x.bcast_window > 0 ? x.bcast_window : x.window; }
 
 // The root's early-returning call: its copy of the message (Machine::in_call_copy_alone, where
 // the guard cannot hold its pages: Execution::eager_copy), the sends it starts in the call
@@ -543,7 +548,7 @@ Timeline bcast_timeline(const Machine& m, const Topology& t, const Coll& c, cons
   // and a window of 4 did not (+21..+25 % of Tcomm predicted; docs/benchmarks.md, "Session 20").
   // The reader gets the first with the first group and reads the last group's share after the end.
   const std::size_t mids = sizes.size() > 2 ? sizes.size() - 2 : 1;
-  const std::size_t together = all_sends ? mids : std::min(mids, static_cast<std::size_t>(x.window));
+  const std::size_t together = all_sends ? mids : std::min(mids, static_cast<std::size_t>(bcast_window(x)));
   // A receiver's progress thread publishes (and an inner rank's forwards) what arrived during the
   // receiver's own call once that call has handed its steps over (leaf_call). Before session 28
   // the tree let a piece be in as it arrived: where the call (its guard's hold) outlasts the

@@ -1083,6 +1083,18 @@ TEST_CASE("model: a broadcast's middle pieces arrive a send window at a time, al
   Execution all;
   all.window = 0;
   CHECK(tnbc_timeline(m, spare, c, all, true).last_share == Approx(1.0));
+  // TNBC_BCAST_SEND_WINDOW=1: the root's progress thread sends the middle pieces one at a time on
+  // its shared CPU too (the root's call starts the edges only): they arrive one after another.
+  Execution bcast_one = four;
+  bcast_one.bcast_window = 1;
+  const Timeline paced = tnbc_timeline(m, kTwoNodes, c, bcast_one, true);
+  CHECK(paced.last_share == Approx(1.0 / 5));
+  CHECK(paced.first_ns - paced.in_call_ns < 0.3 * (paced.total_ns - paced.in_call_ns));
+  CHECK(paced.in_call_ns < shared.in_call_ns);  // five sends fewer in the root's call
+  // It wins over TNBC_SEND_WINDOW with a CPU to spare as well.
+  Execution spare_one = four;
+  spare_one.bcast_window = 1;
+  CHECK(tnbc_timeline(m, spare, c, spare_one, true).first_ns == Approx(w1.first_ns));
 }
 
 TEST_CASE("model: the estimates cut a broadcast as a run does (run_segments)") {

@@ -103,6 +103,19 @@ TEST_CASE("policy: guard backends and send windows from the settings") {
   CHECK(p->caller_starts_sends(SendRole::Only));
   CHECK_FALSE(p->caller_starts_sends(SendRole::Forward));
   CHECK_FALSE(p->caller_starts_sends(SendRole::Staged));
+  {
+    // TNBC_BCAST_SEND_WINDOW: a broadcast's root and forwarding ranks keep a window of their own
+    // there too (the root's call starts the edges only); an exchange's stays TNBC_SEND_WINDOW.
+    Settings windowed = s;
+    windowed.bcast_send_window = 1;
+    auto q = make_policy(windowed, kPage, nullptr);
+    q->set_cpu_share(shared);
+    CHECK(q->send_window(Driver::ProgressThread, SendRole::Only) == 1);
+    CHECK(q->send_window(Driver::ProgressThread, SendRole::Forward) == 1);
+    CHECK(q->send_window(Driver::ProgressThread, SendRole::Staged) == 7);
+    CHECK(q->send_window(Driver::CallingThread, SendRole::Only) == 0);
+    CHECK_FALSE(q->caller_starts_sends(SendRole::Only));
+  }
   shared.node_ranks = 2;  // oversubscribed, without node-level priorities: as on one rank's CPU
   p->set_cpu_share(shared);
   CHECK(p->send_window(Driver::ProgressThread, SendRole::Staged) == 7);

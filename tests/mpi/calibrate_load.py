@@ -68,9 +68,11 @@ def main():
         # The ranks on the first CPU, unbound there (Open MPI would bind two ranks to cores).
         os.environ["OMPI_MCA_hwloc_base_binding_policy"] = "none"
         apart, out = calibrate(a, os.path.join(work, "apart.json"), burner_cpus=cpus[1:], rank_cpus={cpus[0]})
-        if apart["others_cpu_share"] > NOTE_SHARE or WARNING in out:
+        # The warning also names the hypervisor's share (steal) above the same 5 %: a slow hour of
+        # the host says so rightly (session 59's CI: others 0.000, steal 0.059), not a failure here.
+        if apart["others_cpu_share"] > NOTE_SHARE or (WARNING in out and apart["steal_share"] <= NOTE_SHARE):
             fail(f"busy processes on CPUs the ranks may not use counted: others' share "
-                 f"{apart['others_cpu_share']:.3f}", out)
+                 f"{apart['others_cpu_share']:.3f} (steal {apart['steal_share']:.3f})", out)
         said += f", {apart['others_cpu_share']:.3f} with them on CPUs the ranks may not use"
     print("PASS: " + said)
 

@@ -68,9 +68,10 @@ const std::vector<Option> kOptions = {
     {"send_window", OptionType::Integer, "4", "",
      "Most sends of one collective the progress thread keeps in flight; they start in priority order.",
      &Settings::send_window, 1, 1 << 20},
-    {"bcast_send_window", OptionType::Integer, "0", "",
-     "Most middle pieces of a broadcast a root's or forwarding rank's progress thread keeps in flight, also where it "
-     "shares the rank's only CPU; 0: TNBC_SEND_WINDOW, and on that shared CPU the root's call starts them all.",
+    {"bcast_send_window", OptionType::AutoInteger, "auto", "",
+     "Most middle pieces of a broadcast a root's or forwarding rank's progress thread keeps in flight, on a shared "
+     "CPU too; 0: TNBC_SEND_WINDOW, there the root's call starting them; auto: 1 where MPI lets that thread's calls "
+     "through while the program waits in MPI.",
      &Settings::bcast_send_window, 0, 1 << 20},
     {"poll_min_us", OptionType::Microseconds, "20", "",
      "Shortest sleep between polls while traffic is pending.",
@@ -248,18 +249,22 @@ Status parse_option(const Option& o, std::string_view raw, Settings& s) {
       f = n;
       return {};
     }
-    case OptionType::AutoMicroseconds: {
+    case OptionType::AutoMicroseconds:
+    case OptionType::AutoInteger: {
       auto& f = s.*std::get<std::optional<std::uint64_t> Settings::*>(o.field);
+      const bool us = o.type == OptionType::AutoMicroseconds;
       std::string num = lower(v);
       if (num == "auto") {
         f.reset();
         return {};
       }
-      if (num.size() > 2 && num.ends_with("us")) num.resize(num.size() - 2);
+      if (us && num.size() > 2 && num.ends_with("us")) num.resize(num.size() - 2);
       std::uint64_t n = 0;
       auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), n);
-      if (ec != std::errc() || p != num.data() + num.size() || num.empty())
-        return Status::error(bad + "'auto' or a whole number of microseconds.");
+      const bool in_range = static_cast<std::int64_t>(n) >= o.min && (o.max == 0 || static_cast<std::int64_t>(n) <= o.max);
+      if (ec != std::errc() || p != num.data() + num.size() || num.empty() || (!us && !in_range))
+        return Status::error(bad + (us ? std::string("'auto' or a whole number of microseconds.")
+                                       : "'auto' or " + range_text(o) + "."));
       f = n;
       return {};
     }

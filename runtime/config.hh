@@ -61,7 +61,7 @@ struct Settings {
   std::int64_t bcast_max_segments = kDefaultBcastMaxSegments;
   std::optional<std::uint64_t> piece_bytes; // nullopt = "auto" (runtime/schedule.hh); 0 = no cut
   std::int64_t send_window = 4;
-  std::int64_t bcast_send_window = 0;       // 0 = as send_window, and the root's call starts them where it shares a CPU
+  std::optional<std::uint64_t> bcast_send_window;  // nullopt = "auto" (runtime/mpi_threads.hh); 0 = as send_window, the root's call starts them on a shared CPU
   std::int64_t poll_min_us = 20;
   std::int64_t poll_max_us = 1000;
   std::int64_t timeout_s = kDefaultTimeoutS;
@@ -91,7 +91,7 @@ using Field = std::variant<Mode Settings::*, LogLevel Settings::*, GuardChoice S
                            std::string Settings::*,
                            std::optional<std::uint64_t> Settings::*, std::int64_t Settings::*>;
 
-enum class OptionType { Choice, Path, Bytes, Integer, Seconds, Microseconds, AutoMicroseconds };
+enum class OptionType { Choice, Path, Bytes, Integer, Seconds, Microseconds, AutoMicroseconds, AutoInteger };
 
 struct Option {
   std::string_view name;         // lower case; env name is TNBC_ + upper(name)

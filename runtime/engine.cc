@@ -20,6 +20,7 @@
 #include "runtime/log.hh"
 #include "runtime/model/estimate.hh"
 #include "runtime/model/startup.hh"
+#include "runtime/mpi_threads.hh"
 #include "runtime/observe.hh"
 #include "runtime/node_gate.hh"
 #include "runtime/node_segment.hh"
@@ -89,6 +90,16 @@ class EngineImpl final : public Engine {
     for (GuardKind k : policy_->guards()) {
       if (k == GuardKind::Userfaultfd && uffd::active()) backends_.push_back(uffd_.get());
       if (k == GuardKind::ProtNone && publication_available()) backends_.push_back(protect_.get());
+    }
+    const MpiThreads threads = mpi_threads();
+    policy_->set_thread_progress(threads.progress);
+    if (int rank = 0; PMPI_Comm_rank(MPI_COMM_WORLD, &rank) == MPI_SUCCESS && rank == 0) {
+      const int w = bcast_send_window(s_, threads.progress);
+      const char* mpi = threads.transport.empty() ? "MPI library not recognised" : threads.transport.c_str();
+      if (w > 0) log(LogLevel::Info, "%s: a broadcast's root and forwarding ranks send through their progress thread, "
+                     "%d piece(s) at a time (TNBC_BCAST_SEND_WINDOW)", mpi, w);
+      else log(LogLevel::Info, "%s: a broadcast's root whose progress thread shares its CPU starts its sends in the call "
+               "(TNBC_BCAST_SEND_WINDOW)", mpi);
     }
     start_model(world.comm);
     const NodeTurn turn = node_turn_rule();

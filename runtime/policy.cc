@@ -19,10 +19,15 @@ std::optional<model::Program> model_program(const SiteProgram& p, const model::M
   return scaled;
 }
 
-model::Execution execution(const Settings& s, int guard_index, int guard_by_size) {
+int bcast_send_window(const Settings& s, ThreadProgress p) {
+  if (s.bcast_send_window) return static_cast<int>(*s.bcast_send_window);
+  return p == ThreadProgress::Through ? 1 : 0;
+}
+
+model::Execution execution(const Settings& s, int guard_index, int guard_by_size, ThreadProgress threads) {
   model::Execution x;
   x.window = static_cast<int>(s.send_window);
-  x.bcast_window = static_cast<int>(s.bcast_send_window);
+  x.bcast_window = bcast_send_window(s, threads);
   x.guard = guard_index;
   x.guard_by_size = guard_by_size;
   x.eager_copy = s.send_copy != SendCopy::Lazy && s.send_copy != SendCopy::LazySends;
@@ -183,8 +188,9 @@ class ModelPolicy final : public Policy {
     if (d != Driver::ProgressThread) return 0;
     // TNBC_BCAST_SEND_WINDOW: a broadcast's pieces through the thread's window on any CPU (on the
     // rank's only CPU too: one at a time, they arrive one after another instead of all together;
-    // docs/benchmarks.md, "Session 59").
-    if (role != SendRole::Staged && s_.bcast_send_window > 0) return static_cast<int>(s_.bcast_send_window);
+    // docs/benchmarks.md, "Session 59"), by default where the MPI library lets the thread's calls
+    // through while the program waits in its next MPI call (not under UCX: "Session 60").
+    if (const int w = bcast_send_window(s_, threads_); role != SendRole::Staged && w > 0) return w;
     if (progress_on_own_cpu_ && role != SendRole::Staged) return 0;
     return static_cast<int>(s_.send_window);
   }
@@ -212,6 +218,7 @@ class ModelPolicy final : public Policy {
     // docs/benchmarks.md, "Session 10").
     progress_on_own_cpu_ = c.progress_on_own_cpu && !(oversubscribed_ && node_links());
   }
+  void set_thread_progress(ThreadProgress p) override { threads_ = p; }
   ProgressCpus progress_cpus(const CpuShare& c) const override {
     if (s_.progress_cpus != ProgressCpus::Auto) return s_.progress_cpus;
     return c.node_cpus > c.own_cpus ? ProgressCpus::Node : ProgressCpus::Allowed;
@@ -343,7 +350,7 @@ class ModelPolicy final : public Policy {
   bool node_local_on_link() const override { return s_.node_local_sends == NodeLocalSends::Link; }
 
  private:
-  model::Execution exec() const { return execution(s_, guard_, guard_by_size_); }
+  model::Execution exec() const { return execution(s_, guard_, guard_by_size_, threads_); }
 
   Settings s_;
   std::size_t page_;
@@ -362,6 +369,7 @@ class ModelPolicy final : public Policy {
   std::map<std::tuple<std::uint64_t, int, std::uint64_t, int, int, int, std::uint64_t>, NodeChoice> node_;
   bool oversubscribed_ = false;
   bool progress_on_own_cpu_ = false;  // set_cpu_share after the progress thread is placed
+  ThreadProgress threads_ = ThreadProgress::Unknown;  // set_thread_progress
   RmaFacts rma_;
 };
 

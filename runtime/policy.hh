@@ -31,6 +31,7 @@
 #include "runtime/model/machine.hh"
 #include "runtime/model/topology.hh"
 #include "runtime/cpu_share.hh"
+#include "runtime/mpi_threads.hh"
 #include "runtime/node_choice.hh"
 #include "runtime/read_order.hh"
 #include "runtime/schedule.hh"
@@ -133,6 +134,9 @@ class Policy {
   virtual Waiting waiting() const = 0;
   // Start-up input: the CPUs of this rank's node (runtime/cpu_share.hh).
   virtual void set_cpu_share(const CpuShare& c) = 0;
+  // Start-up input, before the model starts: whether the MPI library lets the progress thread's
+  // calls through while the program waits inside MPI (runtime/mpi_threads.hh).
+  virtual void set_thread_progress(ThreadProgress p) = 0;
   // Rank-local: where the progress thread runs (TNBC_PROGRESS_CPUS; never Auto). A rank bound to
   // one CPU would otherwise share it between its computation and its communication.
   virtual ProgressCpus progress_cpus(const CpuShare& c) const = 0;
@@ -165,9 +169,20 @@ std::unique_ptr<Policy> make_policy(const Settings& s, std::size_t page, std::un
 std::optional<model::Program> model_program(const SiteProgram& p, const model::Machine& m, const model::Topology& comm,
                                             const model::Coll& c);
 
-// The model's view of how tnbc runs with these settings (window, poll interval, send copy).
-model::Execution execution(const Settings& s, int guard_index, int guard_by_size = -1);
+// A broadcast's own send window (TNBC_BCAST_SEND_WINDOW; 0: TNBC_SEND_WINDOW's, and the root's
+// call starts the sends on a shared CPU). auto: 1 where the MPI library lets the progress thread's
+// calls through while the program waits inside MPI, 0 where it starves them or is not known.
+int bcast_send_window(const Settings& s, ThreadProgress p);
+// The model's view of how tnbc runs with these settings (window, poll interval, send copy). The
+// offline tools know no running library: TNBC_BCAST_SEND_WINDOW=auto is priced as unknown (0).
+model::Execution execution(const Settings& s, int guard_index, int guard_by_size = -1,
+                           ThreadProgress threads = ThreadProgress::Unknown);
 // The same with the guards the offline tools price a machine's calls with (model::priced_guards).
 inline model::Execution execution(const Settings& s, const model::PricedGuards& g) { return execution(s, g.runs, g.by_size); }
+// ... and the transport the machine file was calibrated on (TNBC_BCAST_SEND_WINDOW=auto).
+inline model::Execution execution(const Settings& s, const model::Machine& m) {
+  const model::PricedGuards g = model::priced_guards(m);
+  return execution(s, g.runs, g.by_size, thread_progress_of(m.mpi_transport));
+}
 
 }  // namespace tnbc

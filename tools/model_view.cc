@@ -129,8 +129,8 @@ std::string node_verdict(const trace::ProfileSite& site, const Settings& s, cons
 
 std::vector<std::string> site_verdicts(const trace::LoadedProfile& p, const Settings& s, const RunModel* m) {
   std::vector<std::string> out;
-  const model::PricedGuards guard = m ? model::priced_guards(m->inputs->machine) : model::PricedGuards{};
-  const trace::Judge judge = trace::make_judge(s, m ? m->inputs : nullptr, execution(s, guard));
+  const trace::Judge judge =
+      trace::make_judge(s, m ? m->inputs : nullptr, m ? execution(s, m->inputs->machine) : execution(s, model::PricedGuards{}));
   std::vector<trace::Decision> d;
   for (const auto& site : p.sites) d.push_back(trace::decide(&site, true, judge));
   for (std::size_t i = 0; i < p.sites.size(); ++i) {

@@ -97,7 +97,7 @@ int cmd_predict(const std::vector<std::string>& args) {
   const ConfigResult cfg = load_config(process_getenv);
   if (!cfg.errors.empty()) return fail(cfg.errors.front().message);
   const Settings& settings = cfg.settings;
-  const model::Execution x = execution(settings, model::priced_guards(machine));
+  const model::Execution x = execution(settings, machine);
   if (json) std::printf("{\"machine\": \"%s\", \"np\": %d, \"per_node\": %d, \"results\": [", file.c_str(), np, per_node);
   else
     std::printf("tnbc predict: %s (%s), np=%d, %d per node\n  %-9s %12s %14s %14s %14s %14s\n", file.c_str(),

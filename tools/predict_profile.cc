@@ -480,7 +480,7 @@ int cmd_predict_profile(const std::vector<std::string>& args) {
   const Settings settings{};
   cfg.bcast_max_segments = static_cast<int>(settings.bcast_max_segments);
   const model::PricedGuards guard = model::priced_guards(cfg.machine);
-  cfg.x = execution(settings, guard);
+  cfg.x = execution(settings, cfg.machine);
   // A platform whose node's ranks spin in slices on fewer cores: the margin of busy polling, as a
   // machine file showing it gives the run (model::margin_of_tcomm; busy_poll.hh).
   if (platform.slice_s > 0 && platform.cores < per_node) cfg.x.margin_shared_node = cfg.x.margin_busy_poll;

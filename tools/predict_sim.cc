@@ -639,10 +639,19 @@ void rank_main(int r, std::vector<SimSite> sites) {
         // and the program computes after the call, its first round comes late
         // (Machine::first_round_ns), as the model prices it.
         const bool shares = me.host->get_core_count() <= static_cast<int>(g->node_ranks[static_cast<std::size_t>(me.node)].size());
-        const double late_s = shares ? std::min(site.curc_ns, m.first_round()) / 1e9 : 0.0;
-        sg::ActorPtr progress = sg::Actor::create("progress-" + std::to_string(r), me.host, [&me, &cfg, late_s] {
+        // The body's window as the runtime's policy sets it (Policy::send_window and
+        // caller_starts_sends): a broadcast's own where it has one (TNBC_BCAST_SEND_WINDOW, auto
+        // by the machine file's transport); else, on a CPU the thread shares, none, and there the
+        // root's call starts its sends, so no first round comes late.
+        const bool bcast = is_bcast(site.kind);
+        const int body_window = !bcast || (cfg.x.bcast_window < 1 && !shares) ? cfg.x.window
+                                : cfg.x.bcast_window > 0                     ? cfg.x.bcast_window
+                                                                              : 0;
+        const bool sends_in_call = bcast && r == 0 && shares && cfg.x.bcast_window < 1;
+        const double late_s = shares && !sends_in_call ? std::min(site.curc_ns, m.first_round()) / 1e9 : 0.0;
+        sg::ActorPtr progress = sg::Actor::create("progress-" + std::to_string(r), me.host, [&me, body_window, late_s] {
           sg::this_actor::sleep_for(late_s);
-          drive(me, Scope::Body, cfg.x.window);
+          drive(me, Scope::Body, body_window);
         });
         sg::ActorPtr publisher = sg::Actor::create("publish-" + std::to_string(r), me.host, [&me] { publish(me); });
         compute(site.curc_ns);

@@ -827,6 +827,7 @@ Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* 
   Machine m;
   m.method = "calibrate";
   m.mpi_library = w.mpi_library;
+  m.mpi_transport = w.mpi_transport;
   m.ranks = t.n();
   m.nodes = t.nodes();
   m.ranks_per_node = t.max_per_node();

@@ -51,6 +51,8 @@ bool same_points(const Line& a, const Line& b) {
 std::string differs(const Machine& a, const Machine& b) {
   if (a.method != b.method) return "method (\"" + a.method + "\" and \"" + b.method + "\")";
   if (a.mpi_library != b.mpi_library) return "mpi_library (\"" + a.mpi_library + "\" and \"" + b.mpi_library + "\")";
+  if (a.mpi_transport != b.mpi_transport)
+    return "mpi_transport (\"" + a.mpi_transport + "\" and \"" + b.mpi_transport + "\")";
   if (a.ranks != b.ranks) return "ranks (" + std::to_string(a.ranks) + " and " + std::to_string(b.ranks) + ")";
   if (a.nodes != b.nodes) return "nodes (" + std::to_string(a.nodes) + " and " + std::to_string(b.nodes) + ")";
   if (a.ranks_per_node != b.ranks_per_node) return "ranks_per_node";

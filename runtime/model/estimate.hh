@@ -33,7 +33,7 @@ namespace tnbc::model {
 // call's buffers).
 struct Execution {
   int window = 4;                // TNBC_SEND_WINDOW (sends in flight on the progress thread; < 1: no limit)
-  int bcast_window = 0;          // TNBC_BCAST_SEND_WINDOW (a broadcast's; < 1: `window`, and none on a shared CPU)
+  int bcast_window = 0;          // TNBC_BCAST_SEND_WINDOW resolved (policy.hh; < 1: `window`, none on a shared CPU)
   int guard = 0;                 // guard backend (kGuardNames) holding received pages; -1: none
   int guard_by_size = -1;        // a second one the engine takes per call where it costs less at the call's size (guard_by_size)
   bool eager_copy = true;        // the data to send is copied in the call (else lazily)

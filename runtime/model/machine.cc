@@ -242,8 +242,9 @@ std::string line_json(const Line& l) {
 std::string machine_json(const Machine& m) {
   std::ostringstream o;
   o << "{\"format\": \"" << kMachineFormat << "\", \"version\": " << kMachineVersion << ",\n \"method\": " << str(m.method)
-    << ", \"created\": " << str(m.created) << ", \"host\": " << str(m.host) << ",\n \"mpi_library\": " << str(m.mpi_library)
-    << ",\n \"ranks\": " << m.ranks << ", \"nodes\": " << m.nodes << ", \"ranks_per_node\": " << m.ranks_per_node
+    << ", \"created\": " << str(m.created) << ", \"host\": " << str(m.host) << ",\n \"mpi_library\": " << str(m.mpi_library);
+  if (!m.mpi_transport.empty()) o << ", \"mpi_transport\": " << str(m.mpi_transport);
+  o << ",\n \"ranks\": " << m.ranks << ", \"nodes\": " << m.nodes << ", \"ranks_per_node\": " << m.ranks_per_node
     << ", \"cpus_per_node\": " << m.cpus_per_node << ", \"page\": " << m.page;
   if (m.load_known())
     o << ",\n \"load\": {\"others_cpu_share\": " << num(m.others_cpu_share) << ", \"steal_share\": " << num(m.steal_share) << "}";
@@ -394,6 +395,7 @@ Machine parse_or_throw(std::string_view text, const std::string& name) {
   m.created = r.text(root, "created");
   m.host = r.text(root, "host");
   m.mpi_library = r.text(root, "mpi_library");
+  if (root.find("mpi_transport")) m.mpi_transport = r.text(root, "mpi_transport");  // since session 60
   m.ranks = r.integer(root, "", "ranks", 1);
   m.nodes = r.integer(root, "", "nodes", 1);
   m.ranks_per_node = r.integer(root, "", "ranks_per_node", 1);

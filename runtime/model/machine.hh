@@ -225,6 +225,10 @@ struct Machine {
   std::string created;      // ISO time, calibrate only
   std::string host;         // where rank 0 ran
   std::string mpi_library;  // first line of MPI_Get_library_version
+  // The messaging layer the library selected (runtime/mpi_threads.hh: "Open MPI pml ob1"); "" where
+  // not recognised or in a file written before session 60. The offline tools price
+  // TNBC_BCAST_SEND_WINDOW=auto by it, as the runtime decides it by the running library's.
+  std::string mpi_transport;
   int ranks = 0, nodes = 0, ranks_per_node = 0, cpus_per_node = 0;
   std::size_t page = 4096;
   // What other processes and the hypervisor (steal) took of the CPUs its ranks may use while

@@ -11,6 +11,7 @@
 
 #include "runtime/futex.hh"
 #include "runtime/guard_backend.hh"
+#include "runtime/mpi_threads.hh"
 #include "runtime/host_cpu.hh"
 #include "runtime/model/measure.hh"
 
@@ -63,6 +64,7 @@ RunFacts World::facts() const {
 World gather_world(MPI_Comm world) {
   World w;
   w.mpi_library = mpi_library_version();
+  w.mpi_transport = mpi_threads().transport;
   int rank = 0, size = 1;
   PMPI_Comm_rank(world, &rank);
   PMPI_Comm_size(world, &size);
@@ -262,6 +264,7 @@ Machine from_probe(const std::array<double, kSlots>& v, const World& w, GuardBac
   Machine m;
   m.method = "probe";
   m.mpi_library = w.mpi_library;
+  m.mpi_transport = w.mpi_transport;
   const Topology t = w.topology();
   m.ranks = t.n();
   m.nodes = t.nodes();

@@ -44,6 +44,7 @@ struct World {
   int cpus_per_node = 1;  // the smallest node's CPUs
   int cpus_per_rank = 1;  // the smallest affinity mask
   std::string mpi_library;
+  std::string mpi_transport;  // runtime/mpi_threads.hh
   Topology topology() const;
   RunFacts facts() const;
 };

@@ -44,6 +44,7 @@ std::string other_value(const tnbc::Option& o) {
     case tnbc::OptionType::Path: return "/tmp/some-other-path";
     case tnbc::OptionType::Bytes: return def == "8192" ? "4096" : "8192";
     case tnbc::OptionType::AutoMicroseconds: return def == "auto" ? "250" : "auto";
+    case tnbc::OptionType::AutoInteger: return def == "auto" ? std::to_string(o.min + 1) : "auto";
     default: {
       const long long d = std::stoll(def);
       return std::to_string(o.max > 0 && d >= o.max ? d - 1 : d + 1);

@@ -10,6 +10,7 @@
 #include "machines.hh"
 #include "results.hh"
 #include "runtime/model/machine.hh"
+#include "runtime/mpi_threads.hh"
 #include "temp_dir.hh"
 
 using namespace tnbc;
@@ -75,6 +76,22 @@ TEST_CASE("machine file: what is written reads back with every value") {
   Machine other = m;
   other.level[0].L_ns += 1;
   CHECK(machine_hash(other) != machine_hash(m));
+}
+
+TEST_CASE("machine file: the MPI transport reads back, and a file without one (before session 60) reads as unknown") {
+  Machine m = sample();
+  m.mpi_transport = "Open MPI pml ob1";
+  const std::string text = machine_json(m);
+  CHECK(text.find("\"mpi_transport\": \"Open MPI pml ob1\"") != std::string::npos);
+  const Machine back = must(parse_machine(text, "m.json"));
+  CHECK(back.mpi_transport == "Open MPI pml ob1");
+  CHECK(thread_progress_of(back.mpi_transport) == ThreadProgress::Through);
+  const Machine old = must(parse_machine(machine_json(sample()), "old.json"));
+  CHECK(old.mpi_transport.empty());
+  CHECK(thread_progress_of(old.mpi_transport) == ThreadProgress::Unknown);
+  CHECK(thread_progress_of("Open MPI pml ucx") == ThreadProgress::Starved);
+  CHECK(refusal(edited(text, "\"mpi_transport\": \"Open MPI pml ob1\"", "\"mpi_transport\": 1")).find("mpi_transport") !=
+        std::string::npos);
 }
 
 TEST_CASE("machine file: a node sweep without MPI_Alltoall's rate (before session 14) still reads") {

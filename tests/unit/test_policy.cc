@@ -116,6 +116,37 @@ TEST_CASE("policy: guard backends and send windows from the settings") {
     CHECK(q->send_window(Driver::CallingThread, SendRole::Only) == 0);
     CHECK_FALSE(q->caller_starts_sends(SendRole::Only));
   }
+  {
+    // auto (the default): that window of 1 where the MPI library lets the progress thread's calls
+    // through while the program waits inside MPI (Open MPI's ob1); where it starves them (UCX) or
+    // is not known, the root's call starts the sends as above. 0 keeps that under ob1 too.
+    Settings automatic = s;
+    REQUIRE_FALSE(automatic.bcast_send_window.has_value());
+    CHECK(bcast_send_window(automatic, ThreadProgress::Through) == 1);
+    CHECK(bcast_send_window(automatic, ThreadProgress::Starved) == 0);
+    CHECK(bcast_send_window(automatic, ThreadProgress::Unknown) == 0);
+    auto q = make_policy(automatic, kPage, nullptr);
+    q->set_cpu_share(shared);
+    q->set_thread_progress(ThreadProgress::Through);
+    CHECK(q->send_window(Driver::ProgressThread, SendRole::Only) == 1);
+    CHECK(q->send_window(Driver::ProgressThread, SendRole::Forward) == 1);
+    CHECK(q->send_window(Driver::ProgressThread, SendRole::Staged) == 7);
+    CHECK_FALSE(q->caller_starts_sends(SendRole::Only));
+    q->set_thread_progress(ThreadProgress::Starved);
+    CHECK(q->send_window(Driver::ProgressThread, SendRole::Only) == 0);
+    CHECK(q->caller_starts_sends(SendRole::Only));
+    Settings off = s;
+    off.bcast_send_window = 0;
+    auto r = make_policy(off, kPage, nullptr);
+    r->set_cpu_share(shared);
+    r->set_thread_progress(ThreadProgress::Through);
+    CHECK(r->send_window(Driver::ProgressThread, SendRole::Only) == 0);
+    CHECK(r->caller_starts_sends(SendRole::Only));
+    // The model prices what the policy runs.
+    CHECK(execution(automatic, 0, -1, ThreadProgress::Through).bcast_window == 1);
+    CHECK(execution(automatic, 0, -1, ThreadProgress::Starved).bcast_window == 0);
+    CHECK(execution(off, 0, -1, ThreadProgress::Through).bcast_window == 0);
+  }
   shared.node_ranks = 2;  // oversubscribed, without node-level priorities: as on one rank's CPU
   p->set_cpu_share(shared);
   CHECK(p->send_window(Driver::ProgressThread, SendRole::Staged) == 7);

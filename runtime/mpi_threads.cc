@@ -9,7 +9,7 @@ namespace tnbc {
 
 namespace {
 
-// Open MPI (4.x and 5.x) keeps the messaging component it selected at MPI_Init in the exported
+// Open MPI (4.1 checked) keeps the messaging component it selected at MPI_Init in the exported
 // `mca_pml_base_selected_component`, which begins with an mca_base_component_t (opal/mca/mca.h):
 // three ints, the project name (16 chars), three ints, the framework's type name (32), three
 // ints, the component's name (64). Read only when the project and type names are where that

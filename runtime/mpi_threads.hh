@@ -1,7 +1,8 @@
 // Whether the MPI library lets tnbc's progress thread make MPI calls while the program's own
-// thread waits inside another MPI call on the same CPU. Open MPI's ob1 does (its progress
-// engine takes the CPU from the spinning caller as any thread would); Open MPI's UCX does not:
-// the program's polling holds the UCX worker's spinlock, so a second thread on that CPU gets it
+// thread waits inside another MPI call on the same CPU. Open MPI's ob1 does (measured: a root's
+// thread sends a broadcast's pieces while its program waits in the next barrier, 16 KiB ~1 ms
+// later than the root's own call would, 256 KiB and up on time); Open MPI's UCX does not: the
+// program's polling holds the UCX worker's spinlock, so a second thread on that CPU gets it
 // rarely (a broadcast's root spinning in its next barrier while its thread sends the pieces:
 // 256 KiB took 430-480 ms a call against 2.7 ms; docs/benchmarks.md, "Session 60"). Decides
 // TNBC_BCAST_SEND_WINDOW=auto (runtime/policy.cc, bcast_send_window).

@@ -11,9 +11,9 @@
 
 #include "runtime/futex.hh"
 #include "runtime/guard_backend.hh"
-#include "runtime/mpi_threads.hh"
 #include "runtime/host_cpu.hh"
 #include "runtime/model/measure.hh"
+#include "runtime/mpi_threads.hh"
 
 namespace tnbc::model {
 

@@ -76,7 +76,8 @@ int cmd_bcast_plan(const std::vector<std::string>& args) {
   const int guard = in->machine.guard_measured[0] ? 0 : -1;
   auto policy = make_policy(s, in->machine.page, nullptr);
   policy->set_rma(facts);
-  policy->set_thread_progress(thread_progress_of(in->machine.mpi_transport));
+  const ThreadProgress threads = thread_progress_of(in->machine.mpi_transport);  // TNBC_BCAST_SEND_WINDOW=auto
+  policy->set_thread_progress(threads);
   policy->start(in, guard, true);
   const model::Topology& t = in->world;
   const auto level = t.nodes() > 1 ? model::LevelKind::InterNode : model::LevelKind::IntraNode;
@@ -87,7 +88,7 @@ int cmd_bcast_plan(const std::vector<std::string>& args) {
   std::printf("  %12s %9s %14s %14s %14s   %s\n", "bytes", "segments", "p2p us", "rma-binomial us", "rma-linear us", "auto");
   for (std::size_t b : sizes) {
     const int seg = policy->bcast_segments(b, t);
-    const BcastCosts k = bcast_costs_pipelined(c.rma, in->machine, t, b, seg, execution(s, guard, -1, thread_progress_of(in->machine.mpi_transport)));
+    const BcastCosts k = bcast_costs_pipelined(c.rma, in->machine, t, b, seg, execution(s, guard, -1, threads));
     std::printf("  %12zu %9d %14.1f %14.1f %14.1f   %s\n", b, seg, k.p2p_binomial * 1e6, k.rma_binomial * 1e6,
                 k.rma_linear * 1e6, name_of(policy->bcast_backend(b, t)));
   }

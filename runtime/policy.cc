@@ -204,10 +204,15 @@ class ModelPolicy final : public Policy {
   bool caller_starts_sends(SendRole role) const override {
     return role == SendRole::Only && send_window(Driver::ProgressThread, role) <= 0;
   }
-  // Back-to-back polls; yielding once TNBC_POLL_MIN_US passed idle only where the node's ranks
-  // outnumber its CPUs (then another rank needs this CPU).
+  // Back-to-back polls; yielding once TNBC_POLL_MIN_US passed idle where the node's ranks
+  // outnumber its CPUs (then another rank needs this CPU) or the rank's progress thread shares its
+  // CPU: that thread may have an earlier collective's sends to start. Without it a broadcast's
+  // root that went on into its next call (a rotating root, now receiving) spun there waiting for
+  // data its own thread held back: the thread, woken on the busy CPU, waited up to a scheduler
+  // tick (4 ms) per round (2 MiB on 2 one-CPU nodes: 10 % slower; docs/benchmarks.md, "Session 61").
   Waiting waiting() const override {
-    return {std::max<long long>(s_.poll_min_us * 1000, 1000), oversubscribed_, s_.timeout_s * 1000000000LL};
+    return {std::max<long long>(s_.poll_min_us * 1000, 1000), oversubscribed_ || progress_on_own_cpu_,
+            s_.timeout_s * 1000000000LL};
   }
   void set_cpu_share(const CpuShare& c) override {
     oversubscribed_ = c.node_ranks > c.node_cpus && c.node_cpus > 0;

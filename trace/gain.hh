@@ -158,6 +158,10 @@ struct Decision {
   // The model's figures: its own blocking time, Eq. 3's hidden time, Tinit, tnbc's schedule
   // completed in the call (scaled as the early return's transfer: measured / modelled blocking).
   std::optional<double> model_blocking_ns, hidden_ns, in_call_ns, own_call_ns;
+  // Where tnbc's schedule in the call beats the library's call: what an early return saves
+  // against it instead (own_call_ns + T_CURC + T_CRC - the early return's total); margin_ns is
+  // then a share of own_call_ns.
+  std::optional<double> beyond_own_ns;
   bool by_blocks = false;  // tnbc's schedules priced from the site's blocks per pair (SiteEstimate::blocks)
   // A site the model judged not to return early: the largest whole percentage of Tcomm, below
   // the placement's margin, at which it would (its predicted saving clears the margin there),

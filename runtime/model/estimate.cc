@@ -199,8 +199,10 @@ double crowded_work(const Crowding& crowd, double work_ns, double rest_ns) {
 }
 
 // How soon a calling thread that waits in its call (for the pieces that land in partial pages)
-// sees one arrive: it polls back to back (runtime/policy.cc, waiting()), yielding between polls
-// only where the node's ranks outnumber its CPUs, where it sleeps as the progress thread does.
+// sees one arrive: it polls back to back (runtime/policy.cc, waiting()); where the node's ranks
+// outnumber its CPUs it yields between polls, and is priced as sleeping as the progress thread
+// does (it also yields where its own progress thread shares its CPU: a system call a poll while
+// that thread has nothing to run, within the back-to-back price).
 double in_call_notice(const Machine& m, const Topology& t) { return t.cpu_stretch() > 1 ? m.O_r_ns() : m.test_ns; }
 
 // ---- exchange family ----

@@ -98,6 +98,9 @@ TEST_CASE("policy: guard backends and send windows from the settings") {
   CHECK(p->send_window(Driver::ProgressThread, SendRole::Staged) == 7);
   CHECK(p->send_window(Driver::ProgressThread, SendRole::Forward) == 0);
   CHECK(p->send_window(Driver::ProgressThread, SendRole::Only) == 0);
+  // A calling thread waiting in its call yields there once idle: the progress thread on its CPU
+  // may have an earlier collective's sends to start (docs/benchmarks.md, "Session 61").
+  CHECK(p->waiting().yield);
   // There a root's calling thread starts all its sends before it returns (none waits for the
   // progress thread's first turn); a rank that receives leaves its bodies to that thread.
   CHECK(p->caller_starts_sends(SendRole::Only));
@@ -172,6 +175,7 @@ TEST_CASE("policy: guard backends and send windows from the settings") {
     CHECK(p->send_window(Driver::CallingThread, r) == 0);
     CHECK_FALSE(p->caller_starts_sends(r));
   }
+  CHECK_FALSE(p->waiting().yield);  // nothing on this CPU to give it to: back-to-back polls
   s.guard = GuardChoice::Auto;
   auto q = make_policy(s, kPage, nullptr);
   REQUIRE(q->guards().size() == 2);

@@ -115,6 +115,11 @@ const std::vector<Option> kOptions = {
      "shows that the MPI library's ranks spin there (busy polling on fewer CPUs than ranks; measured: "
      "docs/settings.md).",
      &Settings::early_return_margin_busy_poll_pct, 0, 1000},
+    {"early_return_margin_own_pct", OptionType::Integer, "5", "",
+     "Mode optimize, cost model: where tnbc's schedule completed in the call beats the library's call, the share of "
+     "that schedule's time, in percent, by which an early return must beat it (plus the cost share; measured: "
+     "docs/settings.md).",
+     &Settings::early_return_margin_own_pct, 0, 1000},
     {"node_priorities", OptionType::Choice, "auto", "auto|on|off",
      "Whether the ranks of a node start their sends to other nodes most urgent first, node-wide (shared memory); "
      "auto: in mode optimize with a profile, on nodes with more than one rank.",

@@ -77,6 +77,7 @@ struct Settings {
   std::int64_t early_return_margin_tcomm_pct = 30;
   std::int64_t early_return_margin_shared_node_pct = 100;
   std::int64_t early_return_margin_busy_poll_pct = 45;
+  std::int64_t early_return_margin_own_pct = 5;
   NodePriorities node_priorities = NodePriorities::Auto;
   std::int64_t node_priorities_margin_pct = 45;
   std::int64_t node_hold_us = 20000;

@@ -133,6 +133,7 @@ std::vector<std::string> site_verdicts(const trace::LoadedProfile& p, const Sett
       trace::make_judge(s, m ? m->inputs : nullptr, m ? execution(s, m->inputs->machine) : execution(s, model::PricedGuards{}));
   std::vector<trace::Decision> d;
   for (const auto& site : p.sites) d.push_back(trace::decide(&site, true, judge));
+  trace::align_partners(p.sites, d);
   for (std::size_t i = 0; i < p.sites.size(); ++i) {
     const trace::ProfileSite& site = p.sites[i];
     const std::optional<Kind> kind = kind_named(site.kind);
@@ -192,7 +193,9 @@ std::string verdict_footer(const Settings& s, const RunModel* m) {
                   std::to_string(s.early_return_margin_tcomm_pct) + "% of Tcomm, " +
                   std::to_string(s.early_return_margin_shared_node_pct) +
                   "% where ranks share a node, " + std::to_string(s.early_return_margin_busy_poll_pct) +
-                  "% where they share it and MPI's ranks spin: TNBC_EARLY_RETURN_MARGIN_*_PCT); TNBC_PROFILE_BLOCKING=" +
+                  "% where they share it and MPI's ranks spin; against tnbc's schedule in the call, where that beats "
+                  "the library's, " + std::to_string(s.early_return_margin_own_pct) +
+                  "% of its time: TNBC_EARLY_RETURN_MARGIN_*_PCT); TNBC_PROFILE_BLOCKING=" +
                   (s.profile_blocking == ProfileBlocking::Auto ? "auto" : "off") + "\n";
   if (m) o += "cost model: " + m->origin + "\n";
   if (m && m->inputs && model::spins_on(m->inputs->machine, m->inputs->world)) {

@@ -139,6 +139,7 @@ Judge make_judge(const Settings& s, std::shared_ptr<const model::Inputs> model, 
   j.margin_of_tcomm = static_cast<double>(s.early_return_margin_tcomm_pct) / 100.0;
   j.margin_of_tcomm_shared = static_cast<double>(s.early_return_margin_shared_node_pct) / 100.0;
   j.margin_of_tcomm_busy_poll = static_cast<double>(s.early_return_margin_busy_poll_pct) / 100.0;
+  j.margin_of_own = static_cast<double>(s.early_return_margin_own_pct) / 100.0;
   j.margin_of_first_read = static_cast<double>(s.node_priorities_margin_pct) / 100.0;
   j.model = std::move(model);
   j.exec = x;
@@ -151,6 +152,7 @@ const char* basis_name(Basis b) {
     case Basis::NoOverlapToGain: return "no_overlap_to_gain";
     case Basis::OwnCallFaster: return "own_call_faster";
     case Basis::OverlapPays: return "overlap_pays";
+    case Basis::PartnerInCall: return "partner_in_call";
     case Basis::NotInProfile: return "not_in_profile";
     case Basis::OtherSizes: return "other_sizes";
     case Basis::NoEstimate: return "no_estimate";
@@ -225,32 +227,41 @@ Decision decide(const SiteEstimate& e, Kind kind, int comm_size, const Judge& j)
   };
   // tnbc's schedule completed in the call (the program computes after it), against the library's
   // call by the same share of Tcomm. Where it beats the library's, an early return must beat it
-  // instead, by the same share of its time (NPB FT.A np 4 on 2 one-CPU nodes: predicted 470 ms
-  // saved per call against the library's 770 ms, measured ~290; tnbc's schedule in the call
-  // predicted 401, measured ~431: the early return predicted 101 ms ahead of it, measured 50
-  // behind, held back by 45 % of 401). A share of the library's Tcomm there held back broadcasts
-  // the library's spinning ranks made ten times slower than tnbc's schedule in the call, where an
-  // early return measured 25 % ahead of that schedule (docs/benchmarks.md, "Session 61").
+  // instead, by a share of its time (TNBC_EARLY_RETURN_MARGIN_OWN_PCT): both are the model's
+  // prices of tnbc's own schedules, whose errors the placement's share of Tcomm, sized for the
+  // library's call, overstates. np 4 on 2 one-CPU nodes (docs/benchmarks.md, "Session 62"): the
+  // share at which each site would return early ranked the measured difference between the
+  // early return (mode nbc) and the schedule in the call (optimize) in each program measured —
+  // 0-3 % where the early return measured 2-3 % slower (NPB FT.A, ft-proxy A), 8-11 % where it
+  // measured 7-12 % faster (is-proxy A, bcast-proxy W), 34 % where 29 % (bcast-proxy A). Until
+  // session 61 the share was the placement's of the library's Tcomm, then (to session 62) the
+  // placement's of this schedule's time (45 % with busy polling).
   const double scale = o.model_blocking_ns > 0 ? o.blocking_ns / o.model_blocking_ns : 1;
   const double own = model::own_call_ns(j.model->machine, t, c, j.exec) * scale;
   d.own_call_ns = own;
   const double beyond_own = own + p.curc_ns + p.crc_ns - o.early_total_ns;
   auto basis_at = [&](double share) {
     if (model::own_call_pays(own, o.blocking_ns, share))
-      return beyond_own > margin_at(share, own) ? Basis::OverlapPays : Basis::OwnCallFaster;
+      return beyond_own > margin_at(j.margin_of_own, own) ? Basis::OverlapPays : Basis::OwnCallFaster;
     return o.saved_ns > margin_at(share, o.blocking_ns) ? Basis::OverlapPays : Basis::NoOverlapToGain;
   };
   const bool against_own = model::own_call_pays(own, o.blocking_ns, of_tcomm);
-  d.margin_ns = margin_at(of_tcomm, against_own ? own : o.blocking_ns);
+  d.margin_ns = against_own ? margin_at(j.margin_of_own, own) : margin_at(of_tcomm, o.blocking_ns);
   if (against_own) d.beyond_own_ns = beyond_own;
   d.basis = basis_at(of_tcomm);
   if (d.basis != Basis::OverlapPays) {
-    // The same rule at each whole percentage below the margin, from the top: the first that
-    // admits it. (Not every smaller one need: where tnbc's schedule in the call then beats the
-    // library's, the early return must beat that instead.)
-    for (int pct = static_cast<int>(std::ceil(of_tcomm * 100)) - 1; pct >= 0 && !d.early_at_pct; --pct)
-      if (basis_at(pct / 100.0) == Basis::OverlapPays) d.early_at_pct = pct;
-    if (d.early_at_pct) d.margin_setting = margin_setting(model::margin_place(j.model->machine, t));
+    // The margin that held it, at each whole percentage below its value, from the top: the first
+    // that admits it. Against tnbc's schedule in the call, that margin is its own share; against
+    // the library's, the placement's (not every smaller one need: where tnbc's schedule in the
+    // call then beats the library's, the early return must beat that instead).
+    const double held_by = against_own ? j.margin_of_own : of_tcomm;
+    for (int pct = static_cast<int>(std::ceil(held_by * 100)) - 1; pct >= 0 && !d.early_at_pct; --pct) {
+      const bool early = against_own ? beyond_own > margin_at(pct / 100.0, own) : basis_at(pct / 100.0) == Basis::OverlapPays;
+      if (early) d.early_at_pct = pct;
+    }
+    if (d.early_at_pct)
+      d.margin_setting = against_own ? env_name_of(&Settings::early_return_margin_own_pct)
+                                     : margin_setting(model::margin_place(j.model->machine, t));
   }
   return d;
 }
@@ -292,12 +303,53 @@ Decision decide(const ProfileSite* site, bool sizes_recorded, const CostModel& c
   return decide(site, sizes_recorded, j);
 }
 
+void align_partners(const std::vector<ProfileSite>& sites, std::vector<Decision>& decisions) {
+  const std::size_t n = std::min(sites.size(), decisions.size());
+  // Union-find over the sites: partners share a group.
+  std::vector<std::size_t> up(n);
+  for (std::size_t i = 0; i < n; ++i) up[i] = i;
+  auto root = [&](std::size_t i) {
+    while (up[i] != i) i = up[i] = up[up[i]];
+    return i;
+  };
+  std::vector<std::vector<std::uint64_t>> places(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (const ProfileSite::Rank& r : sites[i].ranks) places[i].insert(places[i].end(), r.first_calls.begin(), r.first_calls.end());
+    std::sort(places[i].begin(), places[i].end());
+  }
+  auto share_a_place = [&](std::size_t a, std::size_t b) {
+    for (std::size_t x = 0, y = 0; x < places[a].size() && y < places[b].size();) {
+      if (places[a][x] == places[b][y]) return true;
+      places[a][x] < places[b][y] ? ++x : ++y;
+    }
+    return false;
+  };
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t k = i + 1; k < n; ++k)
+      if (sites[i].kind == sites[k].kind && sites[i].comm_size == sites[k].comm_size && share_a_place(i, k))
+        up[root(k)] = root(i);
+  // Each group's first site that the model has complete in the call.
+  std::vector<const ProfileSite*> in_call(n, nullptr);
+  for (std::size_t i = 0; i < n; ++i)
+    if (decisions[i].by_model && decisions[i].blocking() && !in_call[root(i)]) in_call[root(i)] = &sites[i];
+  for (std::size_t i = 0; i < n; ++i) {
+    Decision& d = decisions[i];
+    const ProfileSite* partner = in_call[root(i)];
+    if (!partner || !d.by_model || d.basis != Basis::OverlapPays) continue;
+    d.basis = Basis::PartnerInCall;
+    d.partner = partner->where;
+  }
+}
+
 std::string describe(const Decision& d) {
   std::string out = d.blocking() ? "completes in the call: " : "returns early: ";
   switch (d.basis) {
     case Basis::NoOverlapToGain: out += "no overlap to gain"; break;
     case Basis::OwnCallFaster: out += "tnbc's schedule in the call is faster"; break;
     case Basis::OverlapPays: out += "the overlap pays"; break;
+    case Basis::PartnerInCall:
+      out += "the same calls complete in the call on other ranks (at " + d.partner + "), though the overlap pays here";
+      break;
     case Basis::NotInProfile: return out + "the site is not in the profile";
     case Basis::OtherSizes: return out + "the profile recorded other sizes at this site";
     case Basis::NoEstimate: return out + "no estimate (the trace saw no access to the received data)";

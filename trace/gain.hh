@@ -110,6 +110,10 @@ struct Judge {
   // margin_of_tcomm_busy_poll there where the machine shows the MPI library's ranks spinning on
   // fewer CPUs (runtime/model/busy_poll.hh: TNBC_EARLY_RETURN_MARGIN_BUSY_POLL_PCT).
   double margin_of_cost = 0.15, margin_of_tcomm = 0.30, margin_of_tcomm_shared = 1.0, margin_of_tcomm_busy_poll = 0.45;
+  // Where tnbc's schedule completed in the call beats the library's call (model::own_call_pays),
+  // an early return must beat that schedule by this share of its time, plus the cost share
+  // (TNBC_EARLY_RETURN_MARGIN_OWN_PCT): both sides are the model's prices of tnbc's own schedules.
+  double margin_of_own = 0.05;
   // Node-level priorities' margin on a first read judged alone (TNBC_NODE_PRIORITIES_MARGIN_PCT;
   // `tnbc merge` prints their verdict with the site's).
   double margin_of_first_read = 0.45;
@@ -140,6 +144,8 @@ enum class Basis {
   OwnCallFaster,    // not early: tnbc's schedule completed in the call beats the library's call
                     // (model::own_call_pays) and the early return's predicted total
   OverlapPays,      // early: the gain exceeds the margin
+  PartnerInCall,    // not early: the gain exceeds the margin, but the same calls complete in the
+                    // call on other ranks, reached there from another site (align_partners)
   NotInProfile,     // early: the site is not in the profile
   OtherSizes,       // early: the profile did not record these sizes (Alltoall, Bcast) at the site
   NoEstimate,       // early: no CURC estimate (nothing touched, not traced, an older profile)
@@ -149,7 +155,9 @@ const char* basis_name(Basis b);
 
 struct Decision {
   Basis basis = Basis::NotInProfile;
-  bool blocking() const { return basis == Basis::NoOverlapToGain || basis == Basis::OwnCallFaster; }
+  bool blocking() const {
+    return basis == Basis::NoOverlapToGain || basis == Basis::OwnCallFaster || basis == Basis::PartnerInCall;
+  }
   // The call may be the MPI library's own (every site of its kind and sizes so: ReadOrderSource::plain).
   bool library_call() const { return basis == Basis::NoOverlapToGain; }
   bool by_model = false;                                // the cost model judged (else the fixed rule)
@@ -163,12 +171,14 @@ struct Decision {
   // then a share of own_call_ns.
   std::optional<double> beyond_own_ns;
   bool by_blocks = false;  // tnbc's schedules priced from the site's blocks per pair (SiteEstimate::blocks)
-  // A site the model judged not to return early: the largest whole percentage of Tcomm, below
-  // the placement's margin, at which it would (its predicted saving clears the margin there),
-  // and the setting that holds that margin (TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT with one rank per
-  // node). What a user may try, measuring it (docs/settings.md); unset where no margin would do.
+  // A site the model judged not to return early: the largest whole percentage below the margin
+  // that held it at which it would (its predicted saving clears the margin there), and the
+  // setting that holds that margin (TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT with one rank per node;
+  // TNBC_EARLY_RETURN_MARGIN_OWN_PCT where it was weighed against tnbc's schedule in the call).
+  // What a user may try, measuring it (docs/settings.md); unset where no margin would do.
   std::optional<int> early_at_pct;
   std::string margin_setting;
+  std::string partner;  // PartnerInCall: where the other ranks' site that completes in the call is
 };
 
 // `site` nullptr: not in the profile. `sizes_recorded`: the call's sizes were recorded at the
@@ -182,6 +192,17 @@ Decision decide(const SiteEstimate& e, Kind kind, int comm_size, const Judge& j)
 // The fixed rule alone.
 Decision decide(const ProfileSite* site, bool sizes_recorded, const CostModel& cost, bool enabled);
 Decision decide(const SiteEstimate& e, const CostModel& cost);
+
+// The cost model's decisions (`decisions[i]` of `sites[i]`) made alike for sites whose calls are
+// the same collectives on different ranks: of one kind and communicator size, with a first call
+// (ProfileSite::Rank::first_calls) at the same place of its rank's sequence of collectives as one
+// of the other's. Where one of them completes in the call, an early return at another becomes
+// PartnerInCall. NPB IS.A at np 4 on 2 one-CPU nodes, rank 0 reaching the Alltoallv from another
+// site than ranks 1-3: rank 0 completing it in the call while the others returned early ran
+// 1.17x the time of every rank completing it there; with the rule, the same profile 0.82x
+// (docs/benchmarks.md, "Session 62").
+// Decisions of the fixed rule (TNBC_EARLY_RETURN_COST_US) stay each site's own.
+void align_partners(const std::vector<ProfileSite>& sites, std::vector<Decision>& decisions);
 
 // One line for people: "completes in the call: no overlap to gain (predicted: blocking 27.1 ms
 // (model 25.0 ms), hidden 1.20 ms, cost 2.50 ms: saved -1.30 ms)".

@@ -57,6 +57,7 @@ class ProfileOrders final : public ReadOrderSource {
     mix(static_cast<std::uint64_t>(settings_.early_return_margin_tcomm_pct));
     mix(static_cast<std::uint64_t>(settings_.early_return_margin_shared_node_pct));
     mix(static_cast<std::uint64_t>(settings_.early_return_margin_busy_poll_pct));
+    mix(static_cast<std::uint64_t>(settings_.early_return_margin_own_pct));
     return h;
   }
 
@@ -68,7 +69,11 @@ class ProfileOrders final : public ReadOrderSource {
     agreed_ = agreed;
     summary_ = m ? m->summary : nullptr;
     judged_.clear();
-    for (const ProfileSite& site : index_.profile().sites) judged_[site.site] = decide(&site, true, judge_);
+    const std::vector<ProfileSite>& sites = index_.profile().sites;
+    std::vector<Decision> d;
+    for (const ProfileSite& site : sites) d.push_back(decide(&site, true, judge_));
+    align_partners(sites, d);
+    for (std::size_t i = 0; i < sites.size(); ++i) judged_[sites[i].site] = d[i];
     decided_.clear();
     plain_.clear();
   }

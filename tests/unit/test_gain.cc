@@ -372,3 +372,61 @@ TEST_CASE("gain: an Alltoallv site's blocks per pair, where every rank of the wo
   older.ranks[1].sub_bytes.clear();
   CHECK_FALSE(estimate_site(older).blocks);
 }
+
+TEST_CASE("gain: sites whose calls are the same collectives on other ranks complete in the call together") {
+  // NPB IS's pattern: rank 0 reaches the Alltoallv from one site, ranks 1-3 from another; the
+  // same calls sit at the same places of every rank's sequence of collectives.
+  auto site = [](const std::string& kind, const std::string& where, std::vector<std::pair<int, std::vector<std::uint64_t>>> ranks) {
+    ProfileSite s;
+    s.kind = kind;
+    s.comm_size = 4;
+    s.where = where;
+    for (auto& [rank, places] : ranks) {
+      ProfileSite::Rank r;
+      r.rank = rank;
+      r.first_calls = places;
+      s.ranks.push_back(r);
+    }
+    return s;
+  };
+  const std::vector<ProfileSite> sites = {
+      site("alltoallv", "rank0", {{0, {4, 6, 8}}}),
+      site("alltoallv", "others", {{1, {4, 6, 8}}, {2, {4, 6, 8}}, {3, {4, 6, 8}}}),
+      site("alltoallv", "warm-up", {{0, {2}}, {1, {2}}, {2, {2}}, {3, {2}}}),
+      site("bcast", "root", {{0, {4}}}),
+  };
+  auto decided = [](Basis b, bool by_model = true) {
+    Decision d;
+    d.basis = b;
+    d.by_model = by_model;
+    return d;
+  };
+  std::vector<Decision> d = {decided(Basis::OwnCallFaster), decided(Basis::OverlapPays), decided(Basis::OverlapPays),
+                             decided(Basis::OverlapPays)};
+  align_partners(sites, d);
+  CHECK(d[0].basis == Basis::OwnCallFaster);
+  CHECK(d[1].basis == Basis::PartnerInCall);  // the same calls as rank 0's
+  CHECK(d[1].blocking());
+  CHECK_FALSE(d[1].library_call());  // tnbc's schedule completes it, as at its partner
+  CHECK(d[1].partner == "rank0");
+  CHECK(describe(d[1]).find("completes in the call: the same calls complete in the call on other ranks (at rank0)") == 0);
+  CHECK(std::string(basis_name(d[1].basis)) == "partner_in_call");
+  CHECK(d[2].basis == Basis::OverlapPays);  // other calls
+  CHECK(d[3].basis == Basis::OverlapPays);  // another kind
+  // Both early, or both in the call: nothing changes.
+  std::vector<Decision> early = {decided(Basis::OverlapPays), decided(Basis::OverlapPays)};
+  align_partners({sites[0], sites[1]}, early);
+  CHECK(early[0].basis == Basis::OverlapPays);
+  CHECK(early[1].basis == Basis::OverlapPays);
+  // The fixed rule keeps each site's own decision (tests place a cost between two sites).
+  std::vector<Decision> fixed = {decided(Basis::NoOverlapToGain, false), decided(Basis::OverlapPays, false)};
+  align_partners({sites[0], sites[1]}, fixed);
+  CHECK(fixed[1].basis == Basis::OverlapPays);
+  // A profile without the places (written before first_calls): no partners.
+  std::vector<ProfileSite> older = {sites[0], sites[1]};
+  for (ProfileSite& s : older)
+    for (ProfileSite::Rank& r : s.ranks) r.first_calls.clear();
+  std::vector<Decision> unknown = {decided(Basis::OwnCallFaster), decided(Basis::OverlapPays)};
+  align_partners(older, unknown);
+  CHECK(unknown[1].basis == Basis::OverlapPays);
+}

@@ -551,14 +551,14 @@ TEST_CASE("decision: ranks that spin make an early return pay where the same nod
   CHECK(*spin.saved_ns > 0.15 * std::max(0.0, spin.cost_ns) + 0.45 * 92 * kMs);
   // ... and tnbc's schedule completed in the call more (the program reads at once: the early
   // return's wake-ups and stolen CPU buy nothing), so the site completes it in the call. The
-  // margin is then the same share of that schedule's time.
+  // margin is then a share of that schedule's time (TNBC_EARLY_RETURN_MARGIN_OWN_PCT).
   CHECK(spin.basis == trace::Basis::OwnCallFaster);
   CHECK(spin.blocking());
   CHECK_FALSE(spin.library_call());
   REQUIRE(spin.own_call_ns);
   REQUIRE(spin.beyond_own_ns);
   CHECK(*spin.own_call_ns <= 0.55 * 92 * kMs);
-  CHECK(spin.margin_ns == Approx(0.15 * std::max(0.0, spin.cost_ns) + 0.45 * *spin.own_call_ns));
+  CHECK(spin.margin_ns == Approx(0.15 * std::max(0.0, spin.cost_ns) + 0.05 * *spin.own_call_ns));
   CHECK(*spin.beyond_own_ns <= spin.margin_ns);
   const trace::Decision yields = decided(spinning_nodes(false));
   CHECK(yields.basis == trace::Basis::NoOverlapToGain);
@@ -1378,28 +1378,45 @@ TEST_CASE("own call: where the library's ranks spin, tnbc's schedule completed i
   CHECK(q->route(Kind::Alltoall, false, kSpinning, kMiB) == Reason::BelowThreshold);
 }
 
-TEST_CASE("own call: an early return must beat tnbc's schedule in the call by the margin of its time, where that beats the library's") {
+TEST_CASE("own call: an early return must beat tnbc's schedule in the call by its own margin, where that beats the library's") {
   // The same transposes, but the program computes past the whole transfer before it reads: the
-  // early return hides nearly all of what tnbc's schedule in the call takes, more than the
-  // busy-poll margin (45 %) of that schedule's time, though less than 45 % of the library's
-  // much slower call (the rule before session 61, which held back broadcasts an early return
-  // measured 25 % ahead of tnbc's schedule in the call; docs/benchmarks.md, "Session 61").
+  // early return hides nearly all of what tnbc's schedule in the call takes, more than
+  // TNBC_EARLY_RETURN_MARGIN_OWN_PCT (5 %) of that schedule's time, though less than the
+  // busy-poll margin (45 %) of the library's much slower call (the rule before session 61) or of
+  // that schedule's time (before session 62: docs/benchmarks.md, "Session 62").
   const Machine m = spinning_nodes(true);
-  const trace::Decision d =
-      trace::decide(site(4 * kMiB, 92 * kMs, 200 * kMs, 0.55 * kMs), Kind::Alltoall, 4, judge(m, kSpinning));
+  auto at = [&](int own_pct, int busy_poll_pct) {
+    Settings s;
+    s.early_return_margin_own_pct = own_pct;
+    s.early_return_margin_busy_poll_pct = busy_poll_pct;
+    return trace::decide(site(4 * kMiB, 92 * kMs, 200 * kMs, 0.55 * kMs), Kind::Alltoall, 4, judge(m, kSpinning, s));
+  };
+  const trace::Decision d = at(5, 45);
   REQUIRE(d.saved_ns);
   REQUIRE(d.own_call_ns);
   REQUIRE(d.beyond_own_ns);
   const double early_total = *d.comm_ns + *d.overlap_ns - *d.saved_ns;
   CHECK(*d.beyond_own_ns == Approx(*d.own_call_ns + *d.overlap_ns - early_total));
-  CHECK(d.margin_ns == Approx(0.15 * std::max(0.0, d.cost_ns) + 0.45 * *d.own_call_ns));
+  CHECK(d.margin_ns == Approx(0.15 * std::max(0.0, d.cost_ns) + 0.05 * *d.own_call_ns));
   CHECK(*d.beyond_own_ns > d.margin_ns);
   CHECK(*d.beyond_own_ns <= 0.15 * std::max(0.0, d.cost_ns) + 0.45 * 92 * kMs);
   CHECK(d.basis == trace::Basis::OverlapPays);
   CHECK(trace::describe(d).find("faster than the library's: an early return saves") != std::string::npos);
+  // The placement's share only decides whether tnbc's schedule beats the library's call.
+  CHECK(at(5, 40).margin_ns == Approx(d.margin_ns));
+  // A margin of the whole schedule's time holds it in the call, and the decision names the
+  // setting and the largest share at which it would return early.
+  const trace::Decision held = at(100, 45);
+  REQUIRE(held.beyond_own_ns);
+  REQUIRE(*held.beyond_own_ns < *held.own_call_ns);
+  CHECK(held.basis == trace::Basis::OwnCallFaster);
+  REQUIRE(held.early_at_pct);
+  CHECK(held.margin_setting == "TNBC_EARLY_RETURN_MARGIN_OWN_PCT");
+  CHECK(at(*held.early_at_pct, 45).basis == trace::Basis::OverlapPays);
+  CHECK(at(*held.early_at_pct + 1, 45).basis == trace::Basis::OwnCallFaster);
   // With a margin of nothing, the early return's predicted saving over it decides.
   Settings s;
-  s.early_return_margin_busy_poll_pct = 0;
+  s.early_return_margin_own_pct = 0;
   s.early_return_margin_cost_pct = 0;
   const trace::Decision bare =
       trace::decide(site(4 * kMiB, 92 * kMs, 200 * kMs, 0.55 * kMs), Kind::Alltoall, 4, judge(m, kSpinning, s));

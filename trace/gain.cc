@@ -232,8 +232,9 @@ Decision decide(const SiteEstimate& e, Kind kind, int comm_size, const Judge& j)
   // library's call, overstates. np 4 on 2 one-CPU nodes (docs/benchmarks.md, "Session 62"): the
   // share at which each site would return early ranked the measured difference between the
   // early return (mode nbc) and the schedule in the call (optimize) in each program measured —
-  // 0-3 % where the early return measured 2-3 % slower (NPB FT.A, ft-proxy A), 8-11 % where it
-  // measured 7-12 % faster (is-proxy A, bcast-proxy W), 34 % where 29 % (bcast-proxy A). Until
+  // 0-6 % where the early return measured 2-4 % slower (ft-proxy A, NPB FT.A), 3-11 % where it
+  // measured 5-12 % faster (NPB IS.A, is-proxy A, bcast-proxy W), 34 % where 29 % (bcast-proxy
+  // A); 5 % lies where the first two overlap. Until
   // session 61 the share was the placement's of the library's Tcomm, then (to session 62) the
   // placement's of this schedule's time (45 % with busy polling).
   const double scale = o.model_blocking_ns > 0 ? o.blocking_ns / o.model_blocking_ns : 1;

@@ -131,9 +131,7 @@ std::vector<std::string> site_verdicts(const trace::LoadedProfile& p, const Sett
   std::vector<std::string> out;
   const trace::Judge judge =
       trace::make_judge(s, m ? m->inputs : nullptr, m ? execution(s, m->inputs->machine) : execution(s, model::PricedGuards{}));
-  std::vector<trace::Decision> d;
-  for (const auto& site : p.sites) d.push_back(trace::decide(&site, true, judge));
-  trace::align_partners(p.sites, d);
+  const std::vector<trace::Decision> d = trace::decide_sites(p.sites, judge);
   for (std::size_t i = 0; i < p.sites.size(); ++i) {
     const trace::ProfileSite& site = p.sites[i];
     const std::optional<Kind> kind = kind_named(site.kind);

@@ -342,6 +342,14 @@ void align_partners(const std::vector<ProfileSite>& sites, std::vector<Decision>
   }
 }
 
+std::vector<Decision> decide_sites(const std::vector<ProfileSite>& sites, const Judge& j) {
+  std::vector<Decision> d;
+  d.reserve(sites.size());
+  for (const ProfileSite& site : sites) d.push_back(decide(&site, true, j));
+  align_partners(sites, d);
+  return d;
+}
+
 std::string describe(const Decision& d) {
   std::string out = d.blocking() ? "completes in the call: " : "returns early: ";
   switch (d.basis) {

@@ -48,6 +48,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "runtime/config.hh"
 #include "runtime/model/bands.hh"
@@ -203,6 +204,9 @@ Decision decide(const SiteEstimate& e, const CostModel& cost);
 // (docs/benchmarks.md, "Session 62").
 // Decisions of the fixed rule (TNBC_EARLY_RETURN_COST_US) stay each site's own.
 void align_partners(const std::vector<ProfileSite>& sites, std::vector<Decision>& decisions);
+// Every site of a profile decided (decide with its sizes recorded), then aligned: what the run
+// (ProfileOrders) and `tnbc merge` both judge the profile's sites by.
+std::vector<Decision> decide_sites(const std::vector<ProfileSite>& sites, const Judge& j);
 
 // One line for people: "completes in the call: no overlap to gain (predicted: blocking 27.1 ms
 // (model 25.0 ms), hidden 1.20 ms, cost 2.50 ms: saved -1.30 ms)".

@@ -70,9 +70,7 @@ class ProfileOrders final : public ReadOrderSource {
     summary_ = m ? m->summary : nullptr;
     judged_.clear();
     const std::vector<ProfileSite>& sites = index_.profile().sites;
-    std::vector<Decision> d;
-    for (const ProfileSite& site : sites) d.push_back(decide(&site, true, judge_));
-    align_partners(sites, d);
+    const std::vector<Decision> d = decide_sites(sites, judge_);
     for (std::size_t i = 0; i < sites.size(); ++i) judged_[sites[i].site] = d[i];
     decided_.clear();
     plain_.clear();

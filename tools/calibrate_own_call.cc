@@ -217,14 +217,16 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
     kinds.push_back(e);
   }
   // What tnbc's own transfer takes from a computation on the rank's one CPU (Machine::cpu_taken):
-  // where each rank has a node of one CPU, the progress thread moves the data on the CPU the
-  // program computes on. Per size: the call's whole time alone sizes a computation
+  // where each rank has a node of one CPU, or ranks share a node with no more CPUs than ranks,
+  // the progress thread moves the data on the CPU the program computes on
+  // (model::cpu_taken_placement: where the model prices by it). Per size: the call's whole time alone sizes a computation
   // kTakenComputeShare times as long; then kTakenReps times the computation alone and the same
   // computation right after the call returned early (the call completed after it); the extra
   // time, this rank's medians.
-  const bool one_cpu = m.cpus_per_node == 1;
+  const model::Topology topo = model::Topology::block(n, std::max(1, m.ranks_per_node), std::max(1, m.cpus_per_node), 1);
+  const bool shares_cpu = (m.cpus_per_node == 1 || m.nodes < 2) && model::cpu_taken_placement(m, topo);
   model::Computation work;
-  const double pass_ns = one_cpu ? work.run(8) / 8 : 0;
+  const double pass_ns = shares_cpu ? work.run(8) / 8 : 0;
   auto taken_by = [&](Kind kind, std::size_t b) {
     PMPI_Barrier(world);
     const long long t0 = futex::now_ns();
@@ -267,17 +269,17 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
         slowest_of(root, root_passes);
       }
       slowest_of(mine, passes[j]);
-      if (!one_cpu) continue;
+      if (!shares_cpu) continue;
       mine.clear();
       for (std::size_t b : sizes) mine.push_back(taken_by(e.kind, b));
       slowest_of(mine, taken[j]);
     }
-  if (!one_cpu && progress)
-    std::fprintf(progress, "what tnbc's own transfer takes from a computation: not measured (a rank here has %d CPUs: "
-                           "its progress thread need not share the one it computes on)\n", m.cpus_per_node);
+  if (!shares_cpu && progress)
+    std::fprintf(progress, "what tnbc's own transfer takes from a computation: not measured (a node here has %d CPUs for "
+                           "%d ranks: a progress thread need not share the CPU its rank computes on)\n", m.cpus_per_node,
+                 m.ranks_per_node);
   engine->shutdown();
   set_log_level(LogLevel::Warn);
-  const model::Topology topo = model::Topology::block(n, std::max(1, m.ranks_per_node), std::max(1, m.cpus_per_node), 1);
   // Each kind's rests: per entry the median over the passes less the model's Tinit for the same
   // call on the machine just measured (the calibrating run's placement), priced warm or cold as
   // the entry ran, >= 0; the lines through them by bytes received (what the model's hold is of).
@@ -285,11 +287,13 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
   for (std::size_t j = 0; j < kinds.size(); ++j) {
     const Entries& e = kinds[j];
     const char* name = e.kind == Kind::Bcast ? "MPI_Bcast" : "MPI_Alltoall";
-    if (e.at.empty()) {  // the same on every rank
-      if (progress)
-        std::fprintf(progress, "tnbc's own %s: not measured (ranks share a node, and no size fits in the cache)\n", name);
-      continue;
-    }
+    // No entry (the same on every rank): the call's rest not measured, what its transfer takes
+    // from a computation still (measured at every size).
+    const bool rests = !e.at.empty();
+    if (!rests && progress)
+      std::fprintf(progress, "tnbc's own %s: its call not measured (ranks share a node, and no size fits in the cache)\n",
+                   name);
+    if (!rests && taken[j].empty()) continue;
     const KindCounters k = stats.kind(e.kind);
     // Every rank's calls returned early, or the figures are not an early return's.
     int all_early = k.early_return == k.calls && k.calls > 0 ? 1 : 0;
@@ -330,10 +334,10 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
         std::fprintf(progress, "  its passes disagree (%.1fx at one size): the machine was disturbed during some (the median "
                      "is kept)\n", spread);
     };
-    if (e.kind == Kind::Bcast) {
+    if (rests && e.kind == Kind::Bcast) {
       rests_of(passes[j], false, m.in_call_rest_bcast, m.in_call_rest_bcast_warm, "the slowest receiver");
       rests_of(root_passes, true, m.in_call_rest_bcast_root, m.in_call_rest_bcast_root_warm, "its root");
-    } else {
+    } else if (rests) {
       rests_of(passes[j], false, m.in_call_rest, m.in_call_rest_warm, "the slowest rank");
     }
     if (taken[j].empty()) continue;

@@ -130,7 +130,7 @@ std::string model_section(const std::string& dir, FunctionRef<std::string(const 
       for (const auto& [key, what] : {std::pair{"cpu_taken", "MPI_Alltoall"}, std::pair{"cpu_taken_bcast", "MPI_Bcast"}})
         if (const Value* taken = object(progress, key))
           o << "  tnbc's own " << what << ", returned early, takes " << cost(*taken)
-            << " received from a computation on a one-CPU node\n";
+            << " received from a computation on the CPU its rank computes on\n";
     if (const Value* cold = object(guard, "memcpy_cold")) {
       const Value* warm = object(guard, "memcpy");
       o << "  memcpy " << us(warm ? num(*warm, "ns_per_byte", 0) * kMiB : 0) << "/MiB, into pages never touched "

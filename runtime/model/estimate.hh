@@ -174,6 +174,13 @@ struct Overlap {
 Overlap overlap(const Machine& m, const Topology& t, const Coll& c, const Execution& x, const Program& p,
                 double measured_blocking_ns = 0);
 
+// Where a rank's computation shares its CPU with its progress thread in a way calibrate
+// measures (Machine::cpu_taken: tnbc's own transfer beside a computation) and the model prices
+// by that measurement: between nodes of one CPU (one rank each, or more), and on one node whose
+// ranks have no more CPUs than ranks, in a machine file calibrated on one node. Calibrate asks
+// it of its own placement; cpu_taken_ns of a placement's topology.
+bool cpu_taken_placement(const Machine& m, const Topology& t);
+
 // tnbc's schedule completed in the call by the calling thread (no guard, no staging, no send
 // window): the call's time for the slowest rank. Where the MPI library's ranks spin on fewer CPUs
 // than ranks (busy_poll.hh) tnbc's yielding threads may move the same bytes several times faster

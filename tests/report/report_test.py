@@ -138,9 +138,10 @@ def check_figures(tool, work):
         "  inter_node: L 8.0 us, G 8.000 ns/B (125 MB/s), o_s 6.0 us, o_r 2.0 us, node 8.000 ns/B out, 4.500 in+out",
         "    a blocking send returns with up to 2 MiB still buffered for its receiver",
         "    a computation on the CPU of a transfer loses 50.0 us + 524.3 us/MiB exchanged each way",
-        "  tnbc's own MPI_Alltoall, returned early, takes 100.0 us + 1048.6 us/MiB received from a computation on a"
-        " one-CPU node",
-        "  tnbc's own MPI_Bcast, returned early, takes 0.0 us + 786.4 us/MiB received from a computation on a one-CPU node",
+        "  tnbc's own MPI_Alltoall, returned early, takes 100.0 us + 1048.6 us/MiB received from a computation on the"
+        " CPU its rank computes on",
+        "  tnbc's own MPI_Bcast, returned early, takes 0.0 us + 786.4 us/MiB received from a computation on the CPU"
+        " its rank computes on",
         "  memcpy 31.5 us/MiB, into pages never touched 3.0 us + 314.6 us/MiB",
         "  tnbc's copies in a call (outside the caches, every rank at once) 4.5 us at 64 KiB, 90.0 us at 1 MiB,"
         " 1.25 ms at 16 MiB; one rank alone (a broadcast's root) 2.0 us + 41.9 us/MiB",

@@ -1205,6 +1205,52 @@ TEST_CASE("model: what tnbc's own transfer took from a computation, measured by 
   CHECK(overlap(m, one_cpu, b, Execution{}, long_compute, 0).saved_ns == Approx(bcast_before.saved_ns - 2 * kMs).epsilon(0.01));
 }
 
+TEST_CASE("model: on one node whose ranks have a CPU each at most, calibrate's measured cpu_taken prices the transfer, at least the driver's CPU") {
+  // np 2 on one node of 2 CPUs (shared memory): each rank's progress thread shares the CPU its
+  // computation runs on; calibrate measures what tnbc's own transfer takes from a computation
+  // there too (session 63), and the model charges that in place of the driver's CPU.
+  Machine m = test::machine(2000, 5, 2, 5, 100);
+  m.ranks = 2;
+  m.ranks_per_node = 2;
+  const Topology node = Topology::block(2, 2, 2, 1);
+  REQUIRE(cpu_taken_placement(m, node));
+  const Coll c = alltoall(1 * kMiB);
+  const double blocking = mpi_blocking_ns(m, node, c);
+  const Program long_compute{20 * blocking, 0.1 * blocking};  // the computation outlasts the transfer
+  const Overlap before = overlap(m, node, c, Execution{}, long_compute, 0);
+  const Timeline tl = tnbc_timeline(m, node, c, Execution{}, true);
+  const double priced = std::max(tl.driver_cpu_ns, tl.shared_cpu_ns);
+  Machine measured = m;
+  measured.cpu_taken = fit_through({1 * kMiB}, {priced + 2 * kMs});  // by bytes a rank receives (1 peer)
+  CHECK(overlap(measured, node, c, Execution{}, long_compute, 0).saved_ns == Approx(before.saved_ns - 2 * kMs).epsilon(0.01));
+  // Below the driver's price it is a floor only (between nodes it replaces it: the test above).
+  Machine under = m;
+  under.cpu_taken = fit_through({1 * kMiB}, {0.5 * priced});
+  CHECK(overlap(under, node, c, Execution{}, long_compute, 0).saved_ns == Approx(before.saved_ns));
+  // A broadcast takes its own line.
+  const Coll b = bcast(4 * kMiB);
+  const Overlap bcast_before = overlap(measured, node, b, Execution{}, long_compute, 0);
+  const Timeline btl = tnbc_timeline(m, node, b, Execution{}, true);
+  measured.cpu_taken_bcast = fit_through({4 * kMiB}, {std::max(btl.driver_cpu_ns, btl.shared_cpu_ns) + 1 * kMs});
+  CHECK(overlap(measured, node, b, Execution{}, long_compute, 0).saved_ns == Approx(bcast_before.saved_ns - 1 * kMs).epsilon(0.01));
+  // A node with a CPU to spare for each rank: neither calibrate measures it nor the model uses it.
+  const Topology roomy = Topology::block(2, 2, 4, 2);
+  CHECK_FALSE(cpu_taken_placement(m, roomy));
+  CHECK(overlap(measured, roomy, c, Execution{}, long_compute, 0).saved_ns ==
+        Approx(overlap(m, roomy, c, Execution{}, long_compute, 0).saved_ns));
+  // A line measured between nodes (a machine file of two nodes) does not price one node.
+  Machine between = measured;
+  between.nodes = 2;
+  CHECK_FALSE(cpu_taken_placement(between, node));
+  CHECK(overlap(between, node, c, Execution{}, long_compute, 0).saved_ns == Approx(before.saved_ns));
+  // Between nodes the placements as before: one-CPU nodes, one rank each or crowded; not two
+  // ranks on a node of two CPUs.
+  const Machine two = two_nodes();
+  CHECK(cpu_taken_placement(two, Topology::block(2, 1, 1, 1)));
+  CHECK(cpu_taken_placement(two, Topology::block(4, 2, 1, 1)));
+  CHECK_FALSE(cpu_taken_placement(two, Topology::block(4, 2, 2, 1)));
+}
+
 TEST_CASE("model: a send window's pieces arrive together, so a reader at once gets the last window's share only at the end") {
   // Two nodes, one rank each; 4 MiB per peer cut into 20 body pieces of ~208 KiB (as a run with
   // TNBC_PIECE_BYTES=208k cuts them). The MPI library interleaves the sends in flight on the link:

@@ -70,8 +70,8 @@ const std::vector<Option> kOptions = {
      &Settings::send_window, 1, 1 << 20},
     {"bcast_send_window", OptionType::AutoInteger, "auto", "",
      "Most middle pieces of a broadcast a root's or forwarding rank's progress thread keeps in flight, on a shared "
-     "CPU too; 0: TNBC_SEND_WINDOW, there the root's call starting them; auto: 1 where MPI lets that thread's calls "
-     "through while the program waits in MPI.",
+     "CPU too; 0: TNBC_SEND_WINDOW, there the root's call starting them; auto: 1 across nodes where MPI lets that "
+     "thread's calls through.",
      &Settings::bcast_send_window, 0, 1 << 20},
     {"poll_min_us", OptionType::Microseconds, "20", "",
      "Shortest sleep between polls while traffic is pending.",

@@ -15,6 +15,7 @@ namespace tnbc {
 
 struct CpuShare {
   int node_ranks = 1;  // ranks of MPI_COMM_WORLD on this node
+  int world_ranks = 0; // ranks of MPI_COMM_WORLD (0: not measured; one node where node_ranks has them all)
   int node_rank = 0;   // this rank among them
   int node_cpus = 0;   // CPUs in the union of their affinity masks
   int own_cpus = 0;    // CPUs in this rank's affinity mask

@@ -19,6 +19,7 @@ CpuShare measure_cpu_share(MPI_Comm world) {
   c.node_set = mine;
   std::array<unsigned char, sizeof(cpu_set_t)> bytes{}, all{};
   std::memcpy(bytes.data(), &mine, sizeof mine);
+  PMPI_Comm_size(world, &c.world_ranks);
   MPI_Comm node = MPI_COMM_NULL;
   if (PMPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS) return c;
   PMPI_Comm_size(node, &c.node_ranks);

@@ -93,13 +93,17 @@ class EngineImpl final : public Engine {
     }
     const MpiThreads threads = mpi_threads();
     policy_->set_thread_progress(threads.progress);
+    // The node's CPUs and ranks before the model starts: a broadcast's send window (and the
+    // model's price of it) depends on whether the run spans nodes.
+    CpuShare cpus = measure_cpu_share(world.comm);
+    policy_->set_cpu_share(cpus);
     if (int rank = 0; PMPI_Comm_rank(MPI_COMM_WORLD, &rank) == MPI_SUCCESS && rank == 0) {
-      const int w = bcast_send_window(s_, threads.progress);
+      const int w = bcast_send_window(s_, threads.progress, cpus.node_ranks >= cpus.world_ranks);
       const char* mpi = threads.transport.empty() ? "MPI library not recognised" : threads.transport.c_str();
       if (w > 0) log(LogLevel::Info, "%s: a broadcast's root and forwarding ranks send through their progress thread, "
                      "%d piece(s) at a time (TNBC_BCAST_SEND_WINDOW)", mpi, w);
       else log(LogLevel::Info, "%s: a broadcast's root whose progress thread shares its CPU starts its sends in the call "
-               "(TNBC_BCAST_SEND_WINDOW)", mpi);
+               "(TNBC_BCAST_SEND_WINDOW%s)", mpi, cpus.node_ranks >= cpus.world_ranks ? "; every rank on one node" : "");
     }
     start_model(world.comm);
     const NodeTurn turn = node_turn_rule();
@@ -112,8 +116,6 @@ class EngineImpl final : public Engine {
     caller_window_ = std::make_unique<WindowGate>(0, /*holds_bodies=*/false);
     set_windows(*caller_window_, Driver::CallingThread);
     caller_gate_ = std::make_unique<NodeGate>(*caller_window_, &stats_, turn);
-    CpuShare cpus = measure_cpu_share(world.comm);
-    policy_->set_cpu_share(cpus);
     place_progress_thread(cpus);
     policy_->set_cpu_share(cpus);  // again: the send window depends on where the thread runs
     set_windows(*progress_window_, Driver::ProgressThread);

@@ -19,15 +19,15 @@ std::optional<model::Program> model_program(const SiteProgram& p, const model::M
   return scaled;
 }
 
-int bcast_send_window(const Settings& s, ThreadProgress p) {
+int bcast_send_window(const Settings& s, ThreadProgress p, bool one_node) {
   if (s.bcast_send_window) return static_cast<int>(*s.bcast_send_window);
-  return p == ThreadProgress::Through ? 1 : 0;
+  return p == ThreadProgress::Through && !one_node ? 1 : 0;
 }
 
-model::Execution execution(const Settings& s, int guard_index, int guard_by_size, ThreadProgress threads) {
+model::Execution execution(const Settings& s, int guard_index, int guard_by_size, ThreadProgress threads, bool one_node) {
   model::Execution x;
   x.window = static_cast<int>(s.send_window);
-  x.bcast_window = bcast_send_window(s, threads);
+  x.bcast_window = bcast_send_window(s, threads, one_node);
   x.guard = guard_index;
   x.guard_by_size = guard_by_size;
   x.eager_copy = s.send_copy != SendCopy::Lazy && s.send_copy != SendCopy::LazySends;
@@ -190,7 +190,7 @@ class ModelPolicy final : public Policy {
     // rank's only CPU too: one at a time, they arrive one after another instead of all together;
     // docs/benchmarks.md, "Session 59"), by default where the MPI library lets the thread's calls
     // through while the program waits in its next MPI call (not under UCX: "Session 60").
-    if (const int w = bcast_send_window(s_, threads_); role != SendRole::Staged && w > 0) return w;
+    if (const int w = bcast_send_window(s_, threads_, one_node_); role != SendRole::Staged && w > 0) return w;
     if (progress_on_own_cpu_ && role != SendRole::Staged) return 0;
     return static_cast<int>(s_.send_window);
   }
@@ -216,6 +216,7 @@ class ModelPolicy final : public Policy {
   }
   void set_cpu_share(const CpuShare& c) override {
     oversubscribed_ = c.node_ranks > c.node_cpus && c.node_cpus > 0;
+    one_node_ = c.world_ranks > 0 && c.node_ranks >= c.world_ranks;
     // Where the node's ranks outnumber its CPUs, only if node-level priorities may arbitrate: they
     // pace the sends through the window (tests/mpi/node_priorities.py, np 3 on 2 nodes, held
     // nothing without it). Without them a broadcast's window there starves as on one rank's CPU,
@@ -355,7 +356,7 @@ class ModelPolicy final : public Policy {
   bool node_local_on_link() const override { return s_.node_local_sends == NodeLocalSends::Link; }
 
  private:
-  model::Execution exec() const { return execution(s_, guard_, guard_by_size_, threads_); }
+  model::Execution exec() const { return execution(s_, guard_, guard_by_size_, threads_, one_node_); }
 
   Settings s_;
   std::size_t page_;
@@ -374,6 +375,7 @@ class ModelPolicy final : public Policy {
   std::map<std::tuple<std::uint64_t, int, std::uint64_t, int, int, int, std::uint64_t>, NodeChoice> node_;
   bool oversubscribed_ = false;
   bool progress_on_own_cpu_ = false;  // set_cpu_share after the progress thread is placed
+  bool one_node_ = false;             // set_cpu_share: every rank of the world on this node
   ThreadProgress threads_ = ThreadProgress::Unknown;  // set_thread_progress
   RmaFacts rma_;
 };

@@ -171,18 +171,22 @@ std::optional<model::Program> model_program(const SiteProgram& p, const model::M
 
 // A broadcast's own send window (TNBC_BCAST_SEND_WINDOW; 0: TNBC_SEND_WINDOW's, and the root's
 // call starts the sends on a shared CPU). auto: 1 where the MPI library lets the progress thread's
-// calls through while the program waits inside MPI, 0 where it starves them or is not known.
-int bcast_send_window(const Settings& s, ThreadProgress p);
+// calls through while the program waits inside MPI and the run spans nodes (`one_node` false), 0
+// where it starves them or is not known, and on one node: there each piece through the window
+// waited for the root's thread to see the one before complete, the receiver copying in a third of
+// the time (np 2 and 4 on one node of 2 CPUs, Table 1's 4 MiB broadcast: 0.6-1.5 ms a call more
+// than the sends all started; docs/benchmarks.md, "Session 63").
+int bcast_send_window(const Settings& s, ThreadProgress p, bool one_node = false);
 // The model's view of how tnbc runs with these settings (window, poll interval, send copy). The
 // offline tools know no running library: TNBC_BCAST_SEND_WINDOW=auto is priced as unknown (0).
 model::Execution execution(const Settings& s, int guard_index, int guard_by_size = -1,
-                           ThreadProgress threads = ThreadProgress::Unknown);
+                           ThreadProgress threads = ThreadProgress::Unknown, bool one_node = false);
 // The same with the guards the offline tools price a machine's calls with (model::priced_guards).
 inline model::Execution execution(const Settings& s, const model::PricedGuards& g) { return execution(s, g.runs, g.by_size); }
-// ... and the transport the machine file was calibrated on (TNBC_BCAST_SEND_WINDOW=auto).
+// ... and the transport and node count the machine file was calibrated on (TNBC_BCAST_SEND_WINDOW=auto).
 inline model::Execution execution(const Settings& s, const model::Machine& m) {
   const model::PricedGuards g = model::priced_guards(m);
-  return execution(s, g.runs, g.by_size, thread_progress_of(m.mpi_transport));
+  return execution(s, g.runs, g.by_size, thread_progress_of(m.mpi_transport), m.nodes == 1);
 }
 
 }  // namespace tnbc

@@ -126,9 +126,17 @@ def main():
         shutil.rmtree(work, ignore_errors=True)
         return
 
+    if a.case == "plain":
+        exports["TNBC_LOG"] = "info"
     code, out, _ = run(a, exports, [ITERS, PAGES] + extra, 240)
     if code != 0 or " 0 failed" not in out:
         fail("optimize pass failed or results differ from the blocking collectives", out)
+    # TNBC_BCAST_SEND_WINDOW=auto under ob1 (netrun's TCP): a window of 1 where the run spans
+    # nodes, the root's call starting the sends where every rank is on one node (policy.hh).
+    window = ("a broadcast's root and forwarding ranks send through their progress thread, 1 piece" if a.nodes > 1
+              else "starts its sends in the call (TNBC_BCAST_SEND_WINDOW; every rank on one node)")
+    if a.case == "plain" and window not in out:
+        fail(f"rank 0 did not say: {window}", out)
     said = [l for l in out.splitlines() if "tnbc[" in l and ("warning" in l or "error" in l)
             and not profile_runs.owed_load_warning(l, exports.get("TNBC_MACHINE"))]
     if said:

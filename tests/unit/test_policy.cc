@@ -34,6 +34,14 @@ struct FakeOrders final : ReadOrderSource {
 };
 }  // namespace
 
+namespace {
+// The settings with TNBC_BCAST_SEND_WINDOW=1.
+Settings windowed_one(Settings s) {
+  s.bcast_send_window = 1;
+  return s;
+}
+}  // namespace
+
 TEST_CASE("policy: broadcast segments follow the message and TNBC_BCAST_MAX_SEGMENTS only") {
   CHECK(rules(5, 0)->bcast_segments(0, kFour) == 1);
   CHECK(rules(5, 0)->bcast_segments(kMinGuardablePages * kPage - 1, kFour) == 1);
@@ -145,7 +153,22 @@ TEST_CASE("policy: guard backends and send windows from the settings") {
     r->set_thread_progress(ThreadProgress::Through);
     CHECK(r->send_window(Driver::ProgressThread, SendRole::Only) == 0);
     CHECK(r->caller_starts_sends(SendRole::Only));
+    // Every rank of the world on one node (shared memory): the sends all started, window or not
+    // (docs/benchmarks.md, "Session 63"); a set window stays.
+    CHECK(bcast_send_window(automatic, ThreadProgress::Through, true) == 0);
+    CpuShare node = shared;
+    node.node_ranks = node.world_ranks = 2;
+    node.node_cpus = 2;
+    q->set_thread_progress(ThreadProgress::Through);
+    q->set_cpu_share(node);
+    CHECK(q->send_window(Driver::ProgressThread, SendRole::Only) == 0);
+    CHECK(q->caller_starts_sends(SendRole::Only));
+    node.world_ranks = 4;  // two of four ranks on this node: the run spans nodes
+    q->set_cpu_share(node);
+    CHECK(q->send_window(Driver::ProgressThread, SendRole::Only) == 1);
+    CHECK(bcast_send_window(windowed_one(s), ThreadProgress::Through, true) == 1);
     // The model prices what the policy runs.
+    CHECK(execution(automatic, 0, -1, ThreadProgress::Through, true).bcast_window == 0);
     CHECK(execution(automatic, 0, -1, ThreadProgress::Through).bcast_window == 1);
     CHECK(execution(automatic, 0, -1, ThreadProgress::Starved).bcast_window == 0);
     CHECK(execution(off, 0, -1, ThreadProgress::Through).bcast_window == 0);

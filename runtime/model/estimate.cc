@@ -721,9 +721,9 @@ namespace {
 // "Session 33"). On one node whose ranks have a CPU each at most, the progress thread shares the
 // CPU its rank computes on too, and calibrate measures the line there (since session 63); there
 // it is a floor, not a replacement: calibrate's computation, on registers beside warm buffers,
-// lost less than Table 1's programs did (np 2 on one node of 2 CPUs: 1.26 ms at a 4 MiB
+// lost less than Table 1's programs did (np 2 on one node of 2 CPUs: 0.84-1.50 ms at a 4 MiB
 // broadcast against the receiving thread's 2.2-3.1 ms of CPU a call, under the driver's price),
-// while with 4 ranks on the 2 CPUs a 4 MiB broadcast took 10.1-10.5 ms, and Table 1's
+// while with 4 ranks on the 2 CPUs a 4 MiB broadcast took 6.6-10.5 ms, and Table 1's
 // broadcasts there, measured losing 2-8 ms a call and priced as gains of 1-4 ms before, came out
 // losses but one (the total's median error, the same launches priced both ways: 16 -> 8 % and
 // 42 -> 28 %; docs/benchmarks.md, "Session 63"). The line also prices placements where a node's

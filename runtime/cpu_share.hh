@@ -24,6 +24,9 @@ struct CpuShare {
   cpu_set_t node_set{};  // the union of the node's ranks' masks (own_set where unknown)
   int progress_cpus = 0; // CPUs tnbc's progress thread may run on (0: not placed yet)
   bool progress_on_own_cpu = false;  // placed, and its only CPU is this rank's only CPU
+
+  // Every rank of the world on this node (false where the world's size was not measured).
+  bool one_node() const { return world_ranks > 0 && node_ranks >= world_ranks; }
 };
 
 // Collective over `world` (every rank calls it): splits it by node and ORs the affinity masks.

@@ -98,12 +98,12 @@ class EngineImpl final : public Engine {
     CpuShare cpus = measure_cpu_share(world.comm);
     policy_->set_cpu_share(cpus);
     if (int rank = 0; PMPI_Comm_rank(MPI_COMM_WORLD, &rank) == MPI_SUCCESS && rank == 0) {
-      const int w = bcast_send_window(s_, threads.progress, cpus.node_ranks >= cpus.world_ranks);
+      const int w = bcast_send_window(s_, threads.progress, cpus.one_node());
       const char* mpi = threads.transport.empty() ? "MPI library not recognised" : threads.transport.c_str();
       if (w > 0) log(LogLevel::Info, "%s: a broadcast's root and forwarding ranks send through their progress thread, "
                      "%d piece(s) at a time (TNBC_BCAST_SEND_WINDOW)", mpi, w);
       else log(LogLevel::Info, "%s: a broadcast's root whose progress thread shares its CPU starts its sends in the call "
-               "(TNBC_BCAST_SEND_WINDOW%s)", mpi, cpus.node_ranks >= cpus.world_ranks ? "; every rank on one node" : "");
+               "(TNBC_BCAST_SEND_WINDOW%s)", mpi, cpus.one_node() ? "; every rank on one node" : "");
     }
     start_model(world.comm);
     const NodeTurn turn = node_turn_rule();

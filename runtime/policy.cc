@@ -216,7 +216,7 @@ class ModelPolicy final : public Policy {
   }
   void set_cpu_share(const CpuShare& c) override {
     oversubscribed_ = c.node_ranks > c.node_cpus && c.node_cpus > 0;
-    one_node_ = c.world_ranks > 0 && c.node_ranks >= c.world_ranks;
+    one_node_ = c.one_node();
     // Where the node's ranks outnumber its CPUs, only if node-level priorities may arbitrate: they
     // pace the sends through the window (tests/mpi/node_priorities.py, np 3 on 2 nodes, held
     // nothing without it). Without them a broadcast's window there starves as on one rank's CPU,

@@ -219,10 +219,11 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
   // What tnbc's own transfer takes from a computation on the rank's one CPU (Machine::cpu_taken):
   // where each rank has a node of one CPU, or ranks share a node with no more CPUs than ranks,
   // the progress thread moves the data on the CPU the program computes on
-  // (model::cpu_taken_placement: where the model prices by it). Per size: the call's whole time alone sizes a computation
-  // kTakenComputeShare times as long; then kTakenReps times the computation alone and the same
-  // computation right after the call returned early (the call completed after it); the extra
-  // time, this rank's medians.
+  // (model::cpu_taken_placement: where the model prices by it; calibrate only where a node's one
+  // CPU, or one node's few, leave a rank none to spare). Per size: the call's whole time alone
+  // sizes a computation kTakenComputeShare times as long; then kTakenReps times the computation
+  // alone and the same computation right after the call returned early (the call completed
+  // after it); the extra time, this rank's medians.
   const model::Topology topo = model::Topology::block(n, std::max(1, m.ranks_per_node), std::max(1, m.cpus_per_node), 1);
   const bool shares_cpu = (m.cpus_per_node == 1 || m.nodes < 2) && model::cpu_taken_placement(m, topo);
   model::Computation work;
@@ -334,11 +335,13 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
         std::fprintf(progress, "  its passes disagree (%.1fx at one size): the machine was disturbed during some (the median "
                      "is kept)\n", spread);
     };
-    if (rests && e.kind == Kind::Bcast) {
-      rests_of(passes[j], false, m.in_call_rest_bcast, m.in_call_rest_bcast_warm, "the slowest receiver");
-      rests_of(root_passes, true, m.in_call_rest_bcast_root, m.in_call_rest_bcast_root_warm, "its root");
-    } else if (rests) {
-      rests_of(passes[j], false, m.in_call_rest, m.in_call_rest_warm, "the slowest rank");
+    if (rests) {
+      if (e.kind == Kind::Bcast) {
+        rests_of(passes[j], false, m.in_call_rest_bcast, m.in_call_rest_bcast_warm, "the slowest receiver");
+        rests_of(root_passes, true, m.in_call_rest_bcast_root, m.in_call_rest_bcast_root_warm, "its root");
+      } else {
+        rests_of(passes[j], false, m.in_call_rest, m.in_call_rest_warm, "the slowest rank");
+      }
     }
     if (taken[j].empty()) continue;
     const std::vector<double> extra = over_passes(taken[j]);  // per size: the median over the passes

@@ -728,10 +728,11 @@ namespace {
 // losses but one (the total's median error, the same launches priced both ways: 16 -> 8 % and
 // 42 -> 28 %; docs/benchmarks.md, "Session 63"). The line also prices placements where a node's
 // ranks outnumber its CPUs (by all the bytes a rank receives, its node's peers' too), unscaled:
-// the trace measured the computation sharing the CPU already. Before session 41 those took the driver's CPU alone: on a PVM guest
-// with 2 ranks per one-CPU node at np 4, 10.5 ms at 1 MiB per peer where the line says 104 ms,
-// and optimize ran ft-proxy W at 0.84x; scaled by the ranks per CPU (x2), it priced out
-// is-proxy W's Alltoallv, which ran at 1.00x instead of 4.4x (docs/benchmarks.md, "Session 41").
+// the trace measured the computation sharing the CPU already. Before session 41 those took the
+// driver's CPU alone: on a PVM guest with 2 ranks per one-CPU node at np 4, 10.5 ms at 1 MiB per
+// peer where the line says 104 ms, and optimize ran ft-proxy W at 0.84x; scaled by the ranks per
+// CPU (x2), it priced out is-proxy W's Alltoallv, which ran at 1.00x instead of 4.4x
+// (docs/benchmarks.md, "Session 41").
 double cpu_taken_ns(const Machine& m, const Topology& t, const Coll& c, const Timeline& tl) {
   const double priced = std::max(tl.driver_cpu_ns, tl.shared_cpu_ns);
   if (cpu_taken_placement(m, t)) {

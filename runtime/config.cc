@@ -107,8 +107,9 @@ const std::vector<Option> kOptions = {
      "docs/settings.md).",
      &Settings::early_return_margin_tcomm_pct, 0, 1000},
     {"early_return_margin_shared_node_pct", OptionType::Integer, "100", "",
-     "Mode optimize, cost model: TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT where ranks share a node (measured: "
-     "docs/settings.md; 100 or more: no site returns early there).",
+     "Mode optimize, cost model: TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT where ranks share a node, for the part of its "
+     "transfer that is the CPUs' work (all of it through shared memory; measured: docs/settings.md; 100 or more: no "
+     "site returns early there).",
      &Settings::early_return_margin_shared_node_pct, 0, 1000},
     {"early_return_margin_busy_poll_pct", OptionType::Integer, "45", "",
      "Mode optimize, cost model: TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT where ranks share a node and the machine file "

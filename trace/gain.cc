@@ -218,8 +218,18 @@ Decision decide(const SiteEstimate& e, Kind kind, int comm_size, const Judge& j)
   d.in_call_ns = o.in_call_ns;
   d.cost_ns = o.cost_ns;
   d.saved_ns = o.saved_ns;
-  const double of_tcomm =
-      model::margin_of_tcomm(j.model->machine, t, j.margin_of_tcomm, j.margin_of_tcomm_busy_poll, j.margin_of_tcomm_shared);
+  // The placement's setting, and its share of Tcomm with the setting at `at` (the others as set;
+  // weighed where ranks share a node: model::margin_of_tcomm).
+  const model::MarginPlace place = model::margin_place(j.model->machine, t);
+  const double setting = place == model::MarginPlace::OnePerNode ? j.margin_of_tcomm
+                         : place == model::MarginPlace::BusyPoll ? j.margin_of_tcomm_busy_poll
+                                                                 : j.margin_of_tcomm_shared;
+  auto of_tcomm_at = [&](double at) {
+    return model::margin_of_tcomm(j.model->machine, t, place == model::MarginPlace::OnePerNode ? at : j.margin_of_tcomm,
+                                  place == model::MarginPlace::BusyPoll ? at : j.margin_of_tcomm_busy_poll,
+                                  place == model::MarginPlace::SharedNode ? at : j.margin_of_tcomm_shared);
+  };
+  const double of_tcomm = of_tcomm_at(setting);
   // The margin: what the model may overstate an early return's saving by, a share of the time of
   // the call it replaces (plus a share of its cost).
   auto margin_at = [&](double share, double replaced_ns) {
@@ -251,18 +261,19 @@ Decision decide(const SiteEstimate& e, Kind kind, int comm_size, const Judge& j)
   if (against_own) d.beyond_own_ns = beyond_own;
   d.basis = basis_at(of_tcomm);
   if (d.basis != Basis::OverlapPays) {
-    // The margin that held it, at each whole percentage below its value, from the top: the first
-    // that admits it. Against tnbc's schedule in the call, that margin is its own share; against
-    // the library's, the placement's (not every smaller one need: where tnbc's schedule in the
-    // call then beats the library's, the early return must beat that instead).
-    const double held_by = against_own ? j.margin_of_own : of_tcomm;
+    // The setting that held it, at each whole percentage below its value, from the top: the
+    // first that admits it. Against tnbc's schedule in the call, that margin is its own share;
+    // against the library's, the placement's setting (its share weighed where ranks share a
+    // node; not every smaller one need: where tnbc's schedule in the call then beats the
+    // library's, the early return must beat that instead).
+    const double held_by = against_own ? j.margin_of_own : setting;
     for (int pct = static_cast<int>(std::ceil(held_by * 100)) - 1; pct >= 0 && !d.early_at_pct; --pct) {
-      const bool early = against_own ? beyond_own > margin_at(pct / 100.0, own) : basis_at(pct / 100.0) == Basis::OverlapPays;
+      const bool early = against_own ? beyond_own > margin_at(pct / 100.0, own)
+                                     : basis_at(of_tcomm_at(pct / 100.0)) == Basis::OverlapPays;
       if (early) d.early_at_pct = pct;
     }
     if (d.early_at_pct)
-      d.margin_setting = against_own ? env_name_of(&Settings::early_return_margin_own_pct)
-                                     : margin_setting(model::margin_place(j.model->machine, t));
+      d.margin_setting = against_own ? env_name_of(&Settings::early_return_margin_own_pct) : margin_setting(place);
   }
   return d;
 }

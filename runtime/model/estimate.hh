@@ -51,7 +51,18 @@ struct Execution {
 // ranks spin (busy_poll.hh), or ranks sharing a node.
 enum class MarginPlace { OnePerNode, BusyPoll, SharedNode };
 MarginPlace margin_place(const Machine& m, const Topology& t);
-// That margin (mode optimize's judge: trace/gain.hh).
+// The share of a transfer inside a node that is its ranks' CPU work: (O_s + O_r per byte) / G at
+// the node's level, at most 1; 1 where the file has no per-byte CPU (unknown: taken as CPU work).
+// Shared memory: the receiver copies every byte (O_r = G: 1.0); a network stack over a loopback
+// shaped to 1 Gbit/s: 0.06 (the wire's time, the CPU idle).
+double node_transfer_cpu_share(const Machine& m);
+// That margin (mode optimize's judge: trace/gain.hh). Where ranks share a node with a CPU each,
+// the two measured shares are weighed by node_transfer_cpu_share: `shared_node` for the
+// transfer's CPU work (the model's error measured through shared memory, where an early return
+// moves that work beside the program on the same CPUs), `one_per_node` for the rest (the wire's
+// time, whose error a network stack between ranks of one node shows as between nodes:
+// docs/settings.md). A node with more ranks than CPUs takes `shared_node` whole (its ranks and
+// progress threads crowd the CPUs whatever carries the bytes).
 double margin_of_tcomm(const Machine& m, const Topology& t, double one_per_node, double busy_poll, double shared_node);
 double margin_of_tcomm(const Machine& m, const Topology& t, const Execution& x);
 

@@ -55,6 +55,14 @@ inline model::Coll alltoall(double per_peer, std::size_t page = 4096) {
   return c;
 }
 
+// The same machine with its ranks of a node exchanging through shared memory: the transfer is
+// their CPUs' work (O_s + O_r per byte = G), as `tnbc calibrate` measures it there (O_r = G).
+inline model::Machine through_shared_memory(model::Machine m) {
+  model::Level& l = m.at(model::LevelKind::IntraNode);
+  l.Os_ns_per_byte = l.Or_ns_per_byte = l.G_ns_per_byte / 2;
+  return m;
+}
+
 // Two nodes joined by a 1 Gbit/s link (125 MB/s, 50 us), one rank each: the primary
 // configuration of docs/benchmarks.md.
 inline model::Machine two_nodes() {

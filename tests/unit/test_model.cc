@@ -31,6 +31,7 @@ constexpr double kMiB = 1024.0 * 1024.0;
 constexpr std::size_t kPage = 4096;
 
 using test::two_nodes;
+using test::through_shared_memory;
 const Topology kTwoNodes = Topology::block(2, 1, 2, 1);  // one rank per node, 2 CPUs each
 
 Coll alltoall(double per_peer) { return test::alltoall(per_peer, kPage); }
@@ -315,8 +316,9 @@ TEST_CASE("decision: compute-first sites return early, read-at-once sites do not
   CHECK(j.margin_of_tcomm == Approx(0.30));
   CHECK(j.margin_of_tcomm_shared == Approx(1.0));
   CHECK(j.margin_of_first_read == Approx(0.45));
-  // Ranks sharing a node: the share measured there (100 %: no saving can exceed it).
-  const trace::Judge shared = judge(m, Topology::block(2, 2, 2, 1));
+  // Ranks sharing a node through shared memory: the share measured there (100 %: no saving can
+  // exceed it).
+  const trace::Judge shared = judge(through_shared_memory(m), Topology::block(2, 2, 2, 1));
   const trace::Decision there = trace::decide(site(2 * kMiB, blocking, 3 * blocking, 0.5 * kMs), Kind::Alltoall, 2, shared);
   CHECK(there.margin_ns >= shared.margin_of_tcomm_shared * blocking);
   CHECK(there.blocking());
@@ -608,14 +610,55 @@ TEST_CASE("decision: a site held back by the margin says at which margin of Tcom
   REQUIRE(at_once.basis == trace::Basis::NoOverlapToGain);
   CHECK_FALSE(at_once.early_at_pct);
   CHECK(trace::describe(at_once).find("it would return early") == std::string::npos);
-  // Ranks sharing a node: the setting named is that placement's.
+  // Ranks sharing a node through shared memory: the setting named is that placement's.
   const Topology shared = Topology::block(2, 2, 2, 1);
-  const trace::Decision crowded =
-      trace::decide(site(2 * kMiB, blocking, 3 * blocking, 0.5 * kMs), Kind::Alltoall, 2, judge(m, shared));
+  const Machine memory = through_shared_memory(m);
+  const trace::SiteEstimate computes = site(2 * kMiB, blocking, 3 * blocking, 0.5 * kMs);
+  const trace::Decision crowded = trace::decide(computes, Kind::Alltoall, 2, judge(memory, shared));
   REQUIRE(crowded.blocking());
   REQUIRE(crowded.early_at_pct);  // computing three transfers long: it would pay below 100 %
   CHECK(*crowded.early_at_pct < 100);
   CHECK(crowded.margin_setting == "TNBC_EARLY_RETURN_MARGIN_SHARED_NODE_PCT");
+  // Where the node's share of Tcomm is weighed (a transfer partly wire time: this machine's node
+  // level, O_s + O_r per byte 38 % of G), the setting named still takes it at that value, and
+  // one percent more does not.
+  Settings low;
+  low.early_return_margin_shared_node_pct = 100;
+  low.early_return_margin_tcomm_pct = 90;  // the site saves ~88 % of Tcomm: held at 100 %
+  const trace::Decision weighed = trace::decide(computes, Kind::Alltoall, 2, judge(m, shared, low));
+  REQUIRE(weighed.early_at_pct);
+  CHECK(weighed.margin_setting == "TNBC_EARLY_RETURN_MARGIN_SHARED_NODE_PCT");
+  low.early_return_margin_shared_node_pct = *weighed.early_at_pct;
+  CHECK(trace::decide(computes, Kind::Alltoall, 2, judge(m, shared, low)).basis == trace::Basis::OverlapPays);
+  low.early_return_margin_shared_node_pct = *weighed.early_at_pct + 1;
+  CHECK(trace::decide(computes, Kind::Alltoall, 2, judge(m, shared, low)).basis != trace::Basis::OverlapPays);
+}
+
+TEST_CASE("margin: ranks sharing a node weigh the shared node's share by the transfer's CPU work") {
+  const Topology shared = Topology::block(2, 2, 2, 1);     // a CPU each
+  const Topology crowded = Topology::block(4, 4, 2, 1);    // more ranks than CPUs
+  const Topology one_each = Topology::block(2, 1, 1, 1);   // one rank per node
+  // TCP over a loopback shaped to 1 Gbit/s, as calibrate measured it on this VM (2026-12-05):
+  // G 8.07 ns/B, O_s 0.23, O_r 0.22: the CPU busy 5.6 % of the transfer.
+  Machine wire = test::machine(125);
+  Level& l = wire.at(LevelKind::IntraNode);
+  l.G_ns_per_byte = 8.07;
+  l.Os_ns_per_byte = 0.23;
+  l.Or_ns_per_byte = 0.22;
+  CHECK(node_transfer_cpu_share(wire) == Approx(0.45 / 8.07));
+  CHECK(margin_of_tcomm(wire, shared, 0.3, 0.45, 1.0) == Approx(0.3 + (0.45 / 8.07) * 0.7));
+  CHECK(margin_of_tcomm(wire, crowded, 0.3, 0.45, 1.0) == Approx(1.0));  // the CPUs crowded: whole
+  CHECK(margin_of_tcomm(wire, one_each, 0.3, 0.45, 1.0) == Approx(0.3));
+  // Shared memory: the receiver copies every byte (O_r = G): the shared node's share whole.
+  const Machine memory = through_shared_memory(wire);
+  CHECK(node_transfer_cpu_share(memory) == Approx(1.0));
+  CHECK(margin_of_tcomm(memory, shared, 0.3, 0.45, 1.0) == Approx(1.0));
+  // No per-byte CPU in the file (or no level measured): taken as CPU work, the share whole.
+  Machine unknown = wire;
+  unknown.at(LevelKind::IntraNode).Os_ns_per_byte = unknown.at(LevelKind::IntraNode).Or_ns_per_byte = 0;
+  CHECK(margin_of_tcomm(unknown, shared, 0.3, 0.45, 1.0) == Approx(1.0));
+  unknown.at(LevelKind::IntraNode).measured = false;
+  CHECK(node_transfer_cpu_share(unknown) == Approx(1.0));
 }
 
 TEST_CASE("decision: TNBC_EARLY_RETURN_COST_US set replaces the model by the fixed rule") {

@@ -153,6 +153,7 @@ const char* basis_name(Basis b) {
     case Basis::OwnCallFaster: return "own_call_faster";
     case Basis::OverlapPays: return "overlap_pays";
     case Basis::PartnerInCall: return "partner_in_call";
+    case Basis::PartnerEarly: return "partner_early";
     case Basis::NotInProfile: return "not_in_profile";
     case Basis::OtherSizes: return "other_sizes";
     case Basis::NoEstimate: return "no_estimate";
@@ -340,16 +341,34 @@ void align_partners(const std::vector<ProfileSite>& sites, std::vector<Decision>
     for (std::size_t k = i + 1; k < n; ++k)
       if (sites[i].kind == sites[k].kind && sites[i].comm_size == sites[k].comm_size && share_a_place(i, k))
         up[root(k)] = root(i);
-  // Each group's first site that the model has complete in the call.
-  std::vector<const ProfileSite*> in_call(n, nullptr);
-  for (std::size_t i = 0; i < n; ++i)
-    if (decisions[i].by_model && decisions[i].blocking() && !in_call[root(i)]) in_call[root(i)] = &sites[i];
+  // Each group's first site that the model has complete in the call, its first that returns
+  // early, and the sum over its sites of their calls' predicted savings beyond their margins.
+  std::vector<const ProfileSite*> in_call(n, nullptr), early(n, nullptr);
+  std::vector<double> beyond(n, 0.0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Decision& d = decisions[i];
+    if (!d.by_model) continue;
+    const std::size_t g = root(i);
+    if (d.blocking() && !in_call[g]) in_call[g] = &sites[i];
+    if (d.basis == Basis::OverlapPays && !early[g]) early[g] = &sites[i];
+    if (!d.saved_ns) continue;
+    double calls = 0;
+    for (const ProfileSite::Rank& r : sites[i].ranks) calls += static_cast<double>(r.calls.value_or(0));
+    beyond[g] += std::max(1.0, calls) * (d.beyond_own_ns.value_or(*d.saved_ns) - d.margin_ns);
+  }
   for (std::size_t i = 0; i < n; ++i) {
     Decision& d = decisions[i];
-    const ProfileSite* partner = in_call[root(i)];
-    if (!partner || !d.by_model || d.basis != Basis::OverlapPays) continue;
-    d.basis = Basis::PartnerInCall;
-    d.partner = partner->where;
+    const std::size_t g = root(i);
+    if (!in_call[g] || !early[g] || !d.by_model) continue;
+    if (beyond[g] > 0 && d.blocking()) {
+      d.basis = Basis::PartnerEarly;
+      d.partner = early[g]->where;
+      d.early_at_pct.reset();  // returns early: no margin to name
+      d.margin_setting.clear();
+    } else if (beyond[g] <= 0 && d.basis == Basis::OverlapPays) {
+      d.basis = Basis::PartnerInCall;
+      d.partner = in_call[g]->where;
+    }
   }
 }
 
@@ -369,6 +388,10 @@ std::string describe(const Decision& d) {
     case Basis::OverlapPays: out += "the overlap pays"; break;
     case Basis::PartnerInCall:
       out += "the same calls complete in the call on other ranks (at " + d.partner + "), though the overlap pays here";
+      break;
+    case Basis::PartnerEarly:
+      out += "the same calls return early on other ranks (at " + d.partner +
+             "), whose predicted savings beyond their margins outweigh this site's shortfall";
       break;
     case Basis::NotInProfile: return out + "the site is not in the profile";
     case Basis::OtherSizes: return out + "the profile recorded other sizes at this site";

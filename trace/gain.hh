@@ -147,6 +147,9 @@ enum class Basis {
   OverlapPays,      // early: the gain exceeds the margin
   PartnerInCall,    // not early: the gain exceeds the margin, but the same calls complete in the
                     // call on other ranks, reached there from another site (align_partners)
+  PartnerEarly,     // early: the gain is inside the margin here (or none), but the same calls
+                    // return early on other ranks, reached there from another site, and the
+                    // partners' predicted savings beyond their margins outweigh it (align_partners)
   NotInProfile,     // early: the site is not in the profile
   OtherSizes,       // early: the profile did not record these sizes (Alltoall, Bcast) at the site
   NoEstimate,       // early: no CURC estimate (nothing touched, not traced, an older profile)
@@ -179,7 +182,7 @@ struct Decision {
   // What a user may try, measuring it (docs/settings.md); unset where no margin would do.
   std::optional<int> early_at_pct;
   std::string margin_setting;
-  std::string partner;  // PartnerInCall: where the other ranks' site that completes in the call is
+  std::string partner;  // PartnerInCall, PartnerEarly: where the other ranks' site that sets it is
 };
 
 // `site` nullptr: not in the profile. `sizes_recorded`: the call's sizes were recorded at the
@@ -197,11 +200,17 @@ Decision decide(const SiteEstimate& e, const CostModel& cost);
 // The cost model's decisions (`decisions[i]` of `sites[i]`) made alike for sites whose calls are
 // the same collectives on different ranks: of one kind and communicator size, with a first call
 // (ProfileSite::Rank::first_calls) at the same place of its rank's sequence of collectives as one
-// of the other's. Where one of them completes in the call, an early return at another becomes
-// PartnerInCall. NPB IS.A at np 4 on 2 one-CPU nodes, rank 0 reaching the Alltoallv from another
-// site than ranks 1-3: rank 0 completing it in the call while the others returned early ran
-// 1.17x the time of every rank completing it there; with the rule, the same profile 0.82x
-// (docs/benchmarks.md, "Session 62").
+// of the other's. Where one of them completes in the call and another returns early, the group
+// takes one way for all: weighed by their calls, the predicted savings beyond each site's margin
+// (an early return's saving, or where it is weighed against tnbc's schedule in the call its lead
+// on that schedule, less the margin: negative where the site is held) — the early return where
+// their sum is positive (the sites held become PartnerEarly), else completion in the call (the
+// early returns become PartnerInCall). NPB IS.A at np 4 on 2 one-CPU nodes, rank 0 reaching the
+// Alltoallv from another site than ranks 1-3: rank 0 completing it in the call while the others
+// returned early ran 1.17x the time of every rank completing it there; with the rule (then: the
+// call for all), the same profile 0.82x (docs/benchmarks.md, "Session 62"). bcast-proxy A at np 2
+// on one node: rank 1's first broadcast alone at a site of its own, held 0.05 ms inside its margin,
+// kept the other site's 21 calls, each predicted 7 ms beyond theirs, in the call (session 64).
 // Decisions of the fixed rule (TNBC_EARLY_RETURN_COST_US) stay each site's own.
 void align_partners(const std::vector<ProfileSite>& sites, std::vector<Decision>& decisions);
 // Every site of a profile decided (decide with its sizes recorded), then aligned: what the run

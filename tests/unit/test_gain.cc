@@ -430,3 +430,58 @@ TEST_CASE("gain: sites whose calls are the same collectives on other ranks compl
   align_partners(older, unknown);
   CHECK(unknown[1].basis == Basis::OverlapPays);
 }
+
+TEST_CASE("gain: partners take the way their calls' predicted savings beyond their margins sum to") {
+  // bcast-proxy A at np 2 on one node (session 64): rank 1's first broadcast alone at a site of
+  // its own, held just inside its margin, and the other site's calls on both ranks, each well
+  // beyond its margin; the first call of each rank at the same place of its sequence.
+  auto site = [](const std::string& where, std::vector<std::tuple<int, std::uint64_t, std::vector<std::uint64_t>>> ranks) {
+    ProfileSite s;
+    s.kind = "bcast";
+    s.comm_size = 2;
+    s.where = where;
+    for (auto& [rank, calls, places] : ranks) {
+      ProfileSite::Rank r;
+      r.rank = rank;
+      r.calls = calls;
+      r.first_calls = places;
+      s.ranks.push_back(r);
+    }
+    return s;
+  };
+  const std::vector<ProfileSite> sites = {site("loop", {{0, 11, {0, 1, 2}}, {1, 10, {1, 2, 3}}}),
+                                          site("first", {{1, 1, {0}}})};
+  auto judged = [](Basis b, double saved_ms, double margin_ms) {
+    Decision d;
+    d.basis = b;
+    d.by_model = true;
+    d.saved_ns = saved_ms * 1e6;
+    d.margin_ns = margin_ms * 1e6;
+    if (b != Basis::OverlapPays) d.early_at_pct = 34;
+    return d;
+  };
+  // 21 calls 7 ms beyond their margin against one 0.05 ms short of it: all return early.
+  std::vector<Decision> d = {judged(Basis::OverlapPays, 26.1, 18.8), judged(Basis::NoOverlapToGain, 23.67, 23.72)};
+  align_partners(sites, d);
+  CHECK(d[0].basis == Basis::OverlapPays);
+  CHECK(d[1].basis == Basis::PartnerEarly);
+  CHECK_FALSE(d[1].blocking());
+  CHECK_FALSE(d[1].library_call());
+  CHECK_FALSE(d[1].early_at_pct);  // returns early: no margin to name
+  CHECK(d[1].partner == "loop");
+  CHECK(std::string(basis_name(d[1].basis)) == "partner_early");
+  CHECK(describe(d[1]).find("returns early: the same calls return early on other ranks (at loop)") == 0);
+  // The one call far short of its margin (a predicted loss of 200 ms): the sum is negative, all
+  // complete in the call.
+  std::vector<Decision> loss = {judged(Basis::OverlapPays, 26.1, 18.8), judged(Basis::NoOverlapToGain, -180, 20)};
+  align_partners(sites, loss);
+  CHECK(loss[0].basis == Basis::PartnerInCall);
+  CHECK(loss[0].partner == "first");
+  CHECK(loss[1].basis == Basis::NoOverlapToGain);
+  // Weighed against tnbc's schedule in the call, the site's lead on that schedule counts.
+  std::vector<Decision> own = {judged(Basis::OverlapPays, 26.1, 18.8), judged(Basis::OwnCallFaster, 30, 5)};
+  own[1].beyond_own_ns = -200e6;  // the schedule in the call 200 ms ahead of the early return
+  align_partners(sites, own);
+  CHECK(own[0].basis == Basis::PartnerInCall);
+  CHECK(own[1].basis == Basis::OwnCallFaster);
+}

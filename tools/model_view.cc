@@ -190,7 +190,8 @@ std::string verdict_footer(const Settings& s, const RunModel* m) {
                   std::to_string(s.early_return_margin_cost_pct) + "% of the predicted cost + " +
                   std::to_string(s.early_return_margin_tcomm_pct) + "% of Tcomm, " +
                   std::to_string(s.early_return_margin_shared_node_pct) +
-                  "% where ranks share a node (of the transfer's CPU work, the rest as one per node), " + std::to_string(s.early_return_margin_busy_poll_pct) +
+                  "% where ranks share a node (of the transfer's CPU work, the rest as one per node), " +
+                  std::to_string(s.early_return_margin_busy_poll_pct) +
                   "% where they share it and MPI's ranks spin; against tnbc's schedule in the call, where that beats "
                   "the library's, " + std::to_string(s.early_return_margin_own_pct) +
                   "% of its time: TNBC_EARLY_RETURN_MARGIN_*_PCT); TNBC_PROFILE_BLOCKING=" +

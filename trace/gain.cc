@@ -1,6 +1,7 @@
 #include "trace/gain.hh"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <vector>
@@ -219,16 +220,17 @@ Decision decide(const SiteEstimate& e, Kind kind, int comm_size, const Judge& j)
   d.in_call_ns = o.in_call_ns;
   d.cost_ns = o.cost_ns;
   d.saved_ns = o.saved_ns;
-  // The placement's setting, and its share of Tcomm with the setting at `at` (the others as set;
-  // weighed where ranks share a node: model::margin_of_tcomm).
+  // The placement's setting, and its share of Tcomm with that setting at `at` (the others as set;
+  // weighed where ranks share a node: model::margin_of_tcomm). Indexed by MarginPlace.
   const model::MarginPlace place = model::margin_place(j.model->machine, t);
-  const double setting = place == model::MarginPlace::OnePerNode ? j.margin_of_tcomm
-                         : place == model::MarginPlace::BusyPoll ? j.margin_of_tcomm_busy_poll
-                                                                 : j.margin_of_tcomm_shared;
+  const std::array<double, 3> settings = {j.margin_of_tcomm, j.margin_of_tcomm_busy_poll, j.margin_of_tcomm_shared};
+  static_assert(static_cast<int>(model::MarginPlace::OnePerNode) == 0 && static_cast<int>(model::MarginPlace::BusyPoll) == 1 &&
+                static_cast<int>(model::MarginPlace::SharedNode) == 2);
+  const double setting = settings[static_cast<std::size_t>(place)];
   auto of_tcomm_at = [&](double at) {
-    return model::margin_of_tcomm(j.model->machine, t, place == model::MarginPlace::OnePerNode ? at : j.margin_of_tcomm,
-                                  place == model::MarginPlace::BusyPoll ? at : j.margin_of_tcomm_busy_poll,
-                                  place == model::MarginPlace::SharedNode ? at : j.margin_of_tcomm_shared);
+    std::array<double, 3> s = settings;
+    s[static_cast<std::size_t>(place)] = at;
+    return model::margin_of_tcomm(j.model->machine, t, s[0], s[1], s[2]);
   };
   const double of_tcomm = of_tcomm_at(setting);
   // The margin: what the model may overstate an early return's saving by, a share of the time of

@@ -140,10 +140,14 @@ std::vector<std::string> site_verdicts(const trace::LoadedProfile& p, const Sett
     if (kind) {
       const trace::SiteSizes sizes = trace::site_sizes(s, judge, site, *kind);
       if (sizes.outside) {
+        // The site's own figures too (decide judges it whatever its size): what the model
+        // predicts there, and the margin that would let it return early where one would.
+        const std::string figures = trace::describe_figures(d[i]);
         out.push_back("plain MPI anyway: outside the sizes that return early (" + sizes.sizes.text() +
                       (s.min_bytes ? ", TNBC_MIN_BYTES set)"
                                    : ", from the cost model) and those where tnbc's schedule in the call is faster (" +
-                                         sizes.own.text() + ")"));
+                                         sizes.own.text() + ")") +
+                      (figures.empty() ? "" : "; the site by the model " + figures));
         continue;
       }
     }

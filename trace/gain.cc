@@ -400,11 +400,16 @@ std::string describe(const Decision& d) {
     case Basis::NoEstimate: return out + "no estimate (the trace saw no access to the received data)";
     case Basis::Off: return out + "decisions off (TNBC_PROFILE_BLOCKING=off)";
   }
-  if (!d.saved_ns) return out;
+  const std::string figures = describe_figures(d);
+  return figures.empty() ? out : out + " " + figures;
+}
+
+std::string describe_figures(const Decision& d) {
+  if (!d.saved_ns || !d.comm_ns || !d.overlap_ns) return "";
   if (!d.by_model)
-    return out + " (min(Tcomm " + ms(*d.comm_ns) + ", T_CURC + T_CRC " + ms(*d.overlap_ns) + ") - cost " + ms(d.cost_ns) +
+    return "(min(Tcomm " + ms(*d.comm_ns) + ", T_CURC + T_CRC " + ms(*d.overlap_ns) + ") - cost " + ms(d.cost_ns) +
            " = " + ms(*d.saved_ns) + ")";
-  return out + " (predicted: blocking " + ms(*d.comm_ns) + " (model " + ms(d.model_blocking_ns.value_or(0)) +
+  return "(predicted: blocking " + ms(*d.comm_ns) + " (model " + ms(d.model_blocking_ns.value_or(0)) +
          "), T_CURC + T_CRC " + ms(*d.overlap_ns) + ", in the call " + ms(d.in_call_ns.value_or(0)) + ", hidden " +
          ms(d.hidden_ns.value_or(0)) + ", cost " + ms(d.cost_ns) + ": saved " + ms(*d.saved_ns) +
          (d.beyond_own_ns ? std::string()

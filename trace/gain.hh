@@ -220,5 +220,9 @@ std::vector<Decision> decide_sites(const std::vector<ProfileSite>& sites, const 
 // One line for people: "completes in the call: no overlap to gain (predicted: blocking 27.1 ms
 // (model 25.0 ms), hidden 1.20 ms, cost 2.50 ms: saved -1.30 ms)".
 std::string describe(const Decision& d);
+// describe's figures alone, "(predicted: blocking 27.1 ms ...)" with the margin that would take a
+// held site; "" where the estimate is incomplete. `tnbc merge` prints them for a site outside the
+// sizes that return early too, whose calls are the library's whatever the site's own figures say.
+std::string describe_figures(const Decision& d);
 
 }  // namespace tnbc::trace

@@ -10,9 +10,12 @@
 #include <vector>
 
 #include "runtime/config.hh"
+#include "runtime/policy.hh"
 #include "trace/gain.hh"
 #include "tools/merge.hh"
+#include "tools/model_view.hh"
 #include "trace/profile.hh"
+#include "machines.hh"
 #include "profiles.hh"
 #include "results.hh"
 
@@ -484,4 +487,29 @@ TEST_CASE("gain: partners take the way their calls' predicted savings beyond the
   align_partners(sites, own);
   CHECK(own[0].basis == Basis::PartnerInCall);
   CHECK(own[1].basis == Basis::OwnCallFaster);
+}
+
+TEST_CASE("gain: tnbc merge prints the model's figures for a site outside the sizes that return early too") {
+  // Four ranks on a node of two CPUs, through shared memory: the shared node's margin is 100 %,
+  // so no size returns early there and every site is plain MPI by its size. The line still
+  // gives what the model predicts at the site (blocking, hidden, cost, saved against the margin).
+  std::vector<RankValues> computes(4);
+  for (auto& r : computes) r.curc_ns = 30 * kMs;  // computes past the transfer: its best case
+  const LoadedProfile p = parsed(profile_text(computes), "crowded.profile");
+  RunModel m;
+  m.inputs = std::make_shared<tnbc::model::Inputs>();
+  m.inputs->machine = through_shared_memory(machine(125));
+  m.inputs->world = tnbc::model::Topology::block(4, 4, 2, 1);
+  const std::vector<std::string> v = site_verdicts(p, tnbc::Settings{}, &m);
+  REQUIRE(v.size() == 1);
+  CHECK(v[0].find("plain MPI anyway: outside the sizes that return early (never, from the cost model)") == 0);
+  CHECK(v[0].find("; the site by the model (predicted: blocking 20.00 ms") != std::string::npos);
+  CHECK(v[0].find(" <= margin ") != std::string::npos);
+  // The figures are describe's own, after its verdict.
+  const Decision d = decide_sites(p.sites, make_judge(tnbc::Settings{}, m.inputs, tnbc::execution(tnbc::Settings{}, m.inputs->machine)))[0];
+  CHECK(v[0].find(describe_figures(d)) != std::string::npos);
+  CHECK(describe(d) == "completes in the call: no overlap to gain " + describe_figures(d));
+  // An incomplete estimate has no figures, and the line none either.
+  const LoadedProfile none = parsed(profile_text(computes, false), "none.profile");
+  CHECK(site_verdicts(none, tnbc::Settings{}, &m)[0].find("the site by the model") == std::string::npos);
 }

@@ -506,7 +506,8 @@ TEST_CASE("gain: tnbc merge prints the model's figures for a site outside the si
   CHECK(v[0].find("; the site by the model (predicted: blocking 20.00 ms") != std::string::npos);
   CHECK(v[0].find(" <= margin ") != std::string::npos);
   // The figures are describe's own, after its verdict.
-  const Decision d = decide_sites(p.sites, make_judge(tnbc::Settings{}, m.inputs, tnbc::execution(tnbc::Settings{}, m.inputs->machine)))[0];
+  const tnbc::Settings s;
+  const Decision d = decide_sites(p.sites, make_judge(s, m.inputs, tnbc::execution(s, m.inputs->machine)))[0];
   CHECK(v[0].find(describe_figures(d)) != std::string::npos);
   CHECK(describe(d) == "completes in the call: no overlap to gain " + describe_figures(d));
   // An incomplete estimate has no figures, and the line none either.

@@ -496,21 +496,21 @@ TEST_CASE("gain: tnbc merge prints the model's figures for a site outside the si
   std::vector<RankValues> computes(4);
   for (auto& r : computes) r.curc_ns = 30 * kMs;  // computes past the transfer: its best case
   const LoadedProfile p = parsed(profile_text(computes), "crowded.profile");
+  const tnbc::Settings s;
   RunModel m;
   m.inputs = std::make_shared<tnbc::model::Inputs>();
   m.inputs->machine = through_shared_memory(machine(125));
   m.inputs->world = tnbc::model::Topology::block(4, 4, 2, 1);
-  const std::vector<std::string> v = site_verdicts(p, tnbc::Settings{}, &m);
+  const std::vector<std::string> v = site_verdicts(p, s, &m);
   REQUIRE(v.size() == 1);
   CHECK(v[0].find("plain MPI anyway: outside the sizes that return early (never, from the cost model)") == 0);
   CHECK(v[0].find("; the site by the model (predicted: blocking 20.00 ms") != std::string::npos);
   CHECK(v[0].find(" <= margin ") != std::string::npos);
   // The figures are describe's own, after its verdict.
-  const tnbc::Settings s;
   const Decision d = decide_sites(p.sites, make_judge(s, m.inputs, tnbc::execution(s, m.inputs->machine)))[0];
   CHECK(v[0].find(describe_figures(d)) != std::string::npos);
   CHECK(describe(d) == "completes in the call: no overlap to gain " + describe_figures(d));
   // An incomplete estimate has no figures, and the line none either.
   const LoadedProfile none = parsed(profile_text(computes, false), "none.profile");
-  CHECK(site_verdicts(none, tnbc::Settings{}, &m)[0].find("the site by the model") == std::string::npos);
+  CHECK(site_verdicts(none, s, &m)[0].find("the site by the model") == std::string::npos);
 }

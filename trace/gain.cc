@@ -250,8 +250,7 @@ Decision decide(const SiteEstimate& e, Kind kind, int comm_size, const Judge& j)
   // A); 5 % lies where the first two overlap. Until
   // session 61 the share was the placement's of the library's Tcomm, then (to session 62) the
   // placement's of this schedule's time (45 % with busy polling).
-  const double scale = o.model_blocking_ns > 0 ? o.blocking_ns / o.model_blocking_ns : 1;
-  const double own = model::own_call_ns(j.model->machine, t, c, j.exec) * scale;
+  const double own = model::own_call_ns(j.model->machine, t, c, j.exec) * o.scale;  // scaled as overlap() scales the early return's
   d.own_call_ns = own;
   const double beyond_own = own + p.curc_ns + p.crc_ns - o.early_total_ns;
   auto basis_at = [&](double share) {

@@ -875,7 +875,10 @@ Overlap overlap(const Machine& m, const Topology& t, const Coll& c, const Execut
   Overlap o;
   o.model_blocking_ns = mpi_blocking_ns(m, t, c);
   o.blocking_ns = measured_blocking_ns > 0 ? measured_blocking_ns : o.model_blocking_ns;
-  const double scale = measured_blocking_ns > 0 && o.model_blocking_ns > 0 ? measured_blocking_ns / o.model_blocking_ns : 1;
+  const double scale = measured_blocking_ns > 0 && o.model_blocking_ns > 0 && !spins_on(m, t)
+                           ? measured_blocking_ns / o.model_blocking_ns
+                           : 1;
+  o.scale = scale;
   const Timeline tl = tnbc_timeline(m, t, c, x, true);
   const GuardCost g = guard_of(m, x);
   const double X = p.curc_ns + p.crc_ns;

@@ -178,10 +178,16 @@ struct Overlap {
   double early_total_ns = 0;  // call + CURC + CRC with the early return
   double cost_ns = 0;         // what tnbc costs on top: hidden - saved
   double saved_ns = 0;        // (Tcomm + T_CURC + T_CRC) - early_total: > 0 pays
+  double scale = 1;           // what the model's times of tnbc's transfer were scaled by (below)
 };
 // `measured_blocking_ns` > 0: the blocking time the trace pass measured at the site; the
 // model's times of tnbc's schedule are scaled by measured / modelled (the model's error on the
-// transfer cancels out of the comparison).
+// transfer cancels out of the comparison) — not where the MPI library's ranks spin on fewer CPUs
+// than ranks (spins_on): there the library's call is priced by scheduler slices tnbc's yielding
+// threads do not wait for, and its measured time follows the ranks' arrivals (np 4 on 2 one-CPU
+// nodes, bcast-proxy A: a loop's calls measured 0.55x the model, the first call 1.00x), so the
+// ratio says nothing about tnbc's transfer: scaled by it, tnbc's schedule in the call came out
+// below its bytes' time on the link (docs/benchmarks.md, "Session 66").
 Overlap overlap(const Machine& m, const Topology& t, const Coll& c, const Execution& x, const Program& p,
                 double measured_blocking_ns = 0);
 

@@ -80,7 +80,10 @@ setup_build() {
   rm -f "$log"
 }
 
-setup_build "$BUILD"
+# -g1 (line tables: backtraces and tnbc's own file:line stay; no variables for a debugger): the
+# build compiles ~22 % quicker than with -g (session 66, a fresh build on 2 CPUs: 182 s against
+# 234 s). To debug tnbc itself: meson configure "$BUILD" -Dc_args= -Dcpp_args= (full -g).
+setup_build "$BUILD" -Dc_args=-g1 -Dcpp_args=-g1
 ninja -C "$BUILD" >/dev/null
 
 # Tests marked is_parallel (the offline tools' tests, and MPI tests that mostly wait for a timeout)

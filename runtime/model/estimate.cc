@@ -692,14 +692,30 @@ BcastTree mpi_tree_shape(const Machine& m, const Topology& t, double bytes) {
 // Linear: every pair at once, the own block copied too: MPI_Alltoall at the rate calibrate
 // measured for the library's own call (`own_call`; node_mpi_alltoall), Alltoallv at the node
 // sweep's exchange pattern (its basic linear posts the same messages); pairwise: n - 1 rounds of a
-// shifted ring (n flows), then the own block.
+// shifted ring (n flows), then the own block. An Alltoallv with the trace's blocks (`blocks`, the
+// world's), linear, its ranks not spinning: the node's CPUs copy every byte between its ranks, so
+// the bytes of all its pairs bind it, at the rate of their mean block — not every pair at the
+// heaviest receiver's block, which between nodes where the ranks spin the library's call follows
+// (docs/benchmarks.md, "Session 54"). Measured, np 4 on one node of 2 CPUs (TCP loopback),
+// is-proxy A (two ranks receive 11x the others' blocks): the heavy ranks' calls 51.7-54.3 ms, the
+// heaviest receiver's price 93.5 ms, the pairs' bytes' 50.7; is-proxy W 7.9-9.1 ms, 11.3 -> 6.1
+// (its blocks of ~0.6 MiB: the heavy ranks' own messages count there; docs/benchmarks.md,
+// "Session 66").
 double mpi_exchange_one_node(const Machine& m, const Level& l, const Topology& t, const BusyPoll& spin, double bytes,
-                             MpiExchange a, bool own_call) {
+                             MpiExchange a, bool own_call, const Blocks* blocks) {
   const int n = t.n();
   if (a == MpiExchange::Pairwise)
     return (n - 1) * (node_round_ns(l, t, spin, bytes, n) + l.L_ns) + bytes * m.memcpy_cost.ns_per_byte;
   if (spin.spins()) return node_round_ns(l, t, spin, bytes, n * (n - 1)) + l.L_ns;
-  return n * (n - 1.0) * bytes * (own_call ? l.node_mpi_alltoall(bytes, n) : l.node_exchange(bytes, n)) + l.L_ns;
+  double pairs = n * (n - 1.0) * bytes;  // the bytes between the node's ranks
+  if (blocks != nullptr && blocks->n == n) {
+    pairs = 0;
+    for (int to = 0; to < n; ++to)
+      for (int from = 0; from < n; ++from)
+        if (to != from) pairs += blocks->at(to, from);
+  }
+  const double block = pairs / (n * (n - 1.0));
+  return pairs * (own_call ? l.node_mpi_alltoall(block, n) : l.node_exchange(block, n)) + l.L_ns;
 }
 
 }  // namespace
@@ -781,10 +797,11 @@ double mpi_blocking_ns(const Machine& m, const Topology& t, const Coll& c) {
       const MpiBcast a = mpi_bcast_algorithm(m.mpi_library, t.n(), c.bytes);
       if (a != MpiBcast::Unknown) return mpi_bcast_one_node(l, t, spin, c.bytes, a);
     } else if (c.kind == Kind::Alltoall || c.kind == Kind::Alltoallv) {
-      // Alltoallv: costed with the mean block per peer (the node's total bytes).
+      // Alltoallv: the heaviest receiver's block per peer, or the node's pairs' bytes from the trace's blocks.
       const MpiExchange a = c.kind == Kind::Alltoall ? mpi_alltoall_algorithm(m.mpi_library, t.n(), c.bytes)
                                                      : mpi_alltoallv_algorithm(m.mpi_library, t.n());
-      if (a != MpiExchange::Unknown) return mpi_exchange_one_node(m, l, t, spin, c.bytes, a, c.kind == Kind::Alltoall);
+      if (a != MpiExchange::Unknown)
+        return mpi_exchange_one_node(m, l, t, spin, c.bytes, a, c.kind == Kind::Alltoall, c.blocks.get());
     }
   }
   if (c.kind == Kind::Bcast) {

@@ -81,9 +81,10 @@ struct Coll {
   double bytes = 0;      // per peer (Alltoall, Alltoallv as received / (n - 1), Allgather), whole (Bcast)
   // Alltoallv with the trace's blocks (nullptr: every block `bytes`): the bytes through each node's
   // resources of tnbc's schedule, which posts every pair's messages at once and is bound by them;
-  // everything else — the library's call (its time follows its heaviest receiver), a rank's own
-  // messages and CPU, the time in the call — takes `bytes`, the heaviest receiver's block
-  // (measured: docs/benchmarks.md, "Session 54").
+  // everything else — the library's call (its time follows its heaviest receiver; on one node
+  // whose ranks do not spin, the bytes of all its pairs: mpi_blocking_ns), a rank's own messages
+  // and CPU, the time in the call — takes `bytes`, the heaviest receiver's block (measured:
+  // docs/benchmarks.md, "Session 54", "Session 66").
   std::shared_ptr<const Blocks> blocks;
   int root = 0;          // Bcast
   int segments = 1;      // Bcast: middle chunks (a segmented binomial tree; 1: binomial)

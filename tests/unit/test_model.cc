@@ -1603,6 +1603,49 @@ TEST_CASE("model: tnbc's schedule of an Alltoallv moves the trace's blocks; the 
   CHECK(own_call_ns(two, kTwoNodes, c, Execution{}) == Approx(heaviest));
 }
 
+TEST_CASE("model: on one node whose ranks do not spin, the library's Alltoallv moves the bytes of all its pairs") {
+  // Its basic linear posts every pair's messages at once and the node's CPUs copy each byte:
+  // measured, np 4 on one node of 2 CPUs (TCP loopback), is-proxy A with two ranks receiving 11x
+  // the others' blocks, its heavy ranks' calls 51.7-54.3 ms, priced 93.5 at the heaviest
+  // receiver's block for every pair and 50.7 by the pairs' bytes (docs/benchmarks.md, "Session 66").
+  Machine m = test::machine(500);
+  m.mpi_library = "Open MPI v4.1.4";
+  m.at(LevelKind::IntraNode).node_sweep = {{1048576, 4, 2.0, 1.9, 2.0}, {4194304, 4, 2.1, 2.0, 2.1}};
+  const Topology node = Topology::block(4, 4, 2, 1);
+  REQUIRE_FALSE(spins_on(m, node));
+  const Coll heaviest = skewed_alltoallv(node, 2 * kMiB, 11, false);
+  const Coll traced = skewed_alltoallv(node, 2 * kMiB, 11, true);
+  double pairs = 0;
+  for (int to = 0; to < 4; ++to)
+    for (int from = 0; from < 4; ++from)
+      if (to != from) pairs += traced.blocks->at(to, from);
+  const Level& l = m.at(LevelKind::IntraNode);
+  CHECK(mpi_blocking_ns(m, node, traced) == Approx(pairs * l.node_exchange(pairs / 12, 4) + l.L_ns));
+  CHECK(mpi_blocking_ns(m, node, heaviest) == Approx(12 * heaviest.bytes * l.node_exchange(heaviest.bytes, 4) + l.L_ns));
+  CHECK(mpi_blocking_ns(m, node, traced) < 0.7 * mpi_blocking_ns(m, node, heaviest));
+  // Even blocks: the same as without them.
+  Coll even = alltoall(2 * kMiB);
+  even.kind = Kind::Alltoallv;
+  const double without = mpi_blocking_ns(m, node, even);
+  auto b = std::make_shared<Blocks>();
+  b->n = 4;
+  b->bytes.assign(16, 2 * kMiB);
+  even.blocks = b;
+  CHECK(mpi_blocking_ns(m, node, even) == Approx(without));
+  // Where the ranks spin (a node of one CPU whose ping-pong took scheduler slices), or the library's
+  // rules are unknown, the heaviest receiver's block as before.
+  Machine unknown = m;
+  unknown.mpi_library = "Test MPI 1.0";
+  CHECK(mpi_blocking_ns(unknown, node, traced) == Approx(mpi_blocking_ns(unknown, node, heaviest)));
+  Machine spinning = spinning_nodes(true);
+  spinning.mpi_library = m.mpi_library;
+  spinning.nodes = 1;
+  const Topology one_cpu = Topology::block(4, 4, 1, 1);
+  REQUIRE(spins_on(spinning, one_cpu));
+  CHECK(mpi_blocking_ns(spinning, one_cpu, skewed_alltoallv(one_cpu, 2 * kMiB, 11, true)) ==
+        Approx(mpi_blocking_ns(spinning, one_cpu, skewed_alltoallv(one_cpu, 2 * kMiB, 11, false))));
+}
+
 TEST_CASE("decision: an Alltoallv site's blocks price tnbc's schedule where the site's ranks are the world's") {
   const Machine m = spinning_nodes(true);
   const Coll traced = skewed_alltoallv(kSpinning, 2 * kMiB, 11, true);

@@ -429,8 +429,10 @@ def tnbc_calls(summary_dir):
     """What tnbc did in one run, from its per-rank summaries (docs/formats.md): per kind the calls
     that returned early, completed in the call (of those for lack of overlap to gain) or ran as
     plain MPI, and mode optimize's site decisions with the ranks that made them."""
-    kinds, decisions, contention, held = {}, {}, None, {}
+    kinds, decisions, contention, held, predicted = {}, {}, None, {}, []
     for s in summaries(summary_dir):
+        if (saving := predicted_saving_s(s)) is not None:
+            predicted.append(saving)
         for kind, c in s.get("collectives", {}).items():
             k = kinds.setdefault(kind, {"early": 0, "in_call": 0, "no_gain": 0, "plain": 0})
             k["early"] += c.get("early_return", 0)
@@ -452,7 +454,33 @@ def tnbc_calls(summary_dir):
     return {"kinds": kinds, "decisions": [dict(zip(("kind", "where", "site", "decision", "basis"), k), **v)
                                           for k, v in decisions.items()],
             "held_back": [dict(zip(("kind", "where", "site", "margin_setting"), k), **v) for k, v in held.items()],
-            "cpu_contention": contention}
+            "cpu_contention": contention,
+            # The ranks' median of the model's predicted saving (s; predicted_saving_s), or None.
+            "predicted_saving_s": speedups.median(predicted) if predicted else None}
+
+
+# Mode optimize's decisions completed in the call by tnbc's schedule because it beats the library's
+# call (docs/formats.md `decisions`): each saves Tcomm less that schedule's time a call.
+IN_CALL_SAVES = ("own_call_faster", "partner_in_call")
+
+
+def predicted_saving_s(summary):
+    """The cost model's predicted saving of one rank's run against the plain program, in seconds,
+    from its summary's profile decisions (docs/formats.md): per site its calls times an early
+    return's `saved_ns`, or, completed in the call by tnbc's schedule (IN_CALL_SAVES), `comm_ns` less
+    `own_call_ns`; nothing for a site run as the library's call (0 for a run of the plain program:
+    its profile loaded, no decision recorded). None without a loaded profile."""
+    profile = summary.get("profile") or {}
+    if profile.get("status") != "loaded":
+        return None
+    total = 0.0
+    for d in profile.get("decisions") or []:
+        calls = d.get("calls") or 0
+        if d.get("decision") == "early_return" and d.get("saved_ns") is not None:
+            total += calls * d["saved_ns"]
+        elif d.get("basis") in IN_CALL_SAVES and d.get("comm_ns") is not None and d.get("own_call_ns") is not None:
+            total += calls * (d["comm_ns"] - d["own_call_ns"])
+    return total / 1e9
 
 
 def held_back(summary):
@@ -599,6 +627,23 @@ def print_speedups(paired, repetitions, net_for):
             print(f"shared machine, {s['benchmark']}.{s['class']} np={s['np']} {s['pass']}: in {len(s['disturbed'])} of "
                   f"{s['n']} repetitions other work took more than {100 * hostload.OTHER_SHARE_NOTE:g} % of the "
                   f"machine's CPU time beside a run (repetitions {ranges(s['disturbed'])}; kept; summary.json runs' host)")
+
+
+def print_against_model(rows, net_for):
+    """The cost model's predicted saving of each mode-optimize pass against the measured one."""
+    if not rows:
+        return
+    print(f"\nthe cost model's predicted saving against the measured (mode optimize; per rank, the early returns' "
+          f"and tnbc's in-call schedules' savings by their calls, the ranks' median; measured: the baseline's time "
+          f"less the pass's in the same repetition; medians over the repetitions): where the prediction is above "
+          f"{100 * speedups.CLAIM_SHARE:g} % of the baseline's time, at least half of it should be measured")
+    pw = max([14] + [len(x["pass"]) for x in rows])
+    print(f"{'benchmark':10} {'class':5} {'np':>3} {'net':8} {'pass':{pw}} {'n':>3} {'predicted s':>11} {'share':>6} "
+          f"{'measured s':>10} {'measured/predicted':>18}  verdict")
+    for x in rows:
+        ratio = f"{x['measured_s'] / x['predicted_s']:.2f}" if x["predicted_s"] > 0 else "-"
+        print(f"{x['benchmark']:10} {x['class']:5} {x['np']:>3} {net_for(x['np']):8} {x['pass']:{pw}} {x['n']:>3} "
+              f"{x['predicted_s']:11.3f} {100 * x['share']:5.1f}% {x['measured_s']:10.3f} {ratio:>18}  {x['verdict']}")
 
 
 def main():
@@ -972,6 +1017,9 @@ def main():
             paired[(bench, cls, np, s["pass"])] = s
     against_default = setting_comparisons(runs, [(b, c, n) for b, c, _, n in cells], labelled, look_confidence,
                                           a.speedup_floor)
+    # Mode optimize's passes: the model's predicted saving against the measured one (issue 16's claim).
+    optimizing = [label for label, p in labelled if split_pass(p)[0].startswith("optimize")]
+    against_model = [x for b, c, _, n in cells for x in speedups.predicted_against_measured(runs, (b, c, n), optimizing)]
     repetitions = {"repeat": a.repeat, "max_repeat": a.max_repeat, "order": a.order, "settle_s": a.settle,
                    "steal_retries": a.steal_retries, "steal_limit_pct": a.steal_limit,
                    "free_page_reporting_order": reporting,
@@ -982,6 +1030,7 @@ def main():
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump({"format": "tnbc-harness-summary", "version": 1, "runs": runs, "comparisons": comparisons,
                    "speedups": list(paired.values()), "settings_against_default": against_default,
+                   "predicted_against_measured": against_model,
                    "repetitions": repetitions,
                    "machines": dict(calibrations.files) if calibrations else {}}, f, indent=1)
 
@@ -1012,6 +1061,7 @@ def main():
                       f"{speed:>8} {c if c is not None else float('nan'):8.3f} {cut:>11} {hidden:>7} {ideal:>7}"
                       f"{'' if ok else '   VERIFICATION FAILED'}")
     print_speedups(paired, repetitions, net_for)
+    print_against_model(against_model, net_for)
     print_setting_comparisons(against_default, net_for)
     again = [r for r in runs if r.get("stolen_runs")]
     if again:

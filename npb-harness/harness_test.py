@@ -296,7 +296,62 @@ def unit_host():
             hostload.PAGE_REPORTING_ORDER, hostload.BALLOON_DRIVER = saved
 
 
+def unit_against_model():
+    """The model's predicted saving of a mode-optimize run (its summaries' decisions) against the
+    measured one: summed per rank over the sites by their calls, the ranks' median; the verdict
+    where the prediction is above 5 % of the plain program's time."""
+    decisions = [
+        # an early return: its saving a call
+        {"site": "0x1", "kind": "bcast", "where": "main (x.c:1)", "decision": "early_return", "basis": "overlap_pays",
+         "calls": 10, "comm_ns": 80e6,
+         "saved_ns": 20e6, "own_call_ns": 60e6},
+        # tnbc's schedule in the call, beating the library's call: Tcomm less its time
+        {"site": "0x2", "decision": "blocking", "basis": "own_call_faster", "calls": 4, "comm_ns": 50e6,
+         "saved_ns": -1e6, "own_call_ns": 30e6},
+        # the library's call (no overlap to gain): nothing, whatever its figures
+        {"site": "0x3", "decision": "blocking", "basis": "no_overlap_to_gain", "calls": 100, "comm_ns": 9e6,
+         "saved_ns": 5e6, "own_call_ns": 1e6},
+        # no estimate: nothing
+        {"site": "0x4", "decision": "early_return", "basis": "no_estimate", "calls": 3, "comm_ns": None, "saved_ns": None}]
+    got = harness.predicted_saving_s({"profile": {"status": "loaded", "decisions": decisions}})
+    check(abs(got - (10 * 20e6 + 4 * 20e6) / 1e9) < 1e-12, f"predicted_saving_s: {got}")
+    check(harness.predicted_saving_s({"profile": {"status": "loaded"}}) == 0.0,
+          "predicted_saving_s of the plain program (a profile, no decision): 0")
+    check(harness.predicted_saving_s({"profile": {"status": "other_rank_count"}}) is None and
+          harness.predicted_saving_s({}) is None, "predicted_saving_s without a loaded profile")
+    with tempfile.TemporaryDirectory() as t:
+        for rank, calls in ((0, 10), (1, 20), (2, 40)):
+            with open(os.path.join(t, f"tnbc-summary.{rank}.json"), "w") as f:
+                json.dump({"rank": rank, "profile": {"status": "loaded", "decisions": [dict(decisions[0], calls=calls)]}}, f)
+        got = harness.tnbc_calls(t)["predicted_saving_s"]
+        check(abs(got - 0.4) < 1e-12, f"tnbc_calls' predicted_saving_s, the ranks' median: {got}")
+
+    def runs(predicted, times):
+        return ([{"benchmark": "is", "class": "A", "np": 2, "pass": "baseline", "repeat": r, "time": 10.0,
+                  "time_fine": None, "verified": True} for r in range(len(times))] +
+                [{"benchmark": "is", "class": "A", "np": 2, "pass": "optimize", "repeat": r, "time": t, "time_fine": None,
+                  "verified": True, "tnbc_calls": {"predicted_saving_s": predicted}} for r, t in enumerate(times)])
+    cell = ("is", "A", 2)
+    # Predicted 2 s of 10 (20 %): measured 1.2 s (median of 1.0, 1.2, 1.4) is at least half, 0.8 s is not.
+    [x] = speedups.predicted_against_measured(runs(2.0, [9.0, 8.8, 8.6]), cell, ["optimize"])
+    check(x["verdict"] == speedups.HALF_MEASURED and abs(x["measured_s"] - 1.2) < 1e-9 and abs(x["share"] - 0.2) < 1e-9
+          and x["n"] == 3, f"predicted_against_measured: {x}")
+    [x] = speedups.predicted_against_measured(runs(2.0, [9.2, 9.2, 9.3]), cell, ["optimize"])
+    check(x["verdict"] == speedups.LESS_THAN_HALF, f"predicted_against_measured, less than half: {x}")
+    # 0.4 s of 10 (4 %): no claim, whatever was measured; a pass without predictions: no row.
+    [x] = speedups.predicted_against_measured(runs(0.4, [10.5, 10.5, 10.5]), cell, ["optimize"])
+    check(x["verdict"] == speedups.NO_CLAIM, f"predicted_against_measured, below 5 %: {x}")
+    check(speedups.predicted_against_measured(runs(None, [9.0]), cell, ["optimize"]) == [], "no prediction: no row")
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        harness.print_against_model(speedups.predicted_against_measured(runs(2.0, [9.0, 8.8, 8.6]), cell, ["optimize"]),
+                                    lambda np: "2-nodes")
+    check("  at least half measured" in printed.getvalue() and "20.0%" in printed.getvalue(),
+          f"print_against_model: {printed.getvalue()}")
+
+
 def unit():
+    unit_against_model()
     unit_host()
     unit_interval()
     unit_verdict()
@@ -353,6 +408,15 @@ def main():
             fail(f"repetitions: {reps}", out)
         if "speedup per repetition" not in out or any("host" not in r for r in summary["runs"]):
             fail("no speedup table, or a run without its host figures", out)
+        # The model's predicted saving of the optimize pass (from its summaries' decisions) against
+        # the measured one: one row, the optimize pass's, in summary.json and under the table.
+        model = summary.get("predicted_against_measured")
+        predicted = (runs["optimize"].get("tnbc_calls") or {}).get("predicted_saving_s")
+        if predicted is None or not model or [x["pass"] for x in model] != ["optimize"] or \
+                abs(model[0]["predicted_s"] - predicted) > 1e-9 or \
+                model[0]["verdict"] not in (speedups.HALF_MEASURED, speedups.LESS_THAN_HALF, speedups.NO_CLAIM) or \
+                "the cost model's predicted saving against the measured" not in out:
+            fail(f"predicted against measured: {model}, the run's prediction {predicted}", out)
 
         # off: the library preloaded with nothing of tnbc's work (the preload's own cost); no summaries
         # expected, none asked for.

@@ -146,3 +146,37 @@ def cell_speedups(runs, cell, labels, confidence, floor, reference="baseline"):
         out.append({"benchmark": cell[0], "class": cell[1], "np": cell[2], "pass": label, "clock": clock,
                     "ratios": ratios, **ci, "floor": floor, "verdict": verdict(ci, floor)})
     return out
+
+
+# The model's claim that the harness checks (issue 16's "Done when"): where it predicts mode optimize
+# saves more than this share of the plain program's time, at least half of the saving is measured.
+CLAIM_SHARE = 0.05
+HALF_MEASURED = "at least half measured"
+LESS_THAN_HALF = "less than half measured"
+NO_CLAIM = "no claim"
+
+
+def predicted_against_measured(runs, cell, labels, reference="baseline"):
+    """Per pass label of `labels` (mode optimize's), in one (benchmark, class, np) `cell`: the cost
+    model's predicted saving over the run (`predicted_s`: the median over the pass's repetitions of
+    the record's `predicted_saving_s`, from tnbc's summaries) against the measured one (`measured_s`:
+    the median over the repetitions of the reference's time less the pass's, paired by repetition,
+    on the cell's clock), with `share` (the prediction over the reference's median time) and the
+    verdict: where the share is above CLAIM_SHARE, whether at least half of the prediction was
+    measured; else no claim. Labels without a prediction or a paired run are left out."""
+    clock = cell_clock(runs, cell)
+    mine = [r for r in runs if (r["benchmark"], r["class"], r["np"]) == tuple(cell) and r["verified"]]
+    base = {r["repeat"]: r[clock] for r in mine if r["pass"] == reference and r.get(clock) is not None}
+    out = []
+    for label in labels:
+        sel = [r for r in mine if r["pass"] == label]
+        predicted = [x for x in ((r.get("tnbc_calls") or {}).get("predicted_saving_s") for r in sel) if x is not None]
+        measured = [base[r["repeat"]] - r[clock] for r in sel if r["repeat"] in base and r.get(clock) is not None]
+        if not predicted or not measured:
+            continue
+        p, m, b = median(predicted), median(measured), median(list(base.values()))
+        share = p / b if b > 0 else 0.0
+        what = NO_CLAIM if share <= CLAIM_SHARE else HALF_MEASURED if m >= p / 2 else LESS_THAN_HALF
+        out.append({"benchmark": cell[0], "class": cell[1], "np": cell[2], "pass": label, "clock": clock,
+                    "predicted_s": p, "measured_s": m, "share": share, "n": len(measured), "verdict": what})
+    return out

@@ -417,7 +417,8 @@ std::string Stats::summary_json(int rank, int size, const std::string& mode) con
         << ", \"overlap_ns\": " << (d.overlap_ns < 0 ? "null" : ns_json(d.overlap_ns))
         << ", \"cost_ns\": " << ns_json(d.cost_ns)
         << ", \"saved_ns\": " << (d.comm_ns < 0 || d.overlap_ns < 0 ? "null" : ns_json(d.saved_ns))
-        << ", \"in_call_ns\": " << (d.in_call_ns < 0 ? "null" : ns_json(d.in_call_ns)) << "}";
+        << ", \"in_call_ns\": " << (d.in_call_ns < 0 ? "null" : ns_json(d.in_call_ns))
+        << ", \"own_call_ns\": " << (d.own_call_ns < 0 ? "null" : ns_json(d.own_call_ns)) << "}";
     }
     j << "]";
   }

@@ -108,6 +108,7 @@ struct ProfileDecision {
   double cost_ns = 0;
   double comm_ns = -1, overlap_ns = -1, saved_ns = 0;  // -1: no estimate (saved_ns then unset)
   double in_call_ns = -1;  // the model's time in the call of an early return there (Tinit); -1: no estimate
+  double own_call_ns = -1;  // the model's time of tnbc's schedule completed in the call there; -1: not priced
 };
 
 class Stats {

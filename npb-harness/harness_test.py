@@ -303,8 +303,7 @@ def unit_against_model():
     decisions = [
         # an early return: its saving a call
         {"site": "0x1", "kind": "bcast", "where": "main (x.c:1)", "decision": "early_return", "basis": "overlap_pays",
-         "calls": 10, "comm_ns": 80e6,
-         "saved_ns": 20e6, "own_call_ns": 60e6},
+         "calls": 10, "comm_ns": 80e6, "saved_ns": 20e6, "own_call_ns": 60e6},
         # tnbc's schedule in the call, beating the library's call: Tcomm less its time
         {"site": "0x2", "decision": "blocking", "basis": "own_call_faster", "calls": 4, "comm_ns": 50e6,
          "saved_ns": -1e6, "own_call_ns": 30e6},

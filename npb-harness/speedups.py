@@ -127,6 +127,12 @@ def cell_clock(runs, cell):
     return "time_fine" if mine and all(r.get("time_fine") for r in mine) else "time"
 
 
+def cell_times(runs, cell, label, clock):
+    """{repeat: time on `clock`} of one pass label's verified runs in one (benchmark, class, np) cell."""
+    return {r["repeat"]: r[clock] for r in runs
+            if (r["benchmark"], r["class"], r["np"]) == tuple(cell) and r["pass"] == label and r["verified"]}
+
+
 def cell_speedups(runs, cell, labels, confidence, floor, reference="baseline"):
     """Per pass label of `labels`, its paired speedups against the reference pass in one (benchmark,
     class, np) `cell`: {"benchmark", "class", "np", "pass", "clock", "ratios" (by repetition), "n",
@@ -134,14 +140,10 @@ def cell_speedups(runs, cell, labels, confidence, floor, reference="baseline"):
     records (pass, repeat, time, time_fine, verified); an unverified run's repetition is left out of
     its pass's ratios; `clock` is the field the times came from (cell_clock)."""
     clock = cell_clock(runs, cell)
-
-    def times(label):
-        return {r["repeat"]: r[clock] for r in runs
-                if (r["benchmark"], r["class"], r["np"]) == tuple(cell) and r["pass"] == label and r["verified"]}
-    base = times(reference)
+    base = cell_times(runs, cell, reference, clock)
     out = []
     for label in labels:
-        ratios = paired_ratios(base, times(label))
+        ratios = paired_ratios(base, cell_times(runs, cell, label, clock))
         ci = median_ci(ratios, confidence)
         out.append({"benchmark": cell[0], "class": cell[1], "np": cell[2], "pass": label, "clock": clock,
                     "ratios": ratios, **ci, "floor": floor, "verdict": verdict(ci, floor)})
@@ -165,13 +167,13 @@ def predicted_against_measured(runs, cell, labels, reference="baseline"):
     verdict: where the share is above CLAIM_SHARE, whether at least half of the prediction was
     measured; else no claim. Labels without a prediction or a paired run are left out."""
     clock = cell_clock(runs, cell)
-    mine = [r for r in runs if (r["benchmark"], r["class"], r["np"]) == tuple(cell) and r["verified"]]
-    base = {r["repeat"]: r[clock] for r in mine if r["pass"] == reference and r.get(clock) is not None}
+    base = {k: t for k, t in cell_times(runs, cell, reference, clock).items() if t is not None}
     out = []
     for label in labels:
-        sel = [r for r in mine if r["pass"] == label]
-        predicted = [x for x in ((r.get("tnbc_calls") or {}).get("predicted_saving_s") for r in sel) if x is not None]
-        measured = [base[r["repeat"]] - r[clock] for r in sel if r["repeat"] in base and r.get(clock) is not None]
+        predicted = [x for x in ((r.get("tnbc_calls") or {}).get("predicted_saving_s") for r in runs
+                                 if (r["benchmark"], r["class"], r["np"]) == tuple(cell) and r["pass"] == label
+                                 and r["verified"]) if x is not None]
+        measured = [base[k] - t for k, t in cell_times(runs, cell, label, clock).items() if k in base and t is not None]
         if not predicted or not measured:
             continue
         p, m, b = median(predicted), median(measured), median(list(base.values()))

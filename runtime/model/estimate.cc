@@ -707,13 +707,7 @@ double mpi_exchange_one_node(const Machine& m, const Level& l, const Topology& t
   if (a == MpiExchange::Pairwise)
     return (n - 1) * (node_round_ns(l, t, spin, bytes, n) + l.L_ns) + bytes * m.memcpy_cost.ns_per_byte;
   if (spin.spins()) return node_round_ns(l, t, spin, bytes, n * (n - 1)) + l.L_ns;
-  double pairs = n * (n - 1.0) * bytes;  // the bytes between the node's ranks
-  if (blocks != nullptr && blocks->n == n) {
-    pairs = 0;
-    for (int to = 0; to < n; ++to)
-      for (int from = 0; from < n; ++from)
-        if (to != from) pairs += blocks->at(to, from);
-  }
+  const double pairs = node_bytes(t, bytes, blocks).front().inside;  // the bytes between the node's ranks
   const double block = pairs / (n * (n - 1.0));
   return pairs * (own_call ? l.node_mpi_alltoall(block, n) : l.node_exchange(block, n)) + l.L_ns;
 }

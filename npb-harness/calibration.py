@@ -147,10 +147,12 @@ class Calibrations:
     network (launcher, netrun for emulated nodes); `key(np)`: config_key for np ranks;
     `launches(np)`: launches of tnbc calibrate to combine for np ranks (launches_for; default 1)."""
 
-    def __init__(self, tnbc, out, wrap, key, env, timeout, log, launches=None, cache_bytes=None, copy_bytes=None):
+    def __init__(self, tnbc, out, wrap, key, env, timeout, log, launches=None, cache_bytes=None, copy_bytes=None,
+                 max_bytes=None):
         self.tnbc, self.dir, self.wrap, self.key = tnbc, os.path.join(out, "machines"), wrap, key
         self.env, self.timeout, self.log = env, timeout, log
-        self.options = ["--cache-bytes", cache_bytes] if cache_bytes else []  # tnbc calibrate --cache-bytes
+        self.options = ["--max-bytes", max_bytes or MAX_BYTES]  # tnbc calibrate's sweep
+        self.options += ["--cache-bytes", cache_bytes] if cache_bytes else []  # tnbc calibrate --cache-bytes
         self.options += ["--copy-bytes", copy_bytes] if copy_bytes else []  # tnbc calibrate --copy-bytes
         self.launches = launches or (lambda np: 1)
         self.files = {}  # key -> path, or None when the calibration failed
@@ -205,7 +207,7 @@ class Calibrations:
 
     def launch(self, np, path, text, what, alone):
         """One launch of tnbc calibrate writing `path` (its output in `text`); False, said, if it failed."""
-        cmd = self.wrap([self.tnbc, "calibrate", "-o", path, "--max-bytes", MAX_BYTES] + self.options, np)
+        cmd = self.wrap([self.tnbc, "calibrate", "-o", path] + self.options, np)
         code, output = self.run(cmd, self.timeout)
         with open(text, "w") as f:
             f.write(" ".join(cmd) + "\n" + output)

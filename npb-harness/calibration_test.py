@@ -13,8 +13,10 @@ import calibration  # noqa: E402
 
 # A stand-in for tnbc: `calibrate -o P` writes P (failing on the launches FAIL names, counted in
 # COUNT; with the load FAKE_LOAD gives the launch, OTHERS or OTHERS/STEAL, 1 % otherwise);
-# `calibrate --combine A B .. -o P` writes P listing its inputs; `predict` succeeds.
-FAKE_TNBC = r'''#!/usr/bin/env python3
+# `calibrate --combine A B .. -o P` writes P listing its inputs; `predict` succeeds. It runs on this
+# test's interpreter: `env python3` may find a wrapper first (a pyenv shim starts in ~0.25 s, and the
+# test launches it ~40 times).
+FAKE_TNBC = "#!" + sys.executable + "\n" + r'''
 import json, os, sys
 a = sys.argv[1:]
 count_file, fail = os.environ["FAKE_COUNT"], os.environ.get("FAKE_FAIL", "")

@@ -716,6 +716,10 @@ def main():
     ap.add_argument("--calibrate-copy", metavar="SIZE",
                     help="the largest copy `tnbc calibrate` measures (its --copy-bytes; default 16 MiB, 64 MiB in a "
                          "call). Smaller maps far less memory and prices large copies by the line: for tests")
+    ap.add_argument("--calibrate-max-bytes", metavar="SIZE",
+                    help=f"the largest message of `tnbc calibrate`'s sweep (its --max-bytes; default "
+                         f"{calibration.MAX_BYTES}, NPB class A's). Smaller is quicker and prices larger messages "
+                         "from the line: for tests")
     ap.add_argument("--no-calibrate", action="store_true",
                     help="do not run `tnbc calibrate` per network configuration (the passes then use the "
                          "start-up probe's machine; TNBC_MACHINE set by the user is used either way)")
@@ -831,7 +835,7 @@ def main():
             run_env, a.timeout, log,
             lambda np: calibration.launches_for(a.ranks_per_node or -(-np // nodes_for(np)), cpus_per_node(np),
                                                 a.calibration_launches),
-            a.calibrate_cache, a.calibrate_copy)
+            a.calibrate_cache, a.calibrate_copy, a.calibrate_max_bytes)
     progs = build_npb(a.npb_src, out, benchmarks, classes) if a.npb_src else proxy_programs(build, benchmarks, classes)
     kind = "npb" if a.npb_src else "proxy"
 

@@ -381,7 +381,8 @@ def main():
         out_dir = os.path.join(work, "out")
         cmd = [sys.executable, HARNESS, "--tnbc", a.tnbc, "--build-dir", a.build_dir, "--benchmarks", "is",
                "--classes", "S", "--np", "2", "--passes", ",".join(PASSES), "--out", out_dir,
-               "--predict", "--what-if-np", "4", "--calibrate-cache", "8m", "--calibrate-copy", "4m"]
+               "--predict", "--what-if-np", "4", "--calibrate-cache", "8m", "--calibrate-copy", "4m",
+               "--calibrate-max-bytes", "1m"]
         print("running:", " ".join(cmd), flush=True)
         env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900, env=env)

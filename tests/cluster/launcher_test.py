@@ -46,7 +46,8 @@ def main():
         out_dir = os.path.join(work, "out")
         common = ["--tnbc", a.tnbc, "--build-dir", a.build_dir, "--benchmarks", "is", "--classes", "S", "--np", "2"]
         code, out = harness(common + ["--launcher", a.mpirun, "--hostfile", hostfile, "--ranks-per-node", "2",
-                                      "--passes", "baseline,nbc", "--out", out_dir, "--calibrate-cache", "8m", "--calibrate-copy", "4m"])
+                                      "--passes", "baseline,nbc", "--out", out_dir, "--calibrate-cache", "8m", "--calibrate-copy", "4m",
+                                      "--calibrate-max-bytes", "1m"])
         if code != 0:
             fail(f"the harness exited {code}", out)
         with open(os.path.join(out_dir, "summary.json")) as f:

@@ -394,6 +394,13 @@ def main():
         runs = {r["pass"]: r for r in summary["runs"]}
         if sorted(runs) != sorted(PASSES) or not all(r["verified"] for r in runs.values()):
             fail(f"expected one verified run per pass: {sorted(runs)}", out)
+        # The calibration ran with the sweep and sizes asked for (--calibrate-max-bytes and the
+        # others reach `tnbc calibrate`: its command is the first line of its output file).
+        logs = glob.glob(os.path.join(out_dir, "machines", "calibrate.*.txt"))
+        command = open(logs[0]).readline().split() if len(logs) == 1 else []
+        asked = {"--max-bytes": "1m", "--cache-bytes": "8m", "--copy-bytes": "4m"}
+        if any(k not in command or command[command.index(k) + 1] != v for k, v in asked.items()):
+            fail(f"tnbc calibrate's command lacks {asked}: {logs} {command}", out)
 
         # The paired speedups (one repetition: every tnbc pass's ratio, too few for an interval) and
         # what each run's machine did besides it.

@@ -127,10 +127,15 @@ def cell_clock(runs, cell):
     return "time_fine" if mine and all(r.get("time_fine") for r in mine) else "time"
 
 
+def cell_runs(runs, cell, label):
+    """One pass label's verified runs in one (benchmark, class, np) cell."""
+    return [r for r in runs
+            if (r["benchmark"], r["class"], r["np"]) == tuple(cell) and r["pass"] == label and r["verified"]]
+
+
 def cell_times(runs, cell, label, clock):
     """{repeat: time on `clock`} of one pass label's verified runs in one (benchmark, class, np) cell."""
-    return {r["repeat"]: r[clock] for r in runs
-            if (r["benchmark"], r["class"], r["np"]) == tuple(cell) and r["pass"] == label and r["verified"]}
+    return {r["repeat"]: r[clock] for r in cell_runs(runs, cell, label)}
 
 
 def cell_speedups(runs, cell, labels, confidence, floor, reference="baseline"):
@@ -170,9 +175,8 @@ def predicted_against_measured(runs, cell, labels, reference="baseline"):
     base = {k: t for k, t in cell_times(runs, cell, reference, clock).items() if t is not None}
     out = []
     for label in labels:
-        predicted = [x for x in ((r.get("tnbc_calls") or {}).get("predicted_saving_s") for r in runs
-                                 if (r["benchmark"], r["class"], r["np"]) == tuple(cell) and r["pass"] == label
-                                 and r["verified"]) if x is not None]
+        predicted = [x for x in ((r.get("tnbc_calls") or {}).get("predicted_saving_s")
+                                 for r in cell_runs(runs, cell, label)) if x is not None]
         measured = [base[k] - t for k, t in cell_times(runs, cell, label, clock).items() if k in base and t is not None]
         if not predicted or not measured:
             continue

@@ -53,7 +53,7 @@ void open_observed(Region* r) {
   auto& f = *static_cast<InFlight*>(const_cast<void*>(r->owner));
   // PROT_NONE: one mprotect (async-signal-safe: the SIGSEGV handler may be here); userfaultfd:
   // the listener or a fencing thread moves or copies the pages in.
-  if (!f.guard->open(f, *r).ok()) {
+  if (!open_region(f, *r).ok()) {
     log_raw("giving received data back to the program failed (mprotect or userfaultfd refused); the data "
             "cannot be seen, ending the job");
     end_job();

@@ -61,6 +61,7 @@ struct Region {
   std::atomic<long long> arrived_ns{0};      // observe: when its last piece was in (0: not yet)
   std::atomic<long long> first_touch_ns{0};  // when a thread first waited for it (0: never)
   std::atomic<int> opening{0};               // observe: 1 once some thread opens it
+  std::atomic<int> given_back{0};            // 1 once opened (publish.cc, open_region)
 };
 
 // Which pages of a receive layout can be guarded, and on which pieces each depends.

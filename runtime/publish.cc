@@ -43,6 +43,15 @@ bool poke(char* dst, const char* src, std::size_t n) {
 bool publication_available() { return proc_mem_fd() >= 0; }
 bool write_through_proc_mem(char* dst, const char* src, std::size_t n) { return poke(dst, src, n); }
 
+Status open_region(InFlight& f, Region& r) {
+  if (r.given_back.exchange(1, std::memory_order_acq_rel) != 0) {
+    log_raw("internal error: a region of received data was given back to the program twice; the second time "
+            "was skipped");
+    return {};
+  }
+  return f.guard->open(f, r);
+}
+
 Status publish_step(InFlight& f, int i, long long now_ns) {
   const Step& p = f.schedule[static_cast<std::size_t>(i)];
   Status error;
@@ -61,7 +70,7 @@ Status publish_step(InFlight& f, int i, long long now_ns) {
         r.arrived_ns.store(now_ns, std::memory_order_release);
         continue;
       }
-      if (Status st = f.guard->open(f, r); !st.ok() && error.ok()) error = std::move(st);
+      if (Status st = open_region(f, r); !st.ok() && error.ok()) error = std::move(st);
       r.published.store(1, std::memory_order_seq_cst);
       f.regions_remaining.fetch_sub(1, std::memory_order_acq_rel);
     }

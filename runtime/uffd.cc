@@ -20,6 +20,7 @@
 #include "runtime/futex.hh"
 #include "runtime/guard.hh"
 #include "runtime/log.hh"
+#include "runtime/page_state.hh"
 #include "runtime/stats.hh"
 
 #ifndef UFFD_USER_MODE_ONLY
@@ -215,10 +216,13 @@ Status fill(std::uintptr_t lo, std::uintptr_t hi, const char* src) {
     if (::ioctl(g_fd, UFFDIO_COPY, &c) == 0) break;
     if (c.copy > 0) at += static_cast<std::uintptr_t>(c.copy);
     if (errno == EAGAIN || c.copy == -EAGAIN) continue;
-    // A page already present (nothing but tnbc should have filled it): write it directly.
+    // A page already there (only publication should fill it): its data is in the staging's
+    // page, or already in this one when the staging's is empty (runtime/page_state.hh).
     if (errno == EEXIST || c.copy == -EEXIST) {
-      log(LogLevel::Warn, "userfaultfd: page %p was already present; overwriting it", reinterpret_cast<void*>(at));
-      std::memcpy(reinterpret_cast<void*>(at), src + (at - lo), page);
+      bool copied = false;
+      if (Status st = settle_present_page(at, src + (at - lo), page, copied); !st.ok()) return st;
+      log(LogLevel::Warn, "userfaultfd: page %p was already there; %s", reinterpret_cast<void*>(at),
+          copied ? "wrote the received data over it" : "its staging copy was empty: kept it (its data had moved there)");
       at += page;
       continue;
     }

@@ -222,7 +222,8 @@ Status fill(std::uintptr_t lo, std::uintptr_t hi, const char* src) {
       bool copied = false;
       if (Status st = settle_present_page(at, src + (at - lo), page, copied); !st.ok()) return st;
       log(LogLevel::Warn, "userfaultfd: page %p was already there; %s", reinterpret_cast<void*>(at),
-          copied ? "wrote the received data over it" : "its staging copy was empty: kept it (its data had moved there)");
+          copied ? "wrote the received data over it"
+                 : "its staging copy was empty: kept it (its data had moved there)");
       at += page;
       continue;
     }
@@ -262,8 +263,9 @@ void unregister(std::uintptr_t lo, std::size_t len) {
 }
 
 // Moves [src, src + len) to [dst, ...) (dst registered, its pages empty). Returns the bytes
-// moved before the kernel refused a page (len when all went).
-std::size_t move_pages(std::uintptr_t dst, std::uintptr_t src, std::size_t len, std::uint64_t mode) {
+// moved before the kernel refused a page (len when all went); `refused`, the kernel's errno then.
+std::size_t move_pages(std::uintptr_t dst, std::uintptr_t src, std::size_t len, std::uint64_t mode,
+                       int* refused = nullptr) {
   std::size_t done = 0;
   while (done < len) {
     uffdio_move m{};
@@ -277,6 +279,7 @@ std::size_t move_pages(std::uintptr_t dst, std::uintptr_t src, std::size_t len, 
     if (errno == EAGAIN || m.move == -EAGAIN) continue;
     log(LogLevel::Debug, "UFFDIO_MOVE %p <- %p+%zu: %s", reinterpret_cast<void*>(m.dst), reinterpret_cast<void*>(m.src),
         static_cast<std::size_t>(m.len), std::strerror(errno));
+    if (refused) *refused = errno;
     return done;
   }
   return done;
@@ -310,7 +313,13 @@ bool arm_swap(std::uintptr_t lo, std::uintptr_t hi, char* staging) {
 }
 
 Status fill_swapped(std::uintptr_t lo, std::uintptr_t hi, char* staging) {
-  const std::size_t moved = move_pages(lo, reinterpret_cast<std::uintptr_t>(staging), hi - lo, 0);
+  int refused = 0;
+  const std::size_t moved = move_pages(lo, reinterpret_cast<std::uintptr_t>(staging), hi - lo, 0, &refused);
+  // A page of the program's already there stops the move (EEXIST): never expected (the region's
+  // pages were emptied); said with where, for the settlement of that page (fill) to be read by.
+  if (refused == EEXIST)
+    log(LogLevel::Warn, "userfaultfd: putting pages back into %p+%zu stopped at +%zu: a page was already there",
+        reinterpret_cast<void*>(lo), static_cast<std::size_t>(hi - lo), moved);
   if (moved == hi - lo) {
     uffdio_range range{lo, hi - lo};
     if (::ioctl(g_fd, UFFDIO_UNREGISTER, &range) == 0) return {};

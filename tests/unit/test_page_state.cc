@@ -21,7 +21,8 @@ std::uintptr_t addr(const void* p) { return reinterpret_cast<std::uintptr_t>(p);
 struct Pages {
   char* base;
   explicit Pages(int n)
-      : base(static_cast<char*>(::mmap(nullptr, n * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0))),
+      : base(static_cast<char*>(
+            ::mmap(nullptr, n * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0))),
         n_(n) {
     REQUIRE(base != MAP_FAILED);
   }

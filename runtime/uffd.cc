@@ -262,10 +262,21 @@ void unregister(std::uintptr_t lo, std::size_t len) {
   ::ioctl(g_fd, UFFDIO_UNREGISTER, &range);
 }
 
+// Whether the page at `dst` holds what was the page at `src`, moved there uncounted: Linux
+// 6.17-6.18's UFFDIO_MOVE (pages moved in batches) keeps its internal EAGAIN after a retry, so
+// the batch moved next is neither counted nor stepped over, and the move then stops on it with
+// EEXIST (mm/userfaultfd.c, move_pages(); later kernels reset the error). Such a page is there
+// at the destination and gone from the source; any other EEXIST is a page that was not moved.
+bool moved_uncounted(std::uintptr_t dst, std::uintptr_t src) {
+  return page_holds(src) == PageHolds::Nothing && page_holds(dst) == PageHolds::Data;
+}
+
 // Moves [src, src + len) to [dst, ...) (dst registered, its pages empty). Returns the bytes
 // moved before the kernel refused a page (len when all went); `refused`, the kernel's errno then.
 std::size_t move_pages(std::uintptr_t dst, std::uintptr_t src, std::size_t len, std::uint64_t mode,
                        int* refused = nullptr) {
+  static std::atomic<bool> said{false};
+  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   std::size_t done = 0;
   while (done < len) {
     uffdio_move m{};
@@ -274,12 +285,20 @@ std::size_t move_pages(std::uintptr_t dst, std::uintptr_t src, std::size_t len, 
     m.len = len - done;
     m.mode = mode;
     const int rc = ::ioctl(g_fd, UFFDIO_MOVE, &m);
+    const int err = errno;
     if (m.move > 0) done += static_cast<std::size_t>(m.move);
     if (rc == 0) return len;
-    if (errno == EAGAIN || m.move == -EAGAIN) continue;
+    if (err == EAGAIN || m.move == -EAGAIN) continue;
+    if (err == EEXIST && moved_uncounted(dst + done, src + done)) {
+      if (!said.exchange(true))
+        log(LogLevel::Warn, "userfaultfd: the kernel moved pages without counting them (UFFDIO_MOVE after a retry, "
+                            "Linux 6.17-6.18); counting them here");
+      done += page;
+      continue;
+    }
     log(LogLevel::Debug, "UFFDIO_MOVE %p <- %p+%zu: %s", reinterpret_cast<void*>(m.dst), reinterpret_cast<void*>(m.src),
-        static_cast<std::size_t>(m.len), std::strerror(errno));
-    if (refused) *refused = errno;
+        static_cast<std::size_t>(m.len), std::strerror(err));
+    if (refused) *refused = err;
     return done;
   }
   return done;

@@ -7,7 +7,8 @@
 // were emptied when it was held back, and only publication fills them): its data is then in the
 // staging's page, or, when that page is empty, already in the program's page (moved there) —
 // copying an empty staging page would read zeros and write them over the received data
-// (seen once in CI, session 68). The staging's page decides:
+// (seen once in CI, session 68: Linux 6.17-6.18's UFFDIO_MOVE moving pages it did not count,
+// which uffd.cc now counts itself). The staging's page decides:
 //
 //   staging page holds data (in memory or swapped out)   copy it over the program's page
 //   staging page empty (never written, or moved away)    leave the program's page as it is

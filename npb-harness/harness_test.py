@@ -397,7 +397,10 @@ def main():
         # The calibration ran with the sweep and sizes asked for (--calibrate-max-bytes and the
         # others reach `tnbc calibrate`: its command is the first line of its output file).
         logs = glob.glob(os.path.join(out_dir, "machines", "calibrate.*.txt"))
-        command = open(logs[0]).readline().split() if len(logs) == 1 else []
+        command = []
+        if len(logs) == 1:
+            with open(logs[0]) as f:
+                command = f.readline().split()
         asked = {"--max-bytes": "1m", "--cache-bytes": "8m", "--copy-bytes": "4m"}
         if any(k not in command or command[command.index(k) + 1] != v for k, v in asked.items()):
             fail(f"tnbc calibrate's command lacks {asked}: {logs} {command}", out)

@@ -31,17 +31,15 @@ PageHolds page_holds(std::uintptr_t addr) {
 
 Status settle_present_page(std::uintptr_t dst, const char* src, std::size_t page, bool& copied) {
   copied = false;
-  const auto from = reinterpret_cast<std::uintptr_t>(src);
-  // The staging is at the program's offset in its pages, so `src` spans one page; both ends
-  // are asked all the same.
-  const PageHolds first = page_holds(from), last = page_holds(from + page - 1);
-  if (first == PageHolds::Unknown || last == PageHolds::Unknown) {
+  // The staging is at the program's offset in its pages: `src` is one page of it.
+  const PageHolds holds = page_holds(reinterpret_cast<std::uintptr_t>(src));
+  if (holds == PageHolds::Unknown) {
     char msg[160];
     std::snprintf(msg, sizeof msg, "page %p was already there and /proc/self/pagemap cannot say where its data is",
                   reinterpret_cast<void*>(dst));
     return Status::error(msg);
   }
-  if (first == PageHolds::Nothing && last == PageHolds::Nothing) return {};  // moved there already
+  if (holds == PageHolds::Nothing) return {};  // moved there already
   std::memcpy(reinterpret_cast<void*>(dst), src, page);
   copied = true;
   return {};

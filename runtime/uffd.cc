@@ -276,7 +276,6 @@ bool moved_uncounted(std::uintptr_t dst, std::uintptr_t src) {
 std::size_t move_pages(std::uintptr_t dst, std::uintptr_t src, std::size_t len, std::uint64_t mode,
                        int* refused = nullptr) {
   static std::atomic<bool> said{false};
-  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   std::size_t done = 0;
   while (done < len) {
     uffdio_move m{};
@@ -293,7 +292,7 @@ std::size_t move_pages(std::uintptr_t dst, std::uintptr_t src, std::size_t len, 
       if (!said.exchange(true))
         log(LogLevel::Warn, "userfaultfd: the kernel moved pages without counting them (UFFDIO_MOVE after a retry, "
                             "Linux 6.17-6.18); counting them here");
-      done += page;
+      done += static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
       continue;
     }
     log(LogLevel::Debug, "UFFDIO_MOVE %p <- %p+%zu: %s", reinterpret_cast<void*>(m.dst), reinterpret_cast<void*>(m.src),

@@ -29,6 +29,15 @@ cluster, instead of every node's first rank to CPU 0. Where no cpuset cgroup can
 daemon runs under `taskset` (its affinity; a thread may set another) and netrun says so.
 `--node-cpus shared`: every node may use every CPU (the behaviour before).
 
+The hostfile gives a slot per rank, so Open MPI never yields on a crowded node (its M ranks
+outnumber its CPUs: np 4 on 2 nodes of one CPU each): a rank waiting in MPI spins through its
+scheduler slice, as the benchmarks measure it (docs/architecture.md, "Busy polling"). --yield
+(with --nodes) sets OMPI_MCA_mpi_yield_when_idle=1 on crowded nodes instead, what Open MPI does
+by itself when it knows it oversubscribes one machine (`mpirun --oversubscribe`): the tests that
+check results and decisions rather than speed run so (tests/mpi/node_priorities.py: a trace run
+of node_prio at np 8 on 2 nodes 2.5x quicker, session 69). A caller's own setting (its
+environment, or `--mca` on mpirun) wins.
+
 --pml ucx: Open MPI's UCX messaging and one-sided components (pml ucx, osc ucx) instead of ob1,
 over UCX's TCP transport on the same shaped links (UCX_TLS=tcp,posix,self: within a node POSIX
 shared memory, no cross-memory attach; UCX_NET_DEVICES the node's link). Open MPI 4.1 selects
@@ -53,7 +62,7 @@ them), switch buffers that overflow, ECN, and pause frames' head-of-line blockin
 (retransmitted segments, retransmission timeouts, tail-loss probes, SYN retransmissions), read
 from its namespace's /proc/net/snmp and /proc/net/netstat (counted from the namespace's start).
 
-usage: netrun.py [--rate 4gbit] [--nodes K [--ranks-per-node M] [--intra vader|tcp] [--node-cpus split|shared]]
+usage: netrun.py [--rate 4gbit] [--nodes K [--ranks-per-node M] [--intra vader|tcp] [--node-cpus split|shared] [--yield]]
                  [--pml ob1|ucx] [--nic lossless|droptail] [--stats] [--skip-code] -- COMMAND [ARGS]
 
 The namespaces (with their veths and the bridge) and every process still inside them are
@@ -76,6 +85,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 AGENT = os.path.join(HERE, "netrun-agent.sh")
 SUBNET = "10.77.0"
 SWITCH_ADDR = f"{SUBNET}.254"
+YIELD = "OMPI_MCA_mpi_yield_when_idle"  # Open MPI: a rank waiting in MPI gives up its CPU
 BURST = "256kb"
 # --nic droptail: the queue of the emulation before the lossless one (rate x 100 ms, tail drop).
 DROPTAIL_LATENCY = "100ms"
@@ -340,10 +350,11 @@ class Nodes(Network):
     """K node namespaces joined by veth pairs to a bridge in a switch namespace (the head,
     where mpirun runs); each node's link shaped in both directions."""
 
-    def __init__(self, rate, k, slots, intra, tmpdir, node_cpus="split", nic="lossless"):
+    def __init__(self, rate, k, slots, intra, tmpdir, node_cpus="split", nic="lossless", yield_crowded=False):
         # Out of (into) a node: each of its ranks to (from) each rank of the other nodes.
         super().__init__(rate, nic, slots * slots * (k - 1))
         self.k, self.slots, self.intra, self.tmpdir = k, slots, intra, tmpdir
+        self.yield_crowded = yield_crowded
         self.node_cpus = node_cpus
         self.cpus = None  # NodeCpus with --node-cpus split
 
@@ -373,8 +384,20 @@ class Nodes(Network):
         with open(self.hostfile, "w") as f:
             f.writelines(f"{node_host(i)} slots={self.slots}\n" for i in range(self.k))
 
+    def yields(self):
+        """With --yield: true where a node's ranks outnumber its CPUs (--node-cpus split: the
+        node's own share; shared: every node's ranks on all the CPUs) and the caller did not set
+        Open MPI's mpi_yield_when_idle itself (an `--mca` on mpirun's command line wins over both)."""
+        if not self.yield_crowded or YIELD in os.environ:
+            return False
+        if self.cpus:
+            return self.slots > min(len(s) for s in self.cpus.sets)
+        return self.slots * self.k > len(os.sched_getaffinity(0))
+
     def environment(self):
-        return {"OMPI_MCA_btl": "vader,tcp,self" if self.intra == "vader" else "tcp,self",
+        # --yield: ranks waiting in MPI give up their CPU on a crowded node (the docstring).
+        return {**({YIELD: "1"} if self.yields() else {}),
+                "OMPI_MCA_btl": "vader,tcp,self" if self.intra == "vader" else "tcp,self",
                 "OMPI_MCA_btl_tcp_if_include": f"{SUBNET}.0/24",
                 "OMPI_MCA_oob_tcp_if_include": f"{SUBNET}.0/24",
                 "OMPI_MCA_orte_default_hostfile": self.hostfile,
@@ -388,7 +411,8 @@ class Nodes(Network):
         cpus = self.cpus.describe() if self.cpus else "every node on every CPU (--node-cpus shared)"
         shared = self.cpus and self.k > len(os.sched_getaffinity(0))
         return (f"{self.k} nodes x {self.slots} slots (ranks block-wise), links shaped to {self.rate}, "
-                f"{self.describe_queue()}, intra-node {self.intra}; {cpus}" + ("; more nodes than CPUs: nodes share CPUs" if shared else ""))
+                f"{self.describe_queue()}, intra-node {self.intra}; {cpus}" + ("; more nodes than CPUs: nodes share CPUs" if shared else "")
+                + ("; more ranks than CPUs on a node: ranks yield while waiting (mpi_yield_when_idle)" if self.yields() else ""))
 
     def close(self):
         super().close()
@@ -422,6 +446,9 @@ def main():
     ap.add_argument("--nic", choices=("lossless", "droptail"), default="lossless",
                     help="the links' queues: lossless (default: never drop) or droptail (rate x 100 ms, the emulation "
                          "before; drops when full)")
+    ap.add_argument("--yield", dest="yield_crowded", action="store_true",
+                    help="with --nodes: ranks waiting in MPI yield their CPU on a node with more ranks than CPUs "
+                         "(OMPI_MCA_mpi_yield_when_idle=1; default: they spin, a slot per rank)")
     ap.add_argument("--stats", action="store_true",
                     help="print the queues' statistics (bytes, drops) and each node's TCP counters at the end")
     ap.add_argument("--skip-code", action="store_true", help="exit 77 when namespaces are not allowed")
@@ -463,7 +490,7 @@ def main():
             np = command_np(cmd) or 0
             net = SingleNode(a.rate, a.nic, np * (np - 1))  # every pair, both directions, through lo
         else:
-            net = Nodes(a.rate, a.nodes, slots, a.intra, tmpdir, a.node_cpus, a.nic)
+            net = Nodes(a.rate, a.nodes, slots, a.intra, tmpdir, a.node_cpus, a.nic, a.yield_crowded)
         try:
             net.build()
             env.update(net.environment())

@@ -149,6 +149,7 @@ def test_nodes(links):
 
     lossless_queue(links)
     node_cpus(links)
+    crowded_yield(links)
     for sig in (signal.SIGTERM, signal.SIGINT):
         stop_during_run(sig, links)
     no_privileges()
@@ -234,6 +235,28 @@ def node_cpus(links):
         if mode == "split" and not cgroup:
             print("note: no cpuset cgroup here (taskset): a rank could set another affinity")
         print(f"PASS: --node-cpus {mode}: each rank's CPUs {dict(sorted(seen.items()))}")
+
+
+def crowded_yield(links):
+    """--yield: on nodes with more ranks than CPUs the ranks get OMPI_MCA_mpi_yield_when_idle=1;
+    without it (the default), or where every rank has a CPU, they do not."""
+    if "OMPI_MCA_mpi_yield_when_idle" in os.environ:
+        print("note: OMPI_MCA_mpi_yield_when_idle is set here: netrun leaves it alone, --yield not checked")
+        return
+    allowed, k = len(os.sched_getaffinity(0)), a.nodes
+    crowded = -(-NP // k) > max(1, allowed // k)
+    show = 'echo "rank $OMPI_COMM_WORLD_RANK yield ${OMPI_MCA_mpi_yield_when_idle:-unset}"'
+    for flag in ([], ["--yield"]):
+        r = netrun(["--nodes", str(k)] + flag, ["mpirun", "--oversubscribe", "-np", str(NP), "sh", "-c", show])
+        if r.returncode != 0:
+            fail(f"netrun {' '.join(flag)}: exit status {r.returncode}", r.stdout)
+        check_nothing_left(r.stdout, links)
+        seen = dict(re.findall(r"^rank (\d+) yield (\S+)", r.stdout, re.M))
+        want = "1" if flag and crowded else "unset"
+        if len(seen) != NP or set(seen.values()) != {want}:
+            fail(f"netrun {' '.join(flag) or '(default)'}: the ranks' mpi_yield_when_idle {seen}, expected {want} "
+                 f"({-(-NP // k)} ranks per node, {allowed} CPUs)", r.stdout)
+    print(f"PASS: --yield: ranks yield on crowded nodes ({'yes' if crowded else 'none crowded here'}), not by default")
 
 
 def stop_during_run(sig, links):

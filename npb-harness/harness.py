@@ -670,6 +670,10 @@ def main():
                          "--hostfile; hydra: 'node1:4', passed as -f)")
     ap.add_argument("--ranks-per-node", type=int, default=0, metavar="M",
                     help="ranks per node (Open MPI --map-by ppr:M:node, hydra -ppn, srun --ntasks-per-node)")
+    ap.add_argument("--yield", dest="yield_crowded", action="store_true",
+                    help="emulated nodes (--nodes) with more ranks than CPUs: MPI's waiting ranks yield their CPU "
+                         "(netrun.py --yield; default: they spin, as with a core per rank); the machine file "
+                         "is calibrated so too")
     ap.add_argument("--launcher-args", default="", metavar="ARGS",
                     help="more launcher options, one string (e.g. '--mca pml ucx', '--mpi=pmix --cpu-bind=cores')")
     ap.add_argument("--passes", default="baseline,nbc,trace,optimize",
@@ -809,6 +813,11 @@ def main():
             return 0
         return max(1, len(os.sched_getaffinity(0)) // nodes_for(np))
 
+    def yields(np):
+        """--yield on emulated nodes whose ranks outnumber their CPUs (netrun.py --yield)."""
+        k = nodes_for(np)
+        return a.yield_crowded and shaped and k > 1 and (a.ranks_per_node or -(-np // k)) > cpus_per_node(np)
+
     def net_for(np):
         k = nodes_for(np)
         return f"{k}-nodes" if shaped and k > 1 else net
@@ -817,7 +826,8 @@ def main():
         if not shaped:
             return cmd
         return [sys.executable, NETRUN, "--stats", "--rate", a.rate, "--nodes", str(nodes_for(np))] + \
-            (["--ranks-per-node", str(a.ranks_per_node)] if a.ranks_per_node else []) + ["--"] + cmd
+            (["--ranks-per-node", str(a.ranks_per_node)] if a.ranks_per_node else []) + \
+            (["--yield"] if yields(np) else []) + ["--"] + cmd
 
     def on_network(inner, np):
         """The command that runs `inner` with np ranks on this network (launcher, emulated nodes)."""
@@ -831,7 +841,7 @@ def main():
     if not a.no_calibrate and any(p != "baseline" for p in passes):
         calibrations = calibration.Calibrations(
             tnbc, out, on_network, lambda np: calibration.config_key(net, nodes_for(np), a.rate if shaped else "", np,
-                                                                     a.ranks_per_node),
+                                                                     a.ranks_per_node, yields(np)),
             run_env, a.timeout, log,
             lambda np: calibration.launches_for(a.ranks_per_node or -(-np // nodes_for(np)), cpus_per_node(np),
                                                 a.calibration_launches),
@@ -897,7 +907,7 @@ def main():
         if a.settle > 0:
             time.sleep(a.settle)
         log(f"[{progress['done']}/{progress['total']}] {bench}.{cls} np={np} {label} repetition {rep} "
-            f"({net_for(np)}, {a.rate})")
+            f"({net_for(np)}, {a.rate}{', ranks yield' if yields(np) else ''})")
         env = dict(os.environ)
         if os.geteuid() == 0:
             env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
@@ -939,6 +949,7 @@ def main():
         # Emulated nodes, or the real hosts the ranks ran on (unknown for baseline).
         nodes = {"loopback": 1, "none": len(where) if where else None}.get(net, nodes_for(np))
         run = {"benchmark": bench, "kind": kind, "class": cls, "np": np, "net": net_for(np), "rate": a.rate,
+               **({"mpi_yields": True} if yields(np) else {}),
                "launcher": a.launcher, "command": cmd, "nodes": nodes, "placement": where, "pass": label,
                "repeat": rep, "time": res["time"], "time_fine": res["time_fine"],
                "verified": res["verified"] and code == 0,

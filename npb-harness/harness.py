@@ -670,10 +670,14 @@ def main():
                          "--hostfile; hydra: 'node1:4', passed as -f)")
     ap.add_argument("--ranks-per-node", type=int, default=0, metavar="M",
                     help="ranks per node (Open MPI --map-by ppr:M:node, hydra -ppn, srun --ntasks-per-node)")
-    ap.add_argument("--yield", dest="yield_crowded", action="store_true",
-                    help="emulated nodes (--nodes) with more ranks than CPUs: MPI's waiting ranks yield their CPU "
-                         "(netrun.py --yield; default: they spin, as with a core per rank); the machine file "
-                         "is calibrated so too")
+    waiting = ap.add_mutually_exclusive_group()
+    waiting.add_argument("--yield", dest="yield_crowded", action="store_true", default=True,
+                         help="emulated nodes (--nodes) with more ranks than CPUs: MPI's waiting ranks yield their "
+                              "CPU (netrun.py --yield), as a rank with a core of its own leaves the others theirs; "
+                              "the machine file is calibrated so too (the default)")
+    waiting.add_argument("--spin", dest="yield_crowded", action="store_false",
+                         help="there, MPI's waiting ranks spin instead (a slot per rank: the benchmarks before "
+                              "session 70)")
     ap.add_argument("--launcher-args", default="", metavar="ARGS",
                     help="more launcher options, one string (e.g. '--mca pml ucx', '--mpi=pmix --cpu-bind=cores')")
     ap.add_argument("--passes", default="baseline,nbc,trace,optimize",
@@ -814,7 +818,7 @@ def main():
         return max(1, len(os.sched_getaffinity(0)) // nodes_for(np))
 
     def yields(np):
-        """--yield on emulated nodes whose ranks outnumber their CPUs (netrun.py --yield)."""
+        """Emulated nodes whose ranks outnumber their CPUs, unless --spin (netrun.py --yield)."""
         k = nodes_for(np)
         return a.yield_crowded and shaped and k > 1 and (a.ranks_per_node or -(-np // k)) > cpus_per_node(np)
 

@@ -532,24 +532,28 @@ def main():
 
 
 def crowded_yield(a, work, env):
-    """--yield at np 4 on 2 emulated nodes (this machine's CPUs split between them): where a node's
-    ranks outnumber its CPUs, its runs go through netrun --yield, the log says `ranks yield` and
-    summary.json's runs `mpi_yields`; with a CPU per rank, nothing changes. Baseline only: no
-    calibration (the key of a yielding library's is calibration_test's)."""
-    out_dir = os.path.join(work, "yield")
-    cmd = [sys.executable, HARNESS, "--tnbc", a.tnbc, "--build-dir", a.build_dir, "--benchmarks", "is",
-           "--classes", "S", "--np", "4", "--nodes", "2", "--passes", "baseline", "--yield", "--out", out_dir]
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300, env=env)
-    if p.returncode != 0:
-        fail(f"--yield: the harness exited {p.returncode}", p.stdout)
-    with open(os.path.join(out_dir, "summary.json")) as f:
-        runs = json.load(f)["runs"]
+    """np 4 on 2 emulated nodes (this machine's CPUs split between them): where a node's ranks
+    outnumber its CPUs, its runs go through netrun --yield by default, the log says `ranks yield`
+    and summary.json's runs `mpi_yields`; with --spin, none of it; with a CPU per rank, nothing
+    changes either way. Baseline only: no calibration (the key of a yielding library's is
+    calibration_test's)."""
     crowded = 2 > max(1, len(os.sched_getaffinity(0)) // 2)  # ranks per node > the node's CPUs
-    yielded = [("--yield" in r["command"], r.get("mpi_yields", False)) for r in runs]
-    if not runs or any(y != (crowded, crowded) for y in yielded) or ("ranks yield" in p.stdout) != crowded:
-        fail(f"--yield with {'crowded' if crowded else 'uncrowded'} nodes: (netrun --yield, mpi_yields) per run "
-             f"{yielded}", p.stdout)
-    print(f"harness --yield: OK ({'the ranks yielded' if crowded else 'no node crowded here: nothing changed'})")
+    for option, expect in (([], crowded), (["--spin"], False)):
+        out_dir = os.path.join(work, "yield" + "".join(option))
+        cmd = [sys.executable, HARNESS, "--tnbc", a.tnbc, "--build-dir", a.build_dir, "--benchmarks", "is",
+               "--classes", "S", "--np", "4", "--nodes", "2", "--passes", "baseline", "--out", out_dir] + option
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300, env=env)
+        what = " ".join(option) or "the default"
+        if p.returncode != 0:
+            fail(f"{what}: the harness exited {p.returncode}", p.stdout)
+        with open(os.path.join(out_dir, "summary.json")) as f:
+            runs = json.load(f)["runs"]
+        yielded = [("--yield" in r["command"], r.get("mpi_yields", False)) for r in runs]
+        if not runs or any(y != (expect, expect) for y in yielded) or ("ranks yield" in p.stdout) != expect:
+            fail(f"{what} with {'crowded' if crowded else 'uncrowded'} nodes: (netrun --yield, mpi_yields) per "
+                 f"run {yielded}, expected {(expect, expect)}", p.stdout)
+        seen = "the ranks yielded" if expect else "the ranks spun" if crowded else "no node crowded here"
+        print(f"harness {what}: OK ({seen})")
 
 
 if __name__ == "__main__":

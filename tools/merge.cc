@@ -286,13 +286,29 @@ Profile merge_or_throw(const std::vector<TraceFile>& traces, const std::vector<s
       p.notes.push_back(names[i] + ": " + std::to_string(traces[i].dropped) + " calls were not recorded (storage limit)");
   }
 
+  // The trace's own page cost: each rank's guarded pages (whole pages of its guarded sub-messages,
+  // about) times its measured cost of a page's first access after PROT_NONE and back.
   std::vector<double> reopen;
-  for (const TraceFile& t : traces)
-    if (t.page_reopen_ns) reopen.push_back(static_cast<double>(t.page_reopen_ns));
+  double busiest_ns = 0;
+  int busiest = -1;
+  std::uint64_t busiest_pages = 0;
+  for (const TraceFile& t : traces) {
+    if (!t.page_reopen_ns || !t.page) continue;
+    reopen.push_back(static_cast<double>(t.page_reopen_ns));
+    std::uint64_t pages = 0;
+    for (const CallRecord& c : t.calls)
+      for (const SubRecord& s : c.subs)
+        if (s.guarded) pages += s.bytes / t.page;
+    const double ns = static_cast<double>(pages) * static_cast<double>(t.page_reopen_ns);
+    if (busiest < 0 || ns > busiest_ns) busiest_ns = ns, busiest = t.rank, busiest_pages = pages;
+  }
   if (!reopen.empty())
     p.notes.push_back("the gaps between first touches and R_CRC leave out the trace's own cost of a page's first access "
                       "after its protection changed, " + human_ns(median(reopen)) + " a page (the ranks' median, "
-                      "measured at start), for the whole pages each sub-message opened");
+                      "measured at start), for the whole pages each sub-message opened; over the run about " +
+                      human_ns(busiest_ns) + " on rank " + std::to_string(busiest) + " (" +
+                      std::to_string(busiest_pages) + " pages guarded) if each is read: part of what tracing added to the "
+                      "program's time (docs/trace.md, \"What the trace pass costs\")");
 
   // Sites, in the order of their first call (lowest rank first).
   struct Acc {

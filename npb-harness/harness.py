@@ -1145,6 +1145,9 @@ def main():
     written = [r["profile"] for r in runs if r.get("profile")]
     if written:
         print("trace profiles (tnbc merge): " + ", ".join(written))
+        print("the trace pass runs every call blocking and guards its pages to see the first reads: slower than "
+              "the plain program by a cost per guarded page, paid once (each trace run's merge.txt: what the "
+              "pages' first accesses took; docs/trace.md, \"What the trace pass costs\")")
     if failures:
         print(f"\nharness: {len(failures)} run(s) FAILED verification", file=sys.stderr)
         sys.exit(1)

@@ -300,15 +300,19 @@ Profile merge_or_throw(const std::vector<TraceFile>& traces, const std::vector<s
       for (const SubRecord& s : c.subs)
         if (s.guarded) pages += s.bytes / t.page;
     const double ns = static_cast<double>(pages) * static_cast<double>(t.page_reopen_ns);
-    if (busiest < 0 || ns > busiest_ns) busiest_ns = ns, busiest = t.rank, busiest_pages = pages;
+    if (busiest < 0 || ns > busiest_ns) {
+      busiest_ns = ns;
+      busiest = t.rank;
+      busiest_pages = pages;
+    }
   }
   if (!reopen.empty())
     p.notes.push_back("the gaps between first touches and R_CRC leave out the trace's own cost of a page's first access "
                       "after its protection changed, " + human_ns(median(reopen)) + " a page (the ranks' median, "
                       "measured at start), for the whole pages each sub-message opened; over the run about " +
                       human_ns(busiest_ns) + " on rank " + std::to_string(busiest) + " (" +
-                      std::to_string(busiest_pages) + " pages guarded) if each is read: part of what tracing added to the "
-                      "program's time (docs/trace.md, \"What the trace pass costs\")");
+                      std::to_string(busiest_pages) + " pages guarded) if each is read: part of what tracing added "
+                      "to the program's time (docs/trace.md, \"What the trace pass costs\")");
 
   // Sites, in the order of their first call (lowest rank first).
   struct Acc {

@@ -817,10 +817,13 @@ def main():
             return 0
         return max(1, len(os.sched_getaffinity(0)) // nodes_for(np))
 
+    def ranks_per_node(np):
+        """Ranks on each node of a run of np ranks: --ranks-per-node, else np spread over nodes_for(np)."""
+        return a.ranks_per_node or -(-np // nodes_for(np))
+
     def yields(np):
         """Emulated nodes whose ranks outnumber their CPUs, unless --spin (netrun.py --yield)."""
-        k = nodes_for(np)
-        return a.yield_crowded and shaped and k > 1 and (a.ranks_per_node or -(-np // k)) > cpus_per_node(np)
+        return a.yield_crowded and shaped and nodes_for(np) > 1 and ranks_per_node(np) > cpus_per_node(np)
 
     def net_for(np):
         k = nodes_for(np)
@@ -847,8 +850,7 @@ def main():
             tnbc, out, on_network, lambda np: calibration.config_key(net, nodes_for(np), a.rate if shaped else "", np,
                                                                      a.ranks_per_node, yields(np)),
             run_env, a.timeout, log,
-            lambda np: calibration.launches_for(a.ranks_per_node or -(-np // nodes_for(np)), cpus_per_node(np),
-                                                a.calibration_launches),
+            lambda np: calibration.launches_for(ranks_per_node(np), cpus_per_node(np), a.calibration_launches),
             a.calibrate_cache, a.calibrate_copy, a.calibrate_max_bytes)
     progs = build_npb(a.npb_src, out, benchmarks, classes) if a.npb_src else proxy_programs(build, benchmarks, classes)
     kind = "npb" if a.npb_src else "proxy"

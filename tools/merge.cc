@@ -293,12 +293,12 @@ Profile merge_or_throw(const std::vector<TraceFile>& traces, const std::vector<s
   int busiest = -1;
   std::uint64_t busiest_pages = 0;
   for (const TraceFile& t : traces) {
-    if (!t.page_reopen_ns || !t.page) continue;
+    if (!t.page_reopen_ns) continue;
     reopen.push_back(static_cast<double>(t.page_reopen_ns));
     std::uint64_t pages = 0;
     for (const CallRecord& c : t.calls)
       for (const SubRecord& s : c.subs)
-        if (s.guarded) pages += s.bytes / t.page;
+        if (s.guarded) pages += trace::reopened_pages(s.bytes, t.page);
     const double ns = static_cast<double>(pages) * static_cast<double>(t.page_reopen_ns);
     if (busiest < 0 || ns > busiest_ns) {
       busiest_ns = ns;

@@ -48,7 +48,7 @@ std::uint64_t measure_page_reopen_ns(std::size_t page, int pages, int rounds) {
 
 double gap_without_reopen(double gap_ns, std::uint64_t bytes, std::uint64_t page, std::uint64_t reopen_ns) {
   if (page == 0) return gap_ns;
-  return std::max(0.0, gap_ns - static_cast<double>(bytes / page) * static_cast<double>(reopen_ns));
+  return std::max(0.0, gap_ns - static_cast<double>(reopened_pages(bytes, page)) * static_cast<double>(reopen_ns));
 }
 
 }  // namespace tnbc::trace

@@ -15,6 +15,9 @@ namespace tnbc::trace {
 // be mapped or protected. ~pages x rounds x the cost (2 ms on the PVM guest).
 std::uint64_t measure_page_reopen_ns(std::size_t page, int pages = 64, int rounds = 5);
 
+// The whole pages of `bytes` (0 without a page size): what a reader of them pays the reopening for.
+inline std::uint64_t reopened_pages(std::uint64_t bytes, std::uint64_t page) { return page ? bytes / page : 0; }
+
 // A gap between two first touches without the reopening of the `bytes` the first one opened
 // (their whole pages, which an in-order reader reads before the next first touch), at least 0.
 double gap_without_reopen(double gap_ns, std::uint64_t bytes, std::uint64_t page, std::uint64_t reopen_ns);

@@ -434,10 +434,12 @@ def tnbc_calls(summary_dir):
         if (saving := predicted_saving_s(s)) is not None:
             predicted.append(saving)
         for kind, c in s.get("collectives", {}).items():
-            k = kinds.setdefault(kind, {"early": 0, "in_call": 0, "no_gain": 0, "plain": 0})
+            k = kinds.setdefault(kind, {"early": 0, "in_call": 0, "no_gain": 0, "trial": 0, "slower": 0, "plain": 0})
             k["early"] += c.get("early_return", 0)
             k["in_call"] += c.get("completed_in_call", 0)
             k["no_gain"] += c.get("reasons", {}).get("no_overlap_to_gain", 0)
+            k["trial"] += c.get("reasons", {}).get("site_trial", 0)  # mode nbc's trial (runtime/site_trial.hh)
+            k["slower"] += c.get("reasons", {}).get("early_return_slower", 0)
             k["plain"] += c.get("passthrough", 0)
         contention = contention or (s.get("node") or {}).get("cpu_contention")
         for d in (s.get("profile") or {}).get("decisions", []):
@@ -516,8 +518,11 @@ def held_back_line(d):
 
 
 def calls_line(calls):
-    return "; ".join(f"{kind} early {k['early']}, in the call {k['in_call']} (no overlap to gain {k['no_gain']}), "
-                     f"plain MPI {k['plain']}" for kind, k in sorted(calls["kinds"].items())
+    def trial(k):  # mode nbc's trial, where it completed calls in the call
+        return (f", site trial {k['trial']}, early return slower {k['slower']}"
+                if k.get("trial", 0) + k.get("slower", 0) else "")
+    return "; ".join(f"{kind} early {k['early']}, in the call {k['in_call']} (no overlap to gain {k['no_gain']}"
+                     f"{trial(k)}), plain MPI {k['plain']}" for kind, k in sorted(calls["kinds"].items())
                      if k["early"] + k["in_call"] + k["plain"])
 
 

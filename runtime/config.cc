@@ -33,6 +33,14 @@ const std::vector<Option> kOptions = {
      "Early returns per call site and rank (the 1st, 2nd, 4th, ...) whose sub-message arrivals and first accesses "
      "go into the summary, their received pages guarded until first touched; 0: none.",
      &Settings::timeline_calls, 0, 63},
+    {"site_trial_calls", OptionType::Integer, "4", "",
+     "Mode nbc: calls per site and rank, after its first, that alternate early return and completion in the call "
+     "(E C C E ...), each timed to the site's next call; where completing is faster, later calls complete (0: off).",
+     &Settings::site_trial_calls, 0, 64},
+    {"site_trial_margin_pct", OptionType::Integer, "3", "",
+     "Mode nbc: how much faster, in percent, the trial's completions in the call must be than its early returns "
+     "for the site's later calls to complete in the call (docs/settings.md).",
+     &Settings::site_trial_margin_pct, 0, 100},
     {"log", OptionType::Choice, "warn", "error|warn|info|debug",
      "How much tnbc says on stderr (lines start with 'tnbc[rank]:').", &Settings::log},
     {"guard", OptionType::Choice, "auto", "auto|uffd|protect",

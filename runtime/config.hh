@@ -53,6 +53,8 @@ struct Settings {
   std::string machine;                      // TNBC_MACHINE: `tnbc calibrate`'s file ("" : the probe)
   std::string output_dir;
   std::int64_t timeline_calls = 4;
+  std::int64_t site_trial_calls = 4;        // mode nbc's trial per site (runtime/site_trial.hh)
+  std::int64_t site_trial_margin_pct = 3;
   LogLevel log = LogLevel::Warn;
   GuardChoice guard = GuardChoice::Auto;
   SendCopy send_copy = SendCopy::Auto;

@@ -22,6 +22,7 @@
 #include "runtime/model/startup.hh"
 #include "runtime/mpi_threads.hh"
 #include "runtime/observe.hh"
+#include "runtime/site_trial.hh"
 #include "runtime/node_gate.hh"
 #include "runtime/node_segment.hh"
 #include "runtime/placement.hh"
@@ -71,7 +72,7 @@ class EngineImpl final : public Engine {
  public:
   EngineImpl(const Settings& s, Stats& stats, std::unique_ptr<ReadOrderSource> orders)
       : s_(s), stats_(stats), page_(static_cast<std::size_t>(sysconf(_SC_PAGESIZE))),
-        timeout_ns_(s.timeout_s * kNsPerSecond), policy_(make_policy(s, page_, std::move(orders))),
+        timeout_ns_(s.timeout_s * kNsPerSecond), trial_rule_(trial_rule(s)), policy_(make_policy(s, page_, std::move(orders))),
         uffd_(make_uffd_backend(policy_->swap_pages())), protect_(make_protect_backend()) {
     set_abort_flush_us(s.abort_flush_us);
     set_timeout_reporter([](const void* owner) {
@@ -182,7 +183,10 @@ class EngineImpl final : public Engine {
     const bool chosen_in_call = policy_->complete_in_call(layout.shape);
     // Asked of every other call, also one that receives nothing here (only sends after the
     // return): where no size pays for the kind, none returns early.
-    const bool in_call = chosen_in_call || !policy_->early_return_pays(c.kind, layout.received, topo);
+    const bool pays = !chosen_in_call && policy_->early_return_pays(c.kind, layout.received, topo);
+    // Mode nbc: a call the site's trial completes in the call (runtime/site_trial.hh).
+    const TrialRun trial = site.trial.enter(site.calls, t_enter, pays, trial_rule_, trial_turn_);
+    const bool in_call = !pays || trial != TrialRun::Early;
     // The private duplicate is made collectively: never under call_mutex_, which another
     // thread's collective on another communicator may hold while its peers wait for this one.
     PrivateComm& pc = comms_.get(c.comm, timeout_ns_, info(c.kind).mpi_name);
@@ -192,7 +196,9 @@ class EngineImpl final : public Engine {
     f->call_index = site.calls;
     // The 1st, 2nd, 4th, ... early return at the site (a call that does not return early
     // leaves the count, so the next one is asked again).
-    f->observe = sampled_call(site.early_return, s_.timeline_calls) && progress_->parked() < kMaxParkedCalls;
+    // A trial's calls are not observed: an observed call costs more, and the trial times them.
+    f->observe = !site.trial.timing() && sampled_call(site.early_return, s_.timeline_calls) &&
+                 progress_->parked() < kMaxParkedCalls;
     f->pool = &pool_;
     f->recv_pool = &recv_pool_;
     f->comm = pc.comm;
@@ -232,10 +238,12 @@ class EngineImpl final : public Engine {
       }
     }
     const long long t_staged = futex::now_ns();
-    Reason why = chosen_in_call               ? Reason::NoOverlapToGain
-                 : prep.local != Reason::None ? prep.local
-                 : in_call                    ? Reason::BelowThreshold
-                                              : Reason::None;
+    Reason why = chosen_in_call                ? Reason::NoOverlapToGain
+                 : prep.local != Reason::None  ? prep.local
+                 : !pays                       ? Reason::BelowThreshold
+                 : trial == TrialRun::TrialCall ? Reason::SiteTrial
+                 : trial == TrialRun::Verdict   ? Reason::EarlyReturnSlower
+                                                : Reason::None;
     if (why == Reason::None &&
         (f->schedule.count(StepKind::Recv) + f->schedule.count(StepKind::Copy) > 0 || f->schedule.landing_with_bytes() > 0))
       why = hold_back(*f, prep.guard, backends_for(static_cast<double>(layout.received)), page_);
@@ -704,6 +712,8 @@ class EngineImpl final : public Engine {
   Stats& stats_;
   std::size_t page_;
   long long timeout_ns_;
+  TrialRule trial_rule_;
+  TrialTurn trial_turn_;  // one site of the rank tries at a time
   std::unique_ptr<Policy> policy_;
   std::shared_ptr<const model::Inputs> model_;
   int world_rank_ = -1;  // set when the model starts

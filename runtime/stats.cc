@@ -148,6 +148,7 @@ std::vector<std::pair<Stats::SiteKey, SiteCounters>> Stats::merged_sites() const
       add_counts(it->second, c);
       add_times(it->second, c);
       add_node(it->second.node, c.node);
+      if (c.trial.trials > it->second.trial.trials) it->second.trial = c.trial;  // the thread that tried most
     }
   std::vector<std::pair<SiteKey, SiteCounters>> sorted(sum.begin(), sum.end());
   // Sorted by kind and address so that summaries of different ranks line up.
@@ -318,6 +319,10 @@ void site_json(std::ostringstream& j, const SiteCounters& s, const CodeLocation&
     j << "}";
   }
   j << "]";
+  if (s.trial.trials > 0)  // mode nbc's trial reached a verdict (docs/formats.md)
+    j << ", \"trial\": {\"trials\": " << s.trial.trials << ", \"early_ns\": " << s.trial.early_ns
+      << ", \"in_call_ns\": " << s.trial.in_call_ns << ", \"verdict\": \""
+      << (s.trial.in_call ? "in_call" : "early_return") << "\"}";
   if (s.node.decided)  // the communicator had a node board (docs/formats.md)
     j << ", \"node_priorities\": {\"calls\": " << s.node.calls << ", \"off_calls\": " << s.node.off_calls
       << ", \"basis\": \"" << node_basis_name(s.node.choice.basis) << "\", \"model_first_read_ms\": "

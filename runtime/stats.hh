@@ -19,6 +19,7 @@
 #include "runtime/cpu_share.hh"
 #include "runtime/node_choice.hh"
 #include "runtime/placement.hh"
+#include "runtime/site_trial.hh"
 #include "runtime/threshold.hh"
 #include "runtime/vocabulary.hh"
 
@@ -97,6 +98,7 @@ struct SiteCounters {
   std::uint64_t observe_waits = 0;
   std::vector<Timeline> timelines;
   NodeCounters node;  // node-level priorities, where they ran
+  SiteTrial trial;    // mode nbc's trial at the site (the engine's, on this thread)
 };
 
 // Mode optimize: what the profile decided for a call site (trace/gain.hh), for the summary.

@@ -47,6 +47,8 @@ const char* reason_name(Reason r) {
     case Reason::ReceiveTypeMismatch: return "type_size_mismatch";
     case Reason::SignalHandler: return "signal_handler";
     case Reason::NoOverlapToGain: return "no_overlap_to_gain";
+    case Reason::SiteTrial: return "site_trial";
+    case Reason::EarlyReturnSlower: return "early_return_slower";
     case Reason::Count_: break;
   }
   return "unknown";

@@ -75,6 +75,8 @@ enum class Reason {
   ReceiveTypeMismatch,   // type sizes disagree with the send side
   SignalHandler,         // tnbc's SIGSEGV handler was replaced and cannot be put back
   NoOverlapToGain,       // mode optimize: the profile shows no overlap to gain at the site
+  SiteTrial,             // mode nbc: a trial's completion in the call (runtime/site_trial.hh)
+  EarlyReturnSlower,     // mode nbc: the site's last trial found early returns slower
   Count_,                // number of reasons (not a reason)
 };
 const char* reason_name(Reason r);

@@ -136,7 +136,7 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
   for (std::size_t b = kOwnCallSmallest; b <= max_bytes; b *= 4) sizes.push_back(b);
   if (sizes.empty()) return;  // --max-bytes below the smallest size: not measured
   // The user's TNBC_* settings (the guard, the poll), but every call returns early here (mode nbc,
-  // any size) and the machine is the one measured so far.
+  // any size, no trial) and the machine is the one measured so far.
   ConfigResult cfg = load_config(process_getenv);
   Settings s = cfg.settings;
   s.mode = Mode::Nbc;
@@ -144,6 +144,7 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
   s.machine = machine_so_far(world, m);
   s.output_dir.clear();
   s.timeline_calls = 0;
+  s.site_trial_calls = 0;  // every call an early return: no trial completes some in the call
   // The engine's log: warnings, or with TNBC_LOG=debug each call's parts (set-up, staging, guard,
   // arrivals) as a program's run logs them — for diagnosis: the log's own cost is in the figures.
   s.log = cfg.settings.log == LogLevel::Debug ? LogLevel::Debug : LogLevel::Warn;

@@ -17,6 +17,7 @@
 #include "tools/report_sections.hh"
 #include "tools/report_model.hh"
 #include "tools/report_node.hh"
+#include "tools/report_trial.hh"
 #include "tools/predict_picture.hh"
 
 namespace tnbc::tools {
@@ -98,6 +99,7 @@ std::vector<Section> extra_sections(const World& world, const std::map<int, cons
   std::vector<Section> sections;
   static_cast<void>(summaries);
   sections.push_back(node_section(world));
+  sections.push_back(text_section("trial", "mode nbc's trial", trial_text(world)));
   sections.push_back(text_section("model", "cost model", model_section(world.dir, locate)));
   return sections;
 }

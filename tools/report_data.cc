@@ -248,6 +248,13 @@ RankFigures rank_figures(const Value& site, int rank) {
       f.model_off_ns = number(*m, "off") * 1e6;
     }
   }
+  if (const Value* t = site.find("trial"); t && t->type == Value::Type::Object) {
+    TrialFigures& f = r.trial.emplace();
+    f.trials = number(*t, "trials");
+    f.early_ns = number(*t, "early_ns");
+    f.in_call_ns = number(*t, "in_call_ns");
+    f.in_call = text(*t, "verdict") == "in_call";
+  }
   return r;
 }
 

@@ -50,6 +50,15 @@ struct NodeFigures {
   bool operator==(const NodeFigures&) const = default;
 };
 
+// Mode nbc's trial at one call site on one rank (the summary's `trial` block, runtime/site_trial.hh):
+// trials that reached a verdict, the last one's medians of an iteration after an early return and
+// after a completion in the call, and its verdict.
+struct TrialFigures {
+  double trials = 0, early_ns = 0, in_call_ns = 0;
+  bool in_call = false;
+  bool operator==(const TrialFigures&) const = default;
+};
+
 // One rank's calls at one call site: sums over its calls, times in ns.
 struct RankFigures {
   int rank = 0;
@@ -61,10 +70,11 @@ struct RankFigures {
   double observe_ns = 0, observe_waits = 0;            // what observing first accesses cost
   std::optional<double> ideal_ns;                      // Eq. 1 over its calls
   std::optional<NodeFigures> node;                     // node-level priorities, where a board existed
+  std::optional<TrialFigures> trial;                   // mode nbc's trial, where one reached a verdict
   bool operator==(const RankFigures&) const = default;
 };
 
-// Adds r's sums into t (everything but the rank and the ideal).
+// Adds r's sums into t (everything but the rank, the ideal and the trial).
 void add_figures(RankFigures& t, const RankFigures& r);
 void add_node_figures(NodeFigures& t, const NodeFigures& r);
 

@@ -115,6 +115,11 @@ std::string node_json(const NodeFigures& n) {
          ", \"model_first_read_off_ns\": " + opt(n.model_off_ns) + "}";
 }
 
+std::string trial_json(const TrialFigures& t) {
+  return "{\"trials\": " + num(t.trials) + ", \"early_ns\": " + num(t.early_ns) + ", \"in_call_ns\": " +
+         num(t.in_call_ns) + ", \"verdict\": " + quote(t.in_call ? "in_call" : "early_return") + "}";
+}
+
 std::string rank_json(const RankFigures& r) {
   return "{\"rank\": " + std::to_string(r.rank) + ", \"calls\": " + num(r.calls) + ", \"bytes\": " + num(r.bytes) +
          ", \"bytes_sent\": " + num(r.bytes_sent) + ", \"early\": " + num(r.early) + ", \"in_call\": " + num(r.in_call) +
@@ -122,7 +127,8 @@ std::string rank_json(const RankFigures& r) {
          ", \"duration_ns\": " + num(r.duration_ns) + ", \"blocked_ns\": " + num(r.blocked_ns) + ", \"hidden_ns\": " +
          num(r.hidden_ns) + ", \"blocked_by_ns\": " + map_json(r.blocked_by_ns) + ", \"waits\": " + map_json(r.waits) +
          ", \"observe_ns\": " + num(r.observe_ns) + ", \"observe_waits\": " + num(r.observe_waits) +
-         ", \"ideal_ns\": " + opt(r.ideal_ns) + ", \"node_priorities\": " + (r.node ? node_json(*r.node) : "null") + "}";
+         ", \"ideal_ns\": " + opt(r.ideal_ns) + ", \"node_priorities\": " + (r.node ? node_json(*r.node) : "null") +
+         ", \"trial\": " + (r.trial ? trial_json(*r.trial) : "null") + "}";
 }
 
 std::string site_json(const Site& s, double wall) {
@@ -288,6 +294,13 @@ World read_world(const Value& v) {
       f.observe_ns = number(r, "observe_ns");
       f.observe_waits = number(r, "observe_waits");
       f.ideal_ns = maybe(r, "ideal_ns");
+      if (const Value* t = r.find("trial"); t && t->type == Value::Type::Object) {
+        TrialFigures& x = f.trial.emplace();
+        x.trials = number(*t, "trials");
+        x.early_ns = number(*t, "early_ns");
+        x.in_call_ns = number(*t, "in_call_ns");
+        x.in_call = str(*t, "verdict") == "in_call";
+      }
       if (const Value* n = r.find("node_priorities"); n && n->type == Value::Type::Object) {
         NodeFigures& x = f.node.emplace();
         x.calls = number(*n, "calls");

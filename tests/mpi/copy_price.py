@@ -96,7 +96,8 @@ def check_bcast_root_alone(a, work, machine, base):
 def main():
     a = options(3, lambda ap: ap.add_argument("--bcast-prog", required=True))
     work = tempfile.mkdtemp(prefix="tnbc-copy-price-")
-    base = {"TNBC_MODE": "nbc", "TNBC_MIN_BYTES": "4096", "TNBC_SEND_COPY": "eager", "TNBC_LOG": "warn"}
+    base = {"TNBC_MODE": "nbc", "TNBC_MIN_BYTES": "4096", "TNBC_SITE_TRIAL_CALLS": "0", "TNBC_SEND_COPY": "eager",
+            "TNBC_LOG": "warn"}
 
     outdir = os.path.join(work, "probe")
     out = run(a, ARGS, base, outdir)

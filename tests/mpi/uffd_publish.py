@@ -17,7 +17,7 @@ usage: uffd_publish.py --lib LIBTNBC --tool TNBC --prog DIFF_COLLECTIVES [--np 3
               calibration could not measure PROT_NONE)
   protect dear TNBC_GUARD=auto, PROT_NONE's publication 1000x dearer: calls held by userfaultfd,
               by PROT_NONE no more than with TNBC_GUARD=uffd (the memory userfaultfd cannot take)
-  Every run: diff_collectives in mode nbc, every call from 3 pages per peer returning early,
+  Every run: diff_collectives in mode nbc, every call from 3 pages per peer returning early (no trial),
   byte for byte against PMPI_* (" 0 failed").
 """
 import json
@@ -71,7 +71,8 @@ def main():
               "userfaultfd and Linux >= 6.8's UFFDIO_MOVE)")
         shutil.rmtree(work, ignore_errors=True)
         sys.exit(77)
-    env = {"TNBC_MODE": "nbc", "TNBC_MIN_BYTES": "12k", "TNBC_GUARD": "uffd", "TNBC_UFFD_PUBLISH": "auto"}
+    env = {"TNBC_MODE": "nbc", "TNBC_MIN_BYTES": "12k", "TNBC_SITE_TRIAL_CALLS": "0", "TNBC_GUARD": "uffd",
+           "TNBC_UFFD_PUBLISH": "auto"}
 
     out_dir = os.path.join(work, "moves-dear")
     out = run(a, [], dict(env, TNBC_MACHINE=dearer(m, ["userfaultfd_move"], os.path.join(work, "moves.json"))), out_dir)

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Mode nbc's trial per site (runtime/site_trial.hh), on gain_sites' two MPI_Alltoall sites.
+
+usage: site_trial.py --lib LIBTNBC --tool TNBC --prog GAIN_SITES [--np 2]
+
+gain_sites' read_at_once touches every received block right after its call; compute_first computes
+COMPUTE_MS first. Mode nbc, every size returning early (TNBC_MIN_BYTES: on one node the model
+would complete these in the call anyway), trials of 8 calls (E C C E E C C E), no margin:
+  trial  on every rank, read_at_once tries first (calls 1-8), compute_first waits for the turn and
+         tries at calls 9-16 (one site of a rank at a time); read_at_once's completions in the call
+         are faster (its early returns only add the guard's costs to the same messages), so its
+         calls 9-17 complete in the call (early_return_slower); its second trial, due at 16, waits
+         until compute_first gives the turn back at 17 and runs from 18; compute_first's calls 17-23
+         follow its own verdict; the counts of every reason follow from the verdicts, the verdicts
+         from the medians the summary gives; a run where read_at_once's verdict is not in_call on
+         every rank is repeated (up to 3 runs: a busy machine blurs a measurement); `tnbc report`
+         names both reasons
+  off    TNBC_SITE_TRIAL_CALLS=0: every call returns early, no trial in the summary
+Every run must print "0 failed" (every received byte equals the blocking PMPI_Alltoall's) and exit 0.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from profile_runs import options, run, summaries  # noqa: E402
+from run_mpi_test import fail  # noqa: E402
+
+ITER, PAGES, COMPUTE_MS, TRIAL = 24, "256", "20", 8
+BASE = {"TNBC_MODE": "nbc", "TNBC_MIN_BYTES": "12k"}
+
+
+def functions(prog):
+    """name -> (start, end) of gain_sites' two site functions (nm)."""
+    out = subprocess.run(["nm", "-S", "--defined-only", prog], stdout=subprocess.PIPE, text=True, check=True).stdout
+    spans = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 4 and f[3] in ("read_at_once", "compute_first"):
+            spans[f[3]] = (int(f[0], 16), int(f[0], 16) + int(f[1], 16))
+    if len(spans) != 2:
+        fail(f"nm {prog}: read_at_once and compute_first not both found", out)
+    return spans
+
+
+def sites_of(summary, spans):
+    """name -> the summary's site whose call is inside that function."""
+    out = {}
+    for s in summary["sites"]:
+        off = int(s["offset"], 16)
+        for name, (lo, hi) in spans.items():
+            if lo <= off < hi:
+                out[name] = s
+    if set(out) != set(spans):
+        fail(f"rank {summary['rank']}: sites {[s['offset'] for s in summary['sites']]}, expected one in each of "
+             f"{sorted(spans)}")
+    return out
+
+
+def check(cond, what, rank, site):
+    if not cond:
+        fail(f"rank {rank}: {what}: {site}")
+
+
+def trial_run(a, work, attempt, spans, args):
+    """One run with trials of TRIAL calls: every count checked; whether read_at_once's verdict is in_call."""
+    outdir = os.path.join(work, f"trial{attempt}", "tnbc")
+    run(a, args, dict(BASE, TNBC_SITE_TRIAL_CALLS=str(TRIAL), TNBC_SITE_TRIAL_MARGIN_PCT="0"), outdir, quiet=True)
+    sums = summaries(outdir)
+    if len(sums) != a.np:
+        fail(f"expected {a.np} summaries, found {len(sums)}")
+    half = TRIAL // 2
+    at_once_in_call = True
+    for s in sums:
+        rank = s["rank"]
+        sites = sites_of(s, spans)
+        for name, site in sites.items():
+            t = site.get("trial")
+            check(site["calls"] == ITER and site["passthrough"] == 0, f"{name}: {ITER} calls, none plain MPI", rank, site)
+            check(t is not None and t["trials"] == 1 and t["early_ns"] > 0 and t["in_call_ns"] > 0,
+                  f"{name}: one trial with both medians", rank, site)
+            check(t["verdict"] == ("in_call" if t["in_call_ns"] < t["early_ns"] else "early_return"),
+                  f"{name}: the verdict follows the medians (margin 0)", rank, site)
+        at_once, first = sites["read_at_once"], sites["compute_first"]
+        # read_at_once: trial 1-8 (4 in the call), its verdict 9-17, its second trial from 18 (19, 20, 23 in the call).
+        want = {"site_trial": half + 3}
+        if at_once["trial"]["verdict"] == "in_call":
+            want["early_return_slower"] = TRIAL + 1
+        else:
+            at_once_in_call = False
+        check(at_once["reasons"] == want and at_once["completed_in_call"] == sum(want.values()),
+              f"read_at_once: reasons {want}", rank, at_once)
+        # compute_first: waits for the turn (calls 1-8), trial 9-16, its verdict 17-23.
+        want = {"site_trial": half}
+        if first["trial"]["verdict"] == "in_call":
+            want["early_return_slower"] = ITER - 2 * TRIAL - 1
+        check(first["reasons"] == want and first["completed_in_call"] == sum(want.values()),
+              f"compute_first: reasons {want}", rank, first)
+    return outdir, at_once_in_call
+
+
+def main():
+    a = options(2)
+    work = tempfile.mkdtemp(prefix="tnbc-site-trial-")
+    spans = functions(a.prog)
+    args = [str(ITER), PAGES, COMPUTE_MS]
+
+    # The verdict is a measurement: a machine busy with something else may blur it once.
+    for attempt in range(3):
+        outdir, in_call = trial_run(a, work, attempt, spans, args)
+        if in_call:
+            break
+        print(f"attempt {attempt}: read_at_once's trial did not find completing in the call faster on every rank")
+    else:
+        fail("read_at_once: completing in the call never measured faster than returning early (3 runs)")
+    r = subprocess.run([a.tool, "report", os.path.dirname(outdir)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True)
+    if r.returncode != 0 or "site_trial" not in r.stdout or "early_return_slower" not in r.stdout:
+        fail("tnbc report does not name the trial's reasons", r.stdout)
+    print(r.stdout)
+
+    outdir = os.path.join(work, "off", "tnbc")
+    run(a, args, dict(BASE, TNBC_SITE_TRIAL_CALLS="0"), outdir, quiet=True)
+    for s in summaries(outdir):
+        for name, site in sites_of(s, spans).items():
+            check(site["early_return"] == ITER and "trial" not in site, f"{name}: every call early, no trial",
+                  s["rank"], site)
+    print("site_trial: passed")
+
+
+if __name__ == "__main__":
+    main()

@@ -15,8 +15,8 @@ long long median(std::vector<long long> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-// The first trial's start (after the warm-up call), the second's, and the factor after that.
-constexpr std::uint64_t kFirstStart = 1, kSecondStart = 16, kLaterFactor = 8;
+// The second trial's start, and the factor after that.
+constexpr std::uint64_t kSecondStart = 16, kLaterFactor = 8;
 
 }  // namespace
 

@@ -5,8 +5,8 @@
 // the data at once there is nothing to overlap, and an early return only costs (guards, faults,
 // the progress thread's CPU): the README's demo, is-proxy W at np 2 on 2 nodes, ran 0.888x the
 // plain program in mode nbc, 0.971x with every call completed in the call through tnbc's schedule
-// (docs/benchmarks.md, "Session 70"). So a site tries both: after its first call (the warm-up),
-// TNBC_SITE_TRIAL_CALLS calls alternate early return (E) and completion in the call (C) as
+// (docs/benchmarks.md, "Session 70"). So a site tries both: after its first call (the warm-up;
+// later where another site of the rank is trying, TrialTurn), TNBC_SITE_TRIAL_CALLS calls alternate early return (E) and completion in the call (C) as
 // E C C E E C C E ... (a drift over the trial weighs on both alike), each timed from its entry to
 // the entry of the site's next call (the program's iteration: the call, what it does with the
 // data, and everything until it comes back). Where the completions' median is shorter than the
@@ -50,7 +50,7 @@ enum class TrialRun : std::uint8_t {
 // One site of a rank tries at a time: a site's interval spans the program's other calls, and a
 // trial elsewhere in the same loop would weigh on both sites' samples. A site whose trial is due
 // waits for the turn, and takes it over where the site holding it was not called between two of
-// its own calls (not in the same loop: NPB FT's first transform, called twice before the loop).
+// its own calls (not in the same loop: NPB FT.A's forward transform, 2 calls before the loop's 6).
 class TrialTurn {
  public:
   // Whether `site` has the turn (taking it where it is free or stale); `seen`: the site's record
@@ -88,7 +88,8 @@ class SiteTrial {
  private:
   void conclude(const TrialRule& rule);
 
-  std::uint64_t start_ = 1;  // the call index at which the next trial is due, or the current one started
+  static constexpr std::uint64_t kFirstStart = 1;  // after the warm-up call
+  std::uint64_t start_ = kFirstStart;  // the call index at which the next trial is due, or the current one started
   bool active_ = false;      // a trial is under way (this site holds the turn)
   std::uint64_t seen_ = TrialTurn::kNotSeen;  // the holder's calls when this site last waited for the turn
   std::uint64_t last_index_ = 0;

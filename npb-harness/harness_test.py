@@ -132,6 +132,18 @@ def unit_verdict():
     check(harness.decision_where(named, d) == "rank (is.c:772)" and
           harness.decision_where({"report": {"decision_where": {"0x2": "x"}}}, d) == d["where"] and
           harness.decision_where({"report": None}, d) == d["where"], "decision_where: the report's name, else the frame")
+    # Mode nbc's trial (runtime/site_trial.hh): its calls completed in the call counted in the run's
+    # line, summed over the ranks; a kind without any keeps the line as before.
+    with tempfile.TemporaryDirectory() as t:
+        for rank in (0, 1):
+            with open(os.path.join(t, f"tnbc-summary.{rank}.json"), "w") as f:
+                json.dump({"rank": rank, "collectives": {
+                    "alltoallv": {"early_return": 3, "completed_in_call": 8, "passthrough": 0,
+                                  "reasons": {"site_trial": 2, "early_return_slower": 6}},
+                    "bcast": {"early_return": 1, "completed_in_call": 0, "passthrough": 0, "reasons": {}}}}, f)
+        line = harness.calls_line(harness.tnbc_calls(t))
+        check(line == "alltoallv early 6, in the call 16 (no overlap to gain 0, site trial 4, early return slower 12), "
+              "plain MPI 0; bcast early 2, in the call 0 (no overlap to gain 0), plain MPI 0", f"calls_line: {line}")
     # A site the margin alone held back (the summaries' model sites with early_at_pct): listed with
     # the smallest percentage over the ranks; a site without it, or a summary without a model, not.
     with tempfile.TemporaryDirectory() as t:

@@ -10,10 +10,13 @@ namespace tnbc::tools::report {
 
 namespace {
 
+// Ranks' medians closer than this print as one value.
+constexpr double kSameNs = 5e3;
+
 // "9.70 ms", or "9.61-9.74 ms" where the ranks differ.
 std::string range_ms(const std::vector<double>& ns) {
   const auto [lo, hi] = std::minmax_element(ns.begin(), ns.end());
-  if (*hi - *lo < 5e3) return milliseconds(*lo);
+  if (*hi - *lo < kSameNs) return milliseconds(*lo);
   std::string low = milliseconds(*lo);
   return low.substr(0, low.find(' ')) + "-" + milliseconds(*hi);
 }

@@ -103,6 +103,8 @@ def check_figures(tool, work):
         "  1  fence 2 (10.000 ms), userfault 6 (30.000 ms); observing first accesses: 3 waits (1.000 ms, not blocked);"
         " timeline of 3 observed calls",
         "  2  none; no ideal: not in the profile (called from elsewhere in the trace pass?)",
+        # Mode nbc's trial (tools/report_trial.cc): the ranks' medians as a range, the verdicts counted.
+        "  1   early return 10.500-10.600 ms, in the call 9.600-10.700 ms: later calls complete in the call on 1 of 2 ranks",
         # The spawned world, apart: 9 ms over 3 calls, T 3, H 6.
         "tnbc report: " + run + "/spawned-0000000000000abc: 1 of 1 ranks, mode nbc, a world started by MPI_Comm_spawn,"
         " run 0000000000000abc",
@@ -257,6 +259,9 @@ def check_json(tool, work):
     if r0["rank"] != 0 or r0["waits"] != {"drain": 0, "fault": 0, "fence": 2, "userfault": 5} or \
             not approx(r0["ideal_ns"], 30e6) or r0["observe_waits"] != 3:
         fail(f"site 1 rank 0: {r0}")
+    if r0["trial"] != {"trials": 1, "early_ns": 10500000, "in_call_ns": 9600000, "verdict": "in_call"} or \
+            s1["ranks"][1]["trial"]["verdict"] != "early_return" or w["sites"][1]["ranks"][0]["trial"] is not None:
+        fail(f"site 1's trial per rank (mode nbc), none at site 2: {r0['trial']}, {s1['ranks'][1]['trial']}")
     tl = s1["timeline"]
     # Read order by position in each call's own order: sub-message 0 is touched first in both
     # calls that touch it (rank 1's call touches only 1), although its mean touch time is later.

@@ -72,7 +72,8 @@ class EngineImpl final : public Engine {
  public:
   EngineImpl(const Settings& s, Stats& stats, std::unique_ptr<ReadOrderSource> orders)
       : s_(s), stats_(stats), page_(static_cast<std::size_t>(sysconf(_SC_PAGESIZE))),
-        timeout_ns_(s.timeout_s * kNsPerSecond), trial_rule_(trial_rule(s)), policy_(make_policy(s, page_, std::move(orders))),
+        timeout_ns_(s.timeout_s * kNsPerSecond), trial_rule_(trial_rule(s, orders != nullptr)),
+        policy_(make_policy(s, page_, std::move(orders))),
         uffd_(make_uffd_backend(policy_->swap_pages())), protect_(make_protect_backend()) {
     set_abort_flush_us(s.abort_flush_us);
     set_timeout_reporter([](const void* owner) {
@@ -712,7 +713,7 @@ class EngineImpl final : public Engine {
   Stats& stats_;
   std::size_t page_;
   long long timeout_ns_;
-  TrialRule trial_rule_;
+  TrialRule trial_rule_;  // before policy_: initialized from `orders` before policy_ takes it
   TrialTurn trial_turn_;  // one site of the rank tries at a time
   std::unique_ptr<Policy> policy_;
   std::shared_ptr<const model::Inputs> model_;

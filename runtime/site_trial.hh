@@ -37,8 +37,9 @@ struct TrialRule {
   int calls = 0;       // TNBC_SITE_TRIAL_CALLS (0: no trial; mode nbc only)
   double margin = 0;   // TNBC_SITE_TRIAL_MARGIN_PCT / 100
 };
-// The rule the settings give (no trial outside mode nbc: mode optimize follows its profile).
-TrialRule trial_rule(const Settings& s);
+// The rule the settings give: a trial in mode nbc, and in mode optimize without a profile to follow
+// (`profile` false: none could be used, so the run is mode nbc's).
+TrialRule trial_rule(const Settings& s, bool profile);
 
 // How one call at the site runs.
 enum class TrialRun : std::uint8_t {

@@ -15,6 +15,7 @@ would complete these in the call anyway), trials of 8 calls (E C C E E C C E), n
          from the medians the summary gives; a run where read_at_once's verdict is not in_call on
          every rank is repeated (up to 3 runs: a busy machine blurs a measurement); `tnbc report`
          names both reasons
+  no profile  mode optimize with a profile that cannot be read runs as mode nbc, trial included
   off    TNBC_SITE_TRIAL_CALLS=0: every call returns early, no trial in the summary
 Every run must print "0 failed" (every received byte equals the blocking PMPI_Alltoall's) and exit 0.
 """
@@ -119,6 +120,17 @@ def main():
     if r.returncode != 0 or "site_trial" not in r.stdout or "early_return_slower" not in r.stdout:
         fail("tnbc report does not name the trial's reasons", r.stdout)
     print(r.stdout)
+
+    # Mode optimize whose profile cannot be used runs as mode nbc: with the trial.
+    outdir = os.path.join(work, "no-profile", "tnbc")
+    out = run(a, args, dict(BASE, TNBC_MODE="optimize", TNBC_PROFILE=os.path.join(work, "missing.profile"),
+                            TNBC_SITE_TRIAL_CALLS=str(TRIAL)), outdir)
+    if "as TNBC_MODE=nbc" not in out:
+        fail("mode optimize without its profile: no message that it runs as mode nbc", out)
+    for s in summaries(outdir):
+        for name, site in sites_of(s, spans).items():
+            check(site.get("trial", {}).get("trials") == 1 and site["reasons"].get("site_trial", 0) > 0,
+                  f"{name}: mode optimize without a profile tries as mode nbc", s["rank"], site)
 
     outdir = os.path.join(work, "off", "tnbc")
     run(a, args, dict(BASE, TNBC_SITE_TRIAL_CALLS="0"), outdir, quiet=True)

@@ -72,7 +72,7 @@ class EngineImpl final : public Engine {
  public:
   EngineImpl(const Settings& s, Stats& stats, std::unique_ptr<ReadOrderSource> orders)
       : s_(s), stats_(stats), page_(static_cast<std::size_t>(sysconf(_SC_PAGESIZE))),
-        timeout_ns_(s.timeout_s * kNsPerSecond), trial_rule_(trial_rule(s, orders != nullptr)),
+        timeout_ns_(s.timeout_s * kNsPerSecond), trial_rule_(trial_rule(s)),
         policy_(make_policy(s, page_, std::move(orders))),
         uffd_(make_uffd_backend(policy_->swap_pages())), protect_(make_protect_backend()) {
     set_abort_flush_us(s.abort_flush_us);
@@ -185,8 +185,10 @@ class EngineImpl final : public Engine {
     // Asked of every other call, also one that receives nothing here (only sends after the
     // return): where no size pays for the kind, none returns early.
     const bool pays = !chosen_in_call && policy_->early_return_pays(c.kind, layout.received, topo);
-    // Mode nbc: a call the site's trial completes in the call (runtime/site_trial.hh).
-    const TrialRun trial = site.trial.enter(site.calls, t_enter, pays, trial_rule_, trial_turn_);
+    // A call the site's trial completes in the call (runtime/site_trial.hh): mode nbc, and mode
+    // optimize at sites its profile cannot judge (they return early on no evidence).
+    const bool may_try = pays && !policy_->judged_last();
+    const TrialRun trial = site.trial.enter(site.calls, t_enter, may_try, trial_rule_, trial_turn_);
     const bool in_call = !pays || trial != TrialRun::Early;
     // The private duplicate is made collectively: never under call_mutex_, which another
     // thread's collective on another communicator may hold while its peers wait for this one.
@@ -713,7 +715,7 @@ class EngineImpl final : public Engine {
   Stats& stats_;
   std::size_t page_;
   long long timeout_ns_;
-  TrialRule trial_rule_;  // before policy_: initialized from `orders` before policy_ takes it
+  TrialRule trial_rule_;
   TrialTurn trial_turn_;  // one site of the rank tries at a time
   std::unique_ptr<Policy> policy_;
   std::shared_ptr<const model::Inputs> model_;

@@ -155,6 +155,7 @@ class ModelPolicy final : public Policy {
   }
 
   bool complete_in_call(const CallShape& call) override { return orders_ && orders_->run_blocking(call); }
+  bool judged_last() const override { return orders_ && orders_->judged_last(); }
 
   std::vector<int> read_order(const CallShape& call) override {
     return orders_ ? orders_->order(call) : std::vector<int>{};

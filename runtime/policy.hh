@@ -92,6 +92,10 @@ class Policy {
   virtual bool early_return_pays(Kind kind, std::uint64_t received, const model::Topology& comm) = 0;
   // Mode optimize: no overlap to gain at the call's site, so it completes in the call.
   virtual bool complete_in_call(const CallShape& call) = 0;
+  // Whether the complete_in_call() just asked on this thread rested on the profile's evidence
+  // (ReadOrderSource::judged_last); false without a profile. Where not, mode nbc's trial may try
+  // the call's site (runtime/site_trial.hh).
+  virtual bool judged_last() const = 0;
   // The order receivers read the sub-messages in (a permutation; empty: default order).
   virtual std::vector<int> read_order(const CallShape& call) = 0;
   // Whether `bytes` to send are copied lazily (runtime/send_copy.hh) rather than in the call.

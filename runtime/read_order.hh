@@ -57,6 +57,11 @@ class ReadOrderSource {
     (void)call;
     return false;
   }
+  // Whether the run_blocking() this thread was just answered for its call rested on the profile's
+  // evidence at the call's site: false where the site is not in the profile, its sizes were not
+  // recorded or it has no estimate. Such calls return early on no evidence, so mode nbc's trial
+  // (runtime/site_trial.hh) may try them. Rank-local.
+  virtual bool judged_last() const { return true; }
   // True when every rank will run this call as the MPI library's own call: a global answer
   // (unlike the two above), so it may use only what every rank has alike — the call's kind,
   // communicator size and, where every rank knows them (CollectiveInfo::sizes_agree), its sizes

@@ -20,8 +20,8 @@ constexpr std::uint64_t kSecondStart = 16, kLaterFactor = 8;
 
 }  // namespace
 
-TrialRule trial_rule(const Settings& s, bool profile) {
-  if (s.mode != Mode::Nbc && !(s.mode == Mode::Optimize && !profile)) return {};
+TrialRule trial_rule(const Settings& s) {
+  if (s.mode != Mode::Nbc && s.mode != Mode::Optimize) return {};
   return {static_cast<int>(s.site_trial_calls), static_cast<double>(s.site_trial_margin_pct) / 100.0};
 }
 

@@ -37,9 +37,9 @@ struct TrialRule {
   int calls = 0;       // TNBC_SITE_TRIAL_CALLS (0: no trial; mode nbc only)
   double margin = 0;   // TNBC_SITE_TRIAL_MARGIN_PCT / 100
 };
-// The rule the settings give: a trial in mode nbc, and in mode optimize without a profile to follow
-// (`profile` false: none could be used, so the run is mode nbc's).
-TrialRule trial_rule(const Settings& s, bool profile);
+// The rule the settings give: modes nbc and optimize (there at the sites its profile cannot judge,
+// Policy::judged_last; every site where no profile could be used).
+TrialRule trial_rule(const Settings& s);
 
 // How one call at the site runs.
 enum class TrialRun : std::uint8_t {

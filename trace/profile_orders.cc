@@ -37,6 +37,13 @@ bool same_call(const CallShape& a, const CallShape& b) {
          a.root == b.root && a.recv_bytes == b.recv_bytes && a.send_bytes == b.send_bytes;
 }
 
+// Whether a decision rests on the profile's evidence at the site (else the call returns early on
+// none: ReadOrderSource::judged_last).
+bool judged(Basis b) { return b != Basis::NotInProfile && b != Basis::OtherSizes && b != Basis::NoEstimate; }
+
+// The last run_blocking answer's judged(), per thread (judged_last; one profile per process).
+thread_local bool t_judged = true;
+
 class ProfileOrders final : public ReadOrderSource {
  public:
   ProfileOrders(LoadedProfile p, Stats& stats, int world_rank, const Settings& s)
@@ -138,9 +145,11 @@ class ProfileOrders final : public ReadOrderSource {
     Decided& dd = it->second;
     if (!fresh) {  // the common case: one counter more
       stats_.count_profile_decision(dd.recorded);
+      t_judged = judged(dd.d.basis);
       return dd.d.blocking();
     }
     dd.d = site && sizes_recorded && judged_.count(site->site) ? judged_[site->site] : decide(site, sizes_recorded, judge_);
+    t_judged = judged(dd.d.basis);
     // Rank 0 says its decisions (TNBC_LOG=info), the others at debug (the SPMD ranks of most
     // programs share their sites; the summaries have every rank's).
     const LogLevel level = rank_ == 0 ? LogLevel::Info : LogLevel::Debug;
@@ -165,6 +174,8 @@ class ProfileOrders final : public ReadOrderSource {
     }
     return d.blocking();
   }
+
+  bool judged_last() const override { return t_judged; }
 
   // From the site's estimate, once per site; the site from the walk order() just made for this
   // call on this thread where there is one.

@@ -16,6 +16,8 @@ would complete these in the call anyway), trials of 8 calls (E C C E E C C E), n
          every rank is repeated (up to 3 runs: a busy machine blurs a measurement); `tnbc report`
          names both reasons
   no profile  mode optimize with a profile that cannot be read runs as mode nbc, trial included
+  other sizes mode optimize with a profile traced at other sizes: both sites' calls return early on
+              no evidence (other_sizes), so both try
   off    TNBC_SITE_TRIAL_CALLS=0: every call returns early, no trial in the summary
 Every run must print "0 failed" (every received byte equals the blocking PMPI_Alltoall's) and exit 0.
 """
@@ -25,7 +27,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from profile_runs import options, run, summaries  # noqa: E402
+from profile_runs import options, run, summaries, trace_and_merge  # noqa: E402
 from run_mpi_test import fail  # noqa: E402
 
 ITER, PAGES, COMPUTE_MS, TRIAL = 24, "256", "20", 8
@@ -131,6 +133,20 @@ def main():
         for name, site in sites_of(s, spans).items():
             check(site.get("trial", {}).get("trials") == 1 and site["reasons"].get("site_trial", 0) > 0,
                   f"{name}: mode optimize without a profile tries as mode nbc", s["rank"], site)
+
+    # Mode optimize with a profile of other sizes (traced at half the pages): the profile cannot judge
+    # the calls (other_sizes, early on no evidence), so both sites try; with sizes it recorded it
+    # judges them and nothing is tried (profile-blocking-sites' counts).
+    profile, _, _ = trace_and_merge(a, work, 0, ["6", str(int(PAGES) // 2), COMPUTE_MS])
+    outdir = os.path.join(work, "other-sizes", "tnbc")
+    run(a, args, dict(BASE, TNBC_MODE="optimize", TNBC_PROFILE=profile, TNBC_SITE_TRIAL_CALLS=str(TRIAL)), outdir)
+    for s in summaries(outdir):
+        bases = {d["basis"] for d in s["profile"].get("decisions", [])}
+        if bases != {"other_sizes"}:
+            fail(f"rank {s['rank']}: optimize with a profile of other sizes: decisions {s['profile']}")
+        for name, site in sites_of(s, spans).items():
+            check(site.get("trial", {}).get("trials") == 1 and site["reasons"].get("site_trial", 0) > 0,
+                  f"{name}: mode optimize tries the sites its profile cannot judge", s["rank"], site)
 
     outdir = os.path.join(work, "off", "tnbc")
     run(a, args, dict(BASE, TNBC_SITE_TRIAL_CALLS="0"), outdir, quiet=True)

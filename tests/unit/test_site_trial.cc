@@ -86,7 +86,7 @@ TEST_CASE("site trial: an interval counts only up to the site's next call; a tri
   CHECK_FALSE(s.in_call);
 }
 
-TEST_CASE("site trial: a call too small to return early takes no part; off with a profile, outside nbc, or with 0 calls") {
+TEST_CASE("site trial: a call too small to return early takes no part; off outside nbc and optimize, or with 0 calls") {
   SiteTrial s;
   TrialTurn turn;
   long long t = 0;
@@ -100,13 +100,12 @@ TEST_CASE("site trial: a call too small to return early takes no part; off with 
   for (std::uint64_t i = 0; i < 6; ++i) CHECK(off.enter(i, t += kMs, true, TrialRule{}, turn) == E);
   Settings nbc, optimize;
   optimize.mode = Mode::Optimize;
-  CHECK(trial_rule(nbc, false).calls == 4);
-  CHECK(trial_rule(nbc, false).margin == Approx(0.03));
-  CHECK(trial_rule(optimize, true).calls == 0);   // the profile decides
-  CHECK(trial_rule(optimize, false).calls == 4);  // no profile could be used: the run is mode nbc's
+  CHECK(trial_rule(nbc).calls == 4);
+  CHECK(trial_rule(nbc).margin == Approx(0.03));
+  CHECK(trial_rule(optimize).calls == 4);  // at the sites its profile cannot judge (the engine asks)
   Settings trace;
   trace.mode = Mode::Trace;
-  CHECK(trial_rule(trace, false).calls == 0);
+  CHECK(trial_rule(trace).calls == 0);
 }
 
 TEST_CASE("site trial: one site of a rank tries at a time; a site takes over the turn from one not called in between") {

@@ -34,8 +34,9 @@ const std::vector<Option> kOptions = {
      "go into the summary, their received pages guarded until first touched; 0: none.",
      &Settings::timeline_calls, 0, 63},
     {"site_trial_calls", OptionType::Integer, "4", "",
-     "Mode nbc: calls per site and rank, after its first, that alternate early return and completion in the call "
-     "(E C C E ...), each timed to the site's next call; where completing is faster, later calls complete (0: off).",
+     "Mode nbc (optimize: sites its profile cannot judge): calls per site and rank, after its first, alternating "
+     "early return and completion in the call, each timed to the site's next call; where completing is faster, "
+     "later calls complete (0: off).",
      &Settings::site_trial_calls, 0, 64},
     {"site_trial_margin_pct", OptionType::Integer, "3", "",
      "Mode nbc: how much faster, in percent, the trial's completions in the call must be than its early returns "

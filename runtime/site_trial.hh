@@ -34,7 +34,7 @@
 namespace tnbc {
 
 struct TrialRule {
-  int calls = 0;       // TNBC_SITE_TRIAL_CALLS (0: no trial; mode nbc only)
+  int calls = 0;       // TNBC_SITE_TRIAL_CALLS (0: no trial; modes nbc and optimize only)
   double margin = 0;   // TNBC_SITE_TRIAL_MARGIN_PCT / 100
 };
 // The rule the settings give: modes nbc and optimize (there at the sites its profile cannot judge,

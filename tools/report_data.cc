@@ -689,11 +689,12 @@ Spread per_rank(const std::vector<RankFigures>& ranks, F f) {
     if (std::optional<double> x = f(r)) v.push_back(*x);
   return spread_of(v);
 }
+}  // namespace
+
 std::optional<double> share(double part, double whole) {
   if (whole <= 0) return std::nullopt;
   return part / whole;
 }
-}  // namespace
 
 Spread Site::duration_per_call_ns() const {
   return per_rank(ranks, [](const RankFigures& r) { return r.calls > 0 ? std::optional(r.duration_ns / r.calls) : std::nullopt; });

@@ -35,6 +35,8 @@ struct Spread {
   bool operator==(const Spread&) const = default;
 };
 Spread spread_of(const std::vector<double>& values);
+// part / whole; none where whole <= 0.
+std::optional<double> share(double part, double whole);
 
 // "0-3,5": ranks as ranges (sorted).
 std::string ranks_text(std::vector<int> ranks);

@@ -24,11 +24,6 @@ std::string f(const char* format, double v) {
   return b;
 }
 
-std::optional<double> share(double part, double whole) {
-  if (whole <= 0) return std::nullopt;
-  return part / whole;
-}
-
 // A round step for an axis from 0 to `top` with about 5 ticks.
 double tick_step(double top) {
   if (top <= 0) return 1;

@@ -50,7 +50,7 @@ std::string num(double v) {
 
 std::string opt(const std::optional<double>& v) { return v ? num(*v) : "null"; }
 
-std::string share(double part, double whole) { return whole > 0 ? num(part / whole) : "null"; }
+std::string share_json(double part, double whole) { return opt(share(part, whole)); }
 
 // A JSON value written back (canonical: no spaces), for sections' data.
 std::string value_text(const Value& v) {
@@ -100,11 +100,12 @@ std::string spread_json(const Spread& s) {
 std::string totals_json(const RankFigures& t, double wall, double ideal_duration) {
   return "{\"calls\": " + num(t.calls) + ", \"duration_ns\": " + num(t.duration_ns) + ", \"tinit_ns\": " + num(t.tinit_ns) +
          ", \"blocked_ns\": " + num(t.blocked_ns) + ", \"hidden_ns\": " + num(t.hidden_ns) + ", \"ideal_ns\": " +
-         opt(t.ideal_ns) + ", \"tinit_share\": " + share(t.tinit_ns, t.duration_ns) + ", \"blocked_share\": " +
-         share(t.blocked_ns, t.duration_ns) + ", \"hidden_share\": " + share(t.hidden_ns, t.duration_ns) +
-         ", \"exposed_share\": " + share(t.duration_ns - t.hidden_ns, t.duration_ns) + ", \"ideal_share\": " +
-         (t.ideal_ns ? share(*t.ideal_ns, ideal_duration) : "null") + ", \"run_share\": " + share(t.duration_ns, wall) +
-         ", \"hidden_run_share\": " + share(t.hidden_ns, wall) + ", \"tinit_run_share\": " + share(t.tinit_ns, wall) + "}";
+         opt(t.ideal_ns) + ", \"tinit_share\": " + share_json(t.tinit_ns, t.duration_ns) + ", \"blocked_share\": " +
+         share_json(t.blocked_ns, t.duration_ns) + ", \"hidden_share\": " + share_json(t.hidden_ns, t.duration_ns) +
+         ", \"exposed_share\": " + share_json(t.duration_ns - t.hidden_ns, t.duration_ns) + ", \"ideal_share\": " +
+         (t.ideal_ns ? share_json(*t.ideal_ns, ideal_duration) : "null") + ", \"run_share\": " +
+         share_json(t.duration_ns, wall) + ", \"hidden_run_share\": " + share_json(t.hidden_ns, wall) +
+         ", \"tinit_run_share\": " + share_json(t.tinit_ns, wall) + "}";
 }
 
 std::string node_json(const NodeFigures& n) {

@@ -25,11 +25,6 @@ std::string milliseconds(double ns) {
 
 namespace {
 
-std::optional<double> share(double part, double whole) {
-  if (whole <= 0) return std::nullopt;
-  return part / whole;
-}
-
 std::string fmt(const char* f, double v) {
   char b[256];
   std::snprintf(b, sizeof b, f, v);

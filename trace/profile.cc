@@ -27,9 +27,9 @@ struct ProfileError : std::runtime_error {
 using json::Value;
 
 // Field access with messages that name the file, the field and its place in the file.
-class Reader {
+class ProfileReader {
  public:
-  explicit Reader(const std::string& name) : name_(name) {}
+  explicit ProfileReader(const std::string& name) : name_(name) {}
 
   [[noreturn]] void fail(const std::string& field, const Value& at, const std::string& problem) const {
     throw ProfileError("profile " + name_ + ": " + (field.empty() ? "" : field + ": ") + problem + " (line " +
@@ -128,12 +128,12 @@ std::string describe_frame(const Value& frame) {
 
 namespace {
 
-LoadedProfile parse_or_throw(const std::string& text, const std::string& name) {
+LoadedProfile parse_profile_or_throw(const std::string& text, const std::string& name) {
   if (text.empty()) throw ProfileError("profile " + name + ": the file is empty (expected the JSON written by `tnbc merge`)");
   Result<Value> parsed = json::parse(text);
   if (!parsed.ok()) throw ProfileError("profile " + name + ": not valid JSON: " + parsed.status().message());
   const Value root = std::move(parsed).value();
-  const Reader r(name);
+  const ProfileReader r(name);
   if (root.type != Value::Type::Object) r.fail("", root, std::string("expected a JSON object, found ") + json::type_name(root.type));
   const Value* format = root.find("format");
   if (!format || format->type != Value::Type::String || format->string != kProfileFormat)
@@ -217,7 +217,7 @@ LoadedProfile parse_or_throw(const std::string& text, const std::string& name) {
 
 Result<LoadedProfile> parse_profile(const std::string& text, const std::string& name) {
   try {
-    return parse_or_throw(text, name);
+    return parse_profile_or_throw(text, name);
   } catch (const ProfileError& e) {  // thrown in this file only, to unwind the nested reading
     return Status::error(e.what());
   }

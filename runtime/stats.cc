@@ -135,6 +135,12 @@ void Stats::complete(Kind kind, CallSite where, const Completion& d) {
   if (d.timeline) sc.timelines.push_back(*d.timeline);
 }
 
+std::vector<Stats::SiteTotal> Stats::site_totals() const {
+  std::vector<SiteTotal> out;
+  for (const auto& [key, c] : merged_sites()) out.push_back({c.kind, key.address, c.calls, c.bytes});
+  return out;
+}
+
 std::vector<std::pair<Stats::SiteKey, SiteCounters>> Stats::merged_sites() const {
   std::lock_guard lock(mutex_);
   std::unordered_map<SiteKey, SiteCounters, SiteHash> sum;

@@ -147,7 +147,9 @@ class Stats {
   // and per call whether its read order came from the profile (runtime/read_order.hh).
   enum class ProfileUse { Ordered, UnknownSite, OtherSizes };
   void set_profile(const std::string& file, const std::string& status);
-  void record_profile(ProfileUse u) { profile_uses_[static_cast<std::size_t>(u)].fetch_add(1, std::memory_order_relaxed); }
+  void record_profile(ProfileUse u, std::uint64_t calls = 1) {
+    profile_uses_[static_cast<std::size_t>(u)].fetch_add(calls, std::memory_order_relaxed);
+  }
   std::uint64_t profile_uses(ProfileUse u) const { return profile_uses_[static_cast<std::size_t>(u)].load(); }
   // tnbc's own copies in its calls (the own block into place, the send pieces staged): how many,
   // their bytes and time, and what the machine's in-call copy line (model::Machine::in_call_copy)
@@ -227,6 +229,13 @@ class Stats {
   // A block another part writes (its JSON text, asked for when the summary is written): the
   // cost model's `model` block (runtime/model/summary.hh).
   void add_block(const std::string& name, std::function<std::string()> json);
+  // Every site's calls and bytes received so far, summed over the threads.
+  struct SiteTotal {
+    Kind kind;
+    const void* address;  // the call's return address
+    std::uint64_t calls, bytes;
+  };
+  std::vector<SiteTotal> site_totals() const;
   // JSON text of the whole summary (rank, size and mode are the caller's).
   std::string summary_json(int rank, int size, const std::string& mode) const;
 

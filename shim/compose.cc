@@ -13,10 +13,12 @@
 #include <unistd.h>
 
 #include <string>
+#include <vector>
 
 #include "runtime/engine.hh"
 #include "runtime/log.hh"
 #include "runtime/memory_hooks.hh"
+#include "runtime/modules.hh"
 #include "runtime/model/probe.hh"
 #include "runtime/model/startup.hh"
 #include "trace/callsite.hh"
@@ -28,6 +30,7 @@ namespace tnbc::shim {
 
 namespace {
 trace::PlainRun g_plain;  // plain_before_init's verdict
+bool g_plain_ran = false;  // start_runtime ran the plain program on it
 }  // namespace
 
 bool plain_before_init(Runtime& rt) {
@@ -82,6 +85,7 @@ void start_runtime(Runtime& rt, int provided) {
                                  "; MPI_Init asked for the program's own thread level (not MPI_THREAD_MULTIPLE) and "
                                  "every collective is the MPI library's own call");
       rt.run_blocking(Reason::NoOverlapToGain);
+      g_plain_ran = true;
     } else {
       rt.stats().set_profile(s.profile, "rejected");
       rt.say(LogLevel::Warn, "the profile " + s.profile + " was recorded with " + std::to_string(g_plain.np) +
@@ -125,6 +129,26 @@ void start_runtime(Runtime& rt, int provided) {
     rt.attach(trace::make_tracer(s, rt.stats(), rt.rank(), rt.size(), std::move(model)), Reason::Mode);
   }
   rt.started();
+}
+
+void finish_runtime(Runtime& rt) {
+  if (!g_plain_ran) return;
+  std::vector<trace::RunSite> run;
+  for (const Stats::SiteTotal& t : rt.stats().site_totals()) {
+    const CodeLocation where = locate_return_address(t.address);
+    run.push_back({kind_name(t.kind), where.module, where.offset, t.calls, t.bytes});
+  }
+  const trace::SizesNotRecorded n = trace::sizes_not_recorded(g_plain, rt.rank(), run);
+  if (n.sites.empty()) return;
+  rt.stats().record_profile(Stats::ProfileUse::UnknownSite, n.unknown_site_calls);
+  rt.stats().record_profile(Stats::ProfileUse::OtherSizes, n.other_sizes_calls);
+  if (rt.rank() != 0) return;  // each rank's summary counts its calls; rank 0 says it
+  std::string list;
+  for (const std::string& site : n.sites) list += (list.empty() ? "" : "; ") + site;
+  log(LogLevel::Warn, "mode optimize ran the plain program on the verdict of the profile %s, which did not record "
+                      "what rank 0 called here: %s. The verdict may not hold for these calls: trace the program "
+                      "with these sizes (tnbc exec --mode trace) and merge again",
+      rt.settings().profile.c_str(), list.c_str());
 }
 
 }  // namespace tnbc::shim

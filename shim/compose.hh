@@ -14,4 +14,8 @@ bool plain_before_init(Runtime& rt);
 // Collective over MPI_COMM_WORLD.
 void start_runtime(Runtime& rt, int provided);
 
+// At MPI_Finalize, before the summary: a plain run's call sites against the profile that decided
+// it (trace/plain_run.hh, sizes_not_recorded): counted in the summary, said by rank 0.
+void finish_runtime(Runtime& rt);
+
 }  // namespace tnbc::shim

@@ -67,6 +67,7 @@ int Init_thread(int* argc, char*** argv, int required, int* provided, CallSite) 
 }
 
 int Finalize(CallSite) {
+  finish_runtime(Runtime::get());
   Runtime::get().stop();
   const int rc = PMPI_Finalize();
   rma_after_finalize();

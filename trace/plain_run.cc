@@ -1,6 +1,9 @@
 #include "trace/plain_run.hh"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 
 #include "runtime/model/bands.hh"
@@ -55,6 +58,11 @@ PlainRun judge_plain_run(const Settings& s, const std::string& executable, const
     entry.decision = "plain";
     if (below) entry.basis = "below_threshold";
     r.sites.push_back(entry);
+    PlainRun::Recorded rec{site.kind, site.module, site.offset, {}};
+    for (const ProfileSite::Rank& rk : site.ranks)
+      if (rk.receives && rk.bytes_per_call && rk.keys.size() == 1)
+        rec.bytes_per_call.emplace_back(rk.rank, *rk.bytes_per_call);
+    r.recorded.push_back(std::move(rec));
   }
   r.plain = true;
   r.np = prof.np;
@@ -64,6 +72,43 @@ PlainRun judge_plain_run(const Settings& s, const std::string& executable, const
                         " ranks, " + std::to_string(in->world.max_per_node()) + " per node)"
                   : " by TNBC_EARLY_RETURN_COST_US");
   return r;
+}
+
+SizesNotRecorded sizes_not_recorded(const PlainRun& p, int rank, const std::vector<RunSite>& run) {
+  SizesNotRecorded out;
+  for (const RunSite& site : run) {
+    if (site.calls == 0) continue;
+    char off[32];
+    std::snprintf(off, sizeof off, "0x%jx", static_cast<std::uintmax_t>(site.offset));
+    const std::string base = std::filesystem::path(site.module).filename().string();
+    const std::string where = site.kind + " at " + base + "+" + off;
+    // The profile's sites with this innermost frame (several where one function is called from
+    // several places: the summary's site sums them) and the one size they recorded for `rank`.
+    int matches = 0;
+    std::vector<std::uint64_t> sizes;
+    for (const PlainRun::Recorded& r : p.recorded) {
+      if (r.kind != site.kind || r.module != base || std::strtoull(r.offset.c_str(), nullptr, 16) != site.offset)
+        continue;
+      ++matches;
+      for (const auto& [rk, bytes] : r.bytes_per_call)
+        if (rk == rank) sizes.push_back(bytes);
+    }
+    if (matches == 0) {
+      out.unknown_site_calls += site.calls;
+      out.sites.push_back(where + " (not in the profile)");
+      continue;
+    }
+    const bool one_size = static_cast<int>(sizes.size()) == matches &&
+                          std::all_of(sizes.begin(), sizes.end(), [&](std::uint64_t b) { return b == sizes[0]; });
+    if (blocks_can_differ(site.kind) || !one_size) continue;
+    const double per_call = static_cast<double>(site.bytes) / static_cast<double>(site.calls);
+    if (per_call != static_cast<double>(sizes[0])) {
+      out.other_sizes_calls += site.calls;
+      out.sites.push_back(where + " (" + format_bytes(per_call) + " received a call, the profile " +
+                          format_bytes(static_cast<double>(sizes[0])) + ")");
+    }
+  }
+  return out;
 }
 
 PlainAgreement agree_plain(bool all, bool any) {

@@ -11,6 +11,11 @@ usage: plain_run.py --lib LIBTNBC --tool TNBC --prog GAIN_SITES [--np 3]
              every summary), every call is plain MPI (reason no_overlap_to_gain or
              below_threshold), the summary's model block says plain_program and lists both sites
              as "plain"; results equal the blocking ones
+             and nothing about sizes the profile did not record (calls_other_sizes 0)
+  sizes      the same profile on a run of twice the pages per peer: still the plain program
+             (judged before MPI_Init), and rank 0 names both sites with the bytes each received
+             a call against the profile's; every rank's summary counts its calls there
+             (calls_other_sizes); results equal the blocking ones
   engine     the same with TNBC_PROFILE_BLOCKING=off (every site may return early): the engine
              runs (its progress thread's CPU >= 0), no plain-program message
   other np   the profile with one rank more: rank 0 says the profile was recorded with another
@@ -27,7 +32,9 @@ from profile_runs import calibrate, options, run, summaries, trace_and_merge  # 
 from run_mpi_test import fail  # noqa: E402
 
 ARGS = ["6", "256", "20"]
+ARGS_LARGER = ["6", "512", "20"]  # twice the pages per peer
 SAID = "mode optimize runs the plain program"
+NOT_RECORDED = "which did not record what rank 0 called here"
 
 
 def calls(s, kind):
@@ -67,6 +74,27 @@ def main():
         sites = model.get("sites", [])
         if len(sites) != 2 or any(x["decision"] != "plain" for x in sites):
             fail(f"rank {s['rank']}: expected both sites as plain in the model block: {sites}")
+        if s["profile"]["calls_other_sizes"] or s["profile"]["calls_unknown_site"]:
+            fail(f"rank {s['rank']}: the profile's own sizes counted as not recorded: {s['profile']}")
+    if NOT_RECORDED in out:
+        fail("the profile's own sizes named as not recorded", out)
+
+    outdir = os.path.join(work, "sizes")
+    out = run(a, ARGS_LARGER, base, outdir)
+    said = [l for l in out.splitlines() if NOT_RECORDED in l]
+    if SAID not in out or len(said) != 1 or "tnbc[0]" not in said[0] or profile not in said[0]:
+        fail(f"twice the pages: expected the plain program and rank 0's one line '{NOT_RECORDED}'", out)
+    # gain_sites' two Alltoall sites: a rank receives np blocks of 512 pages a call (its own too),
+    # the profile recorded 256.
+    page = os.sysconf("SC_PAGE_SIZE")
+    words = f"({512 * page * a.np / 1048576:g} MiB received a call, the profile {256 * page * a.np / 1048576:g} MiB)"
+    if said[0].count(words) != 2:
+        fail(f"expected both sites named with '{words}'", said[0])
+    for s in summaries(outdir):
+        c = calls(s, "alltoall")
+        if s["profile"]["calls_other_sizes"] != c["calls"] or c["passthrough"] != c["calls"]:
+            fail(f"rank {s['rank']}: expected every alltoall call ({c['calls']}) plain and counted in "
+                 f"calls_other_sizes: {s['profile']}, {c}")
 
     outdir = os.path.join(work, "engine")
     out = run(a, ARGS, dict(base, TNBC_PROFILE_BLOCKING="off"), outdir)

@@ -132,3 +132,62 @@ TEST_CASE("plain run: inputs that differ between ranks -> verdicts differ -> the
   CHECK(agree_plain(a.plain && a.plain, a.plain || a.plain) == PlainAgreement::Plain);
   CHECK(agree_plain(b.plain && c.plain, b.plain || c.plain) == PlainAgreement::Engine);
 }
+
+TEST_CASE("plain run: the run's sites against the profile that decided it") {
+  const Setup t({0.05});
+  const PlainRun p = t.judge();
+  REQUIRE(p.plain);
+  REQUIRE(p.recorded.size() == 1);  // profiles.hh: alltoall at app+0x10, 4 MiB a call on ranks 0 and 1
+  // The sizes the profile recorded, from the module's path: nothing to say.
+  const SizesNotRecorded same = sizes_not_recorded(p, 0, {{"alltoall", "/home/u/app", 0x10, 10, 40 * kMiB}});
+  CHECK(same.sites.empty());
+  CHECK(same.other_sizes_calls + same.unknown_site_calls == 0);
+  // A larger class of the program: 8 MiB a call.
+  const SizesNotRecorded larger = sizes_not_recorded(p, 1, {{"alltoall", "/home/u/app", 0x10, 10, 80 * kMiB}});
+  CHECK(larger.other_sizes_calls == 10);
+  REQUIRE(larger.sites.size() == 1);
+  CHECK_THAT(larger.sites[0], Catch::Contains("alltoall at app+0x10") && Catch::Contains("8 MiB received a call") &&
+                                  Catch::Contains("the profile 4 MiB"));
+  // Sizes that vary: their mean is not the one size recorded.
+  CHECK(sizes_not_recorded(p, 0, {{"alltoall", "/home/u/app", 0x10, 3, 12 * kMiB + 1}}).other_sizes_calls == 3);
+  // A site the profile does not hold (another offset, another kind at the same place).
+  const SizesNotRecorded unknown = sizes_not_recorded(
+      p, 0, {{"alltoall", "/home/u/app", 0x20, 5, 20 * kMiB}, {"bcast", "/home/u/app", 0x10, 2, 8}});
+  CHECK(unknown.unknown_site_calls == 7);
+  CHECK(unknown.other_sizes_calls == 0);
+  REQUIRE(unknown.sites.size() == 2);
+  CHECK_THAT(unknown.sites[0], Catch::Contains("alltoall at app+0x20 (not in the profile)"));
+  // Sites never called, another module of the same name elsewhere: the basename decides.
+  CHECK(sizes_not_recorded(p, 0, {{"alltoall", "/other/app", 0x10, 0, 0}}).sites.empty());
+}
+
+TEST_CASE("plain run: sizes compared only where the profile recorded one size a receiving rank took") {
+  // A rank with two sizes at the site (two keys): its median says too little, the site matches alone.
+  Setup t({0.05});
+  std::vector<RankValues> r = ranks(2, 0.05);
+  r[1].keys = {"0x00000000000000a1", "0x00000000000000a2"};
+  t.s.profile = t.dir.write("two.profile", profile_of(2, {site_text(r, true, "0x0000000000000051", 2)}));
+  const PlainRun p = t.judge();
+  REQUIRE(p.plain);
+  CHECK(sizes_not_recorded(p, 1, {{"alltoall", "app", 0x10, 10, 50 * kMiB}}).sites.empty());
+  CHECK(sizes_not_recorded(p, 0, {{"alltoall", "app", 0x10, 10, 50 * kMiB}}).other_sizes_calls == 10);
+  // A broadcast's root (the profile: it receives nothing; its summary counts the message) and an
+  // Alltoallv (blocks differ between calls, as mode optimize's engine matches it): the site alone.
+  PlainRun q;
+  q.recorded = {{"bcast", "app", "0x30", {{1, 4096}}}, {"alltoallv", "app", "0x40", {{0, kMiB}, {1, kMiB}}}};
+  CHECK(sizes_not_recorded(q, 0, {{"bcast", "app", 0x30, 4, 4 * 4096}}).sites.empty());
+  CHECK(sizes_not_recorded(q, 1, {{"bcast", "app", 0x30, 4, 4 * 8192}}).other_sizes_calls == 4);
+  CHECK(sizes_not_recorded(q, 1, {{"alltoallv", "app", 0x40, 4, 4 * 8 * kMiB}}).sites.empty());
+}
+
+TEST_CASE("plain run: profile sites sharing an innermost frame are compared only where they recorded one size") {
+  // One function calling MPI_Alltoall from two places: two profile sites, one summary site.
+  PlainRun p;
+  p.recorded = {{"alltoall", "app", "0x50", {{0, kMiB}}}, {"alltoall", "app", "0x50", {{0, kMiB}}}};
+  CHECK(sizes_not_recorded(p, 0, {{"alltoall", "app", 0x50, 4, 4 * kMiB}}).sites.empty());
+  CHECK(sizes_not_recorded(p, 0, {{"alltoall", "app", 0x50, 4, 8 * kMiB}}).other_sizes_calls == 4);
+  // Two sizes: the summary's sum says nothing about either.
+  p.recorded[1].bytes_per_call = {{0, 2 * kMiB}};
+  CHECK(sizes_not_recorded(p, 0, {{"alltoall", "app", 0x50, 4, 6 * kMiB}}).sites.empty());
+  CHECK(sizes_not_recorded(p, 0, {{"alltoall", "app", 0x50, 4, 64 * kMiB}}).sites.empty());
+}

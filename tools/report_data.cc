@@ -490,6 +490,10 @@ World build_world(const std::string& dir, const std::vector<Summary>& sums, cons
   }
   for (const Summary& s : sums) {
     const Value* p = s.v.find("profile");
+    if (p && p->type == Value::Type::Object) {
+      w.profile_unknown_site_calls += number(*p, "calls_unknown_site");
+      w.profile_other_sizes_calls += number(*p, "calls_other_sizes");
+    }
     const Value* d = p ? p->find("decisions") : nullptr;
     if (!d || d->type != Value::Type::Array) continue;
     for (const Value& x : d->items) {

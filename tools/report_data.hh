@@ -167,6 +167,9 @@ struct World {
   std::string threshold;        // the size threshold, one line ("" without)
   std::string cpu_contention;   // the first rank's sentence, "" if none
   std::string profile_file, profile_status, profile_blocking;
+  // Mode optimize: calls, over the ranks, at sites the profile does not hold and at sizes it did
+  // not record (the summaries' calls_unknown_site, calls_other_sizes).
+  double profile_unknown_site_calls = 0, profile_other_sizes_calls = 0;
   std::vector<Decision> decisions;
   std::vector<Site> sites;
   std::vector<Section> sections;   // tools/report_sections.hh

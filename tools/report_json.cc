@@ -175,6 +175,8 @@ std::string world_json(const World& w) {
                   ", \"early_returns\": " + num(w.early_returns) + ", \"threshold\": " + quote(w.threshold) +
                   ", \"cpu_contention\": " + quote(w.cpu_contention) + ", \"profile_file\": " + quote(w.profile_file) +
                   ", \"profile_status\": " + quote(w.profile_status) + ", \"profile_blocking\": " + quote(w.profile_blocking) +
+                  ", \"profile_unknown_site_calls\": " + num(w.profile_unknown_site_calls) +
+                  ", \"profile_other_sizes_calls\": " + num(w.profile_other_sizes_calls) +
                   ",\n     \"decisions\": " +
                   list(w.decisions, [&](const Decision& d) {
                     return "{\"site\": " + quote(d.site) + ", \"kind\": " + quote(d.kind) + ", \"where\": " + quote(d.where) +
@@ -261,6 +263,9 @@ World read_world(const Value& v) {
   w.profile_file = str(v, "profile_file");
   w.profile_status = str(v, "profile_status");
   w.profile_blocking = str(v, "profile_blocking");
+  // Absent from reports written before session 72.
+  w.profile_unknown_site_calls = maybe(v, "profile_unknown_site_calls").value_or(0);
+  w.profile_other_sizes_calls = maybe(v, "profile_other_sizes_calls").value_or(0);
   for (const Value& d : field(v, "decisions", Value::Type::Array).items)
     w.decisions.push_back({str(d, "site"), str(d, "kind"), str(d, "where"), str(d, "decision"), str(d, "basis"),
                            number(d, "calls"), ints(d, "ranks"), maybe(d, "comm_ns"), maybe(d, "overlap_ns"),

@@ -216,6 +216,10 @@ void world_text(std::string& o, const World& w) {
     o += "\nprofile " + w.profile_file + ": " + w.profile_status;
     if (!w.profile_blocking.empty()) o += ", blocking decisions " + w.profile_blocking;
     o += "\n";
+    if (w.profile_unknown_site_calls > 0 || w.profile_other_sizes_calls > 0)
+      o += "  it does not describe " + fmt("%.0f calls", w.profile_unknown_site_calls + w.profile_other_sizes_calls) +
+           " over all ranks (" + fmt("%.0f at sites it does not hold", w.profile_unknown_site_calls) + ", " +
+           fmt("%.0f at sizes it did not record", w.profile_other_sizes_calls) + "): trace the program as it ran here\n";
     if (!w.decisions.empty()) o += "  per site (profile site id; calls over all ranks):\n";
     for (const Decision& d : w.decisions) {
       const std::string ranks = on_ranks(d.ranks, w.size);

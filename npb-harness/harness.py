@@ -429,8 +429,10 @@ def tnbc_calls(summary_dir):
     """What tnbc did in one run, from its per-rank summaries (docs/formats.md): per kind the calls
     that returned early, completed in the call (of those for lack of overlap to gain) or ran as
     plain MPI, and mode optimize's site decisions with the ranks that made them."""
-    kinds, decisions, contention, held, predicted = {}, {}, None, {}, []
+    kinds, decisions, contention, held, predicted, undescribed = {}, {}, None, {}, [], 0
     for s in summaries(summary_dir):
+        # Mode optimize: calls at sites the profile does not hold, or at sizes it did not record.
+        undescribed += sum((s.get("profile") or {}).get(k, 0) for k in ("calls_unknown_site", "calls_other_sizes"))
         if (saving := predicted_saving_s(s)) is not None:
             predicted.append(saving)
         for kind, c in s.get("collectives", {}).items():
@@ -456,7 +458,7 @@ def tnbc_calls(summary_dir):
     return {"kinds": kinds, "decisions": [dict(zip(("kind", "where", "site", "decision", "basis"), k), **v)
                                           for k, v in decisions.items()],
             "held_back": [dict(zip(("kind", "where", "site", "margin_setting"), k), **v) for k, v in held.items()],
-            "cpu_contention": contention,
+            "cpu_contention": contention, "profile_undescribed": undescribed,
             # The ranks' median of the model's predicted saving (s; predicted_saving_s), or None.
             "predicted_saving_s": speedups.median(predicted) if predicted else None}
 
@@ -521,9 +523,11 @@ def calls_line(calls):
     def trial(k):  # mode nbc's trial, where it completed calls in the call
         return (f", site trial {k['trial']}, early return slower {k['slower']}"
                 if k.get("trial", 0) + k.get("slower", 0) else "")
+    undescribed = calls.get("profile_undescribed", 0)
     return "; ".join(f"{kind} early {k['early']}, in the call {k['in_call']} (no overlap to gain {k['no_gain']}"
                      f"{trial(k)}), plain MPI {k['plain']}" for kind, k in sorted(calls["kinds"].items())
-                     if k["early"] + k["in_call"] + k["plain"])
+                     if k["early"] + k["in_call"] + k["plain"]) + (
+        f"; the profile does not describe {undescribed} calls (sites or sizes it did not record)" if undescribed else "")
 
 
 def share_text(x):

@@ -144,6 +144,17 @@ def unit_verdict():
         line = harness.calls_line(harness.tnbc_calls(t))
         check(line == "alltoallv early 6, in the call 16 (no overlap to gain 0, site trial 4, early return slower 12), "
               "plain MPI 0; bcast early 2, in the call 0 (no overlap to gain 0), plain MPI 0", f"calls_line: {line}")
+    # Mode optimize's calls the profile does not describe (a plain run's too: trace/plain_run.hh),
+    # summed over the ranks at the end of the line.
+    with tempfile.TemporaryDirectory() as t:
+        for rank in (0, 1):
+            with open(os.path.join(t, f"tnbc-summary.{rank}.json"), "w") as f:
+                json.dump({"rank": rank, "collectives": {
+                    "alltoall": {"early_return": 0, "completed_in_call": 0, "passthrough": 7, "reasons": {}}},
+                    "profile": {"calls_unknown_site": rank, "calls_other_sizes": 7}}, f)
+        line = harness.calls_line(harness.tnbc_calls(t))
+        check(line == "alltoall early 0, in the call 0 (no overlap to gain 0), plain MPI 14; the profile does not "
+              "describe 15 calls (sites or sizes it did not record)", f"calls_line with the profile's count: {line}")
     # A site the margin alone held back (the summaries' model sites with early_at_pct): listed with
     # the smallest percentage over the ranks; a site without it, or a summary without a model, not.
     with tempfile.TemporaryDirectory() as t:

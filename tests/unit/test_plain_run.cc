@@ -157,8 +157,10 @@ TEST_CASE("plain run: the run's sites against the profile that decided it") {
   CHECK(unknown.other_sizes_calls == 0);
   REQUIRE(unknown.sites.size() == 2);
   CHECK_THAT(unknown.sites[0], Catch::Contains("alltoall at app+0x20 (not in the profile)"));
-  // Sites never called, another module of the same name elsewhere: the basename decides.
-  CHECK(sizes_not_recorded(p, 0, {{"alltoall", "/other/app", 0x10, 0, 0}}).sites.empty());
+  // A site never called says nothing; a module is known by its basename wherever it lies.
+  CHECK(sizes_not_recorded(p, 0, {{"alltoall", "/home/u/app", 0x20, 0, 0}}).sites.empty());
+  CHECK(sizes_not_recorded(p, 0, {{"alltoall", "/other/app", 0x10, 10, 40 * kMiB}}).sites.empty());
+  CHECK(sizes_not_recorded(p, 0, {{"alltoall", "/home/u/app2", 0x10, 10, 40 * kMiB}}).unknown_site_calls == 10);
 }
 
 TEST_CASE("plain run: sizes compared only where the profile recorded one size a receiving rank took") {

@@ -11,11 +11,11 @@
 //
 // Which calls: the 1st, 2nd, 4th, 8th, ... early return at each site on each rank (the trace
 // pass: traced call), TNBC_TIMELINE_CALLS of them (the same calls on every rank of an SPMD
-// program), but not a call of mode nbc's trial (runtime/site_trial.hh: it times them), while fewer than kMaxParkedCalls observed calls are still waiting for their first
-// touches. What it costs: one fault (or
-// userfaultfd wake-up) per region of an observed call whose data came first, and the region's
-// opening done by the touching thread instead of the progress thread; counted apart
-// (`observation`), never as blocked time.
+// program), but not a call of mode nbc's trial (runtime/site_trial.hh: it times them), while
+// fewer than kMaxParkedCalls observed calls are still waiting for their first touches. What it
+// costs: one fault (or userfaultfd wake-up) per region of an observed call whose data came first,
+// and the region's opening done by the touching thread instead of the progress thread; counted
+// apart (`observation`), never as blocked time.
 #pragma once
 
 #include <cstddef>

@@ -58,7 +58,7 @@ PlainRun judge_plain_run(const Settings& s, const std::string& executable, const
     entry.decision = "plain";
     if (below) entry.basis = "below_threshold";
     r.sites.push_back(entry);
-    PlainRun::Recorded rec{site.kind, site.module, site.offset, {}};
+    PlainRun::Recorded rec{site.kind, site.module, std::strtoull(site.offset.c_str(), nullptr, 16), {}};
     for (const ProfileSite::Rank& rk : site.ranks)
       if (rk.receives && rk.bytes_per_call && rk.keys.size() == 1)
         rec.bytes_per_call.emplace_back(rk.rank, *rk.bytes_per_call);
@@ -87,8 +87,7 @@ SizesNotRecorded sizes_not_recorded(const PlainRun& p, int rank, const std::vect
     int matches = 0;
     std::vector<std::uint64_t> sizes;
     for (const PlainRun::Recorded& r : p.recorded) {
-      if (r.kind != site.kind || r.module != base || std::strtoull(r.offset.c_str(), nullptr, 16) != site.offset)
-        continue;
+      if (r.kind != site.kind || r.module != base || r.offset != site.offset) continue;
       ++matches;
       for (const auto& [rk, bytes] : r.bytes_per_call)
         if (rk == rank) sizes.push_back(bytes);

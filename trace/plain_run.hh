@@ -34,7 +34,8 @@ struct PlainRun {
   std::vector<model::Summary::Site> sites;  // plain: every site of the profile, decision "plain"
   // plain: what the verdict's sites received per call, for sizes_not_recorded.
   struct Recorded {
-    std::string kind, module, offset;  // the profile site's kind and innermost frame (module basename, "0x...")
+    std::string kind, module;  // the profile site's kind and innermost frame's module basename
+    std::uintptr_t offset = 0;  // and offset in it
     // (rank, bytes received a call) of the ranks that receive (a broadcast's root does not: its
     // profile says 0, its summary the message) one size there (else the median says too little).
     std::vector<std::pair<int, std::uint64_t>> bytes_per_call;

@@ -176,7 +176,7 @@ TEST_CASE("plain run: sizes compared only where the profile recorded one size a 
   // A broadcast's root (the profile: it receives nothing; its summary counts the message) and an
   // Alltoallv (blocks differ between calls, as mode optimize's engine matches it): the site alone.
   PlainRun q;
-  q.recorded = {{"bcast", "app", "0x30", {{1, 4096}}}, {"alltoallv", "app", "0x40", {{0, kMiB}, {1, kMiB}}}};
+  q.recorded = {{"bcast", "app", 0x30, {{1, 4096}}}, {"alltoallv", "app", 0x40, {{0, kMiB}, {1, kMiB}}}};
   CHECK(sizes_not_recorded(q, 0, {{"bcast", "app", 0x30, 4, 4 * 4096}}).sites.empty());
   CHECK(sizes_not_recorded(q, 1, {{"bcast", "app", 0x30, 4, 4 * 8192}}).other_sizes_calls == 4);
   CHECK(sizes_not_recorded(q, 1, {{"alltoallv", "app", 0x40, 4, 4 * 8 * kMiB}}).sites.empty());
@@ -185,7 +185,7 @@ TEST_CASE("plain run: sizes compared only where the profile recorded one size a 
 TEST_CASE("plain run: profile sites sharing an innermost frame are compared only where they recorded one size") {
   // One function calling MPI_Alltoall from two places: two profile sites, one summary site.
   PlainRun p;
-  p.recorded = {{"alltoall", "app", "0x50", {{0, kMiB}}}, {"alltoall", "app", "0x50", {{0, kMiB}}}};
+  p.recorded = {{"alltoall", "app", 0x50, {{0, kMiB}}}, {"alltoall", "app", 0x50, {{0, kMiB}}}};
   CHECK(sizes_not_recorded(p, 0, {{"alltoall", "app", 0x50, 4, 4 * kMiB}}).sites.empty());
   CHECK(sizes_not_recorded(p, 0, {{"alltoall", "app", 0x50, 4, 8 * kMiB}}).other_sizes_calls == 4);
   // Two sizes: the summary's sum says nothing about either.

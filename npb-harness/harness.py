@@ -436,13 +436,15 @@ def tnbc_calls(summary_dir):
         if (saving := predicted_saving_s(s)) is not None:
             predicted.append(saving)
         for kind, c in s.get("collectives", {}).items():
-            k = kinds.setdefault(kind, {"early": 0, "in_call": 0, "no_gain": 0, "trial": 0, "slower": 0, "plain": 0})
+            k = kinds.setdefault(kind, {"early": 0, "in_call": 0, "no_gain": 0, "trial": 0, "slower": 0, "plain": 0,
+                                        "agreed": 0})
             k["early"] += c.get("early_return", 0)
             k["in_call"] += c.get("completed_in_call", 0)
             k["no_gain"] += c.get("reasons", {}).get("no_overlap_to_gain", 0)
             k["trial"] += c.get("reasons", {}).get("site_trial", 0)  # mode nbc's trial (runtime/site_trial.hh)
             k["slower"] += c.get("reasons", {}).get("early_return_slower", 0)
             k["plain"] += c.get("passthrough", 0)
+            k["agreed"] += c.get("reasons", {}).get("agreed_plain", 0)  # runtime/plain_agreement.hh
         contention = contention or (s.get("node") or {}).get("cpu_contention")
         for d in (s.get("profile") or {}).get("decisions", []):
             e = decisions.setdefault((d["kind"], d["where"], d["site"], d["decision"], d["basis"]),
@@ -523,9 +525,11 @@ def calls_line(calls):
     def trial(k):  # mode nbc's trial, where it completed calls in the call
         return (f", site trial {k['trial']}, early return slower {k['slower']}"
                 if k.get("trial", 0) + k.get("slower", 0) else "")
+    def agreed(k):  # the trials' calls the ranks agreed to run as the library's own
+        return f" (agreed by the ranks' trials {k['agreed']})" if k.get("agreed", 0) else ""
     undescribed = calls.get("profile_undescribed", 0)
     return "; ".join(f"{kind} early {k['early']}, in the call {k['in_call']} (no overlap to gain {k['no_gain']}"
-                     f"{trial(k)}), plain MPI {k['plain']}" for kind, k in sorted(calls["kinds"].items())
+                     f"{trial(k)}), plain MPI {k['plain']}{agreed(k)}" for kind, k in sorted(calls["kinds"].items())
                      if k["early"] + k["in_call"] + k["plain"]) + (
         f"; the profile does not describe {undescribed} calls (sites or sizes it did not record)" if undescribed else "")
 

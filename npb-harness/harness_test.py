@@ -133,17 +133,19 @@ def unit_verdict():
           harness.decision_where({"report": {"decision_where": {"0x2": "x"}}}, d) == d["where"] and
           harness.decision_where({"report": None}, d) == d["where"], "decision_where: the report's name, else the frame")
     # Mode nbc's trial (runtime/site_trial.hh): its calls completed in the call counted in the run's
-    # line, summed over the ranks; a kind without any keeps the line as before.
+    # line, summed over the ranks, and those the ranks agreed to run as the library's own
+    # (runtime/plain_agreement.hh); a kind without any keeps the line as before.
     with tempfile.TemporaryDirectory() as t:
         for rank in (0, 1):
             with open(os.path.join(t, f"tnbc-summary.{rank}.json"), "w") as f:
                 json.dump({"rank": rank, "collectives": {
-                    "alltoallv": {"early_return": 3, "completed_in_call": 8, "passthrough": 0,
-                                  "reasons": {"site_trial": 2, "early_return_slower": 6}},
+                    "alltoallv": {"early_return": 3, "completed_in_call": 8, "passthrough": 5,
+                                  "reasons": {"site_trial": 2, "early_return_slower": 6, "agreed_plain": 4}},
                     "bcast": {"early_return": 1, "completed_in_call": 0, "passthrough": 0, "reasons": {}}}}, f)
         line = harness.calls_line(harness.tnbc_calls(t))
         check(line == "alltoallv early 6, in the call 16 (no overlap to gain 0, site trial 4, early return slower 12), "
-              "plain MPI 0; bcast early 2, in the call 0 (no overlap to gain 0), plain MPI 0", f"calls_line: {line}")
+              "plain MPI 10 (agreed by the ranks' trials 8); bcast early 2, in the call 0 (no overlap to gain 0), "
+              "plain MPI 0", f"calls_line: {line}")
     # Mode optimize's calls the profile does not describe (a plain run's too: trace/plain_run.hh),
     # summed over the ranks at the end of the line.
     with tempfile.TemporaryDirectory() as t:

@@ -42,6 +42,23 @@ const model::Topology& CommCache::topology(MPI_Comm user, const model::Topology&
   return *t;
 }
 
+void wait_collective(MPI_Request& req, MPI_Comm user, long long timeout_ns, const char* what, const char* role,
+                     const char* step) {
+  const long long start = futex::now_ns();
+  for (int done = 0; PMPI_Test(&req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done;) {
+    if (futex::now_ns() - start > timeout_ns) {
+      int n = 0, me = 0;
+      PMPI_Comm_size(user, &n);
+      PMPI_Comm_rank(user, &me);
+      log(LogLevel::Error, "timeout (TNBC_TIMEOUT=%llds) in %s, %s on a communicator of %d ranks (this is rank %d "
+                           "of it): %s did not complete, so some rank of it never called this collective",
+          timeout_ns / 1000000000LL, what, role, n, me, step);
+      end_job();  // pauses first: the launcher forwards the report before the abort
+    }
+    sched_yield();
+  }
+}
+
 PrivateComm& CommCache::get(MPI_Comm user, long long timeout_ns, const char* what) {
   void* value = nullptr;
   int found = 0;
@@ -50,20 +67,8 @@ PrivateComm& CommCache::get(MPI_Comm user, long long timeout_ns, const char* wha
   auto* pc = new PrivateComm();
   MPI_Request req;
   PMPI_Comm_idup(user, &pc->comm, &req);
-  const long long start = futex::now_ns();
-  for (int done = 0; PMPI_Test(&req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done;) {
-    if (futex::now_ns() - start > timeout_ns) {
-      int n = 0, me = 0;
-      PMPI_Comm_size(user, &n);
-      PMPI_Comm_rank(user, &me);
-      log(LogLevel::Error, "timeout (TNBC_TIMEOUT=%llds) in %s, the first collective tnbc runs on a communicator "
-                           "of %d ranks (this is rank %d of it): tnbc's private duplicate of that communicator "
-                           "(MPI_Comm_idup) did not complete, so some rank of it never called this collective",
-          timeout_ns / 1000000000LL, what, n, me);
-      end_job();  // pauses first: the launcher forwards the report before the abort
-    }
-    sched_yield();
-  }
+  wait_collective(req, user, timeout_ns, what, "the first collective tnbc runs",
+                  "tnbc's private duplicate of that communicator (MPI_Comm_idup)");
   PMPI_Comm_set_errhandler(pc->comm, MPI_ERRORS_ARE_FATAL);
   PMPI_Comm_rank(pc->comm, &pc->rank);
   PMPI_Comm_size(pc->comm, &pc->size);

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "runtime/node_arbiter.hh"
+#include "runtime/plain_agreement.hh"
 
 #include "runtime/model/probe.hh"
 #include "runtime/model/topology.hh"
@@ -26,7 +27,15 @@ struct PrivateComm {
   std::uint64_t next_sequence = 0;
   RmaComm* rma = nullptr;  // the RMA broadcast's windows, once used (runtime/rma_transport.hh)
   std::shared_ptr<NodeLink> node;  // node-level priorities' board (nullptr: none)
+  PlainAgreement agreement;        // the calls every rank agreed to run as the library's own
 };
+
+// Waits for `req`, a collective tnbc started on `user`'s duplicate in the collective `what` (`role`:
+// which of tnbc's collectives that is; `step`: what it started, for the message); after
+// `timeout_ns` without it, says that some rank of `user` never called `what` and ends the job
+// instead of waiting forever inside MPI.
+void wait_collective(MPI_Request& req, MPI_Comm user, long long timeout_ns, const char* what, const char* role,
+                     const char* step);
 
 class CommCache {
  public:

@@ -42,6 +42,10 @@ const std::vector<Option> kOptions = {
      "Mode nbc: how much faster, in percent, the trial's completions in the call must be than its early returns "
      "for the site's later calls to complete in the call (docs/settings.md).",
      &Settings::site_trial_margin_pct, 0, 100},
+    {"site_trial_agree", OptionType::Choice, "on", "on|off",
+     "Whether the calls that every rank's site trial completes in the call run as the MPI library's own, agreed "
+     "by a vote of the communicator's ranks; off: through tnbc's schedule, each rank deciding alone.",
+     &Settings::site_trial_agree, 0, 0, true},
     {"log", OptionType::Choice, "warn", "error|warn|info|debug",
      "How much tnbc says on stderr (lines start with 'tnbc[rank]:').", &Settings::log},
     {"guard", OptionType::Choice, "auto", "auto|uffd|protect",

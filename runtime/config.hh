@@ -32,6 +32,9 @@ enum class ProfileBlocking { Auto, Off };
 enum class BcastBackend { P2p, RmaBinomial, RmaLinear, Auto };
 // Node-level priorities (runtime/node_gate.hh): auto = in mode optimize with a profile.
 enum class NodePriorities { Auto, On, Off };
+// Whether the ranks of a communicator agree to run as the MPI library's own the calls every rank's
+// site trial completes in the call (runtime/plain_agreement.hh).
+enum class TrialAgree { On, Off };
 // How the ranks of one node reach each other: shared memory (not the node's link: not
 // arbitrated) or through the node's link (an MPI restricted to TCP over a NIC: arbitrated).
 enum class NodeLocalSends { Shm, Link };
@@ -55,6 +58,7 @@ struct Settings {
   std::int64_t timeline_calls = 4;
   std::int64_t site_trial_calls = 4;        // mode nbc's trial per site (runtime/site_trial.hh)
   std::int64_t site_trial_margin_pct = 3;
+  TrialAgree site_trial_agree = TrialAgree::On;
   LogLevel log = LogLevel::Warn;
   GuardChoice guard = GuardChoice::Auto;
   SendCopy send_copy = SendCopy::Auto;
@@ -90,7 +94,7 @@ struct Settings {
 // Where a parsed value goes; the alternative must agree with the option's type.
 using Field = std::variant<Mode Settings::*, LogLevel Settings::*, GuardChoice Settings::*, SendCopy Settings::*,
                            UffdPublish Settings::*, ProfileBlocking Settings::*, BcastBackend Settings::*,
-                           NodePriorities Settings::*, NodeLocalSends Settings::*, ProgressCpus Settings::*,
+                           NodePriorities Settings::*, TrialAgree Settings::*, NodeLocalSends Settings::*, ProgressCpus Settings::*,
                            std::string Settings::*,
                            std::optional<std::uint64_t> Settings::*, std::int64_t Settings::*>;
 

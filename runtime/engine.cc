@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -73,6 +74,7 @@ class EngineImpl final : public Engine {
   EngineImpl(const Settings& s, Stats& stats, std::unique_ptr<ReadOrderSource> orders)
       : s_(s), stats_(stats), page_(static_cast<std::size_t>(sysconf(_SC_PAGESIZE))),
         timeout_ns_(s.timeout_s * kNsPerSecond), trial_rule_(trial_rule(s)),
+        agree_(trial_rule_.calls > 0 && s.site_trial_agree == TrialAgree::On),
         policy_(make_policy(s, page_, std::move(orders))),
         uffd_(make_uffd_backend(policy_->swap_pages())), protect_(make_protect_backend()) {
     set_abort_flush_us(s.abort_flush_us);
@@ -176,6 +178,20 @@ class EngineImpl final : public Engine {
       stats_.record(site, {size.received, size.sent, Outcome::Passthrough, why, t_enter, futex::now_ns()});
       return rc;
     }
+    // The private duplicate is made collectively: never under call_mutex_, which another
+    // thread's collective on another communicator may hold while its peers wait for this one.
+    PrivateComm& pc = comms_.get(c.comm, timeout_ns_, info(c.kind).mpi_name);
+    // The calls every rank's site trial completes in the call: the library's own, agreed by the
+    // communicator's ranks (runtime/plain_agreement.hh).
+    const int key = agree_ ? agreement_key(pc, c, size.unit) : -1;
+    if (pc.agreement.plain(key)) {
+      pc.agreement.record(key, c.site.return_address, true);
+      fence(layout.recv_extent, "a collective the ranks agreed to run as the MPI library's own");
+      for (const ByteRange& r : layout.send_spans) fence(r, "a collective the ranks agreed to run as the MPI library's own");
+      const int rc = blocking();
+      stats_.record(site, {size.received, size.sent, Outcome::Passthrough, Reason::AgreedPlain, t_enter, futex::now_ns()});
+      return rc;
+    }
     // It completes in the call where the profile found no overlap to gain at its site (mode
     // optimize) or where it receives too little here to return early (below_threshold: in mode
     // nbc a size at which tnbc's schedule completed in the call beats the library's call,
@@ -190,9 +206,11 @@ class EngineImpl final : public Engine {
     const bool may_try = pays && !policy_->judged_last();
     const TrialRun trial = site.trial.enter(site.calls, t_enter, may_try, trial_rule_, trial_turn_);
     const bool in_call = !pays || trial != TrialRun::Early;
-    // The private duplicate is made collectively: never under call_mutex_, which another
-    // thread's collective on another communicator may hold while its peers wait for this one.
-    PrivateComm& pc = comms_.get(c.comm, timeout_ns_, info(c.kind).mpi_name);
+    if (key >= 0) {
+      const std::uint64_t per_peer = c.kind == Kind::Bcast ? layout.received : layout.received / std::max(1, ctx.size - 1);
+      pc.agreement.record(key, c.site.return_address,
+                          trial == TrialRun::Verdict && !policy_->own_call_faster(c.kind, topo, per_peer));
+    }
     auto f = std::make_shared<InFlight>();
     f->kind = c.kind;
     f->site = c.site;
@@ -701,6 +719,44 @@ class EngineImpl final : public Engine {
     end_job();
   }
 
+  // The call's key on its communicator (runtime/plain_agreement.hh), with the vote where one is
+  // due: every rank of the communicator is in this same call (MPI's ordering rule).
+  int agreement_key(PrivateComm& pc, const CollCall& c, std::size_t unit) {
+    const PlainAgreement::Entry e = pc.agreement.enter({c.kind, unit, c.kind == Kind::Bcast ? c.root : -1});
+    if (e.vote) vote(pc, c);
+    return e.key;
+  }
+  void vote(PrivateComm& pc, const CollCall& c) {
+    const PlainAgreement::Ballot mine = pc.agreement.ballot();
+    PlainAgreement::Ballot all{};
+    MPI_Request req;
+    PMPI_Iallreduce(mine.data(), all.data(), static_cast<int>(all.size()), MPI_UINT64_T, MPI_BOR, pc.comm, &req);
+    const char* what = info(c.kind).mpi_name;
+    wait_collective(req, c.comm, timeout_ns_, what, "where its ranks vote on the calls to run as the MPI library's own",
+                    "the vote (MPI_Iallreduce on tnbc's duplicate)");
+    const PlainAgreement::Applied applied = pc.agreement.apply(all);
+    stats_.record_vote(static_cast<std::uint64_t>(std::popcount(applied.agreed)),
+                       static_cast<std::uint64_t>(std::popcount(applied.retried)));
+    if (pc.rank != 0) return;
+    if (applied.disagreed)
+      log(LogLevel::Warn, "the ranks of a communicator of %d ranks called different collectives on it (their keys differ "
+                          "at call %llu, in %s): no call there runs as the MPI library's own by agreement; "
+                          "each rank completes in the call through tnbc's schedule where its trial says so",
+          pc.size, static_cast<unsigned long long>(pc.agreement.calls()), what);
+    for (int k = 0; k < PlainAgreement::kMaxKeys; ++k) {
+      const std::uint64_t bit = std::uint64_t{1} << k;
+      if (!((applied.agreed | applied.retried) & bit)) continue;
+      const AgreementKey& key = pc.agreement.key(k);
+      log(LogLevel::Info, "%s of %s (root %d) on a communicator of %d ranks: %s at its call %llu",
+          info(key.kind).mpi_name, key.unit == kNoUnit ? "sizes that differ by rank" : bytes_text(key.unit).c_str(),
+          key.root, pc.size,
+          (applied.agreed & bit) ? "every rank's trial completes it in the call faster, so it runs as the MPI "
+                                   "library's own (agreed)"
+                                 : "back through tnbc, to be tried again",
+          static_cast<unsigned long long>(pc.agreement.calls()));
+    }
+  }
+
   // Waits until every collective in flight has finished, sends included; after TNBC_TIMEOUT
   // says what is missing and ends the job.
   void drain_or_end(const char* when) {
@@ -717,6 +773,7 @@ class EngineImpl final : public Engine {
   long long timeout_ns_;
   TrialRule trial_rule_;
   TrialTurn trial_turn_;  // one site of the rank tries at a time
+  bool agree_;            // the communicators' ranks vote (runtime/plain_agreement.hh)
   std::unique_ptr<Policy> policy_;
   std::shared_ptr<const model::Inputs> model_;
   int world_rank_ = -1;  // set when the model starts

@@ -154,6 +154,14 @@ class ModelPolicy final : public Policy {
     return bcast_params(rma_.costs, rma_.p2p, model_ ? &model_->machine : nullptr, level);
   }
 
+  bool own_call_faster(Kind kind, const model::Topology& comm, std::size_t per_peer) override {
+    if (s_.min_bytes || !model_) return false;
+    std::lock_guard lock(mutex_);
+    auto [it, fresh] = own_bands_.try_emplace({key_of(comm), static_cast<int>(model::band_kind(kind))});
+    if (fresh) it->second = model::own_call_bands(model_->machine, comm, model::band_kind(kind), exec(), page_);
+    return it->second.contains(per_peer);
+  }
+
   bool complete_in_call(const CallShape& call) override { return orders_ && orders_->run_blocking(call); }
   bool judged_last() const override { return orders_ && orders_->judged_last(); }
 
@@ -247,6 +255,7 @@ class ModelPolicy final : public Policy {
       agreed_ = agreed;
       bands_.clear();
       engine_bands_.clear();
+      own_bands_.clear();
       segments_.clear();
       bcast_choice_.clear();
       scales_.clear();
@@ -370,6 +379,7 @@ class ModelPolicy final : public Policy {
   std::mutex mutex_;  // the caches: calls on several threads ask at once
   std::map<std::pair<std::uint64_t, int>, model::SizeBands> bands_;         // early_return_sizes
   std::map<std::pair<std::uint64_t, int>, model::SizeBands> engine_bands_;  // those and tnbc's faster calls
+  std::map<std::pair<std::uint64_t, int>, model::SizeBands> own_bands_;     // tnbc's faster calls (own_call_faster)
   std::map<std::pair<std::uint64_t, std::size_t>, int> segments_;
   std::map<std::pair<std::uint64_t, std::size_t>, BcastBackend> bcast_choice_;
   std::map<std::uint64_t, double> scales_;

@@ -379,6 +379,8 @@ std::string Stats::summary_json(int rank, int size, const std::string& mode) con
     << ", \"userfaultfd_moved\": " << guards_[2].load() << "},\n ";
   j << "\"bcast_backends\": {\"p2p\": " << bcast_backends_[0].load() << ", \"rma_binomial\": " << bcast_backends_[1].load()
     << ", \"rma_linear\": " << bcast_backends_[2].load() << "},\n ";
+  j << "\"agreement\": {\"votes\": " << votes_[0].load() << ", \"agreed\": " << votes_[1].load()
+    << ", \"retried\": " << votes_[2].load() << "},\n ";
   j << "\"overhead\": {\"in_early_calls_s\": " << static_cast<double>(in_early_ns) / 1e9
     << ", \"progress_thread_cpu_s\": " << progress_cpu_s_ << ", \"uffd_listener_cpu_s\": " << listener_cpu_s_;
   const CallCopies cc = call_copies();

@@ -140,6 +140,13 @@ class Stats {
   enum class GuardUsed { Userfaultfd, ProtNone, UserfaultfdMoved };
   void record_guard(GuardUsed g) { guards_[static_cast<std::size_t>(g)].fetch_add(1, std::memory_order_relaxed); }
   // How a broadcast that took tnbc's schedule travelled (TNBC_BCAST_BACKEND; never Auto).
+  // A vote of a communicator's ranks (runtime/plain_agreement.hh): keys it agreed to run as the
+  // library's own, and keys it sent back through tnbc to be tried again.
+  void record_vote(std::uint64_t agreed, std::uint64_t retried) {
+    votes_[0].fetch_add(1, std::memory_order_relaxed);
+    votes_[1].fetch_add(agreed, std::memory_order_relaxed);
+    votes_[2].fetch_add(retried, std::memory_order_relaxed);
+  }
   void record_bcast_backend(BcastBackend b) {
     bcast_backends_[static_cast<std::size_t>(b)].fetch_add(1, std::memory_order_relaxed);
   }
@@ -262,6 +269,7 @@ class Stats {
 
   std::array<std::atomic<std::uint64_t>, 3> guards_{};  // rare (early returns only): shared
   std::array<std::atomic<std::uint64_t>, 3> bcast_backends_{};  // p2p, rma_binomial, rma_linear
+  std::array<std::atomic<std::uint64_t>, 3> votes_{};  // votes, keys agreed, keys retried
   std::array<std::atomic<std::uint64_t>, 3> profile_uses_{};
   std::array<std::atomic<std::uint64_t>, 4> call_copies_{};  // CallCopies' fields, in order
   std::array<std::atomic<std::uint64_t>, 4> staging_{};      // Staging's fields, in order

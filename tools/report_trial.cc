@@ -28,17 +28,23 @@ std::string trial_text(const World& w) {
   for (std::size_t i = 0; i < w.sites.size(); ++i) {
     std::vector<double> early, in_call;
     int ranks_in_call = 0;
+    double agreed = 0;  // calls the ranks agreed to run as the library's own (runtime/plain_agreement.hh)
     for (const RankFigures& r : w.sites[i].ranks) {
       if (!r.trial) continue;
       early.push_back(r.trial->early_ns);
       in_call.push_back(r.trial->in_call_ns);
       ranks_in_call += r.trial->in_call ? 1 : 0;
+      if (auto it = r.reasons.find("agreed_plain"); it != r.reasons.end()) agreed += it->second;
     }
     if (early.empty()) continue;
     char ranks[64];
     std::snprintf(ranks, sizeof ranks, "%d of %zu ranks", ranks_in_call, early.size());
     o += "  " + std::to_string(i + 1) + (i + 1 < 10 ? "   " : "  ") + "early return " + range_ms(early) +
-         ", in the call " + range_ms(in_call) + ": later calls complete in the call on " + ranks + "\n";
+         ", in the call " + range_ms(in_call) + ": later calls complete in the call on " + ranks;
+    if (agreed > 0)
+      o += "; " + std::to_string(static_cast<long long>(agreed)) +
+           " of them (all ranks) ran as the MPI library's own, agreed by the ranks (TNBC_SITE_TRIAL_AGREE)";
+    o += "\n";
   }
   if (o.empty()) return o;
   return "each site's last trial per rank (mode nbc, TNBC_SITE_TRIAL_CALLS): the median time from a call to the "

@@ -6,7 +6,8 @@ usage: site_trial.py --lib LIBTNBC --tool TNBC --prog GAIN_SITES [--np 2]
 gain_sites' read_at_once touches every received block right after its call; compute_first computes
 COMPUTE_MS first. Mode nbc, every size returning early (TNBC_MIN_BYTES: on one node the model
 would complete these in the call anyway), trials of 8 calls (E C C E E C C E), no margin:
-  trial  on every rank, read_at_once tries first (calls 1-8), compute_first waits for the turn and
+  trial  each rank deciding alone (TNBC_SITE_TRIAL_AGREE=off: compute_first's verdict may be in_call
+         too, and the key both sites share would then be agreed); on every rank, read_at_once tries first (calls 1-8), compute_first waits for the turn and
          tries at calls 9-16 (one site of a rank at a time); read_at_once's completions in the call
          are faster (its early returns only add the guard's costs to the same messages), so its
          calls 9-17 complete in the call (early_return_slower); its second trial, due at 16, waits
@@ -18,6 +19,11 @@ would complete these in the call anyway), trials of 8 calls (E C C E E C C E), n
   no profile  mode optimize with a profile that cannot be read runs as mode nbc, trial included
   other sizes mode optimize with a profile traced at other sizes: both sites' calls return early on
               no evidence (other_sizes), so both try
+  agreed read_at_once alone (COMPUTE_MS -1), trials of 4 calls: where its verdict is in_call on
+         every rank (up to 3 runs), the vote at the 7th call agrees that the rest run as the
+         library's own (agreed_plain, passthrough: calls 7-24; the summary's agreement block: one
+         key agreed at 7 votes); with TNBC_SITE_TRIAL_AGREE=off those calls complete in the call
+         through tnbc's schedule (early_return_slower) and no vote is taken
   off    TNBC_SITE_TRIAL_CALLS=0: every call returns early, no trial in the summary
 Every run must print "0 failed" (every received byte equals the blocking PMPI_Alltoall's) and exit 0.
 """
@@ -69,7 +75,8 @@ def check(cond, what, rank, site):
 def trial_run(a, work, attempt, spans, args):
     """One run with trials of TRIAL calls: every count checked; whether read_at_once's verdict is in_call."""
     outdir = os.path.join(work, f"trial{attempt}", "tnbc")
-    run(a, args, dict(BASE, TNBC_SITE_TRIAL_CALLS=str(TRIAL), TNBC_SITE_TRIAL_MARGIN_PCT="0"), outdir, quiet=True)
+    run(a, args, dict(BASE, TNBC_SITE_TRIAL_CALLS=str(TRIAL), TNBC_SITE_TRIAL_MARGIN_PCT="0",
+                      TNBC_SITE_TRIAL_AGREE="off"), outdir, quiet=True)
     sums = summaries(outdir)
     if len(sums) != a.np:
         fail(f"expected {a.np} summaries, found {len(sums)}")
@@ -101,6 +108,47 @@ def trial_run(a, work, attempt, spans, args):
         check(first["reasons"] == want and first["completed_in_call"] == sum(want.values()),
               f"compute_first: reasons {want}", rank, first)
     return outdir, at_once_in_call
+
+
+def agreed_run(a, work, attempt, spans, agree):
+    """read_at_once alone, trials of 4 calls, TNBC_SITE_TRIAL_AGREE=`agree`: every count checked
+    where its verdict is in_call on every rank; returns whether it was."""
+    outdir = os.path.join(work, f"agreed-{agree}{attempt}", "tnbc")
+    run(a, [str(ITER), PAGES, "-1"], dict(BASE, TNBC_SITE_TRIAL_MARGIN_PCT="0", TNBC_SITE_TRIAL_AGREE=agree), outdir,
+        quiet=True)
+    sums = summaries(outdir)
+    sites = {s["rank"]: [x for x in s["sites"] if spans["read_at_once"][0] <= int(x["offset"], 16) <
+                         spans["read_at_once"][1]] for s in sums}
+    if len(sums) != a.np or any(len(v) != 1 for v in sites.values()):
+        fail(f"{outdir}: expected one read_at_once site in each of {a.np} summaries", sums)
+    # With the agreement the one trial's verdict; without, the first verdict (calls 6-16).
+    if any(v[0]["trial"]["verdict"] != "in_call" if agree == "on" else
+           v[0]["reasons"].get("early_return_slower", 0) < 11 for v in sites.values()):
+        return False
+    later = ITER - 6  # calls 7-24: after the warm-up (1), the trial (2-5) and the first verdict (6)
+    for s in sums:
+        site, votes = sites[s["rank"]][0], s["agreement"]
+        if agree == "on":
+            want = {"site_trial": 2, "early_return_slower": 1, "agreed_plain": later}
+            check(site["reasons"] == want and site["passthrough"] == later and site["early_return"] == 3,
+                  f"read_at_once: reasons {want}, {later} calls the library's own", s["rank"], site)
+            check(votes == {"votes": 7, "agreed": 1, "retried": 0}, "7 votes (calls 7, 9, 11, 13, 15, 16, 24), "
+                  "one key agreed", s["rank"], votes)
+        else:
+            # Its verdict from call 6 to 16, its second trial at 17-20 (2 more site_trial), and from 21
+            # the second verdict (in the summary).
+            slower = 11 + (ITER - 20 if site["trial"]["verdict"] == "in_call" else 0)
+            want = {"site_trial": 4, "early_return_slower": slower}
+            check(site["reasons"] == want and site["passthrough"] == 0 and site["trial"]["trials"] == 2,
+                  f"read_at_once: reasons {want}, two trials", s["rank"], site)
+            check(votes == {"votes": 0, "agreed": 0, "retried": 0}, "no vote", s["rank"], votes)
+    if agree == "on":
+        r = subprocess.run([a.tool, "report", os.path.dirname(outdir)], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+        said = f"{a.np * later} of them (all ranks) ran as the MPI library's own, agreed by the ranks"
+        if r.returncode != 0 or said not in r.stdout or f"agreed_plain {a.np * later}" not in r.stdout:
+            fail(f"tnbc report does not say that the ranks agreed ({said!r})", r.stdout)
+    return True
 
 
 def main():
@@ -147,6 +195,15 @@ def main():
         for name, site in sites_of(s, spans).items():
             check(site.get("trial", {}).get("trials") == 1 and site["reasons"].get("site_trial", 0) > 0,
                   f"{name}: mode optimize tries the sites its profile cannot judge", s["rank"], site)
+
+    # Every rank's trial completes read_at_once in the call: its later calls the library's own.
+    for agree in ("on", "off"):
+        for attempt in range(3):
+            if agreed_run(a, work, attempt, spans, agree):
+                break
+            print(f"agreed ({agree}), attempt {attempt}: read_at_once's verdict was not in_call on every rank")
+        else:
+            fail(f"agreed ({agree}): read_at_once's completions in the call never measured faster on every rank")
 
     outdir = os.path.join(work, "off", "tnbc")
     run(a, args, dict(BASE, TNBC_SITE_TRIAL_CALLS="0"), outdir, quiet=True)

@@ -475,13 +475,16 @@ def predicted_saving_s(summary):
     from its summary's profile decisions (docs/formats.md): per site its calls times an early
     return's `saved_ns`, or, completed in the call by tnbc's schedule (IN_CALL_SAVES), `comm_ns` less
     `own_call_ns`; nothing for a site run as the library's call (0 for a run of the plain program:
-    its profile loaded, no decision recorded). None without a loaded profile."""
+    its profile loaded, no decision recorded), nor for one the model left to the site trial
+    (`within_margin`: no claim). None without a loaded profile."""
     profile = summary.get("profile") or {}
     if profile.get("status") != "loaded":
         return None
     total = 0.0
     for d in profile.get("decisions") or []:
         calls = d.get("calls") or 0
+        if d.get("basis") == "within_margin":
+            continue
         if d.get("decision") == "early_return" and d.get("saved_ns") is not None:
             total += calls * d["saved_ns"]
         elif d.get("basis") in IN_CALL_SAVES and d.get("comm_ns") is not None and d.get("own_call_ns") is not None:

@@ -336,7 +336,10 @@ def unit_against_model():
         {"site": "0x3", "decision": "blocking", "basis": "no_overlap_to_gain", "calls": 100, "comm_ns": 9e6,
          "saved_ns": 5e6, "own_call_ns": 1e6},
         # no estimate: nothing
-        {"site": "0x4", "decision": "early_return", "basis": "no_estimate", "calls": 3, "comm_ns": None, "saved_ns": None}]
+        {"site": "0x4", "decision": "early_return", "basis": "no_estimate", "calls": 3, "comm_ns": None, "saved_ns": None},
+        # left to the site trial (within the model's margins): no claim, whatever its figures
+        {"site": "0x5", "decision": "early_return", "basis": "within_margin", "calls": 7, "comm_ns": 9e6,
+         "saved_ns": 2e6}]
     got = harness.predicted_saving_s({"profile": {"status": "loaded", "decisions": decisions}})
     check(abs(got - (10 * 20e6 + 4 * 20e6) / 1e9) < 1e-12, f"predicted_saving_s: {got}")
     check(harness.predicted_saving_s({"profile": {"status": "loaded"}}) == 0.0,

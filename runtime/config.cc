@@ -134,6 +134,10 @@ const std::vector<Option> kOptions = {
      "that schedule's time, in percent, by which an early return must beat it (plus the cost share; measured: "
      "docs/settings.md).",
      &Settings::early_return_margin_own_pct, 0, 1000},
+    {"try_within_margin", OptionType::Choice, "on", "on|off",
+     "Mode optimize: a site whose predicted saving lies inside the model's margins (below the margin, above minus "
+     "the cost's share) is left to the site trial (TNBC_SITE_TRIAL_CALLS); off: it runs the library's call.",
+     &Settings::try_within_margin, 0, 0, true},
     {"node_priorities", OptionType::Choice, "auto", "auto|on|off",
      "Whether the ranks of a node start their sends to other nodes most urgent first, node-wide (shared memory); "
      "auto: in mode optimize with a profile, on nodes with more than one rank.",

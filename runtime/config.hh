@@ -32,9 +32,8 @@ enum class ProfileBlocking { Auto, Off };
 enum class BcastBackend { P2p, RmaBinomial, RmaLinear, Auto };
 // Node-level priorities (runtime/node_gate.hh): auto = in mode optimize with a profile.
 enum class NodePriorities { Auto, On, Off };
-// Whether the ranks of a communicator agree to run as the MPI library's own the calls every rank's
-// site trial completes in the call (runtime/plain_agreement.hh).
-enum class TrialAgree { On, Off };
+// A setting that is on or off (its choices "on|off", in this order).
+enum class Switch { On, Off };
 // How the ranks of one node reach each other: shared memory (not the node's link: not
 // arbitrated) or through the node's link (an MPI restricted to TCP over a NIC: arbitrated).
 enum class NodeLocalSends { Shm, Link };
@@ -58,7 +57,7 @@ struct Settings {
   std::int64_t timeline_calls = 4;
   std::int64_t site_trial_calls = 4;        // mode nbc's trial per site (runtime/site_trial.hh)
   std::int64_t site_trial_margin_pct = 3;
-  TrialAgree site_trial_agree = TrialAgree::On;
+  Switch site_trial_agree = Switch::On;     // runtime/plain_agreement.hh
   LogLevel log = LogLevel::Warn;
   GuardChoice guard = GuardChoice::Auto;
   SendCopy send_copy = SendCopy::Auto;
@@ -84,6 +83,9 @@ struct Settings {
   std::int64_t early_return_margin_shared_node_pct = 100;
   std::int64_t early_return_margin_busy_poll_pct = 45;
   std::int64_t early_return_margin_own_pct = 5;
+  // Mode optimize: sites whose predicted saving is within the model's margins (trace/gain.hh,
+  // Basis::WithinMargin) are left to the site trial.
+  Switch try_within_margin = Switch::On;
   NodePriorities node_priorities = NodePriorities::Auto;
   std::int64_t node_priorities_margin_pct = 45;
   std::int64_t node_hold_us = 20000;
@@ -94,7 +96,8 @@ struct Settings {
 // Where a parsed value goes; the alternative must agree with the option's type.
 using Field = std::variant<Mode Settings::*, LogLevel Settings::*, GuardChoice Settings::*, SendCopy Settings::*,
                            UffdPublish Settings::*, ProfileBlocking Settings::*, BcastBackend Settings::*,
-                           NodePriorities Settings::*, TrialAgree Settings::*, NodeLocalSends Settings::*, ProgressCpus Settings::*,
+                           NodePriorities Settings::*, Switch Settings::*, NodeLocalSends Settings::*,
+                           ProgressCpus Settings::*,
                            std::string Settings::*,
                            std::optional<std::uint64_t> Settings::*, std::int64_t Settings::*>;
 

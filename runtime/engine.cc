@@ -74,7 +74,7 @@ class EngineImpl final : public Engine {
   EngineImpl(const Settings& s, Stats& stats, std::unique_ptr<ReadOrderSource> orders)
       : s_(s), stats_(stats), page_(static_cast<std::size_t>(sysconf(_SC_PAGESIZE))),
         timeout_ns_(s.timeout_s * kNsPerSecond), trial_rule_(trial_rule(s)),
-        agree_(trial_rule_.calls > 0 && s.site_trial_agree == TrialAgree::On),
+        agree_(trial_rule_.calls > 0 && s.site_trial_agree == Switch::On),
         policy_(make_policy(s, page_, std::move(orders))),
         uffd_(make_uffd_backend(policy_->swap_pages())), protect_(make_protect_backend()) {
     set_abort_flush_us(s.abort_flush_us);
@@ -186,10 +186,12 @@ class EngineImpl final : public Engine {
     const int key = agree_ ? agreement_key(pc, c, size.unit) : -1;
     if (pc.agreement.plain(key)) {
       pc.agreement.record(key, c.site.return_address, true);
-      fence(layout.recv_extent, "a collective the ranks agreed to run as the MPI library's own");
-      for (const ByteRange& r : layout.send_spans) fence(r, "a collective the ranks agreed to run as the MPI library's own");
+      static constexpr const char* kAgreed = "a collective the ranks agreed to run as the MPI library's own";
+      fence(layout.recv_extent, kAgreed);  // an earlier early return's data must be in first
+      for (const ByteRange& r : layout.send_spans) fence(r, kAgreed);
       const int rc = blocking();
-      stats_.record(site, {size.received, size.sent, Outcome::Passthrough, Reason::AgreedPlain, t_enter, futex::now_ns()});
+      stats_.record(site,
+                    {size.received, size.sent, Outcome::Passthrough, Reason::AgreedPlain, t_enter, futex::now_ns()});
       return rc;
     }
     // It completes in the call where the profile found no overlap to gain at its site (mode
@@ -207,7 +209,8 @@ class EngineImpl final : public Engine {
     const TrialRun trial = site.trial.enter(site.calls, t_enter, may_try, trial_rule_, trial_turn_);
     const bool in_call = !pays || trial != TrialRun::Early;
     if (key >= 0) {
-      const std::uint64_t per_peer = c.kind == Kind::Bcast ? layout.received : layout.received / std::max(1, ctx.size - 1);
+      const auto peers = static_cast<std::uint64_t>(std::max(1, ctx.size - 1));
+      const std::uint64_t per_peer = c.kind == Kind::Bcast ? layout.received : layout.received / peers;
       pc.agreement.record(key, c.site.return_address,
                           trial == TrialRun::Verdict && !policy_->own_call_faster(c.kind, topo, per_peer));
     }
@@ -739,17 +742,20 @@ class EngineImpl final : public Engine {
                        static_cast<std::uint64_t>(std::popcount(applied.retried)));
     if (pc.rank != 0) return;
     if (applied.disagreed)
-      log(LogLevel::Warn, "the ranks of a communicator of %d ranks called different collectives on it (their keys differ "
-                          "at call %llu, in %s): no call there runs as the MPI library's own by agreement; "
+      log(LogLevel::Warn, "the ranks of a communicator of %d ranks called different collectives on it (their keys "
+                          "differ at call %llu, in %s): no call there runs as the MPI library's own by agreement; "
                           "each rank completes in the call through tnbc's schedule where its trial says so",
           pc.size, static_cast<unsigned long long>(pc.agreement.calls()), what);
     for (int k = 0; k < PlainAgreement::kMaxKeys; ++k) {
       const std::uint64_t bit = std::uint64_t{1} << k;
       if (!((applied.agreed | applied.retried) & bit)) continue;
       const AgreementKey& key = pc.agreement.key(k);
-      log(LogLevel::Info, "%s of %s (root %d) on a communicator of %d ranks: %s at its call %llu",
-          info(key.kind).mpi_name, key.unit == kNoUnit ? "sizes that differ by rank" : bytes_text(key.unit).c_str(),
-          key.root, pc.size,
+      const std::string size = key.unit == kNoUnit ? std::string(" (sizes that differ by rank)")
+                               : key.kind == Kind::Bcast ? " of " + bytes_text(key.unit) + " from root " +
+                                                               std::to_string(key.root)
+                                                         : " of " + bytes_text(key.unit) + " per sub-message";
+      log(LogLevel::Info, "%s%s on a communicator of %d ranks: %s at its call %llu", info(key.kind).mpi_name,
+          size.c_str(), pc.size,
           (applied.agreed & bit) ? "every rank's trial completes it in the call faster, so it runs as the MPI "
                                    "library's own (agreed)"
                                  : "back through tnbc, to be tried again",

@@ -137,6 +137,7 @@ Judge make_judge(const Settings& s, std::shared_ptr<const model::Inputs> model, 
   if (s.early_return_cost_us)
     j.fixed = CostModel{static_cast<double>(*s.early_return_cost_us) * 1e3, static_cast<double>(s.early_return_cost_us_per_mib) * 1e3};
   j.margin_of_cost = static_cast<double>(s.early_return_margin_cost_pct) / 100.0;
+  j.try_within_margin = s.try_within_margin == Switch::On && s.site_trial_calls > 0;
   j.margin_of_tcomm = static_cast<double>(s.early_return_margin_tcomm_pct) / 100.0;
   j.margin_of_tcomm_shared = static_cast<double>(s.early_return_margin_shared_node_pct) / 100.0;
   j.margin_of_tcomm_busy_poll = static_cast<double>(s.early_return_margin_busy_poll_pct) / 100.0;
@@ -159,6 +160,7 @@ const char* basis_name(Basis b) {
     case Basis::OtherSizes: return "other_sizes";
     case Basis::NoEstimate: return "no_estimate";
     case Basis::Off: return "off";
+    case Basis::WithinMargin: return "within_margin";
   }
   return "unknown";
 }
@@ -373,11 +375,22 @@ void align_partners(const std::vector<ProfileSite>& sites, std::vector<Decision>
   }
 }
 
+void leave_to_trial(std::vector<Decision>& decisions, const Judge& j) {
+  if (!j.try_within_margin) return;
+  for (Decision& d : decisions)
+    if (d.by_model && d.basis == Basis::NoOverlapToGain && d.saved_ns && *d.saved_ns > -j.margin_of_cost * d.cost_ns) {
+      d.basis = Basis::WithinMargin;
+      d.early_at_pct.reset();  // not held back: the trial decides
+      d.margin_setting.clear();
+    }
+}
+
 std::vector<Decision> decide_sites(const std::vector<ProfileSite>& sites, const Judge& j) {
   std::vector<Decision> d;
   d.reserve(sites.size());
   for (const ProfileSite& site : sites) d.push_back(decide(&site, true, j));
   align_partners(sites, d);
+  leave_to_trial(d, j);
   return d;
 }
 
@@ -398,6 +411,10 @@ std::string describe(const Decision& d) {
     case Basis::OtherSizes: return out + "the profile recorded other sizes at this site";
     case Basis::NoEstimate: return out + "no estimate (the trace saw no access to the received data)";
     case Basis::Off: return out + "decisions off (TNBC_PROFILE_BLOCKING=off)";
+    case Basis::WithinMargin:
+      out += "on trial: the predicted saving lies within the model's margins, so the site trial decides (and where "
+             "every rank completes the calls in the call, they run as the MPI library's own)";
+      break;
   }
   const std::string figures = describe_figures(d);
   return figures.empty() ? out : out + " " + figures;

@@ -118,6 +118,9 @@ struct Judge {
   // Node-level priorities' margin on a first read judged alone (TNBC_NODE_PRIORITIES_MARGIN_PCT;
   // `tnbc merge` prints their verdict with the site's).
   double margin_of_first_read = 0.45;
+  // Sites whose predicted saving lies inside the margins are left to the site trial
+  // (TNBC_TRY_WITHIN_MARGIN on and TNBC_SITE_TRIAL_CALLS > 0; Basis::WithinMargin).
+  bool try_within_margin = false;
   // The topology decisions assume for a site over `comm_size` ranks: the world's when that is
   // the whole world, else that many ranks block-wise, as many per node as the world has (equal
   // on every rank: all sites are judged before any call, not from one rank's communicator).
@@ -154,6 +157,9 @@ enum class Basis {
   OtherSizes,       // early: the profile did not record these sizes (Alltoall, Bcast) at the site
   NoEstimate,       // early: no CURC estimate (nothing touched, not traced, an older profile)
   Off,              // early: TNBC_PROFILE_BLOCKING=off
+  WithinMargin,     // early, tried: the model's predicted saving lies inside its margins (below the
+                    // margin, above minus the cost's share): the site trial decides
+                    // (TNBC_TRY_WITHIN_MARGIN; decide_sites)
 };
 const char* basis_name(Basis b);
 
@@ -213,8 +219,21 @@ Decision decide(const SiteEstimate& e, const CostModel& cost);
 // kept the other site's 21 calls, each predicted 7 ms beyond theirs, in the call (session 64).
 // Decisions of the fixed rule (TNBC_EARLY_RETURN_COST_US) stay each site's own.
 void align_partners(const std::vector<ProfileSite>& sites, std::vector<Decision>& decisions);
-// Every site of a profile decided (decide with its sizes recorded), then aligned: what the run
-// (ProfileOrders) and `tnbc merge` both judge the profile's sites by.
+// Where the model's predicted saving at a site it would run as the library's call lies inside its
+// margins — at most the margin, above minus the cost's share of it (TNBC_EARLY_RETURN_MARGIN_COST_PCT):
+// the model cannot tell the two ways apart there — the site is left to the site trial
+// (Basis::WithinMargin, with Judge::try_within_margin): it returns early but for the trial's calls
+// and its verdict, and where every rank completes the calls in the call the ranks agree to run
+// them as the library's own (runtime/site_trial.hh, runtime/plain_agreement.hh). A site whose
+// saving is below that (a program that reads at once: nothing hidden, the cost lost) keeps the
+// library's call. On the guest of session 73 (np 2 on 2 nodes, 1 Gbit/s), mode nbc measured
+// bcast-proxy A 1.106x and is-proxy A 1.027x the plain program where optimize, on a model whose
+// savings lay inside these bounds (10.1 ms a call under an 18.0 ms margin; -0.19 ms against a cost
+// share of 1.79 ms), ran the plain program (docs/benchmarks.md, "Session 73").
+void leave_to_trial(std::vector<Decision>& decisions, const Judge& j);
+// Every site of a profile decided (decide with its sizes recorded), then aligned, then those inside
+// the margins left to the trial: what the run (ProfileOrders) and `tnbc merge` both judge the
+// profile's sites by.
 std::vector<Decision> decide_sites(const std::vector<ProfileSite>& sites, const Judge& j);
 
 // One line for people: "completes in the call: no overlap to gain (predicted: blocking 27.1 ms

@@ -38,8 +38,10 @@ bool same_call(const CallShape& a, const CallShape& b) {
 }
 
 // Whether a decision rests on the profile's evidence at the site (else the call returns early on
-// none: ReadOrderSource::judged_last).
-bool judged(Basis b) { return b != Basis::NotInProfile && b != Basis::OtherSizes && b != Basis::NoEstimate; }
+// none, or on trial where the evidence cannot tell: ReadOrderSource::judged_last).
+bool judged(Basis b) {
+  return b != Basis::NotInProfile && b != Basis::OtherSizes && b != Basis::NoEstimate && b != Basis::WithinMargin;
+}
 
 // The last run_blocking answer's judged(), per thread (judged_last; one profile per process).
 thread_local bool t_judged = true;
@@ -65,6 +67,7 @@ class ProfileOrders final : public ReadOrderSource {
     mix(static_cast<std::uint64_t>(settings_.early_return_margin_shared_node_pct));
     mix(static_cast<std::uint64_t>(settings_.early_return_margin_busy_poll_pct));
     mix(static_cast<std::uint64_t>(settings_.early_return_margin_own_pct));
+    mix(judge_.try_within_margin);
     return h;
   }
 

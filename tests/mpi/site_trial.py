@@ -7,7 +7,8 @@ gain_sites' read_at_once touches every received block right after its call; comp
 COMPUTE_MS first. Mode nbc, every size returning early (TNBC_MIN_BYTES: on one node the model
 would complete these in the call anyway), trials of 8 calls (E C C E E C C E), no margin:
   trial  each rank deciding alone (TNBC_SITE_TRIAL_AGREE=off: compute_first's verdict may be in_call
-         too, and the key both sites share would then be agreed); on every rank, read_at_once tries first (calls 1-8), compute_first waits for the turn and
+         too, and the key both sites share would then be agreed); on every rank, read_at_once tries
+         first (calls 1-8), compute_first waits for the turn and
          tries at calls 9-16 (one site of a rank at a time); read_at_once's completions in the call
          are faster (its early returns only add the guard's costs to the same messages), so its
          calls 9-17 complete in the call (early_return_slower); its second trial, due at 16, waits

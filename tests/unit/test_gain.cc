@@ -514,3 +514,53 @@ TEST_CASE("gain: tnbc merge prints the model's figures for a site outside the si
   const LoadedProfile none = parsed(profile_text(computes, false), "none.profile");
   CHECK(site_verdicts(none, s, &m)[0].find("the site by the model") == std::string::npos);
 }
+
+TEST_CASE("leave_to_trial: a saving inside the model's margins goes to the site trial, a clear loss or gain does not") {
+  auto judged = [](Basis b, double saved_ms, double cost_ms) {
+    Decision d;
+    d.basis = b;
+    d.by_model = true;
+    d.saved_ns = saved_ms * 1e6;
+    d.cost_ns = cost_ms * 1e6;
+    d.margin_ns = 18e6;
+    if (b == Basis::NoOverlapToGain) d.early_at_pct = 16, d.margin_setting = "TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT";
+    return d;
+  };
+  Judge j;
+  j.margin_of_cost = 0.15;
+  j.try_within_margin = true;
+  // bcast-proxy A (session 73): 10.05 ms under an 18 ms margin; is-proxy A: -0.19 ms against a
+  // cost of 11.92 ms (its share 1.79 ms); a program that reads at once: -2 ms against a cost of 2 ms
+  // (share 0.3 ms); one that returns early; one where tnbc's schedule in the call is faster; the
+  // fixed rule's.
+  std::vector<Decision> d = {judged(Basis::NoOverlapToGain, 10.05, 3.53), judged(Basis::NoOverlapToGain, -0.19, 11.92),
+                             judged(Basis::NoOverlapToGain, -2.0, 2.0), judged(Basis::OverlapPays, 30, 3),
+                             judged(Basis::OwnCallFaster, 1, 3), judged(Basis::NoOverlapToGain, -0.1, 1)};
+  d[5].by_model = false;
+  std::vector<Decision> off = d;
+  leave_to_trial(d, j);
+  CHECK(d[0].basis == Basis::WithinMargin);
+  CHECK(d[1].basis == Basis::WithinMargin);
+  CHECK(d[2].basis == Basis::NoOverlapToGain);
+  CHECK(d[3].basis == Basis::OverlapPays);
+  CHECK(d[4].basis == Basis::OwnCallFaster);
+  CHECK(d[5].basis == Basis::NoOverlapToGain);
+  CHECK_FALSE(d[0].blocking());
+  CHECK_FALSE(d[0].library_call());
+  CHECK_FALSE(d[0].early_at_pct);  // not held back: the trial decides
+  CHECK(d[2].early_at_pct == 16);
+  CHECK(std::string(basis_name(d[0].basis)) == "within_margin");
+  CHECK(describe(d[0]).find("returns early: on trial: the predicted saving lies within the model's margins") == 0);
+  // TNBC_TRY_WITHIN_MARGIN=off, or no trial (TNBC_SITE_TRIAL_CALLS=0): as before.
+  j.try_within_margin = false;
+  leave_to_trial(off, j);
+  CHECK(off[0].basis == Basis::NoOverlapToGain);
+  CHECK(off[1].basis == Basis::NoOverlapToGain);
+  tnbc::Settings s;
+  CHECK(make_judge(s, nullptr, {}).try_within_margin);
+  s.site_trial_calls = 0;
+  CHECK_FALSE(make_judge(s, nullptr, {}).try_within_margin);
+  s = tnbc::Settings{};
+  s.try_within_margin = tnbc::Switch::Off;
+  CHECK_FALSE(make_judge(s, nullptr, {}).try_within_margin);
+}

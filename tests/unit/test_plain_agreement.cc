@@ -62,12 +62,13 @@ TEST_CASE("plain agreement: keys numbered as they first occur, the same key the 
   CHECK(a.enter({Kind::Bcast, 4096, 1}).key == 3);  // another root
   CHECK(a.calls() == 5);
   PlainAgreement full;
-  for (int i = 0; i < PlainAgreement::kMaxKeys; ++i) CHECK(full.enter({Kind::Bcast, static_cast<std::size_t>(i), 0}).key == i);
+  for (int i = 0; i < PlainAgreement::kMaxKeys; ++i)
+    CHECK(full.enter({Kind::Bcast, static_cast<std::size_t>(i), 0}).key == i);
   CHECK(full.enter({Kind::Bcast, 1u << 30, 0}).key == -1);  // the table is full: never agreed
   CHECK_FALSE(full.plain(-1));
 }
 
-TEST_CASE("plain agreement: a key every rank's trial completes in the call runs as the library's own from the next vote") {
+TEST_CASE("plain agreement: a key every rank's trial completes in the call is the library's own from the next vote") {
   PlainAgreement r0, r1;
   const std::vector<PlainAgreement*> ranks{&r0, &r1};
   std::vector<bool> plain;

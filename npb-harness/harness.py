@@ -444,7 +444,7 @@ def tnbc_calls(summary_dir):
             k["trial"] += c.get("reasons", {}).get("site_trial", 0)  # mode nbc's trial (runtime/site_trial.hh)
             k["slower"] += c.get("reasons", {}).get("early_return_slower", 0)
             k["plain"] += c.get("passthrough", 0)
-            k["agreed"] += c.get("reasons", {}).get("agreed_plain", 0)  # runtime/plain_agreement.hh
+            k["agreed"] += c.get("reasons", {}).get("agreed_plain", 0)  # runtime/call_vote.hh
         contention = contention or (s.get("node") or {}).get("cpu_contention")
         for d in (s.get("profile") or {}).get("decisions", []):
             e = decisions.setdefault((d["kind"], d["where"], d["site"], d["decision"], d["basis"]),

@@ -134,7 +134,7 @@ def unit_verdict():
           harness.decision_where({"report": None}, d) == d["where"], "decision_where: the report's name, else the frame")
     # Mode nbc's trial (runtime/site_trial.hh): its calls completed in the call counted in the run's
     # line, summed over the ranks, and those the ranks agreed to run as the library's own
-    # (runtime/plain_agreement.hh); a kind without any keeps the line as before.
+    # (runtime/call_vote.hh); a kind without any keeps the line as before.
     with tempfile.TemporaryDirectory() as t:
         for rank in (0, 1):
             with open(os.path.join(t, f"tnbc-summary.{rank}.json"), "w") as f:

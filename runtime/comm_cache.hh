@@ -11,7 +11,7 @@
 #include <memory>
 
 #include "runtime/node_arbiter.hh"
-#include "runtime/plain_agreement.hh"
+#include "runtime/call_vote.hh"
 
 #include "runtime/model/probe.hh"
 #include "runtime/model/topology.hh"
@@ -27,7 +27,7 @@ struct PrivateComm {
   std::uint64_t next_sequence = 0;
   RmaComm* rma = nullptr;  // the RMA broadcast's windows, once used (runtime/rma_transport.hh)
   std::shared_ptr<NodeLink> node;  // node-level priorities' board (nullptr: none)
-  PlainAgreement agreement;        // the calls every rank agreed to run as the library's own
+  CallVote agreement;        // the calls every rank agreed to run as the library's own
 };
 
 // Waits for `req`, a collective tnbc started on `user`'s duplicate in the collective `what` (`role`:

@@ -57,7 +57,7 @@ struct Settings {
   std::int64_t timeline_calls = 4;
   std::int64_t site_trial_calls = 4;        // mode nbc's trial per site (runtime/site_trial.hh)
   std::int64_t site_trial_margin_pct = 3;
-  Switch site_trial_agree = Switch::On;     // runtime/plain_agreement.hh
+  Switch site_trial_agree = Switch::On;     // runtime/call_vote.hh
   LogLevel log = LogLevel::Warn;
   GuardChoice guard = GuardChoice::Auto;
   SendCopy send_copy = SendCopy::Auto;

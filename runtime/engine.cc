@@ -182,7 +182,7 @@ class EngineImpl final : public Engine {
     // thread's collective on another communicator may hold while its peers wait for this one.
     PrivateComm& pc = comms_.get(c.comm, timeout_ns_, info(c.kind).mpi_name);
     // The calls every rank's site trial completes in the call: the library's own, agreed by the
-    // communicator's ranks (runtime/plain_agreement.hh).
+    // communicator's ranks (runtime/call_vote.hh).
     const int key = agree_ ? agreement_key(pc, c, size.unit) : -1;
     if (pc.agreement.plain(key)) {
       pc.agreement.record(key, c.site.return_address, true);
@@ -722,22 +722,22 @@ class EngineImpl final : public Engine {
     end_job();
   }
 
-  // The call's key on its communicator (runtime/plain_agreement.hh), with the vote where one is
+  // The call's key on its communicator (runtime/call_vote.hh), with the vote where one is
   // due: every rank of the communicator is in this same call (MPI's ordering rule).
   int agreement_key(PrivateComm& pc, const CollCall& c, std::size_t unit) {
-    const PlainAgreement::Entry e = pc.agreement.enter({c.kind, unit, c.kind == Kind::Bcast ? c.root : -1});
+    const CallVote::Entry e = pc.agreement.enter({c.kind, unit, c.kind == Kind::Bcast ? c.root : -1});
     if (e.vote) vote(pc, c);
     return e.key;
   }
   void vote(PrivateComm& pc, const CollCall& c) {
-    const PlainAgreement::Ballot mine = pc.agreement.ballot();
-    PlainAgreement::Ballot all{};
+    const CallVote::Ballot mine = pc.agreement.ballot();
+    CallVote::Ballot all{};
     MPI_Request req;
     PMPI_Iallreduce(mine.data(), all.data(), static_cast<int>(all.size()), MPI_UINT64_T, MPI_BOR, pc.comm, &req);
     const char* what = info(c.kind).mpi_name;
     wait_collective(req, c.comm, timeout_ns_, what, "where its ranks vote on the calls to run as the MPI library's own",
                     "the vote (MPI_Iallreduce on tnbc's duplicate)");
-    const PlainAgreement::Applied applied = pc.agreement.apply(all);
+    const CallVote::Applied applied = pc.agreement.apply(all);
     stats_.record_vote(static_cast<std::uint64_t>(std::popcount(applied.agreed)),
                        static_cast<std::uint64_t>(std::popcount(applied.retried)));
     if (pc.rank != 0) return;
@@ -746,10 +746,10 @@ class EngineImpl final : public Engine {
                           "differ at call %llu, in %s): no call there runs as the MPI library's own by agreement; "
                           "each rank completes in the call through tnbc's schedule where its trial says so",
           pc.size, static_cast<unsigned long long>(pc.agreement.calls()), what);
-    for (int k = 0; k < PlainAgreement::kMaxKeys; ++k) {
+    for (int k = 0; k < CallVote::kMaxKeys; ++k) {
       const std::uint64_t bit = std::uint64_t{1} << k;
       if (!((applied.agreed | applied.retried) & bit)) continue;
-      const AgreementKey& key = pc.agreement.key(k);
+      const VoteKey& key = pc.agreement.key(k);
       const std::string size = key.unit == kNoUnit ? std::string(" (sizes that differ by rank)")
                                : key.kind == Kind::Bcast ? " of " + bytes_text(key.unit) + " from root " +
                                                                std::to_string(key.root)
@@ -779,7 +779,7 @@ class EngineImpl final : public Engine {
   long long timeout_ns_;
   TrialRule trial_rule_;
   TrialTurn trial_turn_;  // one site of the rank tries at a time
-  bool agree_;            // the communicators' ranks vote (runtime/plain_agreement.hh)
+  bool agree_;            // the communicators' ranks vote (runtime/call_vote.hh)
   std::unique_ptr<Policy> policy_;
   std::shared_ptr<const model::Inputs> model_;
   int world_rank_ = -1;  // set when the model starts

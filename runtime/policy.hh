@@ -93,7 +93,7 @@ class Policy {
   // Whether tnbc's schedule completed in the call beats the library's call at `per_peer` bytes
   // (a broadcast's whole message) on `comm` (model::own_call_bands; never without a model or with
   // TNBC_MIN_BYTES set): where it does, a rank does not vote for the library's own call
-  // (runtime/plain_agreement.hh).
+  // (runtime/call_vote.hh).
   virtual bool own_call_faster(Kind kind, const model::Topology& comm, std::size_t per_peer) = 0;
   // Mode optimize: no overlap to gain at the call's site, so it completes in the call.
   virtual bool complete_in_call(const CallShape& call) = 0;

@@ -140,7 +140,7 @@ class Stats {
   enum class GuardUsed { Userfaultfd, ProtNone, UserfaultfdMoved };
   void record_guard(GuardUsed g) { guards_[static_cast<std::size_t>(g)].fetch_add(1, std::memory_order_relaxed); }
   // How a broadcast that took tnbc's schedule travelled (TNBC_BCAST_BACKEND; never Auto).
-  // A vote of a communicator's ranks (runtime/plain_agreement.hh): keys it agreed to run as the
+  // A vote of a communicator's ranks (runtime/call_vote.hh): keys it agreed to run as the
   // library's own, and keys it sent back through tnbc to be tried again.
   void record_vote(std::uint64_t agreed, std::uint64_t retried) {
     votes_[0].fetch_add(1, std::memory_order_relaxed);

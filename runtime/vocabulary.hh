@@ -78,7 +78,7 @@ enum class Reason {
   SiteTrial,             // mode nbc: a trial's completion in the call (runtime/site_trial.hh)
   EarlyReturnSlower,     // mode nbc: the site's last trial found early returns slower
   AgreedPlain,           // mode nbc: every rank's trial completes the call's key in the call, so the
-                         // ranks agreed to run it as the library's own (runtime/plain_agreement.hh)
+                         // ranks agreed to run it as the library's own (runtime/call_vote.hh)
   Count_,                // number of reasons (not a reason)
 };
 const char* reason_name(Reason r);

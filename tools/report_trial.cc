@@ -28,7 +28,7 @@ std::string trial_text(const World& w) {
   for (std::size_t i = 0; i < w.sites.size(); ++i) {
     std::vector<double> early, in_call;
     int ranks_in_call = 0;
-    double agreed = 0;  // calls the ranks agreed to run as the library's own (runtime/plain_agreement.hh)
+    double agreed = 0;  // calls the ranks agreed to run as the library's own (runtime/call_vote.hh)
     for (const RankFigures& r : w.sites[i].ranks) {
       if (!r.trial) continue;
       early.push_back(r.trial->early_ns);

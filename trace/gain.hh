@@ -224,7 +224,7 @@ void align_partners(const std::vector<ProfileSite>& sites, std::vector<Decision>
 // the model cannot tell the two ways apart there — the site is left to the site trial
 // (Basis::WithinMargin, with Judge::try_within_margin): it returns early but for the trial's calls
 // and its verdict, and where every rank completes the calls in the call the ranks agree to run
-// them as the library's own (runtime/site_trial.hh, runtime/plain_agreement.hh). A site whose
+// them as the library's own (runtime/site_trial.hh, runtime/call_vote.hh). A site whose
 // saving is below that (a program that reads at once: nothing hidden, the cost lost) keeps the
 // library's call. On the guest of session 73 (np 2 on 2 nodes, 1 Gbit/s), mode nbc measured
 // bcast-proxy A 1.106x and is-proxy A 1.027x the plain program where optimize, on a model whose

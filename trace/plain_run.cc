@@ -42,12 +42,16 @@ PlainRun judge_plain_run(const Settings& s, const std::string& executable, const
     guard = model::priced_guards(in->machine);
   }
   const Judge judge = make_judge(s, in, execution(s, guard));
-  for (const ProfileSite& site : prof.sites) {
+  // As the run judges them (ProfileOrders: aligned with their partners, those inside the margins
+  // left to the trial).
+  const std::vector<Decision> decided = decide_sites(prof.sites, judge);
+  for (std::size_t i = 0; i < prof.sites.size(); ++i) {
+    const ProfileSite& site = prof.sites[i];
     const std::optional<Kind> kind = kind_named(site.kind);
     if (!kind) return r;
     // Outside the sizes that return early the call is plain MPI anyway (Policy::route).
     const bool below = site_sizes(s, judge, site, *kind).outside;
-    const Decision d = decide(&site, true, judge);
+    const Decision& d = decided[i];
     if (!below && !d.library_call()) {
       r.because = std::string(d.blocking() ? "a site runs tnbc's schedule in the call (" : "a site returns early (") +
                   site.where + ")";

@@ -167,7 +167,7 @@ def main():
     # one that returned early: whichever times out first ends the job) must say so. Without the
     # ranks' votes (TNBC_SITE_TRIAL_AGREE=off) the collective's own wait names the rank; with them
     # (the default) that call is one where the ranks vote (its communicator's 11th past the global
-    # decisions: runtime/plain_agreement.hh), and the vote's wait says that some rank never came.
+    # decisions: runtime/call_vote.hh), and the vote's wait says that some rank never came.
     for agree, wants in (("off", (r"tnbc\[\d+\]: error: timeout \(TNBC_TIMEOUT=3s\) inside alltoallv",
                                   rf"tnbc\[\d+\]:   rank {a.np - 1}: nothing received from it in this collective")),
                          ("on", (r"tnbc\[\d+\]: error: timeout \(TNBC_TIMEOUT=3s\) in MPI_Alltoallv, where its ranks "

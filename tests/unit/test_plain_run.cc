@@ -113,8 +113,14 @@ TEST_CASE("plain run: not asked, or without a machine file -> not plain") {
 }
 
 TEST_CASE("plain run: inputs that differ between ranks -> verdicts differ -> the disagreement path") {
-  const Setup t({0.05, 4});
-  // Rank A: both sites no gain (4 ms + ~1 ms of reading, less tnbc's cost, is within 30 % of 20 ms).
+  Setup t({0.05, 4});
+  // Both sites' predicted savings (4 ms + ~1 ms of reading, less tnbc's cost) lie within 30 % of
+  // 20 ms: by default the site trial decides them (TNBC_TRY_WITHIN_MARGIN), so no plain program.
+  const PlainRun tried = t.judge();
+  CHECK_FALSE(tried.plain);
+  CHECK_THAT(tried.because, Catch::Contains("a site returns early"));
+  t.s.try_within_margin = Switch::Off;
+  // Rank A, without that: both sites no gain.
   const PlainRun a = t.judge();
   REQUIRE(a.plain);
   // Rank B, another MPI library than the machine file's: the file does not describe it, no verdict.

@@ -35,14 +35,14 @@
 namespace tnbc {
 
 // A call's arguments equal on every rank of its communicator.
-struct AgreementKey {
+struct VoteKey {
   Kind kind = Kind::Bcast;
   std::size_t unit = 0;  // the size in the kind's unit; kNoUnit (SIZE_MAX) where ranks differ
   int root = -1;         // a broadcast's root; -1 for the other kinds
-  bool operator==(const AgreementKey&) const = default;
+  bool operator==(const VoteKey&) const = default;
 };
 
-class PlainAgreement {
+class CallVote {
  public:
   static constexpr int kMaxKeys = 64;  // one bit each in a ballot
   using Ballot = std::array<std::uint64_t, 3>;  // [~for, hash, ~hash], reduced with MPI_BOR
@@ -53,7 +53,7 @@ class PlainAgreement {
     int key = -1;
     bool vote = false;
   };
-  Entry enter(const AgreementKey& k);
+  Entry enter(const VoteKey& k);
 
   // Whether the calls of `key` run as the library's own.
   bool plain(int key) const { return key >= 0 && !off_ && keys_[static_cast<std::size_t>(key)].plain; }
@@ -73,7 +73,7 @@ class PlainAgreement {
   Applied apply(const Ballot& reduced);
 
   // The key behind an index (messages).
-  const AgreementKey& key(int index) const { return keys_[static_cast<std::size_t>(index)].key; }
+  const VoteKey& key(int index) const { return keys_[static_cast<std::size_t>(index)].key; }
   std::uint64_t calls() const { return calls_; }
   bool off() const { return off_; }
 
@@ -84,7 +84,7 @@ class PlainAgreement {
   static constexpr std::size_t kSitesPerKey = 4;  // sites counted per key (more: the key never votes for)
   static constexpr std::uint64_t kRetryFactor = 8;  // a key agreed at call n goes back at the first vote from 8n
   struct KeyState {
-    AgreementKey key;
+    VoteKey key;
     bool plain = false;
     std::uint64_t agreed_at = 0;   // the call count of the vote that agreed it
     std::uint32_t settled_run = 0; // this rank's last calls of the key that settled, in a row

@@ -1,4 +1,4 @@
-#include "runtime/plain_agreement.hh"
+#include "runtime/call_vote.hh"
 
 #include <algorithm>
 
@@ -20,18 +20,18 @@ constexpr std::uint64_t kFirstVote = 7, kEarlyEnd = 15, kEarlyStep = 2, kMidEnd 
 
 }  // namespace
 
-bool PlainAgreement::vote_at(std::uint64_t n) {
+bool CallVote::vote_at(std::uint64_t n) {
   if (n < kFirstVote) return false;
   if (n <= kEarlyEnd) return (n - kFirstVote) % kEarlyStep == 0;
   if (n <= kMidEnd) return n % kMidStep == 0;
   return n % kLateStep == 0;
 }
 
-bool PlainAgreement::KeyState::votes_for() const {
+bool CallVote::KeyState::votes_for() const {
   return site_count > 0 && site_count <= kSitesPerKey && settled_run >= site_count;
 }
 
-PlainAgreement::Entry PlainAgreement::enter(const AgreementKey& k) {
+CallVote::Entry CallVote::enter(const VoteKey& k) {
   ++calls_;
   int index = -1;
   for (std::size_t i = 0; i < keys_.size(); ++i)
@@ -44,7 +44,7 @@ PlainAgreement::Entry PlainAgreement::enter(const AgreementKey& k) {
   return {index, !off_ && vote_at(calls_)};
 }
 
-void PlainAgreement::record(int key, const void* site, bool settled) {
+void CallVote::record(int key, const void* site, bool settled) {
   if (key < 0) return;
   KeyState& s = keys_[static_cast<std::size_t>(key)];
   s.settled_run = settled ? s.settled_run + 1 : 0;
@@ -55,14 +55,14 @@ void PlainAgreement::record(int key, const void* site, bool settled) {
   }
 }
 
-PlainAgreement::Ballot PlainAgreement::ballot() const {
+CallVote::Ballot CallVote::ballot() const {
   std::uint64_t in_favour = 0;
   for (std::size_t i = 0; i < keys_.size(); ++i)
     if (keys_[i].votes_for()) in_favour |= std::uint64_t{1} << i;
   return {~in_favour, hash_, ~hash_};
 }
 
-PlainAgreement::Applied PlainAgreement::apply(const Ballot& reduced) {
+CallVote::Applied CallVote::apply(const Ballot& reduced) {
   Applied out;
   if (reduced[1] != ~reduced[2]) {  // some rank's key table differs
     off_ = true;

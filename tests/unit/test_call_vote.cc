@@ -1,24 +1,24 @@
-// The agreement of a communicator's ranks on the calls to run as the MPI library's own
-// (runtime/plain_agreement.hh): keys, votes, what the reduced ballots change. Two ranks are two
+// The vote of a communicator's ranks on the calls to run as the MPI library's own
+// (runtime/call_vote.hh): keys, votes, what the reduced ballots change. Two ranks are two
 // objects fed the same calls; the reduction is the OR the engine's MPI_Iallreduce makes.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
 #include <vector>
 
-#include "runtime/plain_agreement.hh"
+#include "runtime/call_vote.hh"
 
 using namespace tnbc;
 
 namespace {
 
-const AgreementKey kExchange{Kind::Alltoall, 1 << 20, -1};
-const AgreementKey kVaried{Kind::Alltoallv, SIZE_MAX, -1};  // kNoUnit: sizes that differ by rank
+const VoteKey kExchange{Kind::Alltoall, 1 << 20, -1};
+const VoteKey kVaried{Kind::Alltoallv, SIZE_MAX, -1};  // kNoUnit: sizes that differ by rank
 int site_a = 0, site_b = 0;
 
-PlainAgreement::Ballot reduce(const std::vector<PlainAgreement*>& ranks) {
-  PlainAgreement::Ballot out{};
-  for (const PlainAgreement* r : ranks)
+CallVote::Ballot reduce(const std::vector<CallVote*>& ranks) {
+  CallVote::Ballot out{};
+  for (const CallVote* r : ranks)
     for (std::size_t i = 0; i < out.size(); ++i) out[i] |= r->ballot()[i];
   return out;
 }
@@ -26,14 +26,14 @@ PlainAgreement::Ballot reduce(const std::vector<PlainAgreement*>& ranks) {
 // One call of `k` on every rank, as the engine makes it: the vote where due, then the call runs as
 // the library's own where agreed, else as `settled[rank]` says its trial left it. Returns whether
 // it ran as the library's own, asserting every rank alike.
-bool call(const std::vector<PlainAgreement*>& ranks, const AgreementKey& k, const std::vector<bool>& settled,
+bool call(const std::vector<CallVote*>& ranks, const VoteKey& k, const std::vector<bool>& settled,
           const void* site = &site_a) {
-  std::vector<PlainAgreement::Entry> entries;
-  for (PlainAgreement* r : ranks) entries.push_back(r->enter(k));
+  std::vector<CallVote::Entry> entries;
+  for (CallVote* r : ranks) entries.push_back(r->enter(k));
   for (const auto& e : entries) REQUIRE((e.vote == entries[0].vote && e.key == entries[0].key));
   if (entries[0].vote) {
-    const PlainAgreement::Ballot all = reduce(ranks);
-    for (PlainAgreement* r : ranks) r->apply(all);
+    const CallVote::Ballot all = reduce(ranks);
+    for (CallVote* r : ranks) r->apply(all);
   }
   const bool plain = ranks[0]->plain(entries[0].key);
   for (std::size_t i = 0; i < ranks.size(); ++i) {
@@ -45,63 +45,63 @@ bool call(const std::vector<PlainAgreement*>& ranks, const AgreementKey& k, cons
 
 }  // namespace
 
-TEST_CASE("plain agreement: votes at the 7th to 15th odd calls, every 8th to the 128th, every 32nd after") {
+TEST_CASE("call vote: votes at the 7th to 15th odd calls, every 8th to the 128th, every 32nd after") {
   std::vector<std::uint64_t> at;
   for (std::uint64_t n = 1; n <= 200; ++n)
-    if (PlainAgreement::vote_at(n)) at.push_back(n);
+    if (CallVote::vote_at(n)) at.push_back(n);
   CHECK(at == std::vector<std::uint64_t>{7, 9, 11, 13, 15, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120,
                                          128, 160, 192});
 }
 
-TEST_CASE("plain agreement: keys numbered as they first occur, the same key the same number") {
-  PlainAgreement a;
+TEST_CASE("call vote: keys numbered as they first occur, the same key the same number") {
+  CallVote a;
   CHECK(a.enter(kExchange).key == 0);
   CHECK(a.enter(kVaried).key == 1);
   CHECK(a.enter(kExchange).key == 0);
   CHECK(a.enter({Kind::Bcast, 4096, 0}).key == 2);
   CHECK(a.enter({Kind::Bcast, 4096, 1}).key == 3);  // another root
   CHECK(a.calls() == 5);
-  PlainAgreement full;
-  for (int i = 0; i < PlainAgreement::kMaxKeys; ++i)
+  CallVote full;
+  for (int i = 0; i < CallVote::kMaxKeys; ++i)
     CHECK(full.enter({Kind::Bcast, static_cast<std::size_t>(i), 0}).key == i);
   CHECK(full.enter({Kind::Bcast, 1u << 30, 0}).key == -1);  // the table is full: never agreed
   CHECK_FALSE(full.plain(-1));
 }
 
-TEST_CASE("plain agreement: a key every rank's trial completes in the call is the library's own from the next vote") {
-  PlainAgreement r0, r1;
-  const std::vector<PlainAgreement*> ranks{&r0, &r1};
+TEST_CASE("call vote: a key every rank's trial completes in the call is the library's own from the next vote") {
+  CallVote r0, r1;
+  const std::vector<CallVote*> ranks{&r0, &r1};
   std::vector<bool> plain;
   // Calls 1-5: the warm-up and the trial (not settled); from call 6 the verdict (settled).
   for (int n = 1; n <= 12; ++n) plain.push_back(call(ranks, kExchange, {n >= 6, n >= 6}));
   CHECK(plain == std::vector<bool>{false, false, false, false, false, false, true, true, true, true, true, true});
 }
 
-TEST_CASE("plain agreement: one rank whose trial returns early keeps every rank's calls out of the library's own") {
-  PlainAgreement r0, r1;
-  const std::vector<PlainAgreement*> ranks{&r0, &r1};
+TEST_CASE("call vote: one rank whose trial returns early keeps every rank's calls out of the library's own") {
+  CallVote r0, r1;
+  const std::vector<CallVote*> ranks{&r0, &r1};
   for (int n = 1; n <= 40; ++n) CHECK_FALSE(call(ranks, kExchange, {n >= 6, false}));
 }
 
-TEST_CASE("plain agreement: two sites of one key, one of them returning early: never the library's own") {
-  PlainAgreement r0, r1;
-  const std::vector<PlainAgreement*> ranks{&r0, &r1};
+TEST_CASE("call vote: two sites of one key, one of them returning early: never the library's own") {
+  CallVote r0, r1;
+  const std::vector<CallVote*> ranks{&r0, &r1};
   for (int n = 1; n <= 40; ++n) {
     const bool a = n % 2 == 1;  // site a settles, site b returns early
     CHECK_FALSE(call(ranks, kExchange, {a && n >= 6, a && n >= 6}, a ? static_cast<const void*>(&site_a) : &site_b));
   }
   // Both sites settled: one call of each since the vote.
-  PlainAgreement s0, s1;
-  const std::vector<PlainAgreement*> both{&s0, &s1};
+  CallVote s0, s1;
+  const std::vector<CallVote*> both{&s0, &s1};
   bool any = false;
   for (int n = 1; n <= 16; ++n)
     any |= call(both, kExchange, {n >= 6, n >= 6}, n % 2 ? static_cast<const void*>(&site_a) : &site_b);
   CHECK(any);
 }
 
-TEST_CASE("plain agreement: a key goes back through tnbc at the first vote from 8 times its agreement") {
-  PlainAgreement r0, r1;
-  const std::vector<PlainAgreement*> ranks{&r0, &r1};
+TEST_CASE("call vote: a key goes back through tnbc at the first vote from 8 times its agreement") {
+  CallVote r0, r1;
+  const std::vector<CallVote*> ranks{&r0, &r1};
   std::vector<int> back;
   bool was = false;
   for (int n = 1; n <= 200; ++n) {
@@ -115,11 +115,11 @@ TEST_CASE("plain agreement: a key goes back through tnbc at the first vote from 
   CHECK(r0.plain(0));
 }
 
-TEST_CASE("plain agreement: ranks whose keys differ turn it off alike, and vote no more") {
-  PlainAgreement r0, r1;
+TEST_CASE("call vote: ranks whose keys differ turn it off alike, and vote no more") {
+  CallVote r0, r1;
   r0.enter(kExchange);
   r1.enter(kVaried);  // an erroneous program, or keys computed differently
-  const PlainAgreement::Ballot all = reduce({&r0, &r1});
+  const CallVote::Ballot all = reduce({&r0, &r1});
   CHECK(r0.apply(all).disagreed);
   CHECK(r1.apply(all).disagreed);
   CHECK(r0.off());

@@ -434,6 +434,20 @@ TEST_CASE("gain: sites whose calls are the same collectives on other ranks compl
   CHECK(unknown[1].basis == Basis::OverlapPays);
 }
 
+namespace {
+// A decision of the cost model with these figures (ms); early_at_pct < 0: none.
+Decision model_decision(Basis b, double saved_ms, double margin_ms, double cost_ms, int early_at_pct) {
+  Decision d;
+  d.basis = b;
+  d.by_model = true;
+  d.saved_ns = saved_ms * 1e6;
+  d.margin_ns = margin_ms * 1e6;
+  d.cost_ns = cost_ms * 1e6;
+  if (early_at_pct >= 0) d.early_at_pct = early_at_pct;
+  return d;
+}
+}  // namespace
+
 TEST_CASE("gain: partners take the way their calls' predicted savings beyond their margins sum to") {
   // bcast-proxy A at np 2 on one node (session 64): rank 1's first broadcast alone at a site of
   // its own, held just inside its margin, and the other site's calls on both ranks, each well
@@ -455,13 +469,7 @@ TEST_CASE("gain: partners take the way their calls' predicted savings beyond the
   const std::vector<ProfileSite> sites = {site("loop", {{0, 11, {0, 1, 2}}, {1, 10, {1, 2, 3}}}),
                                           site("first", {{1, 1, {0}}})};
   auto judged = [](Basis b, double saved_ms, double margin_ms) {
-    Decision d;
-    d.basis = b;
-    d.by_model = true;
-    d.saved_ns = saved_ms * 1e6;
-    d.margin_ns = margin_ms * 1e6;
-    if (b != Basis::OverlapPays) d.early_at_pct = 34;
-    return d;
+    return model_decision(b, saved_ms, margin_ms, 0, b != Basis::OverlapPays ? 34 : -1);
   };
   // 21 calls 7 ms beyond their margin against one 0.05 ms short of it: all return early.
   std::vector<Decision> d = {judged(Basis::OverlapPays, 26.1, 18.8), judged(Basis::NoOverlapToGain, 23.67, 23.72)};
@@ -517,13 +525,8 @@ TEST_CASE("gain: tnbc merge prints the model's figures for a site outside the si
 
 TEST_CASE("leave_to_trial: a saving inside the model's margins goes to the site trial, a clear loss or gain does not") {
   auto judged = [](Basis b, double saved_ms, double cost_ms) {
-    Decision d;
-    d.basis = b;
-    d.by_model = true;
-    d.saved_ns = saved_ms * 1e6;
-    d.cost_ns = cost_ms * 1e6;
-    d.margin_ns = 18e6;
-    if (b == Basis::NoOverlapToGain) d.early_at_pct = 16, d.margin_setting = "TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT";
+    Decision d = model_decision(b, saved_ms, 18, cost_ms, b == Basis::NoOverlapToGain ? 16 : -1);
+    if (d.early_at_pct) d.margin_setting = "TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT";
     return d;
   };
   Judge j;

@@ -37,7 +37,7 @@ const std::vector<Option> kOptions = {
      "Mode nbc (optimize: sites its profile cannot judge): calls per site and rank, after its first, alternating "
      "early return and completion in the call, each timed to the site's next call; where completing is faster, "
      "later calls complete (0: off).",
-     &Settings::site_trial_calls, 0, 64},
+     &Settings::site_trial_calls, 0, 64, true},  // decides whether the ranks vote (runtime/call_vote.hh)
     {"site_trial_margin_pct", OptionType::Integer, "3", "",
      "Mode nbc: how much faster, in percent, the trial's completions in the call must be than its early returns "
      "for the site's later calls to complete in the call (docs/settings.md).",

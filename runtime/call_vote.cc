@@ -48,11 +48,11 @@ void CallVote::record(int key, const void* site, bool settled) {
   if (key < 0) return;
   KeyState& s = keys_[static_cast<std::size_t>(key)];
   s.settled_run = settled ? s.settled_run + 1 : 0;
-  const auto end = s.sites.begin() + static_cast<std::ptrdiff_t>(std::min(s.site_count, kSitesPerKey));
-  if (s.site_count <= kSitesPerKey && std::find(s.sites.begin(), end, site) == end) {
-    if (s.site_count < kSitesPerKey) s.sites[s.site_count] = site;
-    ++s.site_count;
-  }
+  if (s.site_count > kSitesPerKey) return;  // too many sites: the key never votes for
+  const auto end = s.sites.begin() + static_cast<std::ptrdiff_t>(s.site_count);
+  if (std::find(s.sites.begin(), end, site) != end) return;
+  if (s.site_count < kSitesPerKey) s.sites[s.site_count] = site;
+  ++s.site_count;
 }
 
 CallVote::Ballot CallVote::ballot() const {

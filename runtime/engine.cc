@@ -208,12 +208,9 @@ class EngineImpl final : public Engine {
     const bool may_try = pays && !policy_->judged_last();
     const TrialRun trial = site.trial.enter(site.calls, t_enter, may_try, trial_rule_, trial_turn_);
     const bool in_call = !pays || trial != TrialRun::Early;
-    if (key >= 0) {
-      const auto peers = static_cast<std::uint64_t>(std::max(1, ctx.size - 1));
-      const std::uint64_t per_peer = c.kind == Kind::Bcast ? layout.received : layout.received / peers;
+    if (key >= 0)
       pc.agreement.record(key, c.site.return_address,
-                          trial == TrialRun::Verdict && !policy_->own_call_faster(c.kind, topo, per_peer));
-    }
+                          trial == TrialRun::Verdict && !own_call_faster(c, ctx, topo, layout));
     auto f = std::make_shared<InFlight>();
     f->kind = c.kind;
     f->site = c.site;
@@ -720,6 +717,13 @@ class EngineImpl final : public Engine {
         static_cast<long long>(s_.timeout_s), kind_name(f.kind));
     report_missing(f);
     end_job();
+  }
+
+  // Whether tnbc's schedule in the call beats the library's at this call's size (asked only of a
+  // call its site's trial completed in the call: the policy's cache takes its lock).
+  bool own_call_faster(const CollCall& c, const CallContext& ctx, const model::Topology& topo, const Layout& layout) {
+    const auto peers = static_cast<std::uint64_t>(std::max(1, ctx.size - 1));
+    return policy_->own_call_faster(c.kind, topo, c.kind == Kind::Bcast ? layout.received : layout.received / peers);
   }
 
   // The call's key on its communicator (runtime/call_vote.hh), with the vote where one is

@@ -2,14 +2,15 @@
 
 #include <algorithm>
 
+#include "runtime/fnv1a.hh"
+
 namespace tnbc {
 
 namespace {
 
-constexpr std::uint64_t kFnvPrime = 1099511628211ULL;
-
+// A key's value folded into the table's hash byte by byte, low byte first (the ranks compare it).
 std::uint64_t fnv(std::uint64_t h, std::uint64_t v) {
-  for (int i = 0; i < 8; ++i, v >>= 8) h = (h ^ (v & 0xff)) * kFnvPrime;
+  for (int i = 0; i < 8; ++i, v >>= 8) h = fnv1a_word(h, v & 0xff);
   return h;
 }
 

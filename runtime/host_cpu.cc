@@ -4,10 +4,13 @@
 
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <sstream>
 #include <string>
+
+#include "runtime/fnv1a.hh"
 
 namespace tnbc {
 
@@ -68,9 +71,8 @@ std::uint64_t kernel_id() {
   char id[64] = {0};
   const bool got = std::fgets(id, sizeof id, f) != nullptr;
   std::fclose(f);
-  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a
-  for (const char* c = id; got && *c && *c != '\n'; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 1099511628211ULL;
-  return got ? h : 0;
+  if (!got) return 0;
+  return fnv1a64(id, std::strcspn(id, "\n"));
 }
 
 }  // namespace tnbc

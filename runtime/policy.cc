@@ -6,6 +6,8 @@
 #include <mutex>
 #include <tuple>
 
+#include "runtime/fnv1a.hh"
+
 namespace tnbc {
 
 std::optional<model::Program> model_program(const SiteProgram& p, const model::Machine& m, const model::Topology& comm,
@@ -43,8 +45,8 @@ namespace {
 
 // A topology as a key of the caches below (its node vector and CPUs).
 std::uint64_t key_of(const model::Topology& t) {
-  std::uint64_t h = 1469598103934665603ULL;
-  auto mix = [&](std::uint64_t v) { h = (h ^ v) * 1099511628211ULL; };
+  std::uint64_t h = kFnv1aBasis;
+  auto mix = [&](std::uint64_t v) { h = fnv1a_word(h, v); };
   for (int x : t.node) mix(static_cast<std::uint64_t>(x));
   mix(static_cast<std::uint64_t>(t.cpus_per_node) << 32 | static_cast<std::uint32_t>(t.cpus_per_rank));
   return h;
@@ -157,9 +159,7 @@ class ModelPolicy final : public Policy {
   bool own_call_faster(Kind kind, const model::Topology& comm, std::size_t per_peer) override {
     if (s_.min_bytes || !model_) return false;
     std::lock_guard lock(mutex_);
-    auto [it, fresh] = own_bands_.try_emplace({key_of(comm), static_cast<int>(model::band_kind(kind))});
-    if (fresh) it->second = model::own_call_bands(model_->machine, comm, model::band_kind(kind), exec(), page_);
-    return it->second.contains(per_peer);
+    return bands_locked(kind, comm).own.contains(per_peer);
   }
 
   bool complete_in_call(const CallShape& call) override { return orders_ && orders_->run_blocking(call); }
@@ -254,8 +254,6 @@ class ModelPolicy final : public Policy {
       guard_by_size_ = guard_by_size;
       agreed_ = agreed;
       bands_.clear();
-      engine_bands_.clear();
-      own_bands_.clear();
       segments_.clear();
       bcast_choice_.clear();
       scales_.clear();
@@ -272,12 +270,12 @@ class ModelPolicy final : public Policy {
     if (s_.min_bytes) return static_cast<std::size_t>(std::min<std::uint64_t>(*s_.min_bytes, SIZE_MAX));
     if (!model_) return kMinGuardablePages * page_;
     std::lock_guard lock(mutex_);
-    return bands_locked(kind, comm).first();
+    return bands_locked(kind, comm).early.first();
   }
   model::SizeBands early_return_sizes(Kind kind, const model::Topology& comm) override {
     if (s_.min_bytes || !model_) return model::SizeBands::from(threshold(kind, comm));
     std::lock_guard lock(mutex_);
-    return bands_locked(kind, comm);
+    return bands_locked(kind, comm).early;
   }
   // Whether a call of `kind` whose size is `unit` (SIZE_MAX: none alike on every rank) runs as
   // the MPI library's (model::runs_as_mpi over model::engine_bands: the sizes that return early
@@ -287,19 +285,29 @@ class ModelPolicy final : public Policy {
     const std::optional<std::size_t> at = unit == SIZE_MAX ? std::nullopt : std::optional<std::size_t>(unit);
     if (s_.min_bytes || !model_) return at && *at < threshold(kind, comm);
     std::lock_guard lock(mutex_);
-    auto [it, fresh] = engine_bands_.try_emplace({key_of(comm), static_cast<int>(model::band_kind(kind))});
-    if (fresh) it->second = model::engine_bands(model_->machine, comm, kind, exec(), page_);
-    return model::runs_as_mpi(it->second, at);
+    return model::runs_as_mpi(bands_locked(kind, comm).engine, at);
   }
   // Whether `bytes` (the table's unit) is a size at which early return pays.
   bool pays_at(Kind kind, const model::Topology& comm, std::size_t bytes) {
     if (s_.min_bytes || !model_) return bytes >= threshold(kind, comm);
     std::lock_guard lock(mutex_);
-    return bands_locked(kind, comm).contains(bytes);
+    return bands_locked(kind, comm).early.contains(bytes);
   }
-  const model::SizeBands& bands_locked(Kind kind, const model::Topology& comm) {  // under mutex_, with a model
-    auto [it, fresh] = bands_.try_emplace({key_of(comm), static_cast<int>(model::band_kind(kind))});
-    if (fresh) it->second = model::call_bands(model_->machine, comm, kind, exec(), page_);
+  // The model's sizes of one (communicator, kind of bands): the three sets the questions above ask.
+  struct CommBands {
+    model::SizeBands early;   // early return pays (model::call_bands)
+    model::SizeBands own;     // tnbc's schedule in the call beats the library's (model::own_call_bands)
+    model::SizeBands engine;  // either: the calls tnbc's engine takes (model::engine_bands)
+  };
+  const CommBands& bands_locked(Kind kind, const model::Topology& comm) {  // under mutex_, with a model
+    const Kind k = model::band_kind(kind);
+    auto [it, fresh] = bands_.try_emplace({key_of(comm), static_cast<int>(k)});
+    if (fresh) {
+      CommBands& b = it->second;
+      b.early = model::call_bands(model_->machine, comm, k, exec(), page_);
+      b.own = model::own_call_bands(model_->machine, comm, k, exec(), page_);
+      b.engine = model::unite(b.early, b.own);
+    }
     return it->second;
   }
 
@@ -377,9 +385,7 @@ class ModelPolicy final : public Policy {
   int guard_by_size_ = -1;
   bool agreed_ = false;
   std::mutex mutex_;  // the caches: calls on several threads ask at once
-  std::map<std::pair<std::uint64_t, int>, model::SizeBands> bands_;         // early_return_sizes
-  std::map<std::pair<std::uint64_t, int>, model::SizeBands> engine_bands_;  // those and tnbc's faster calls
-  std::map<std::pair<std::uint64_t, int>, model::SizeBands> own_bands_;     // tnbc's faster calls (own_call_faster)
+  std::map<std::pair<std::uint64_t, int>, CommBands> bands_;  // per (communicator, model::band_kind)
   std::map<std::pair<std::uint64_t, std::size_t>, int> segments_;
   std::map<std::pair<std::uint64_t, std::size_t>, BcastBackend> bcast_choice_;
   std::map<std::uint64_t, double> scales_;

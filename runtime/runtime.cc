@@ -14,6 +14,7 @@
 
 #include "runtime/engine.hh"
 #include "runtime/fatal.hh"
+#include "runtime/fnv1a.hh"
 #include "runtime/futex.hh"
 #include "runtime/log.hh"
 #include "runtime/output_file.hh"
@@ -62,10 +63,8 @@ std::uint64_t draw_run_id(int rank) {
   if (rank == 0) {
     char host[256] = "";
     ::gethostname(host, sizeof host - 1);
-    std::uint64_t h = 1469598103934665603ULL;
-    auto mix = [&h](const void* p, std::size_t n) {
-      for (std::size_t i = 0; i < n; ++i) h = (h ^ static_cast<const unsigned char*>(p)[i]) * 1099511628211ULL;
-    };
+    std::uint64_t h = kFnv1aBasis;
+    auto mix = [&h](const void* p, std::size_t n) { h = fnv1a64(p, n, h); };
     const long long t = futex::now_ns();
     const pid_t pid = ::getpid();
     const std::time_t wall = std::time(nullptr);

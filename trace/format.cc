@@ -43,15 +43,6 @@ How how_from_char(char c, bool* ok) {
   }
 }
 
-std::uint64_t fnv1a64(const void* data, std::size_t n, std::uint64_t h) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
-
 std::string hex64(std::uint64_t v) {
   char b[24];
   std::snprintf(b, sizeof b, "0x%016" PRIx64, v);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/fnv1a.hh"
 #include "runtime/status.hh"
 
 namespace tnbc::trace {
@@ -102,7 +103,7 @@ std::string trace_file_name(int rank);
 std::string escape_token(const std::string& s);
 std::string unescape_token(const std::string& s);
 
-std::uint64_t fnv1a64(const void* data, std::size_t n, std::uint64_t h = 1469598103934665603ULL);
+using tnbc::fnv1a64;
 std::string hex64(std::uint64_t v);  // "0x%016llx"
 
 }  // namespace tnbc::trace

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "runtime/fnv1a.hh"
 #include "runtime/vocabulary.hh"
 #include "runtime/json.hh"
 
@@ -147,8 +148,7 @@ LoadedProfile parse_profile_or_throw(const std::string& text, const std::string&
                        "); run `tnbc merge` of this tnbc on the traces again");
   LoadedProfile p;
   p.path = name;
-  p.content_hash = 1469598103934665603ULL;
-  for (unsigned char c : text) p.content_hash = (p.content_hash ^ c) * 1099511628211ULL;
+  p.content_hash = fnv1a64(text.data(), text.size());
   p.np = static_cast<int>(r.integer(root, "", "np", 1, 1 << 24));
   p.executable = r.member(root, "", "executable", Value::Type::String).string;
   const Value& sites = r.member(root, "", "sites", Value::Type::Array);

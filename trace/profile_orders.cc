@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "runtime/fnv1a.hh"
 #include "runtime/log.hh"
 #include "trace/callsite.hh"
 #include "trace/gain.hh"
@@ -58,7 +59,7 @@ class ProfileOrders final : public ReadOrderSource {
   // plain() to be a global answer.
   std::uint64_t fingerprint() const override {
     std::uint64_t h = index_.profile().content_hash;
-    auto mix = [&](std::uint64_t v) { h = (h ^ v) * 1099511628211ULL; };
+    auto mix = [&](std::uint64_t v) { h = fnv1a_word(h, v); };
     mix(judge_.enabled);
     mix(settings_.early_return_cost_us ? *settings_.early_return_cost_us + 1 : 0);
     mix(static_cast<std::uint64_t>(settings_.early_return_cost_us_per_mib));

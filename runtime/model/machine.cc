@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "runtime/config.hh"
+#include "runtime/fnv1a.hh"
 #include "runtime/json.hh"
 
 namespace tnbc::model {
@@ -534,9 +535,8 @@ std::string misfit(const Machine& m, const RunFacts& run) {
 }
 
 std::uint64_t machine_hash(const Machine& m) {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : machine_json(m)) h = (h ^ c) * 1099511628211ULL;
-  return h;
+  const std::string text = machine_json(m);
+  return fnv1a64(text.data(), text.size());
 }
 
 }  // namespace tnbc::model

@@ -319,8 +319,10 @@ Decision decide(const ProfileSite* site, bool sizes_recorded, const CostModel& c
   return decide(site, sizes_recorded, j);
 }
 
-void align_partners(const std::vector<ProfileSite>& sites, std::vector<Decision>& decisions) {
-  const std::size_t n = std::min(sites.size(), decisions.size());
+namespace {
+
+// The sites' partner groups (align_partners): each site's group, numbered by one of its sites.
+std::vector<std::size_t> partner_groups(const std::vector<ProfileSite>& sites, std::size_t n) {
   // Union-find over the sites: partners share a group.
   std::vector<std::size_t> up(n);
   for (std::size_t i = 0; i < n; ++i) up[i] = i;
@@ -344,6 +346,23 @@ void align_partners(const std::vector<ProfileSite>& sites, std::vector<Decision>
     for (std::size_t k = i + 1; k < n; ++k)
       if (sites[i].kind == sites[k].kind && sites[i].comm_size == sites[k].comm_size && share_a_place(i, k))
         up[root(k)] = root(i);
+  std::vector<std::size_t> group(n);
+  for (std::size_t i = 0; i < n; ++i) group[i] = root(i);
+  return group;
+}
+
+// A site's calls over its ranks, at least one: the weight of its per-call figures in its group.
+double site_calls(const ProfileSite& site) {
+  double calls = 0;
+  for (const ProfileSite::Rank& r : site.ranks) calls += static_cast<double>(r.calls.value_or(0));
+  return std::max(1.0, calls);
+}
+
+}  // namespace
+
+void align_partners(const std::vector<ProfileSite>& sites, std::vector<Decision>& decisions) {
+  const std::size_t n = std::min(sites.size(), decisions.size());
+  const std::vector<std::size_t> group = partner_groups(sites, n);
   // Each group's first site that the model has complete in the call, its first that returns
   // early, and the sum over its sites of their calls' predicted savings beyond their margins.
   std::vector<const ProfileSite*> in_call(n, nullptr), early(n, nullptr);
@@ -351,17 +370,15 @@ void align_partners(const std::vector<ProfileSite>& sites, std::vector<Decision>
   for (std::size_t i = 0; i < n; ++i) {
     const Decision& d = decisions[i];
     if (!d.by_model) continue;
-    const std::size_t g = root(i);
+    const std::size_t g = group[i];
     if (d.blocking() && !in_call[g]) in_call[g] = &sites[i];
     if (d.basis == Basis::OverlapPays && !early[g]) early[g] = &sites[i];
     if (!d.saved_ns) continue;
-    double calls = 0;
-    for (const ProfileSite::Rank& r : sites[i].ranks) calls += static_cast<double>(r.calls.value_or(0));
-    beyond[g] += std::max(1.0, calls) * (d.beyond_own_ns.value_or(*d.saved_ns) - d.margin_ns);
+    beyond[g] += site_calls(sites[i]) * (d.beyond_own_ns.value_or(*d.saved_ns) - d.margin_ns);
   }
   for (std::size_t i = 0; i < n; ++i) {
     Decision& d = decisions[i];
-    const std::size_t g = root(i);
+    const std::size_t g = group[i];
     if (!in_call[g] || !early[g] || !d.by_model) continue;
     if (beyond[g] > 0 && d.blocking()) {
       d.basis = Basis::PartnerEarly;
@@ -375,14 +392,34 @@ void align_partners(const std::vector<ProfileSite>& sites, std::vector<Decision>
   }
 }
 
-void leave_to_trial(std::vector<Decision>& decisions, const Judge& j) {
+void leave_to_trial(const std::vector<ProfileSite>& sites, std::vector<Decision>& decisions, const Judge& j) {
   if (!j.try_within_margin) return;
-  for (Decision& d : decisions)
-    if (d.by_model && d.basis == Basis::NoOverlapToGain && d.saved_ns && *d.saved_ns > -j.margin_of_cost * d.cost_ns) {
+  const std::size_t n = std::min(sites.size(), decisions.size());
+  const std::vector<std::size_t> group = partner_groups(sites, n);
+  // Per group, over its sites the model runs as the library's call: their calls' predicted
+  // savings and the cost's shares, summed; a group with such a site the model did not price
+  // keeps them all the library's.
+  std::vector<double> saved(n, 0.0), share(n, 0.0);
+  std::vector<bool> priced(n, true);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Decision& d = decisions[i];
+    if (d.basis != Basis::NoOverlapToGain) continue;
+    if (!d.by_model || !d.saved_ns) {
+      priced[group[i]] = false;
+      continue;
+    }
+    saved[group[i]] += site_calls(sites[i]) * *d.saved_ns;
+    share[group[i]] += site_calls(sites[i]) * j.margin_of_cost * d.cost_ns;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    Decision& d = decisions[i];
+    const std::size_t g = group[i];
+    if (d.basis == Basis::NoOverlapToGain && priced[g] && saved[g] > -share[g]) {
       d.basis = Basis::WithinMargin;
       d.early_at_pct.reset();  // not held back: the trial decides
       d.margin_setting.clear();
     }
+  }
 }
 
 std::vector<Decision> decide_sites(const std::vector<ProfileSite>& sites, const Judge& j) {
@@ -390,7 +427,7 @@ std::vector<Decision> decide_sites(const std::vector<ProfileSite>& sites, const 
   d.reserve(sites.size());
   for (const ProfileSite& site : sites) d.push_back(decide(&site, true, j));
   align_partners(sites, d);
-  leave_to_trial(d, j);
+  leave_to_trial(sites, d, j);
   return d;
 }
 

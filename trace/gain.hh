@@ -230,7 +230,12 @@ void align_partners(const std::vector<ProfileSite>& sites, std::vector<Decision>
 // bcast-proxy A 1.106x and is-proxy A 1.027x the plain program where optimize, on a model whose
 // savings lay inside these bounds (10.1 ms a call under an 18.0 ms margin; -0.19 ms against a cost
 // share of 1.79 ms), ran the plain program (docs/benchmarks.md, "Session 73").
-void leave_to_trial(std::vector<Decision>& decisions, const Judge& j);
+// Partners (align_partners) go together, weighed by their calls: the calls are the same, and one
+// rank trying while another keeps them the library's leaves neither the library's call (every rank
+// must agree) — NPB IS.A at np 2 on one node, rank 0's site 0.8 ms short of saving anything and
+// inside its bound, rank 1's 1.6 ms short and outside it: rank 0 tried, rank 1 ran tnbc's schedule
+// in the call, where both would otherwise run the plain program (docs/benchmarks.md, "Session 74").
+void leave_to_trial(const std::vector<ProfileSite>& sites, std::vector<Decision>& decisions, const Judge& j);
 // Every site of a profile decided (decide with its sizes recorded), then aligned, then those inside
 // the margins left to the trial: what the run (ProfileOrders) and `tnbc merge` both judge the
 // profile's sites by.

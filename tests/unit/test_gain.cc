@@ -541,7 +541,8 @@ TEST_CASE("leave_to_trial: a saving inside the model's margins goes to the site 
                              judged(Basis::OwnCallFaster, 1, 3), judged(Basis::NoOverlapToGain, -0.1, 1)};
   d[5].by_model = false;
   std::vector<Decision> off = d;
-  leave_to_trial(d, j);
+  const std::vector<ProfileSite> apart(d.size());  // no partners: each site alone
+  leave_to_trial(apart, d, j);
   CHECK(d[0].basis == Basis::WithinMargin);
   CHECK(d[1].basis == Basis::WithinMargin);
   CHECK(d[2].basis == Basis::NoOverlapToGain);
@@ -556,7 +557,7 @@ TEST_CASE("leave_to_trial: a saving inside the model's margins goes to the site 
   CHECK(describe(d[0]).find("returns early: on trial: the predicted saving lies within the model's margins") == 0);
   // TNBC_TRY_WITHIN_MARGIN=off, or no trial (TNBC_SITE_TRIAL_CALLS=0): as before.
   j.try_within_margin = false;
-  leave_to_trial(off, j);
+  leave_to_trial(apart, off, j);
   CHECK(off[0].basis == Basis::NoOverlapToGain);
   CHECK(off[1].basis == Basis::NoOverlapToGain);
   tnbc::Settings s;
@@ -566,4 +567,54 @@ TEST_CASE("leave_to_trial: a saving inside the model's margins goes to the site 
   s = tnbc::Settings{};
   s.try_within_margin = tnbc::Switch::Off;
   CHECK_FALSE(make_judge(s, nullptr, {}).try_within_margin);
+}
+
+TEST_CASE("leave_to_trial: partner sites go to the trial together, by their calls' savings summed") {
+  // NPB IS.A at np 2 on one node (session 74): rank 0 reaches the Alltoallv from one site, rank 1
+  // from another, 10 calls each at the same places of their sequences.
+  auto site = [](int rank, std::uint64_t calls) {
+    ProfileSite s;
+    s.kind = "alltoallv";
+    s.comm_size = 2;
+    ProfileSite::Rank r;
+    r.rank = rank;
+    r.calls = calls;
+    for (std::uint64_t k = 0; k < calls; ++k) r.first_calls.push_back(3 + 2 * k);
+    s.ranks.push_back(r);
+    return s;
+  };
+  const std::vector<ProfileSite> sites = {site(0, 10), site(1, 10)};
+  auto judged = [](double saved_ms, double cost_ms) {
+    return model_decision(Basis::NoOverlapToGain, saved_ms, 18, cost_ms, -1);
+  };
+  Judge j;
+  j.margin_of_cost = 0.15;
+  j.try_within_margin = true;
+  // Rank 0's 0.79 ms short, inside its bound (1.07 ms); rank 1's 1.59 ms short, outside its own
+  // (1.05 ms): summed, 23.8 ms against 21.3: both keep the library's call.
+  std::vector<Decision> split = {judged(-0.79, 7.14), judged(-1.59, 7.03)};
+  leave_to_trial(sites, split, j);
+  CHECK(split[0].basis == Basis::NoOverlapToGain);
+  CHECK(split[1].basis == Basis::NoOverlapToGain);
+  // Each site alone, rank 0's would be tried (what the run did before).
+  std::vector<Decision> alone = {judged(-0.79, 7.14), judged(-1.59, 7.03)};
+  leave_to_trial(std::vector<ProfileSite>(2), alone, j);
+  CHECK(alone[0].basis == Basis::WithinMargin);
+  CHECK(alone[1].basis == Basis::NoOverlapToGain);
+  // Both short by less than the summed shares: both tried.
+  std::vector<Decision> both = {judged(-0.79, 7.14), judged(-1.2, 7.03)};
+  leave_to_trial(sites, both, j);
+  CHECK(both[0].basis == Basis::WithinMargin);
+  CHECK(both[1].basis == Basis::WithinMargin);
+  // A partner the model did not price keeps the group the library's.
+  std::vector<Decision> unpriced = {judged(-0.1, 7.14), judged(-0.1, 7.03)};
+  unpriced[1].by_model = false;
+  leave_to_trial(sites, unpriced, j);
+  CHECK(unpriced[0].basis == Basis::NoOverlapToGain);
+  // A partner on tnbc's schedule in the call anyway does not hold the other back: it is not the
+  // library's call either way.
+  std::vector<Decision> own = {judged(-0.79, 7.14), model_decision(Basis::OwnCallFaster, 1, 3, 3, -1)};
+  leave_to_trial(sites, own, j);
+  CHECK(own[0].basis == Basis::WithinMargin);
+  CHECK(own[1].basis == Basis::OwnCallFaster);
 }

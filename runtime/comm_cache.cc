@@ -2,11 +2,14 @@
 
 #include <sched.h>
 
+#include <string>
+
 #include "runtime/engine.hh"
 #include "runtime/fatal.hh"
 #include "runtime/futex.hh"
 #include "runtime/log.hh"
 #include "runtime/rma_transport.hh"
+#include "runtime/roll_call.hh"
 
 namespace tnbc {
 
@@ -43,16 +46,27 @@ const model::Topology& CommCache::topology(MPI_Comm user, const model::Topology&
 }
 
 void wait_collective(MPI_Request& req, MPI_Comm user, long long timeout_ns, const char* what, const char* role,
-                     const char* step) {
+                     const char* step, RollCall* roll) {
   const long long start = futex::now_ns();
   for (int done = 0; PMPI_Test(&req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done;) {
+    if (roll) roll->answer();
     if (futex::now_ns() - start > timeout_ns) {
       int n = 0, me = 0;
       PMPI_Comm_size(user, &n);
       PMPI_Comm_rank(user, &me);
+      std::string who;
+      if (roll) {
+        // The others answer within microseconds from this same loop; a tenth of the timeout leaves
+        // room for a crowded node's scheduler.
+        std::string absent;
+        for (int r : roll->absent(timeout_ns / 10)) absent += (absent.empty() ? "" : ", ") + std::to_string(r);
+        who = absent.empty() ? "; every rank answered a roll call (the missing one came late)"
+                             : "; ranks of it that did not answer a roll call within a tenth of the timeout, so "
+                               "never reached this collective: " + absent;
+      }
       log(LogLevel::Error, "timeout (TNBC_TIMEOUT=%llds) in %s, %s on a communicator of %d ranks (this is rank %d "
-                           "of it): %s did not complete, so some rank of it never called this collective",
-          timeout_ns / 1000000000LL, what, role, n, me, step);
+                           "of it): %s did not complete, so some rank of it never called this collective%s",
+          timeout_ns / 1000000000LL, what, role, n, me, step, who.c_str());
       end_job();  // pauses first: the launcher forwards the report before the abort
     }
     sched_yield();

@@ -19,6 +19,7 @@
 namespace tnbc {
 
 class RmaComm;
+class RollCall;
 
 struct PrivateComm {
   MPI_Comm comm = MPI_COMM_NULL;
@@ -33,9 +34,11 @@ struct PrivateComm {
 // Waits for `req`, a collective tnbc started on `user`'s duplicate in the collective `what` (`role`:
 // which of tnbc's collectives that is; `step`: what it started, for the message); after
 // `timeout_ns` without it, says that some rank of `user` never called `what` and ends the job
-// instead of waiting forever inside MPI.
+// instead of waiting forever inside MPI. With `roll` (on the duplicate: runtime/roll_call.hh) the
+// wait answers other ranks' roll calls, and its own timeout names the ranks that did not answer
+// within a tenth of the timeout.
 void wait_collective(MPI_Request& req, MPI_Comm user, long long timeout_ns, const char* what, const char* role,
-                     const char* step);
+                     const char* step, RollCall* roll = nullptr);
 
 class CommCache {
  public:

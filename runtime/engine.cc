@@ -31,6 +31,7 @@
 #include "runtime/progress.hh"
 #include "runtime/publish.hh"
 #include "runtime/rma_transport.hh"
+#include "runtime/roll_call.hh"
 #include "runtime/send_copy.hh"
 #include "runtime/transport.hh"
 #include "runtime/uffd.hh"
@@ -739,8 +740,9 @@ class EngineImpl final : public Engine {
     MPI_Request req;
     PMPI_Iallreduce(mine.data(), all.data(), static_cast<int>(all.size()), MPI_UINT64_T, MPI_BOR, pc.comm, &req);
     const char* what = info(c.kind).mpi_name;
+    RollCall roll(pc.comm, pc.size, pc.tag_ub);  // tag_ub: above every block of base_tag()
     wait_collective(req, c.comm, timeout_ns_, what, "where its ranks vote on the calls to run as the MPI library's own",
-                    "the vote (MPI_Iallreduce on tnbc's duplicate)");
+                    "the vote (MPI_Iallreduce on tnbc's duplicate)", &roll);
     const CallVote::Applied applied = pc.agreement.apply(all);
     stats_.record_vote(static_cast<std::uint64_t>(std::popcount(applied.agreed)),
                        static_cast<std::uint64_t>(std::popcount(applied.retried)));

@@ -167,13 +167,16 @@ def main():
     # one that returned early: whichever times out first ends the job) must say so. Without the
     # ranks' votes (TNBC_SITE_TRIAL_AGREE=off) the collective's own wait names the rank; with them
     # (the default) that call is one where the ranks vote (its communicator's 11th past the global
-    # decisions: runtime/call_vote.hh), and the vote's wait says that some rank never came.
+    # decisions: runtime/call_vote.hh), and the vote's wait names it by a roll call
+    # (runtime/roll_call.hh): the only rank that did not answer.
     for agree, wants in (("off", (r"tnbc\[\d+\]: error: timeout \(TNBC_TIMEOUT=3s\) inside alltoallv",
                                   rf"tnbc\[\d+\]:   rank {a.np - 1}: nothing received from it in this collective")),
                          ("on", (r"tnbc\[\d+\]: error: timeout \(TNBC_TIMEOUT=3s\) in MPI_Alltoallv, where its ranks "
                                  rf"vote on the calls to run as the MPI library's own on a communicator of {a.np} ranks "
                                  r"\(this is rank \d of it\): the vote \(MPI_Iallreduce on tnbc's duplicate\) did not "
-                                 r"complete, so some rank of it never called this collective",))):
+                                 r"complete, so some rank of it never called this collective; ranks of it that did not "
+                                 r"answer a roll call within a tenth of the timeout, so never reached this collective: "
+                                 rf"{a.np - 1}\n",))):
         exports = {"LD_PRELOAD": os.path.abspath(a.lib), "TNBC_OUTPUT_DIR": os.path.join(work, "missing-" + agree),
                    "TNBC_TIMEOUT": "3", "TNBC_SITE_TRIAL_AGREE": agree, **opt}
         code, out = run_mpirun(a.np, exports, [a.prog, ITER, PAGES, COMPUTE_MS, "-1", str(a.np - 1)], 120, a)

@@ -2,17 +2,9 @@
 
 #include <algorithm>
 
-#include "runtime/fnv1a.hh"
-
 namespace tnbc {
 
 namespace {
-
-// A key's value folded into the table's hash byte by byte, low byte first (the ranks compare it).
-std::uint64_t fnv(std::uint64_t h, std::uint64_t v) {
-  for (int i = 0; i < 8; ++i, v >>= 8) h = fnv1a_word(h, v & 0xff);
-  return h;
-}
 
 // The vote schedule (vote_at): every 2nd call from the 7th to the 15th (a lone site's first trial,
 // after its warm-up call and 4 trial calls, gives its first verdict at its 6th call), every 8th
@@ -39,7 +31,8 @@ CallVote::Entry CallVote::enter(const VoteKey& k) {
     if (keys_[i].key == k) index = static_cast<int>(i);
   if (index < 0 && keys_.size() < static_cast<std::size_t>(kMaxKeys)) {
     keys_.push_back({k});
-    hash_ = fnv(fnv(fnv(hash_, static_cast<std::uint64_t>(k.kind)), k.unit), static_cast<std::uint64_t>(k.root));
+    hash_ = fnv1a_word(fnv1a_word(fnv1a_word(hash_, static_cast<std::uint64_t>(k.kind)), k.unit),
+                       static_cast<std::uint64_t>(k.root));
     index = static_cast<int>(keys_.size() - 1);
   }
   return {index, !off_ && vote_at(calls_)};

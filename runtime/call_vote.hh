@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/fnv1a.hh"
 #include "runtime/vocabulary.hh"
 
 namespace tnbc {
@@ -94,7 +95,7 @@ class CallVote {
   };
   std::vector<KeyState> keys_;
   std::uint64_t calls_ = 0;
-  std::uint64_t hash_ = 1469598103934665603ULL;  // FNV-1a over the key table, in order
+  std::uint64_t hash_ = kFnv1aBasis;  // FNV-1a over the key table, in order
   bool off_ = false;
 };
 

@@ -740,7 +740,7 @@ class EngineImpl final : public Engine {
     MPI_Request req;
     PMPI_Iallreduce(mine.data(), all.data(), static_cast<int>(all.size()), MPI_UINT64_T, MPI_BOR, pc.comm, &req);
     const char* what = info(c.kind).mpi_name;
-    RollCall roll(pc.comm, pc.size, pc.tag_ub);  // tag_ub: above every block of base_tag()
+    RollCall roll(pc.comm, pc.rank, pc.size, pc.tag_ub);  // tag_ub: above every block of base_tag()
     wait_collective(req, c.comm, timeout_ns_, what, "where its ranks vote on the calls to run as the MPI library's own",
                     "the vote (MPI_Iallreduce on tnbc's duplicate)", &roll);
     const CallVote::Applied applied = pc.agreement.apply(all);

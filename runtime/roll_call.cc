@@ -33,12 +33,10 @@ void RollCall::answer() {
 }
 
 std::vector<int> RollCall::absent(long long grace_ns) {
-  int me = 0;
-  PMPI_Comm_rank(comm_, &me);
   for (int r = 0; r < size_; ++r)
-    if (r != me) send(kAsk, r);
+    if (r != rank_) send(kAsk, r);
   std::vector<bool> here(static_cast<std::size_t>(size_), false);
-  here[static_cast<std::size_t>(me)] = true;
+  here[static_cast<std::size_t>(rank_)] = true;
   const long long start = futex::now_ns();
   while (futex::now_ns() - start < grace_ns) {
     int source = 0, word = 0;

@@ -15,8 +15,9 @@ namespace tnbc {
 
 class RollCall {
  public:
-  // `comm`: tnbc's private duplicate, `size` ranks, `tag` above every schedule's tags.
-  RollCall(MPI_Comm comm, int size, int tag) : comm_(comm), size_(size), tag_(tag) {}
+  // `comm`: tnbc's private duplicate, of `size` ranks, this one `rank`; `tag` above every
+  // schedule's tags.
+  RollCall(MPI_Comm comm, int rank, int size, int tag) : comm_(comm), rank_(rank), size_(size), tag_(tag) {}
 
   // Answers any roll call another rank started; called from the wait's loop (cheap: one Iprobe).
   void answer();
@@ -31,6 +32,7 @@ class RollCall {
   void send(const int& word, int to);
 
   MPI_Comm comm_;
+  int rank_;
   int size_;
   int tag_;
 };

@@ -63,16 +63,13 @@ std::uint64_t draw_run_id(int rank) {
   if (rank == 0) {
     char host[256] = "";
     ::gethostname(host, sizeof host - 1);
-    std::uint64_t h = kFnv1aBasis;
-    auto mix = [&h](const void* p, std::size_t n) { h = fnv1a64(p, n, h); };
     const long long t = futex::now_ns();
     const pid_t pid = ::getpid();
     const std::time_t wall = std::time(nullptr);
-    mix(host, std::strlen(host));
-    mix(&t, sizeof t);
-    mix(&pid, sizeof pid);
-    mix(&wall, sizeof wall);
-    id = h;
+    std::uint64_t h = fnv1a64(host, std::strlen(host));
+    h = fnv1a64(&t, sizeof t, h);
+    h = fnv1a64(&pid, sizeof pid, h);
+    id = fnv1a64(&wall, sizeof wall, h);
   }
   PMPI_Bcast(&id, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
   return id;

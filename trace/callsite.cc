@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "runtime/fnv1a.hh"
 #include "trace/trace_config.h"
 
 #if TNBC_HAVE_LIBUNWIND

@@ -9,6 +9,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "runtime/fnv1a.hh"
+
 namespace tnbc::trace {
 
 namespace {

@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "runtime/fnv1a.hh"
 #include "runtime/status.hh"
 
 namespace tnbc::trace {
@@ -103,7 +102,6 @@ std::string trace_file_name(int rank);
 std::string escape_token(const std::string& s);
 std::string unescape_token(const std::string& s);
 
-using tnbc::fnv1a64;
 std::string hex64(std::uint64_t v);  // "0x%016llx"
 
 }  // namespace tnbc::trace

@@ -408,8 +408,9 @@ void leave_to_trial(const std::vector<ProfileSite>& sites, std::vector<Decision>
       priced[group[i]] = false;
       continue;
     }
-    saved[group[i]] += site_calls(sites[i]) * *d.saved_ns;
-    share[group[i]] += site_calls(sites[i]) * j.margin_of_cost * d.cost_ns;
+    const double calls = site_calls(sites[i]);
+    saved[group[i]] += calls * *d.saved_ns;
+    share[group[i]] += calls * j.margin_of_cost * d.cost_ns;
   }
   for (std::size_t i = 0; i < n; ++i) {
     Decision& d = decisions[i];

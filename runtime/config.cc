@@ -116,8 +116,8 @@ const std::vector<Option> kOptions = {
      &Settings::early_return_margin_cost_pct, 0, 1000},
     {"early_return_margin_tcomm_pct", OptionType::Integer, "30", "",
      "Mode optimize, cost model: the share of the blocking time, in percent, by which the model may misjudge tnbc's "
-     "own schedule with one rank per node; part of the margin a predicted saving must exceed (measured: "
-     "docs/settings.md).",
+     "own schedule with one rank per node; part of the margin a predicted saving must exceed (below it: "
+     "TNBC_TRY_WITHIN_MARGIN).",
      &Settings::early_return_margin_tcomm_pct, 0, 1000},
     {"early_return_margin_shared_node_pct", OptionType::Integer, "100", "",
      "Mode optimize, cost model: TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT where ranks share a node, for the part of its "

@@ -225,7 +225,9 @@ void rma_release_all() {
 // ---------------------------------------------------------------- the transport
 namespace {
 
-Status step_error(const InFlight& f, int i, const std::string& what, int rc) {
+// Named apart from p2p_transport.cc's step_error: in a unity build (the MPICH build's) both share
+// one translation unit, where the calls here with a string literal went to that one.
+Status rma_step_error(const InFlight& f, int i, const std::string& what, int rc) {
   const Step& s = f.schedule[static_cast<std::size_t>(i)];
   return Status::error(what + " (" + step_kind_name(s.kind) + " of " + std::to_string(s.length) + " bytes, rank " +
                            std::to_string(s.peer) + ", " + kind_name(f.kind) + " #" + std::to_string(f.sequence) +
@@ -268,14 +270,14 @@ class RmaTransport final : public Transport {
           return {};
         }
         if (s.length > static_cast<std::size_t>(INT_MAX))
-          return step_error(f, i, "MPI_Rput of more than INT_MAX bytes", MPI_ERR_COUNT);
+          return rma_step_error(f, i, "MPI_Rput of more than INT_MAX bytes", MPI_ERR_COUNT);
         const std::size_t at = static_cast<std::size_t>(r.slot) * r.slot_bytes + s.offset;
         const char* src = r.rank == r.root ? f.send_data + s.offset : r.data_base + at;
         MPI_Request req = MPI_REQUEST_NULL;
         const int n = static_cast<int>(s.length);
         if (int rc = PMPI_Rput(src, n, MPI_BYTE, s.peer, static_cast<MPI_Aint>(at), n, MPI_BYTE, r.data, &req);
             rc != MPI_SUCCESS)
-          return step_error(f, i, "MPI_Rput", rc);
+          return rma_step_error(f, i, "MPI_Rput", rc);
         puts_.push_back({&f, i, req, false});
         return {};
       }
@@ -300,13 +302,13 @@ class RmaTransport final : public Transport {
       if (!first.ok()) return false;
       int complete = 0;
       if (int rc = PMPI_Test(&p.request, &complete, MPI_STATUS_IGNORE); rc != MPI_SUCCESS) {
-        first = step_error(*p.f, p.step, "MPI_Test of an MPI_Rput", rc);
+        first = rma_step_error(*p.f, p.step, "MPI_Test of an MPI_Rput", rc);
         return false;
       }
       if (!complete) return false;
       const Step& s = p.f->schedule[static_cast<std::size_t>(p.step)];
       if (int rc = PMPI_Win_flush(s.peer, p.f->rma->data); rc != MPI_SUCCESS) {
-        first = step_error(*p.f, p.step, "MPI_Win_flush", rc);
+        first = rma_step_error(*p.f, p.step, "MPI_Win_flush", rc);
         return false;
       }
       done.completed(*p.f, p.step, false, futex::now_ns());
@@ -353,8 +355,8 @@ class RmaTransport final : public Transport {
       const std::int64_t one = 1;
       if (int rc = PMPI_Accumulate(&one, 1, MPI_INT64_T, s.peer, done_disp(r.slot), 1, MPI_INT64_T, MPI_SUM, r.ctrl);
           rc != MPI_SUCCESS)
-        return step_error(f, i, "MPI_Accumulate on the root's done counter", rc);
-      if (int rc = PMPI_Win_flush(s.peer, r.ctrl); rc != MPI_SUCCESS) return step_error(f, i, "MPI_Win_flush", rc);
+        return rma_step_error(f, i, "MPI_Accumulate on the root's done counter", rc);
+      if (int rc = PMPI_Win_flush(s.peer, r.ctrl); rc != MPI_SUCCESS) return rma_step_error(f, i, "MPI_Win_flush", rc);
       return {};
     }
     const std::int64_t raised = static_cast<std::int64_t>(r.sequence) + 1;
@@ -362,14 +364,14 @@ class RmaTransport final : public Transport {
       const std::int64_t d[kDescrWords] = {r.root, r.wid, static_cast<std::int64_t>(r.bytes), raised};
       if (int rc = PMPI_Put(d, kDescrWords, MPI_INT64_T, s.peer, descr_disp(r.slot), kDescrWords, MPI_INT64_T, r.ctrl);
           rc != MPI_SUCCESS)
-        return step_error(f, i, "MPI_Put of the description", rc);
-      if (int rc = PMPI_Win_flush(s.peer, r.ctrl); rc != MPI_SUCCESS) return step_error(f, i, "MPI_Win_flush", rc);
+        return rma_step_error(f, i, "MPI_Put of the description", rc);
+      if (int rc = PMPI_Win_flush(s.peer, r.ctrl); rc != MPI_SUCCESS) return rma_step_error(f, i, "MPI_Win_flush", rc);
     }
     if (int rc = PMPI_Accumulate(&raised, 1, MPI_INT64_T, s.peer, flag_disp(r.slot, s.tag_offset), 1, MPI_INT64_T,
                                  MPI_REPLACE, r.ctrl);
         rc != MPI_SUCCESS)
-      return step_error(f, i, "MPI_Accumulate on a request flag", rc);
-    if (int rc = PMPI_Win_flush(s.peer, r.ctrl); rc != MPI_SUCCESS) return step_error(f, i, "MPI_Win_flush", rc);
+      return rma_step_error(f, i, "MPI_Accumulate on a request flag", rc);
+    if (int rc = PMPI_Win_flush(s.peer, r.ctrl); rc != MPI_SUCCESS) return rma_step_error(f, i, "MPI_Win_flush", rc);
     return {};
   }
 

@@ -46,8 +46,9 @@ const model::Topology& CommCache::topology(MPI_Comm user, const model::Topology&
 }
 
 void wait_collective(MPI_Request& req, MPI_Comm user, long long timeout_ns, const char* what, const char* role,
-                     const char* step, RollCall* roll) {
-  const long long start = futex::now_ns();
+                     const char* step, RollCall* roll, std::uint64_t call) {
+  long long start = futex::now_ns();
+  bool waited_again = false;
   for (int done = 0; PMPI_Test(&req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done;) {
     if (roll) roll->answer();
     if (futex::now_ns() - start > timeout_ns) {
@@ -57,12 +58,33 @@ void wait_collective(MPI_Request& req, MPI_Comm user, long long timeout_ns, cons
       std::string who;
       if (roll) {
         // The others answer within microseconds from this same loop; a tenth of the timeout leaves
-        // room for a crowded node's scheduler.
+        // room for a crowded node's scheduler. A rank that comes during it may complete the
+        // collective before its wait answers: then every rank came.
+        const std::vector<int> missing = roll->absent(call, timeout_ns / 10);
+        int came = 0;
+        PMPI_Test(&req, &came, MPI_STATUS_IGNORE);
+        if (came || (missing.empty() && !waited_again)) {
+          log(LogLevel::Warn, "%s in %s, %s on a communicator of %d ranks (this is rank %d of it), did not complete "
+                              "within TNBC_TIMEOUT=%llds: %s",
+              step, what, role, n, me, timeout_ns / 1000000000LL,
+              came ? "it completed during a roll call (a rank came late)"
+                   : "every rank answered a roll call (one came late), so it waits once more as long");
+          if (came) return;
+          waited_again = true;
+          start = futex::now_ns();
+          continue;
+        }
+        if (missing.empty()) {
+          log(LogLevel::Error, "timeout (TNBC_TIMEOUT=%llds) in %s, %s on a communicator of %d ranks (this is rank "
+                               "%d of it): %s did not complete in twice the timeout, though every rank answered a "
+                               "roll call in it (MPI did not complete it)",
+              timeout_ns / 1000000000LL, what, role, n, me, step);
+          end_job();
+        }
         std::string absent;
-        for (int r : roll->absent(timeout_ns / 10)) absent += (absent.empty() ? "" : ", ") + std::to_string(r);
-        who = absent.empty() ? "; every rank answered a roll call (the missing one came late)"
-                             : "; ranks of it that did not answer a roll call within a tenth of the timeout, so "
-                               "never reached this collective: " + absent;
+        for (int r : missing) absent += (absent.empty() ? "" : ", ") + std::to_string(r);
+        who = "; ranks of it that did not answer a roll call within a tenth of the timeout, so never reached this "
+              "collective: " + absent;
       }
       log(LogLevel::Error, "timeout (TNBC_TIMEOUT=%llds) in %s, %s on a communicator of %d ranks (this is rank %d "
                            "of it): %s did not complete, so some rank of it never called this collective%s",
@@ -90,6 +112,7 @@ PrivateComm& CommCache::get(MPI_Comm user, long long timeout_ns, const char* wha
   int has_ub = 0;
   PMPI_Comm_get_attr(pc->comm, MPI_TAG_UB, &ub, &has_ub);
   if (has_ub && ub) pc->tag_ub = *ub;
+  pc->roll.emplace(pc->comm, pc->rank, pc->size, pc->tag_ub);  // tag_ub: above every block of base_tag()
   if (node_links_) pc->node = node_links_(pc->comm);
   PMPI_Comm_set_attr(user, keyval_, pc);
   return *pc;

@@ -9,9 +9,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "runtime/node_arbiter.hh"
 #include "runtime/call_vote.hh"
+#include "runtime/roll_call.hh"
 
 #include "runtime/model/probe.hh"
 #include "runtime/model/topology.hh"
@@ -19,7 +21,6 @@
 namespace tnbc {
 
 class RmaComm;
-class RollCall;
 
 struct PrivateComm {
   MPI_Comm comm = MPI_COMM_NULL;
@@ -29,16 +30,19 @@ struct PrivateComm {
   RmaComm* rma = nullptr;  // the RMA broadcast's windows, once used (runtime/rma_transport.hh)
   std::shared_ptr<NodeLink> node;  // node-level priorities' board (nullptr: none)
   CallVote agreement;        // the calls every rank agreed to run as the library's own
+  std::optional<RollCall> roll;  // who reached a vote, asked when its wait times out (made with the duplicate)
 };
 
 // Waits for `req`, a collective tnbc started on `user`'s duplicate in the collective `what` (`role`:
 // which of tnbc's collectives that is; `step`: what it started, for the message); after
 // `timeout_ns` without it, says that some rank of `user` never called `what` and ends the job
-// instead of waiting forever inside MPI. With `roll` (on the duplicate: runtime/roll_call.hh) the
-// wait answers other ranks' roll calls, and its own timeout names the ranks that did not answer
-// within a tenth of the timeout.
+// instead of waiting forever inside MPI. With `roll` (on the duplicate: runtime/roll_call.hh; `call`:
+// the collective's number there) the wait answers other ranks' roll calls, and its own timeout
+// names the ranks that did not answer within a tenth of the timeout; where every rank answered
+// (the missing one came late, and is in the collective now), it says so and waits once more as
+// long, ending the job only if that wait times out too.
 void wait_collective(MPI_Request& req, MPI_Comm user, long long timeout_ns, const char* what, const char* role,
-                     const char* step, RollCall* roll = nullptr);
+                     const char* step, RollCall* roll = nullptr, std::uint64_t call = 0);
 
 class CommCache {
  public:

@@ -31,7 +31,6 @@
 #include "runtime/progress.hh"
 #include "runtime/publish.hh"
 #include "runtime/rma_transport.hh"
-#include "runtime/roll_call.hh"
 #include "runtime/send_copy.hh"
 #include "runtime/transport.hh"
 #include "runtime/uffd.hh"
@@ -104,11 +103,15 @@ class EngineImpl final : public Engine {
     policy_->set_cpu_share(cpus);
     if (int rank = 0; PMPI_Comm_rank(MPI_COMM_WORLD, &rank) == MPI_SUCCESS && rank == 0) {
       const int w = bcast_send_window(s_, threads.progress, cpus.one_node());
-      const char* mpi = threads.transport.empty() ? "MPI library not recognised" : threads.transport.c_str();
+      const std::string mpi = threads.transport.empty() ? "MPI library not recognised"
+                              : threads.progress != ThreadProgress::Unknown
+                                  ? threads.transport
+                                  : threads.transport + " (whether it lets a second thread's calls through while the "
+                                                        "program waits is not measured)";
       if (w > 0) log(LogLevel::Info, "%s: a broadcast's root and forwarding ranks send through their progress thread, "
-                     "%d piece(s) at a time (TNBC_BCAST_SEND_WINDOW)", mpi, w);
+                     "%d piece(s) at a time (TNBC_BCAST_SEND_WINDOW)", mpi.c_str(), w);
       else log(LogLevel::Info, "%s: a broadcast's root whose progress thread shares its CPU starts its sends in the call "
-               "(TNBC_BCAST_SEND_WINDOW%s)", mpi, cpus.one_node() ? "; every rank on one node" : "");
+               "(TNBC_BCAST_SEND_WINDOW%s)", mpi.c_str(), cpus.one_node() ? "; every rank on one node" : "");
     }
     start_model(world.comm);
     const NodeTurn turn = node_turn_rule();
@@ -740,9 +743,8 @@ class EngineImpl final : public Engine {
     MPI_Request req;
     PMPI_Iallreduce(mine.data(), all.data(), static_cast<int>(all.size()), MPI_UINT64_T, MPI_BOR, pc.comm, &req);
     const char* what = info(c.kind).mpi_name;
-    RollCall roll(pc.comm, pc.rank, pc.size, pc.tag_ub);  // tag_ub: above every block of base_tag()
     wait_collective(req, c.comm, timeout_ns_, what, "where its ranks vote on the calls to run as the MPI library's own",
-                    "the vote (MPI_Iallreduce on tnbc's duplicate)", &roll);
+                    "the vote (MPI_Iallreduce on tnbc's duplicate)", &*pc.roll, pc.agreement.calls());
     const CallVote::Applied applied = pc.agreement.apply(all);
     stats_.record_vote(static_cast<std::uint64_t>(std::popcount(applied.agreed)),
                        static_cast<std::uint64_t>(std::popcount(applied.retried)));

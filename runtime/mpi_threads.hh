@@ -14,17 +14,18 @@
 namespace tnbc {
 
 enum class ThreadProgress {
-  Unknown,   // a library or transport not checked: as if Starved (the safe choice)
+  Unknown,   // a library or transport not checked (MPICH's devices among them): as if Starved (the safe choice)
   Through,   // another thread's calls go through while the program polls (Open MPI pml ob1)
   Starved,   // they wait for the program's polling to let go (Open MPI pml ucx)
 };
 
 struct MpiThreads {
   ThreadProgress progress = ThreadProgress::Unknown;
-  std::string transport;  // "Open MPI pml ob1", ... ("" where the library is not recognised)
+  std::string transport;  // "Open MPI pml ob1", "MPICH ch4:ucx", ... ("" where the library is not recognised)
 };
 
-// After MPI_Init: the library's messaging layer as the running process selected it.
+// After MPI_Init: the library's messaging layer as the running process selected it (Open MPI's
+// pml component), or as the library names it (MPICH's device).
 MpiThreads mpi_threads();
 
 // What a transport named as mpi_threads() names it lets through (the offline tools read it from a

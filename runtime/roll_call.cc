@@ -6,46 +6,47 @@
 
 namespace tnbc {
 
-bool RollCall::take(int& source, int& word) {
+bool RollCall::take(int& source, Word& word) {
   int flag = 0;
   MPI_Status st;
   if (PMPI_Iprobe(MPI_ANY_SOURCE, tag_, comm_, &flag, &st) != MPI_SUCCESS || !flag) return false;
   source = st.MPI_SOURCE;
-  PMPI_Recv(&word, 1, MPI_INT, source, tag_, comm_, MPI_STATUS_IGNORE);
+  std::uint64_t w[2] = {0, 0};
+  PMPI_Recv(w, 2, MPI_UINT64_T, source, tag_, comm_, MPI_STATUS_IGNORE);
+  word = {w[0], w[1]};
   return true;
 }
 
-namespace {
-// The word a message carries: a rank whose wait timed out asks, the others answer that they are
-// here (constants: a send not waited for may point to them).
-constexpr int kAsk = 0, kHere = 1;
-}  // namespace
-
-void RollCall::send(const int& word, int to) {
+void RollCall::send(Word word, int to) {
+  Word& kept = sent_.emplace_back(word);
+  static_assert(sizeof(Word) == 2 * sizeof(std::uint64_t));
   MPI_Request req;
-  if (PMPI_Isend(&word, 1, MPI_INT, to, tag_, comm_, &req) == MPI_SUCCESS) PMPI_Request_free(&req);
+  if (PMPI_Isend(&kept, 2, MPI_UINT64_T, to, tag_, comm_, &req) == MPI_SUCCESS) PMPI_Request_free(&req);
 }
 
 void RollCall::answer() {
-  int source = 0, word = 0;
+  int source = 0;
+  Word word;
   while (take(source, word))
-    if (word == kAsk) send(kHere, source);
+    if (word.asks) send({word.call, 0}, source);
 }
 
-std::vector<int> RollCall::absent(long long grace_ns) {
+std::vector<int> RollCall::absent(std::uint64_t call, long long grace_ns) {
   for (int r = 0; r < size_; ++r)
-    if (r != rank_) send(kAsk, r);
+    if (r != rank_) send({call, 1}, r);
   std::vector<bool> here(static_cast<std::size_t>(size_), false);
   here[static_cast<std::size_t>(rank_)] = true;
   const long long start = futex::now_ns();
   while (futex::now_ns() - start < grace_ns) {
-    int source = 0, word = 0;
+    int source = 0;
+    Word word;
     if (!take(source, word)) {
       sched_yield();
       continue;
     }
-    here[static_cast<std::size_t>(source)] = true;  // an asker is in the collective too
-    if (word == kAsk) send(kHere, source);
+    // An asker of this collective is in it too; an answer counts for the collective it answers.
+    if (word.call == call) here[static_cast<std::size_t>(source)] = true;
+    if (word.asks) send({word.call, 0}, source);
   }
   std::vector<int> out;
   for (int r = 0; r < size_; ++r)

@@ -5,10 +5,16 @@
 // out asks every other rank on tnbc's private duplicate, those waiting in the same collective
 // answer from their wait, and the ranks that neither answer nor ask within the grace period are
 // named (docs/limitations.md). Point-to-point on the duplicate with its own tag, the largest
-// (runtime/engine.cc's tag blocks stay below it), never a tag the schedules use.
+// (runtime/engine.cc's tag blocks stay below it), never a tag the schedules use. Each message
+// carries the number of the collective it is about (equal on every rank: MPI's ordering rule), so
+// that a question or an answer arriving after its collective ended — the job goes on where every
+// rank answered (one came late: runtime/comm_cache.hh) — is never counted in a later roll call.
+// One per private duplicate (PrivateComm::roll), which keeps the words of its sends.
 
 #include <mpi.h>
 
+#include <cstdint>
+#include <deque>
 #include <vector>
 
 namespace tnbc {
@@ -21,20 +27,27 @@ class RollCall {
 
   // Answers any roll call another rank started; called from the wait's loop (cheap: one Iprobe).
   void answer();
-  // Asks every other rank, then for `grace_ns` takes their answers (and answers other askers):
-  // the ranks, in order, that did neither.
-  std::vector<int> absent(long long grace_ns);
+  // Asks every other rank whether it is in collective number `call`, then for `grace_ns` takes
+  // their answers (and answers other askers): the ranks, in order, that did neither.
+  std::vector<int> absent(std::uint64_t call, long long grace_ns);
 
  private:
-  // Takes one message of the roll call if there is one: its sender and word.
-  bool take(int& source, int& word);
-  // Sends `word` to `to`, not waited for (its request freed; the word is a constant).
-  void send(const int& word, int to);
+  // A message: the collective's number, and whether it asks (1) or answers (0).
+  struct Word {
+    std::uint64_t call = 0;
+    std::uint64_t asks = 0;
+  };
+  // Takes one message of a roll call if there is one: its sender and word.
+  bool take(int& source, Word& word);
+  // Sends `word` to `to`, not waited for (its request freed: a rank that never comes never
+  // receives it). The word stays in `sent_` while the duplicate lives, as a send's buffer must.
+  void send(Word word, int to);
 
   MPI_Comm comm_;
   int rank_;
   int size_;
   int tag_;
+  std::deque<Word> sent_;  // a deque: its elements never move (a few words each roll call)
 };
 
 }  // namespace tnbc

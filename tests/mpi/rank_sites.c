@@ -8,11 +8,12 @@
  *                                   without that argument never saw;
  * then every rank calls shared_bcast(): MPI_Bcast from rank 0, read at once, one site for all.
  * MISSING_RANK >= 0: that rank leaves before the last iteration's exchange() (the others must
- * report it after TNBC_TIMEOUT, whether they wait in the call or after an early return).
+ * report it after TNBC_TIMEOUT, whether they wait in the call or after an early return); with
+ * LATE_MS > 0 it comes late instead: it sleeps LATE_MS before that exchange().
  * The Alltoallv sizes differ per rank and peer (not page multiples, unaligned blocks, gaps in the
  * receive buffer). Every byte of every receive buffer, gaps included, is compared with the
  * blocking PMPI_* result on the same inputs.
- * usage: rank_sites [ITERATIONS [PAGES [COMPUTE_MS [UNSEEN_RANK [MISSING_RANK]]]]]   (at least 3 ranks)
+ * usage: rank_sites [ITERATIONS [PAGES [COMPUTE_MS [UNSEEN_RANK [MISSING_RANK [LATE_MS]]]]]]   (at least 3 ranks)
  * Prints "rank_sites: N passed, M failed" on rank 0. */
 #include <mpi.h>
 #include <stdint.h>
@@ -163,6 +164,7 @@ int main(int argc, char** argv) {
   const double compute_ms = argc > 3 ? atof(argv[3]) : 20;
   const int unseen_rank = argc > 4 ? atoi(argv[4]) : -1;
   const int missing_rank = argc > 5 ? atoi(argv[5]) : -1;
+  const int late_ms = argc > 6 ? atoi(argv[6]) : 0;
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &np);
@@ -205,7 +207,10 @@ int main(int argc, char** argv) {
   for (int it = 0; it < iters; it++) {
     prepare_alltoallv(&x, it);
     prepare_bcast(&x, it, 2);
-    if (rank == missing_rank && it == iters - 1) break;
+    if (rank == missing_rank && it == iters - 1) {
+      if (late_ms <= 0) break;
+      usleep((useconds_t)late_ms * 1000);
+    }
     if (rank == unseen_rank) bad += unseen(&x);
     else if (rank == 0) bad += at_once(&x);
     else bad += compute_first(&x, compute_ms);

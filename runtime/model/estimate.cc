@@ -1063,12 +1063,7 @@ MarginPlace margin_place(const Machine& m, const Topology& t) {
   return t.max_per_node() <= 1 ? MarginPlace::OnePerNode : spins_on(m, t) ? MarginPlace::BusyPoll : MarginPlace::SharedNode;
 }
 
-double node_transfer_cpu_share(const Machine& m) {
-  const Level& l = m.at(LevelKind::IntraNode);
-  const double cpu = l.Os_ns_per_byte + l.Or_ns_per_byte;
-  if (!l.measured || l.G_ns_per_byte <= 0 || cpu <= 0) return 1;
-  return std::min(1.0, cpu / l.G_ns_per_byte);
-}
+double node_transfer_cpu_share(const Machine& m) { return m.at(LevelKind::IntraNode).cpu_share(); }
 
 double margin_of_tcomm(const Machine& m, const Topology& t, double one_per_node, double busy_poll, double shared_node) {
   switch (margin_place(m, t)) {

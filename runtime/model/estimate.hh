@@ -51,10 +51,9 @@ struct Execution {
 // ranks spin (busy_poll.hh), or ranks sharing a node.
 enum class MarginPlace { OnePerNode, BusyPoll, SharedNode };
 MarginPlace margin_place(const Machine& m, const Topology& t);
-// The share of a transfer inside a node that is its ranks' CPU work: (O_s + O_r per byte) / G at
-// the node's level, at most 1; 1 where the file has no per-byte CPU (unknown: taken as CPU work).
-// Shared memory: the receiver copies every byte (O_r = G: 1.0); a network stack over a loopback
-// shaped to 1 Gbit/s: 0.06 (the wire's time, the CPU idle).
+// The share of a transfer inside a node that is its ranks' CPU work (Level::cpu_share at the
+// node's level). Shared memory: the receiver copies every byte (O_r = G: 1.0); a network stack
+// over a loopback shaped to 1 Gbit/s: 0.06 (the wire's time, the CPU idle).
 double node_transfer_cpu_share(const Machine& m);
 // That margin (mode optimize's judge: trace/gain.hh). Where ranks share a node with a CPU each,
 // the two measured shares are weighed by node_transfer_cpu_share: `shared_node` for the

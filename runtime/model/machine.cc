@@ -196,6 +196,17 @@ double Level::node_exchange(double m, int ranks) const {
   return node_rate(node_sweep, m, ranks, [](const NodePoint& p) { return p.exchange_ns_per_byte; });
 }
 
+double Level::cpu_share() const {
+  const double cpu = Os_ns_per_byte + Or_ns_per_byte;
+  if (!measured || G_ns_per_byte <= 0 || cpu <= 0) return 1;
+  return std::min(1.0, cpu / G_ns_per_byte);
+}
+
+double Level::one_flow() const {
+  if (node_out_ns_per_byte <= 0) return G_ns_per_byte;
+  return node_out_ns_per_byte * std::max(1.0, std::max(1, flows) * cpu_share());
+}
+
 double Level::node_ring(double m, int ranks) const {
   if (node_sweep.empty()) return node_bi();  // a ring's ranks send and receive at once
   return node_rate(node_sweep, m, ranks, [](const NodePoint& p) { return p.ring_ns_per_byte; });

@@ -168,9 +168,17 @@ struct Level {
   // on the emulated links tbf's 256 KiB burst: 245-250 KiB measured, so a single 64 KiB message
   // took 0.14 ms where 64 KiB at 1 Gbit/s is 0.52 ms; docs/benchmarks.md, "Session 20").
   double head_bytes() const;
+  // The share of a transfer at this level that is its ranks' CPU work: (O_s + O_r per byte) / G,
+  // at most 1; 1 where not measured (unknown: taken as CPU work). Shared memory: the receiver
+  // copies every byte (1.0); a network stack over a shaped loopback: the wire's time, 0.06-0.36.
+  double cpu_share() const;
   // One flow's ns per byte in the node's one-way train (node_out was measured with `flows` of
   // them at once, 8 distinct messages each: data from memory, not a buffer in the cache), or G.
-  double one_flow() const { return node_out_ns_per_byte > 0 ? node_out_ns_per_byte * std::max(1, flows) : G_ns_per_byte; }
+  // Where each flow's CPUs bound the train (shared memory), one flow alone moves 1/flows of its
+  // bytes in that time; where the wire binds it (a network stack over a shaped loopback), one
+  // flow alone gets the wire: node_out x max(1, flows x cpu_share()). Until session 75 node_out x
+  // flows everywhere, which priced a 4 MiB broadcast at np 4 on one node at 4 Gbit/s 32 % high.
+  double one_flow() const;
   double node_ring(double m, int ranks) const;
   // MPI_Alltoall's own rate on the node (NodePoint::mpi_alltoall_ns_per_byte), picked and
   // interpolated as node_exchange; node_exchange where the sweep has no such points.

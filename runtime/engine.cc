@@ -187,7 +187,8 @@ class EngineImpl final : public Engine {
     PrivateComm& pc = comms_.get(c.comm, timeout_ns_, info(c.kind).mpi_name);
     // The calls every rank's site trial completes in the call: the library's own, agreed by the
     // communicator's ranks (runtime/call_vote.hh).
-    const int key = agree_ ? agreement_key(pc, c, size.unit) : -1;
+    long long voted_ns = 0;  // the vote's wait for the communicator's other ranks, where one is taken
+    const int key = agree_ ? agreement_key(pc, c, size.unit, voted_ns) : -1;
     if (pc.agreement.plain(key)) {
       pc.agreement.record(key, c.site.return_address, true);
       static constexpr const char* kAgreed = "a collective the ranks agreed to run as the MPI library's own";
@@ -278,7 +279,7 @@ class EngineImpl final : public Engine {
           services.packed_ns() / 1e6, (t_staged - t_setup) / 1e6, (futex::now_ns() - t_staged) / 1e6, f->region_count,
           f->guard ? f->guard->probe_name() : "not guarded");
     lock.unlock();
-    const CallEntry record{size.received, size.sent, Outcome::EarlyReturn, Reason::None, t_enter, 0};
+    const CallEntry record{size.received, size.sent, Outcome::EarlyReturn, Reason::None, t_enter, 0, voted_ns};
     return why == Reason::None ? return_early(f, c, site, record) : complete_in_call(f, why, site, record, pc.comm);
   }
 
@@ -432,11 +433,14 @@ class EngineImpl final : public Engine {
     progress_->submit(fp, /*wake=*/f.rma != nullptr);  // f.rma: set for every one-sided schedule
     const long long t_submit = futex::now_ns();
     bool timed_out = false;
+    bool waited = false;
     // Usually the first poll above did the caller's part (edge sends started, no partial pages to
     // receive): then no further poll here. Each one runs MPI's progress engine, which takes in
     // whatever of the peers' data has arrived meanwhile — the progress thread's work, not the call's.
-    if (!caller_part_done())
+    if (!caller_part_done()) {
+      waited = true;
       if (Status st = drive(mine, caller_part_done, policy_->waiting(), timed_out); !st.ok()) fail_in_call(f, st);
+    }
     if (timed_out) timeout_in_call(f);
     // Bodies released before the hand-over wakes the progress thread: from then on a progress
     // thread on this thread's only CPU yields to it until it has returned (runtime/progress.hh).
@@ -451,6 +455,7 @@ class EngineImpl final : public Engine {
           static_cast<unsigned long long>(f.sequence), (now - t_submit) / 1e6, (now - f.times.called) / 1e6);
     if (f.guard) ensure_signal_stack();
     record.returned_ns = now;
+    if (waited) record.waited_in_call_ns += now - t_submit;
     stats_.record(site, record);
     if (f.guard) stats_.record_guard(f.guard->stats_kind());
     if (f.swapped) stats_.record_guard(Stats::GuardUsed::UserfaultfdMoved);
@@ -732,9 +737,14 @@ class EngineImpl final : public Engine {
 
   // The call's key on its communicator (runtime/call_vote.hh), with the vote where one is
   // due: every rank of the communicator is in this same call (MPI's ordering rule).
-  int agreement_key(PrivateComm& pc, const CollCall& c, std::size_t unit) {
+  // `voted_ns`: how long the vote waited for the other ranks (0 without one).
+  int agreement_key(PrivateComm& pc, const CollCall& c, std::size_t unit, long long& voted_ns) {
     const CallVote::Entry e = pc.agreement.enter({c.kind, unit, c.kind == Kind::Bcast ? c.root : -1});
-    if (e.vote) vote(pc, c);
+    if (e.vote) {
+      const long long start = futex::now_ns();
+      vote(pc, c);
+      voted_ns = futex::now_ns() - start;
+    }
     return e.key;
   }
   void vote(PrivateComm& pc, const CollCall& c) {

@@ -53,6 +53,7 @@ void add_times(SiteCounters& sum, const SiteCounters& c) {
   sum.bytes_sent += c.bytes_sent;
   sum.in_call_ns += c.in_call_ns;
   sum.early_in_call_ns += c.early_in_call_ns;
+  sum.early_waited_in_call_ns += c.early_waited_in_call_ns;
   sum.duration_ns += c.duration_ns;
   sum.blocked_ns += c.blocked_ns;
   sum.hidden_ns += c.hidden_ns;
@@ -108,7 +109,10 @@ void Stats::record(SiteCounters& sc, const CallEntry& r) {
   count_outcome(sc, r.outcome, r.reason);
   const long long in_call = std::max(0LL, r.returned_ns - r.called_ns);
   sc.in_call_ns += in_call;
-  if (r.outcome == Outcome::EarlyReturn) sc.early_in_call_ns += in_call;
+  if (r.outcome == Outcome::EarlyReturn) {
+    sc.early_in_call_ns += in_call;
+    sc.early_waited_in_call_ns += std::clamp(r.waited_in_call_ns, 0LL, in_call);
+  }
   // A call that did not return early waited for all of its collective in it: its duration is
   // its time in the call, nothing of it hidden. An early return's comes with its completion.
   if (r.outcome != Outcome::EarlyReturn) sc.duration_ns += in_call;
@@ -308,7 +312,7 @@ void site_json(std::ostringstream& j, const SiteCounters& s, const CodeLocation&
   reasons_json(j, s.reasons);
   j << "},\n   \"time_ns\": {\"in_call\": " << s.in_call_ns << ", \"duration\": " << s.duration_ns
     << ", \"blocked\": " << s.blocked_ns << ", \"hidden\": " << s.hidden_ns << ", \"in_early_calls\": " << s.early_in_call_ns
-    << "}, \"finished\": " << s.finished << ", \"blocked_ns\": ";
+    << ", \"in_early_calls_waiting\": " << s.early_waited_in_call_ns << "}, \"finished\": " << s.finished << ", \"blocked_ns\": ";
   array_json(j, s.waited_ns);
   j << ", \"waits\": ";
   array_json(j, s.waits);
@@ -358,8 +362,11 @@ std::string Stats::summary_json(int rank, int size, const std::string& mode) con
   const auto sites = merged_sites();
   std::lock_guard lock(mutex_);
   std::ostringstream j;
-  long long in_early_ns = 0;
-  for (const auto& [key, c] : sites) in_early_ns += c.early_in_call_ns;
+  long long in_early_ns = 0, in_early_waiting_ns = 0;
+  for (const auto& [key, c] : sites) {
+    in_early_ns += c.early_in_call_ns;
+    in_early_waiting_ns += c.early_waited_in_call_ns;
+  }
   j << "{\"format\": \"tnbc-summary\", \"version\": " << kSummaryVersion << ", \"rank\": " << rank << ", \"size\": " << size
     << ", \"mode\": \"" << json_escape(mode) << "\",\n \"run\": {\"id\": \"" << hex(run_.id) << "\", \"world\": \""
     << (run_.spawned ? "spawned" : "main") << "\", \"wall_ns\": " << run_.wall_ns << ", \"executable\": \""
@@ -382,6 +389,7 @@ std::string Stats::summary_json(int rank, int size, const std::string& mode) con
   j << "\"agreement\": {\"votes\": " << votes_[0].load() << ", \"agreed\": " << votes_[1].load()
     << ", \"retried\": " << votes_[2].load() << "},\n ";
   j << "\"overhead\": {\"in_early_calls_s\": " << static_cast<double>(in_early_ns) / 1e9
+    << ", \"in_early_calls_waiting_s\": " << static_cast<double>(in_early_waiting_ns) / 1e9
     << ", \"progress_thread_cpu_s\": " << progress_cpu_s_ << ", \"uffd_listener_cpu_s\": " << listener_cpu_s_;
   const CallCopies cc = call_copies();
   j << ", \"in_call_copies\": {\"copies\": " << cc.copies << ", \"bytes\": " << cc.bytes

@@ -56,6 +56,11 @@ struct CallEntry {
   Outcome outcome = Outcome::Passthrough;
   Reason reason = Reason::None;
   long long called_ns = 0, returned_ns = 0;
+  // Of an early return's time in the call, the part it waited for its peers: for the data it must
+  // have before returning (the pieces that land in partial pages at its buffers' ends, edge
+  // sends) and in the ranks' vote (runtime/call_vote.hh). Where a peer calls later, that wait is
+  // the peer's lateness, not tnbc's work.
+  long long waited_in_call_ns = 0;
 };
 
 // A sampled call's timeline (runtime/observe.hh): per sub-message (peer of an exchange, chunk of
@@ -88,6 +93,7 @@ struct SiteCounters {
   std::array<std::uint64_t, static_cast<std::size_t>(Reason::Count_)> reasons{};
   long long in_call_ns = 0;    // Tinit: call to return, every call
   long long early_in_call_ns = 0;  // the part of it in calls that returned early
+  long long early_waited_in_call_ns = 0;  // of that, waiting for the peers' data (CallEntry::waited_in_call_ns)
   long long duration_ns = 0;   // call to its last step done (the return, for calls that did not return early)
   long long blocked_ns = 0;    // waits after the return (sum of waited_ns)
   long long hidden_ns = 0;     // per call max(0, duration - Tinit - blocked)

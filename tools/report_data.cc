@@ -466,6 +466,7 @@ World build_world(const std::string& dir, const std::vector<Summary>& sums, cons
   for (const Summary& s : sums) {
     if (const Value* ov = s.v.find("overhead"); ov && ov->type == Value::Type::Object) {
       w.in_early_calls_s += number(*ov, "in_early_calls_s");
+      w.in_early_calls_waiting_s += number(*ov, "in_early_calls_waiting_s");  // since session 75
       w.progress_cpu_s += std::max(0.0, number(*ov, "progress_thread_cpu_s"));
       if (const Value* cc = ov->find("in_call_copies"); cc && cc->type == Value::Type::Object) {
         w.copies_s += std::max(0.0, number(*cc, "s"));

@@ -161,6 +161,9 @@ struct World {
   std::vector<Host> hosts;
   std::vector<KindCounts> kinds;
   double in_early_calls_s = 0, progress_cpu_s = 0, early_returns = 0;
+  // Of in_early_calls_s, waiting for the peers' data the calls must have before returning (the
+  // summaries' overhead.in_early_calls_waiting_s; 0 in summaries before session 75).
+  double in_early_calls_waiting_s = 0;
   // tnbc's own copies inside its calls (the summaries' overhead.in_call_copies, all ranks): their
   // time and the cost model's price of the same copies (0 and 0: none, or summaries without them).
   double copies_s = 0, copies_priced_s = 0;

@@ -170,7 +170,9 @@ std::string world_json(const World& w) {
                            ", \"in_call\": " + num(k.in_call) + ", \"plain\": " + num(k.plain) + ", \"reasons\": " +
                            map_json(k.reasons) + "}";
                   }) +
-                  ",\n     \"in_early_calls_s\": " + num(w.in_early_calls_s) + ", \"progress_cpu_s\": " + num(w.progress_cpu_s) +
+                  ",\n     \"in_early_calls_s\": " + num(w.in_early_calls_s) +
+                  ", \"in_early_calls_waiting_s\": " + num(w.in_early_calls_waiting_s) +
+                  ", \"progress_cpu_s\": " + num(w.progress_cpu_s) +
                   ", \"copies_s\": " + num(w.copies_s) + ", \"copies_priced_s\": " + num(w.copies_priced_s) +
                   ", \"early_returns\": " + num(w.early_returns) + ", \"threshold\": " + quote(w.threshold) +
                   ", \"cpu_contention\": " + quote(w.cpu_contention) + ", \"profile_file\": " + quote(w.profile_file) +
@@ -254,6 +256,7 @@ World read_world(const Value& v) {
     w.kinds.push_back({str(k, "kind"), number(k, "calls"), number(k, "early"), number(k, "in_call"), number(k, "plain"),
                        numbers(k, "reasons")});
   w.in_early_calls_s = number(v, "in_early_calls_s");
+  w.in_early_calls_waiting_s = maybe(v, "in_early_calls_waiting_s").value_or(0);  // since session 75
   w.progress_cpu_s = number(v, "progress_cpu_s");
   w.copies_s = maybe(v, "copies_s").value_or(0);  // absent from reports written before session 26
   w.copies_priced_s = maybe(v, "copies_priced_s").value_or(0);

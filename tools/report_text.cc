@@ -25,6 +25,10 @@ std::string milliseconds(double ns) {
 
 namespace {
 
+// The wait for the peers' data in the early-returning calls is named where it is at least this
+// share of their time in the call (a few percent is the transfer of the edge pieces itself).
+constexpr double kWaitingShown = 0.25;
+
 std::string fmt(const char* f, double v) {
   char b[256];
   std::snprintf(b, sizeof b, f, v);
@@ -104,6 +108,12 @@ std::string collectives_text(const World& w) {
     if (const std::optional<double> model = w.model_tinit_ns(); model && *model > 0)
       o += fmt(", %.2fx", tinit * 1e9 / *model) + fmt(" the cost model's %.3f ms for them", *model / 1e6);
     o += fmt("; progress threads' CPU %.3f s (all ranks)\n", w.progress_cpu_s);
+    // A call that must have a peer's data before it returns (the pieces of partial pages at its
+    // buffers' ends), or in which the ranks vote, waits there for a peer that calls later: the
+    // program's skew between the ranks, which the model prices as the ranks calling together.
+    if (const double waiting = w.in_early_calls_waiting_s / w.early_returns; waiting > 0 && waiting >= kWaitingShown * tinit)
+      o += fmt("    of it %.3f ms waiting for peers that called later (the partial pages at the buffers' ends, the "
+               "ranks' votes), which the model prices calling together\n", waiting * 1e3);
   }
   // The copies' rate against the machine the model priced them with: a run whose memory was
   // slower than at calibration (this VM's copy rate changes ~2x with the machine's state) has a

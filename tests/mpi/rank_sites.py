@@ -207,6 +207,12 @@ def main():
     if not ended_well or re.search(r"tnbc\[\d+\]: error", out) or not re.search(late, out):
         fail("late: the ranks waiting in the vote should say a rank came late and go on, the job end well", out)
     print("late:", *sorted(set(m.group(0)[-60:] for m in re.finditer(late, out))))
+    # The ranks that return early from that Alltoallv (compute_first's) waited in its vote for rank
+    # np-1 those 5.25 s: the summaries count it as waiting for peers within their early calls' time.
+    for s in summaries(os.path.join(work, "late")):
+        ov = s["overhead"]
+        if 0 < s["rank"] < a.np - 1 and not 4.0 <= ov["in_early_calls_waiting_s"] <= ov["in_early_calls_s"]:
+            fail(f"late: rank {s['rank']} should count its ~5 s in the vote as waiting for peers: {ov}")
     named = r"tnbc\[0\]: info: Open MPI pml \w+: " if a.mpi == "openmpi" else \
         r"tnbc\[0\]: info: MPICH ch\d:\w+ \(whether it lets a second thread's calls through while the program " \
         r"waits is not measured\): "

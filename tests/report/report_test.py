@@ -119,6 +119,8 @@ def check_figures(tool, work):
                     "/bin/true: no debug information", "/bin/false: not the file that ran (its build ID differs"])
     # Without a profile: no ideal anywhere, said once; the rest unchanged.
     out, _ = report(tool, run)
+    if "waiting for peers" in out:
+        fail("summaries without in_early_calls_waiting_s: no wait for peers to name", out)
     expect_lines(out, ["  1  alltoall       20       2 MiB  10.000 ms   30.0%   20.0%   50.0%     n/a  app+0x1234"
                        "                                0 1",
                        "ideal (Eq. 1): no trace profile (tnbc report --profile FILE)"])
@@ -129,6 +131,8 @@ def check_figures(tool, work):
     out, _ = report(tool, opt)
     expect_lines(out, ["  time inside the early-returning calls (Tinit): 0.360 ms per early return, 1.13x the cost model's"
                        " 0.318 ms for them; progress threads' CPU 0.000 s (all ranks)",
+                       "    of it 0.180 ms waiting for peers that called later (the partial pages at the buffers' ends,"
+                       " the ranks' votes), which the model prices calling together",
                        "  it does not describe 5 calls over all ranks (2 at sites it does not hold, 3 at sizes it did not"
                        " record): trace the program as it ran here"])
     # The cost model's section (tools/report_model.cc), from synthetic.model_block: one heading, the

@@ -157,6 +157,7 @@ def write_optimize_run(d):
                                        decision("0x3", "allgather", "early_return", 2, 480000)])):
         s["mode"] = "optimize"
         s["overhead"]["in_early_calls_s"] = early_s
+        s["overhead"]["in_early_calls_waiting_s"] = early_s / 2  # half of it waiting for peers
         # Rank 1 called 2 times at a site the profile does not hold and 3 times at sizes it did not record.
         s["profile"] = {"file": os.path.join(d, "app.profile"), "status": "loaded", "calls_ordered": 0,
                         "calls_unknown_site": 2 * s["rank"], "calls_other_sizes": 3 * s["rank"], "blocking": "model",

@@ -2,10 +2,12 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <string>
 
 #include "runtime/engine.hh"
 #include "runtime/fatal.hh"
+#include "runtime/fnv1a.hh"
 #include "runtime/futex.hh"
 #include "runtime/log.hh"
 #include "runtime/rma_transport.hh"
@@ -46,7 +48,8 @@ const model::Topology& CommCache::topology(MPI_Comm user, const model::Topology&
 }
 
 void wait_collective(MPI_Request& req, MPI_Comm user, long long timeout_ns, const char* what, const char* role,
-                     const char* step, RollCall* roll, std::uint64_t call) {
+                     const char* step, RollCallAt* at) {
+  RollCall* roll = at ? at->roll : nullptr;
   long long start = futex::now_ns();
   bool waited_again = false;
   for (int done = 0; PMPI_Test(&req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done;) {
@@ -60,7 +63,10 @@ void wait_collective(MPI_Request& req, MPI_Comm user, long long timeout_ns, cons
         // The others answer within microseconds from this same loop; a tenth of the timeout leaves
         // room for a crowded node's scheduler. A rank that comes during it may complete the
         // collective before its wait answers: then every rank came.
-        const std::vector<int> missing = roll->absent(call, timeout_ns / 10);
+        std::vector<int> missing = roll->absent(at->call, timeout_ns / 10, at->members);
+        if (!at->members.empty())  // the roll's ranks back to the communicator's
+          for (int& r : missing)
+            r = static_cast<int>(std::find(at->members.begin(), at->members.end(), r) - at->members.begin());
         int came = 0;
         PMPI_Test(&req, &came, MPI_STATUS_IGNORE);
         if (came || (missing.empty() && !waited_again)) {
@@ -95,6 +101,36 @@ void wait_collective(MPI_Request& req, MPI_Comm user, long long timeout_ns, cons
   }
 }
 
+RollCallAt CommCache::world_roll_call(MPI_Comm user) const {
+  RollCallAt at;
+  void* value = nullptr;
+  int found = 0, inter = 0;
+  PMPI_Comm_test_inter(user, &inter);
+  if (inter || PMPI_Comm_get_attr(MPI_COMM_WORLD, keyval_, &value, &found) != MPI_SUCCESS || !found) return at;
+  auto* world = static_cast<PrivateComm*>(value);
+  if (!world->roll) return at;
+  MPI_Group mine = MPI_GROUP_NULL, all = MPI_GROUP_NULL;
+  int n = 0;
+  PMPI_Comm_group(user, &mine);
+  PMPI_Comm_group(world->comm, &all);
+  PMPI_Group_size(mine, &n);
+  std::vector<int> ranks(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) ranks[static_cast<std::size_t>(i)] = i;
+  at.members.assign(ranks.size(), MPI_UNDEFINED);
+  PMPI_Group_translate_ranks(mine, n, ranks.data(), all, at.members.data());
+  PMPI_Group_free(&mine);
+  PMPI_Group_free(&all);
+  // A communicator of processes MPI_COMM_WORLD does not hold (spawned, connected): no roll call.
+  if (std::find(at.members.begin(), at.members.end(), MPI_UNDEFINED) != at.members.end()) return {};
+  // The collective's number: its members' world ranks (the same list on each of them), in a range
+  // the votes' counts never reach.
+  std::uint64_t h = kFnv1aBasis;
+  for (int r : at.members) h = fnv1a_word(h, static_cast<std::uint64_t>(r));
+  at.call = h | kFirstCollectiveCall;
+  at.roll = &*world->roll;
+  return at;
+}
+
 PrivateComm& CommCache::get(MPI_Comm user, long long timeout_ns, const char* what) {
   void* value = nullptr;
   int found = 0;
@@ -103,8 +139,9 @@ PrivateComm& CommCache::get(MPI_Comm user, long long timeout_ns, const char* wha
   auto* pc = new PrivateComm();
   MPI_Request req;
   PMPI_Comm_idup(user, &pc->comm, &req);
+  RollCallAt world = world_roll_call(user);
   wait_collective(req, user, timeout_ns, what, "the first collective tnbc runs",
-                  "tnbc's private duplicate of that communicator (MPI_Comm_idup)");
+                  "tnbc's private duplicate of that communicator (MPI_Comm_idup)", world.roll ? &world : nullptr);
   PMPI_Comm_set_errhandler(pc->comm, MPI_ERRORS_ARE_FATAL);
   PMPI_Comm_rank(pc->comm, &pc->rank);
   PMPI_Comm_size(pc->comm, &pc->size);

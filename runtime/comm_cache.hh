@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "runtime/node_arbiter.hh"
 #include "runtime/call_vote.hh"
@@ -33,16 +34,24 @@ struct PrivateComm {
   std::optional<RollCall> roll;  // who reached a vote, asked when its wait times out (made with the duplicate)
 };
 
+// A roll call a wait answers, and holds when it times out (runtime/roll_call.hh).
+struct RollCallAt {
+  RollCall* roll = nullptr;
+  std::uint64_t call = 0;    // the collective's number, the same on every rank asked
+  std::vector<int> members;  // the ranks asked, of the roll's duplicate, by their rank in the
+                             // communicator waited on; empty: all, numbered alike (its own duplicate)
+};
+
 // Waits for `req`, a collective tnbc started on `user`'s duplicate in the collective `what` (`role`:
 // which of tnbc's collectives that is; `step`: what it started, for the message); after
 // `timeout_ns` without it, says that some rank of `user` never called `what` and ends the job
-// instead of waiting forever inside MPI. With `roll` (on the duplicate: runtime/roll_call.hh; `call`:
-// the collective's number there) the wait answers other ranks' roll calls, and its own timeout
-// names the ranks that did not answer within a tenth of the timeout; where every rank answered
-// (the missing one came late, and is in the collective now), it says so and waits once more as
-// long, ending the job only if that wait times out too.
+// instead of waiting forever inside MPI. With `at` the wait answers other ranks' roll calls, and
+// its own timeout names the ranks of `user` that did not answer within a tenth of the timeout;
+// where every rank answered (the missing one came late, and is in the collective now), or the
+// collective completed meanwhile, it says so and waits once more as long, ending the job only if
+// that wait times out too.
 void wait_collective(MPI_Request& req, MPI_Comm user, long long timeout_ns, const char* what, const char* role,
-                     const char* step, RollCall* roll = nullptr, std::uint64_t call = 0);
+                     const char* step, RollCallAt* at = nullptr);
 
 class CommCache {
  public:
@@ -62,6 +71,13 @@ class CommCache {
   void set_node_links(std::function<std::shared_ptr<NodeLink>(MPI_Comm)> make) { node_links_ = std::move(make); }
 
  private:
+  // The roll call of `user`'s first collective: on MPI_COMM_WORLD's duplicate (made at MPI_Init),
+  // asking `user`'s members; none (roll nullptr) before that duplicate exists, for
+  // MPI_COMM_WORLD itself, an intercommunicator, or members outside MPI_COMM_WORLD.
+  RollCallAt world_roll_call(MPI_Comm user) const;
+  // Its numbers have the top bit set: a vote's count (CallVote::calls) never does.
+  static constexpr std::uint64_t kFirstCollectiveCall = std::uint64_t{1} << 63;
+
   int keyval_ = MPI_KEYVAL_INVALID;
   int topology_keyval_ = MPI_KEYVAL_INVALID;
   std::function<std::shared_ptr<NodeLink>(MPI_Comm)> node_links_;

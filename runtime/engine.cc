@@ -753,8 +753,9 @@ class EngineImpl final : public Engine {
     MPI_Request req;
     PMPI_Iallreduce(mine.data(), all.data(), static_cast<int>(all.size()), MPI_UINT64_T, MPI_BOR, pc.comm, &req);
     const char* what = info(c.kind).mpi_name;
+    RollCallAt roll{&*pc.roll, pc.agreement.calls(), {}};
     wait_collective(req, c.comm, timeout_ns_, what, "where its ranks vote on the calls to run as the MPI library's own",
-                    "the vote (MPI_Iallreduce on tnbc's duplicate)", &*pc.roll, pc.agreement.calls());
+                    "the vote (MPI_Iallreduce on tnbc's duplicate)", &roll);
     const CallVote::Applied applied = pc.agreement.apply(all);
     stats_.record_vote(static_cast<std::uint64_t>(std::popcount(applied.agreed)),
                        static_cast<std::uint64_t>(std::popcount(applied.retried)));

@@ -8,20 +8,26 @@ namespace tnbc {
 
 bool RollCall::take(int& source, Word& word) {
   int flag = 0;
+  MPI_Message msg;
   MPI_Status st;
-  if (PMPI_Iprobe(MPI_ANY_SOURCE, tag_, comm_, &flag, &st) != MPI_SUCCESS || !flag) return false;
+  // Matched: another thread's probe (the world's roll call serves several waits) cannot take it.
+  if (PMPI_Improbe(MPI_ANY_SOURCE, tag_, comm_, &flag, &msg, &st) != MPI_SUCCESS || !flag) return false;
   source = st.MPI_SOURCE;
   std::uint64_t w[2] = {0, 0};
-  PMPI_Recv(w, 2, MPI_UINT64_T, source, tag_, comm_, MPI_STATUS_IGNORE);
+  PMPI_Mrecv(w, 2, MPI_UINT64_T, &msg, MPI_STATUS_IGNORE);
   word = {w[0], w[1]};
   return true;
 }
 
 void RollCall::send(Word word, int to) {
-  Word& kept = sent_.emplace_back(word);
   static_assert(sizeof(Word) == 2 * sizeof(std::uint64_t));
+  Word* kept = nullptr;
+  {
+    std::lock_guard lock(sent_mutex_);
+    kept = &sent_.emplace_back(word);
+  }
   MPI_Request req;
-  if (PMPI_Isend(&kept, 2, MPI_UINT64_T, to, tag_, comm_, &req) == MPI_SUCCESS) PMPI_Request_free(&req);
+  if (PMPI_Isend(kept, 2, MPI_UINT64_T, to, tag_, comm_, &req) == MPI_SUCCESS) PMPI_Request_free(&req);
 }
 
 void RollCall::answer() {
@@ -31,8 +37,11 @@ void RollCall::answer() {
     if (word.asks) send({word.call, 0}, source);
 }
 
-std::vector<int> RollCall::absent(std::uint64_t call, long long grace_ns) {
-  for (int r = 0; r < size_; ++r)
+std::vector<int> RollCall::absent(std::uint64_t call, long long grace_ns, const std::vector<int>& members) {
+  std::vector<int> asked = members;
+  if (asked.empty())
+    for (int r = 0; r < size_; ++r) asked.push_back(r);
+  for (int r : asked)
     if (r != rank_) send({call, 1}, r);
   std::vector<bool> here(static_cast<std::size_t>(size_), false);
   here[static_cast<std::size_t>(rank_)] = true;
@@ -49,7 +58,7 @@ std::vector<int> RollCall::absent(std::uint64_t call, long long grace_ns) {
     if (word.asks) send({word.call, 0}, source);
   }
   std::vector<int> out;
-  for (int r = 0; r < size_; ++r)
+  for (int r : asked)
     if (!here[static_cast<std::size_t>(r)]) out.push_back(r);
   return out;
 }

@@ -15,7 +15,8 @@
  *   missing-read      a plain read of it: asleep in the kernel (userfaultfd) or in the SIGSEGV
  *                     handler (TNBC_GUARD=protect)
  *   missing-finalize  a broadcast root whose child never receives: MPI_Finalize drains the sends
- *   missing-comm      the first collective on a new communicator (tnbc's duplicate of it) */
+ *   missing-comm      the first collective on a new communicator (tnbc's duplicate of it), whose
+ *                     ranks MPI_COMM_WORLD numbers otherwise: the roll call names rank 2 of it */
 #include <errno.h>
 #include <fcntl.h>
 #include <mpi.h>
@@ -221,8 +222,10 @@ int main(int argc, char** argv) {
     }
     sleep(60);
   } else if (strcmp(what, "missing-comm") == 0) {
+    /* Numbered apart from MPI_COMM_WORLD: world rank r is rank (r + 1) % np of it, so the missing
+     * world rank 1 is its rank 2 (the roll call must name it so). */
     MPI_Comm c;
-    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    MPI_Comm_split(MPI_COMM_WORLD, 0, (rank + 1) % np, &c);
     const size_t per = 1 << 20;
     char *s = calloc(per, np), *d = calloc(per, np);
     if (rank != 1) MPI_Alltoall(s, (int)per, MPI_BYTE, d, (int)per, MPI_BYTE, c);

@@ -53,7 +53,7 @@ void wait_collective(MPI_Request& req, MPI_Comm user, long long timeout_ns, cons
   long long start = futex::now_ns();
   bool waited_again = false;
   for (int done = 0; PMPI_Test(&req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done;) {
-    if (roll) roll->answer();
+    if (roll) roll->answer(at->call);
     if (futex::now_ns() - start > timeout_ns) {
       int n = 0, me = 0;
       PMPI_Comm_size(user, &n);

@@ -30,11 +30,11 @@ void RollCall::send(Word word, int to) {
   if (PMPI_Isend(kept, 2, MPI_UINT64_T, to, tag_, comm_, &req) == MPI_SUCCESS) PMPI_Request_free(&req);
 }
 
-void RollCall::answer() {
+void RollCall::answer(std::uint64_t call) {
   int source = 0;
   Word word;
   while (take(source, word))
-    if (word.asks) send({word.call, 0}, source);
+    if (word.asks && word.call == call) send({call, 0}, source);
 }
 
 std::vector<int> RollCall::absent(std::uint64_t call, long long grace_ns, const std::vector<int>& members) {
@@ -53,9 +53,11 @@ std::vector<int> RollCall::absent(std::uint64_t call, long long grace_ns, const 
       sched_yield();
       continue;
     }
-    // An asker of this collective is in it too; an answer counts for the collective it answers.
-    if (word.call == call) here[static_cast<std::size_t>(source)] = true;
-    if (word.asks) send({word.call, 0}, source);
+    // An asker of this collective is in it too, and gets its answer; an answer counts for the
+    // collective it answers.
+    if (word.call != call) continue;
+    here[static_cast<std::size_t>(source)] = true;
+    if (word.asks) send({call, 0}, source);
   }
   std::vector<int> out;
   for (int r : asked)

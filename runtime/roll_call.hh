@@ -29,8 +29,11 @@ class RollCall {
   // `comm`: a private duplicate, of `size` ranks, this one `rank`; `tag` above every schedule's tags.
   RollCall(MPI_Comm comm, int rank, int size, int tag) : comm_(comm), rank_(rank), size_(size), tag_(tag) {}
 
-  // Answers any roll call another rank started; called from the wait's loop (cheap: one Improbe).
-  void answer();
+  // Answers the roll calls other ranks started about collective number `call`, the one this
+  // rank waits in (others' questions are dropped: the world's duplicate serves several kinds of
+  // wait, and a rank must not say it is in a collective it is not); called from the wait's loop
+  // (cheap: one Improbe).
+  void answer(std::uint64_t call);
   // Asks `members` (ranks of the duplicate; empty: all of them) whether they are in collective
   // number `call`, then for `grace_ns` takes their answers (and answers other askers): those of
   // them, in order, that did neither.

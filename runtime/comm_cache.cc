@@ -49,55 +49,55 @@ const model::Topology& CommCache::topology(MPI_Comm user, const model::Topology&
 
 void wait_collective(MPI_Request& req, MPI_Comm user, long long timeout_ns, const char* what, const char* role,
                      const char* step, RollCallAt* at) {
-  RollCall* roll = at ? at->roll : nullptr;
   long long start = futex::now_ns();
   bool waited_again = false;
   for (int done = 0; PMPI_Test(&req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done;) {
-    if (roll) roll->answer(at->call);
-    if (futex::now_ns() - start > timeout_ns) {
-      int n = 0, me = 0;
-      PMPI_Comm_size(user, &n);
-      PMPI_Comm_rank(user, &me);
-      std::string who;
-      if (roll) {
-        // The others answer within microseconds from this same loop; a tenth of the timeout leaves
-        // room for a crowded node's scheduler. A rank that comes during it may complete the
-        // collective before its wait answers: then every rank came.
-        std::vector<int> missing = roll->absent(at->call, timeout_ns / 10, at->members);
-        if (!at->members.empty())  // the roll's ranks back to the communicator's
-          for (int& r : missing)
-            r = static_cast<int>(std::find(at->members.begin(), at->members.end(), r) - at->members.begin());
-        int came = 0;
-        PMPI_Test(&req, &came, MPI_STATUS_IGNORE);
-        if (came || (missing.empty() && !waited_again)) {
-          log(LogLevel::Warn, "%s in %s, %s on a communicator of %d ranks (this is rank %d of it), did not complete "
-                              "within TNBC_TIMEOUT=%llds: %s",
-              step, what, role, n, me, timeout_ns / 1000000000LL,
-              came ? "it completed during a roll call (a rank came late)"
-                   : "every rank answered a roll call (one came late), so it waits once more as long");
-          if (came) return;
-          waited_again = true;
-          start = futex::now_ns();
-          continue;
-        }
-        if (missing.empty()) {
-          log(LogLevel::Error, "timeout (TNBC_TIMEOUT=%llds) in %s, %s on a communicator of %d ranks (this is rank "
-                               "%d of it): %s did not complete in twice the timeout, though every rank answered a "
-                               "roll call in it (MPI did not complete it)",
-              timeout_ns / 1000000000LL, what, role, n, me, step);
-          end_job();
-        }
-        std::string absent;
-        for (int r : missing) absent += (absent.empty() ? "" : ", ") + std::to_string(r);
-        who = "; ranks of it that did not answer a roll call within a tenth of the timeout, so never reached this "
-              "collective: " + absent;
-      }
+    if (at) at->roll->answer(at->call);
+    if (futex::now_ns() - start <= timeout_ns) {
+      sched_yield();
+      continue;
+    }
+    int n = 0, me = 0;
+    PMPI_Comm_size(user, &n);
+    PMPI_Comm_rank(user, &me);
+    const long long timeout_s = timeout_ns / 1000000000LL;
+    if (!at) {
       log(LogLevel::Error, "timeout (TNBC_TIMEOUT=%llds) in %s, %s on a communicator of %d ranks (this is rank %d "
-                           "of it): %s did not complete, so some rank of it never called this collective%s",
-          timeout_ns / 1000000000LL, what, role, n, me, step, who.c_str());
+                           "of it): %s did not complete, so some rank of it never called this collective",
+          timeout_s, what, role, n, me, step);
       end_job();  // pauses first: the launcher forwards the report before the abort
     }
-    sched_yield();
+    // The others answer within microseconds from this same loop; a tenth of the timeout leaves
+    // room for a crowded node's scheduler. A rank that comes during it may complete the
+    // collective before its wait answers: then every rank came.
+    const std::vector<int> missing = at->roll->absent(at->call, timeout_ns / 10, at->members);
+    int came = 0;
+    PMPI_Test(&req, &came, MPI_STATUS_IGNORE);
+    if (came || (missing.empty() && !waited_again)) {
+      log(LogLevel::Warn, "%s in %s, %s on a communicator of %d ranks (this is rank %d of it), did not complete "
+                          "within TNBC_TIMEOUT=%llds: %s",
+          step, what, role, n, me, timeout_s,
+          came ? "it completed during a roll call (a rank came late)"
+               : "every rank answered a roll call (one came late), so it waits once more as long");
+      if (came) return;
+      waited_again = true;
+      start = futex::now_ns();
+      continue;
+    }
+    std::string absent;
+    for (int r : missing) absent += (absent.empty() ? "" : ", ") + std::to_string(r);
+    if (missing.empty())
+      log(LogLevel::Error, "timeout (TNBC_TIMEOUT=%llds) in %s, %s on a communicator of %d ranks (this is rank "
+                           "%d of it): %s did not complete in twice the timeout, though every rank answered a "
+                           "roll call in it (MPI did not complete it)",
+          timeout_s, what, role, n, me, step);
+    else
+      log(LogLevel::Error, "timeout (TNBC_TIMEOUT=%llds) in %s, %s on a communicator of %d ranks (this is rank %d "
+                           "of it): %s did not complete, so some rank of it never called this collective; ranks of "
+                           "it that did not answer a roll call within a tenth of the timeout, so never reached this "
+                           "collective: %s",
+          timeout_s, what, role, n, me, step, absent.c_str());
+    end_job();
   }
 }
 

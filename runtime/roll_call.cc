@@ -60,8 +60,8 @@ std::vector<int> RollCall::absent(std::uint64_t call, long long grace_ns, const 
     if (word.asks) send({call, 0}, source);
   }
   std::vector<int> out;
-  for (int r : asked)
-    if (!here[static_cast<std::size_t>(r)]) out.push_back(r);
+  for (std::size_t k = 0; k < asked.size(); ++k)
+    if (!here[static_cast<std::size_t>(asked[k])]) out.push_back(static_cast<int>(k));
   return out;
 }
 

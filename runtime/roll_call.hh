@@ -36,7 +36,8 @@ class RollCall {
   void answer(std::uint64_t call);
   // Asks `members` (ranks of the duplicate; empty: all of them) whether they are in collective
   // number `call`, then for `grace_ns` takes their answers (and answers other askers): those of
-  // them, in order, that did neither.
+  // them that did neither, by their place in `members` (their rank in the communicator waited on;
+  // with `members` empty, their rank of the duplicate), in order.
   std::vector<int> absent(std::uint64_t call, long long grace_ns, const std::vector<int>& members = {});
 
  private:

@@ -358,11 +358,11 @@ double site_calls(const ProfileSite& site) {
   return std::max(1.0, calls);
 }
 
-}  // namespace
-
-void align_partners(const std::vector<ProfileSite>& sites, std::vector<Decision>& decisions) {
-  const std::size_t n = std::min(sites.size(), decisions.size());
-  const std::vector<std::size_t> group = partner_groups(sites, n);
+// align_partners and leave_to_trial over the sites' partner groups (partner_groups), computed
+// once by decide_sites for both.
+void align_groups(const std::vector<ProfileSite>& sites, std::vector<Decision>& decisions,
+                  const std::vector<std::size_t>& group) {
+  const std::size_t n = group.size();
   // Each group's first site that the model has complete in the call, its first that returns
   // early, and the sum over its sites of their calls' predicted savings beyond their margins.
   std::vector<const ProfileSite*> in_call(n, nullptr), early(n, nullptr);
@@ -392,10 +392,10 @@ void align_partners(const std::vector<ProfileSite>& sites, std::vector<Decision>
   }
 }
 
-void leave_to_trial(const std::vector<ProfileSite>& sites, std::vector<Decision>& decisions, const Judge& j) {
+void try_groups(const std::vector<ProfileSite>& sites, std::vector<Decision>& decisions, const Judge& j,
+                const std::vector<std::size_t>& group) {
   if (!j.try_within_margin) return;
-  const std::size_t n = std::min(sites.size(), decisions.size());
-  const std::vector<std::size_t> group = partner_groups(sites, n);
+  const std::size_t n = group.size();
   // Per group, over its sites the model runs as the library's call: their calls' predicted
   // savings and the cost's shares, summed; a group with such a site the model did not price
   // keeps them all the library's.
@@ -423,12 +423,23 @@ void leave_to_trial(const std::vector<ProfileSite>& sites, std::vector<Decision>
   }
 }
 
+}  // namespace
+
+void align_partners(const std::vector<ProfileSite>& sites, std::vector<Decision>& decisions) {
+  align_groups(sites, decisions, partner_groups(sites, std::min(sites.size(), decisions.size())));
+}
+
+void leave_to_trial(const std::vector<ProfileSite>& sites, std::vector<Decision>& decisions, const Judge& j) {
+  try_groups(sites, decisions, j, partner_groups(sites, std::min(sites.size(), decisions.size())));
+}
+
 std::vector<Decision> decide_sites(const std::vector<ProfileSite>& sites, const Judge& j) {
   std::vector<Decision> d;
   d.reserve(sites.size());
   for (const ProfileSite& site : sites) d.push_back(decide(&site, true, j));
-  align_partners(sites, d);
-  leave_to_trial(sites, d, j);
+  const std::vector<std::size_t> group = partner_groups(sites, d.size());
+  align_groups(sites, d, group);
+  try_groups(sites, d, j, group);
   return d;
 }
 

@@ -22,7 +22,9 @@
 //   (`in_call_rest_bcast_root`, `in_call_rest_bcast_root_warm`, since session 36: the root
 //   copies the message and starts the edges' sends); all of it in three passes (since session
 //   30: a short disturbance takes one pass, and the median outvotes it): the slowest rank's
-//   (receiver's; the root's) median per size and pass; per size the median over the passes, less
+//   (receiver's; the root's) median per size and pass, a cold call's copies counted at the copy
+//   line's price (since session 76: the line carries them, the rest does not price their excess
+//   again); per size the median over the passes, less
 //   the model's Tinit for the same call (a receiver's or the root's for the broadcast) on the
 //   machine just measured (the calibrating run's placement), priced warm or cold as the call ran,
 //   >= 0: the points of the lines

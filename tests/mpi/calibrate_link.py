@@ -20,6 +20,7 @@ Skipped (77) where netrun cannot make namespaces, or under MPICH (netrun --nodes
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -112,6 +113,11 @@ def main():
              "broadcast, its root)", p.stdout)
     if "MPI_Bcast, its root" not in p.stdout:
         fail("calibrate's output: expected the root's own call (\"MPI_Bcast, its root\")", p.stdout)
+    # The cold calls' copies counted at the copy line's price (session 76): what they took against
+    # it is said, a finite ratio (the exchanges copy the own block and the sends in every call).
+    took = re.search(r"their copies took ([0-9.]+)x the copy line's price", p.stdout)
+    if not took or not 0 < float(took.group(1)) < 100:
+        fail("calibrate's output: expected what tnbc's own calls' copies took against the copy line's price", p.stdout)
     # What tnbc's own transfer takes from a computation on the rank's one CPU (session 33): netrun's
     # nodes have one CPU each, so it is measured, one point per size, both kinds; at the largest
     # size (1 MiB each way over 1 Gbit/s) the kernel's and the progress thread's work is there.

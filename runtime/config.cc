@@ -40,7 +40,7 @@ const std::vector<Option> kOptions = {
      &Settings::site_trial_calls, 0, 64, true},  // decides whether the ranks vote (runtime/call_vote.hh)
     {"site_trial_margin_pct", OptionType::Integer, "3", "",
      "Mode nbc: how much faster, in percent, the trial's completions in the call must be than its early returns "
-     "for the site's later calls to complete in the call (docs/settings.md).",
+     "for the site's later calls to complete in the call (the other way at optimize's sites priced at a loss).",
      &Settings::site_trial_margin_pct, 0, 100},
     {"site_trial_agree", OptionType::Choice, "on", "on|off",
      "Whether the calls that every rank's site trial completes in the call run as the MPI library's own, agreed "
@@ -136,7 +136,8 @@ const std::vector<Option> kOptions = {
      &Settings::early_return_margin_own_pct, 0, 1000},
     {"try_within_margin", OptionType::Choice, "on", "on|off",
      "Mode optimize: a site whose predicted saving lies inside the model's margins (below the margin, above minus "
-     "the cost's share) is left to the site trial (TNBC_SITE_TRIAL_CALLS); off: it runs the library's call.",
+     "the cost's share, called more often than the trial takes) is left to the site trial (TNBC_SITE_TRIAL_CALLS); "
+     "off: it runs the library's call.",
      &Settings::try_within_margin, 0, 0, true},
     {"node_priorities", OptionType::Choice, "auto", "auto|on|off",
      "Whether the ranks of a node start their sends to other nodes most urgent first, node-wide (shared memory); "

@@ -211,7 +211,9 @@ class EngineImpl final : public Engine {
     // A call the site's trial completes in the call (runtime/site_trial.hh): mode nbc, and mode
     // optimize at sites its profile cannot judge (they return early on no evidence).
     const bool may_try = pays && !policy_->judged_last();
-    const TrialRun trial = site.trial.enter(site.calls, t_enter, may_try, trial_rule_, trial_turn_);
+    TrialRule rule = trial_rule_;
+    rule.lean_in_call = may_try && policy_->leans_in_call_last();
+    const TrialRun trial = site.trial.enter(site.calls, t_enter, may_try, rule, trial_turn_);
     const bool in_call = !pays || trial != TrialRun::Early;
     if (key >= 0)
       pc.agreement.record(key, c.site.return_address,

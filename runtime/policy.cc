@@ -164,6 +164,7 @@ class ModelPolicy final : public Policy {
 
   bool complete_in_call(const CallShape& call) override { return orders_ && orders_->run_blocking(call); }
   bool judged_last() const override { return orders_ && orders_->judged_last(); }
+  bool leans_in_call_last() const override { return orders_ && orders_->leans_in_call_last(); }
 
   std::vector<int> read_order(const CallShape& call) override {
     return orders_ ? orders_->order(call) : std::vector<int>{};

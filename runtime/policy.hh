@@ -101,6 +101,9 @@ class Policy {
   // (ReadOrderSource::judged_last); false without a profile. Where not, mode nbc's trial may try
   // the call's site (runtime/site_trial.hh).
   virtual bool judged_last() const = 0;
+  // Whether that call's site is on trial leaning to completion in the call
+  // (ReadOrderSource::leans_in_call_last); false without a profile.
+  virtual bool leans_in_call_last() const = 0;
   // The order receivers read the sub-messages in (a permutation; empty: default order).
   virtual std::vector<int> read_order(const CallShape& call) = 0;
   // Whether `bytes` to send are copied lazily (runtime/send_copy.hh) rather than in the call.

@@ -62,6 +62,10 @@ class ReadOrderSource {
   // recorded or it has no estimate. Such calls return early on no evidence, so mode nbc's trial
   // (runtime/site_trial.hh) may try them. Rank-local.
   virtual bool judged_last() const { return true; }
+  // Whether that call's site is on trial where the model priced its early return at a loss
+  // (mode optimize's within_margin with a predicted saving <= 0): a trial that cannot tell
+  // completes its later calls in the call (TrialRule::lean_in_call). Rank-local.
+  virtual bool leans_in_call_last() const { return false; }
   // True when every rank will run this call as the MPI library's own call: a global answer
   // (unlike the two above), so it may use only what every rank has alike — the call's kind,
   // communicator size and, where every rank knows them (CollectiveInfo::sizes_agree), its sizes

@@ -55,8 +55,12 @@ void SiteTrial::conclude(const TrialRule& rule) {
     ++trials;
     early_ns = median(early_);
     in_call_ns = median(call_);
-    in_call = static_cast<double>(in_call_ns) < static_cast<double>(early_ns) * (1.0 - rule.margin);
+    const double e = static_cast<double>(early_ns), c = static_cast<double>(in_call_ns);
+    in_call = rule.lean_in_call ? !(e < c * (1.0 - rule.margin)) : c < e * (1.0 - rule.margin);
+  } else if (rule.lean_in_call) {
+    in_call = true;  // no evidence: the model's sign
   }
+  decided_ = true;
   early_.clear();
   call_.clear();
   start_ = next_start(start_);
@@ -86,7 +90,9 @@ TrialRun SiteTrial::enter(std::uint64_t index, long long now_ns, bool eligible, 
     timing_ = true;
     return last_;
   }
-  return eligible && in_call ? TrialRun::Verdict : TrialRun::Early;
+  // Leaning to the call, a site past its warm-up waits for its first trial in the call.
+  const bool call = decided_ ? in_call : rule.lean_in_call && index > 0;
+  return eligible && call ? TrialRun::Verdict : TrialRun::Early;
 }
 
 }  // namespace tnbc

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <vector>
 
@@ -138,6 +139,7 @@ Judge make_judge(const Settings& s, std::shared_ptr<const model::Inputs> model, 
     j.fixed = CostModel{static_cast<double>(*s.early_return_cost_us) * 1e3, static_cast<double>(s.early_return_cost_us_per_mib) * 1e3};
   j.margin_of_cost = static_cast<double>(s.early_return_margin_cost_pct) / 100.0;
   j.try_within_margin = s.try_within_margin == Switch::On && s.site_trial_calls > 0;
+  j.trial_calls = static_cast<int>(s.site_trial_calls);
   j.margin_of_tcomm = static_cast<double>(s.early_return_margin_tcomm_pct) / 100.0;
   j.margin_of_tcomm_shared = static_cast<double>(s.early_return_margin_shared_node_pct) / 100.0;
   j.margin_of_tcomm_busy_poll = static_cast<double>(s.early_return_margin_busy_poll_pct) / 100.0;
@@ -399,8 +401,14 @@ void try_groups(const std::vector<ProfileSite>& sites, std::vector<Decision>& de
   // Per group, over its sites the model runs as the library's call: their calls' predicted
   // savings and the cost's shares, summed; a group with such a site the model did not price
   // keeps them all the library's.
+  // A group none of whose sites any rank calls more often than the trial takes (its warm-up and
+  // trial_calls; NPB FT.A's forward transform, one call a rank) keeps them the library's: all of
+  // their calls would be the trial's, early returns on no evidence (session 76: FT.A 0.993). A
+  // profile without call counts (older files) tries them as before.
   std::vector<double> saved(n, 0.0), share(n, 0.0);
   std::vector<bool> priced(n, true);
+  std::vector<std::uint64_t> most(n, 0);
+  std::vector<bool> counted(n, true);
   for (std::size_t i = 0; i < n; ++i) {
     const Decision& d = decisions[i];
     if (d.basis != Basis::NoOverlapToGain) continue;
@@ -411,15 +419,24 @@ void try_groups(const std::vector<ProfileSite>& sites, std::vector<Decision>& de
     const double calls = site_calls(sites[i]);
     saved[group[i]] += calls * *d.saved_ns;
     share[group[i]] += calls * j.margin_of_cost * d.cost_ns;
+    for (const ProfileSite::Rank& r : sites[i].ranks) {
+      if (!r.calls) counted[group[i]] = false;
+      most[group[i]] = std::max(most[group[i]], r.calls.value_or(0));
+    }
+    if (sites[i].ranks.empty()) counted[group[i]] = false;
   }
+  const std::uint64_t trial = static_cast<std::uint64_t>(std::max(0, j.trial_calls)) + 1;
   for (std::size_t i = 0; i < n; ++i) {
     Decision& d = decisions[i];
     const std::size_t g = group[i];
-    if (d.basis == Basis::NoOverlapToGain && priced[g] && saved[g] > -share[g]) {
-      d.basis = Basis::WithinMargin;
-      d.early_at_pct.reset();  // not held back: the trial decides
-      d.margin_setting.clear();
+    if (d.basis != Basis::NoOverlapToGain || !priced[g] || saved[g] <= -share[g]) continue;
+    if (counted[g] && most[g] <= trial) {
+      d.untried_calls = most[g];
+      continue;
     }
+    d.basis = Basis::WithinMargin;
+    d.early_at_pct.reset();  // not held back: the trial decides
+    d.margin_setting.clear();
   }
 }
 
@@ -466,7 +483,11 @@ std::string describe(const Decision& d) {
       break;
   }
   const std::string figures = describe_figures(d);
-  return figures.empty() ? out : out + " " + figures;
+  if (!figures.empty()) out += " " + figures;
+  if (d.untried_calls)
+    out += "; inside the margins, not tried: " + std::to_string(*d.untried_calls) +
+           (*d.untried_calls == 1 ? " call" : " calls") + " a rank, no more than the site trial takes";
+  return out;
 }
 
 std::string describe_figures(const Decision& d) {

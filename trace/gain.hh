@@ -119,8 +119,11 @@ struct Judge {
   // `tnbc merge` prints their verdict with the site's).
   double margin_of_first_read = 0.45;
   // Sites whose predicted saving lies inside the margins are left to the site trial
-  // (TNBC_TRY_WITHIN_MARGIN on and TNBC_SITE_TRIAL_CALLS > 0; Basis::WithinMargin).
+  // (TNBC_TRY_WITHIN_MARGIN on and TNBC_SITE_TRIAL_CALLS > 0; Basis::WithinMargin) where a rank
+  // calls one of them (of their partner group) more often than the trial takes (its warm-up and
+  // `trial_calls`): at fewer, every call is the trial's and its verdict comes too late for any.
   bool try_within_margin = false;
+  int trial_calls = 0;  // TNBC_SITE_TRIAL_CALLS
   // The topology decisions assume for a site over `comm_size` ranks: the world's when that is
   // the whole world, else that many ranks block-wise, as many per node as the world has (equal
   // on every rank: all sites are judged before any call, not from one rank's communicator).
@@ -189,6 +192,9 @@ struct Decision {
   std::optional<int> early_at_pct;
   std::string margin_setting;
   std::string partner;  // PartnerInCall, PartnerEarly: where the other ranks' site that sets it is
+  // NoOverlapToGain inside the margins, not tried: the most calls a rank makes at one of its
+  // partner group's sites, no more than the site trial takes (Judge::trial_calls + 1).
+  std::optional<std::uint64_t> untried_calls;
 };
 
 // `site` nullptr: not in the profile. `sizes_recorded`: the call's sizes were recorded at the

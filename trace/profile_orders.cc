@@ -46,6 +46,14 @@ bool judged(Basis b) {
 
 // The last run_blocking answer's judged(), per thread (judged_last; one profile per process).
 thread_local bool t_judged = true;
+// And whether it was a trial leaning to completion in the call (leans_in_call_last).
+thread_local bool t_leans = false;
+
+// A site on trial whose early return the model priced at a loss: where the trial cannot tell,
+// the model's sign stands (TrialRule::lean_in_call).
+bool leans_in_call(const Decision& d) {
+  return d.basis == Basis::WithinMargin && d.saved_ns && *d.saved_ns <= 0;
+}
 
 class ProfileOrders final : public ReadOrderSource {
  public:
@@ -69,6 +77,7 @@ class ProfileOrders final : public ReadOrderSource {
     mix(static_cast<std::uint64_t>(settings_.early_return_margin_busy_poll_pct));
     mix(static_cast<std::uint64_t>(settings_.early_return_margin_own_pct));
     mix(judge_.try_within_margin);
+    mix(static_cast<std::uint64_t>(judge_.trial_calls));  // which sites go to the trial (leave_to_trial)
     return h;
   }
 
@@ -150,10 +159,12 @@ class ProfileOrders final : public ReadOrderSource {
     if (!fresh) {  // the common case: one counter more
       stats_.count_profile_decision(dd.recorded);
       t_judged = judged(dd.d.basis);
+      t_leans = leans_in_call(dd.d);
       return dd.d.blocking();
     }
     dd.d = site && sizes_recorded && judged_.count(site->site) ? judged_[site->site] : decide(site, sizes_recorded, judge_);
     t_judged = judged(dd.d.basis);
+    t_leans = leans_in_call(dd.d);
     // Rank 0 says its decisions (TNBC_LOG=info), the others at debug (the SPMD ranks of most
     // programs share their sites; the summaries have every rank's).
     const LogLevel level = rank_ == 0 ? LogLevel::Info : LogLevel::Debug;
@@ -180,6 +191,7 @@ class ProfileOrders final : public ReadOrderSource {
   }
 
   bool judged_last() const override { return t_judged; }
+  bool leans_in_call_last() const override { return t_leans; }
 
   // From the site's estimate, once per site; the site from the walk order() just made for this
   // call on this thread where there is one.

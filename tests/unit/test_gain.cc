@@ -618,3 +618,74 @@ TEST_CASE("leave_to_trial: partner sites go to the trial together, by their call
   CHECK(own[0].basis == Basis::WithinMargin);
   CHECK(own[1].basis == Basis::OwnCallFaster);
 }
+
+TEST_CASE("leave_to_trial: a site a rank calls no more often than the trial takes keeps the library's call") {
+  // NPB FT.A at np 2 on 2 nodes (session 76): the forward transform's two sites, one call a rank
+  // each, inside the margins (-1.64 and -2.16 ms against costs of 20.8 and 20.3 ms): tried, every
+  // call was the trial's warm-up, an early return on no evidence.
+  auto site = [](std::uint64_t calls) {
+    ProfileSite s;
+    s.kind = "alltoall";
+    s.comm_size = 2;
+    for (int rank = 0; rank < 2; ++rank) {
+      ProfileSite::Rank r;
+      r.rank = rank;
+      r.calls = calls;
+      s.ranks.push_back(r);
+    }
+    return s;
+  };
+  auto judged = [] { return model_decision(Basis::NoOverlapToGain, -1.64, 85, 20.8, -1); };
+  Judge j;
+  j.margin_of_cost = 0.15;
+  j.try_within_margin = true;
+  j.trial_calls = 4;
+  // 1 and 5 calls a rank: the warm-up and the trial's four are all there is; 6: one call after.
+  const std::vector<ProfileSite> sites = {site(1), site(5), site(6)};
+  std::vector<Decision> d = {judged(), judged(), judged()};
+  leave_to_trial(sites, d, j);
+  CHECK(d[0].basis == Basis::NoOverlapToGain);
+  CHECK(d[0].untried_calls == 1u);
+  CHECK(d[1].basis == Basis::NoOverlapToGain);
+  CHECK(d[1].untried_calls == 5u);
+  CHECK(d[2].basis == Basis::WithinMargin);
+  CHECK_FALSE(d[2].untried_calls);
+  CHECK(describe(d[0]).find("; inside the margins, not tried: 1 call a rank, no more than the site trial takes") !=
+        std::string::npos);
+  CHECK(describe(d[1]).find("not tried: 5 calls a rank") != std::string::npos);
+  CHECK(describe(d[2]).find("not tried") == std::string::npos);
+  // bcast-proxy (session 76): rank 1 reaches its first broadcast from another site, once; the
+  // partners go to the trial together, for the other site's 20 calls a rank after it.
+  auto ranked = [](int rank, std::uint64_t calls, std::uint64_t first) {
+    ProfileSite::Rank r;
+    r.rank = rank;
+    r.calls = calls;
+    for (std::uint64_t k = 0; k < calls; ++k) r.first_calls.push_back(first + k);
+    return r;
+  };
+  std::vector<ProfileSite> bcast(2);
+  for (ProfileSite& b : bcast) {
+    b.kind = "bcast";
+    b.comm_size = 2;
+  }
+  bcast[0].ranks = {ranked(0, 21, 0), ranked(1, 20, 1)};
+  bcast[1].ranks = {ranked(1, 1, 0)};
+  std::vector<Decision> b = {judged(), judged()};
+  leave_to_trial(bcast, b, j);
+  CHECK(b[0].basis == Basis::WithinMargin);
+  CHECK(b[1].basis == Basis::WithinMargin);
+  // Alone, the one-call site is not tried.
+  std::vector<Decision> alone = {judged()};
+  leave_to_trial({bcast[1]}, alone, j);
+  CHECK(alone[0].untried_calls == 1u);
+  // A profile without call counts (older files): tried as before.
+  std::vector<ProfileSite> unknown = {site(1)};
+  for (auto& r : unknown[0].ranks) r.calls.reset();
+  std::vector<Decision> k = {judged()};
+  leave_to_trial(unknown, k, j);
+  CHECK(k[0].basis == Basis::WithinMargin);
+  // The settings': TNBC_SITE_TRIAL_CALLS.
+  tnbc::Settings s;
+  s.site_trial_calls = 6;
+  CHECK(make_judge(s, nullptr, {}).trial_calls == 6);
+}

@@ -58,6 +58,58 @@ TEST_CASE("site trial: a site where early returns are faster, or not faster beyo
   CHECK_FALSE(close.in_call);
 }
 
+TEST_CASE("site trial: leaning to the call (optimize's predicted loss), only early returns faster by the margin stay") {
+  TrialRule lean = kRule;
+  lean.lean_in_call = true;
+  long long t = 0;
+  // ft-proxy A (session 76): early returns 1.2 % slower, inside the margin: completes in the call.
+  SiteTrial close;
+  CHECK(run(close, 0, 8, 1012, 1000, t, lean) == std::vector<TrialRun>{E, E, C, C, E, V, V, V});
+  CHECK(close.in_call);
+  // Early returns 2 % faster: still inside the margin, so the model's sign stands.
+  SiteTrial slight;
+  CHECK(run(slight, 0, 8, 980, 1000, t, lean) == std::vector<TrialRun>{E, E, C, C, E, V, V, V});
+  CHECK(slight.in_call);
+  // 5 % faster: they return early (mode nbc's rule would say the same).
+  SiteTrial faster;
+  CHECK(run(faster, 0, 8, 950, 1000, t, lean) == std::vector<TrialRun>{E, E, C, C, E, E, E, E});
+  CHECK_FALSE(faster.in_call);
+  // Without the lean the slightly slower early returns keep returning early.
+  SiteTrial bet;
+  CHECK(run(bet, 0, 8, 1012, 1000, t) == std::vector<TrialRun>{E, E, C, C, E, E, E, E});
+  // A trial without a sample of each kind: the lean decides (in the call), nbc's returns early.
+  TrialTurn turn, turn_nbc;
+  SiteTrial none, none_nbc;
+  std::vector<TrialRun> lean_runs, nbc_runs;
+  for (std::uint64_t i : {0, 2, 4, 6, 8, 10}) {  // never the site's next call: no interval counts
+    lean_runs.push_back(none.enter(i, t, true, lean, turn));
+    nbc_runs.push_back(none_nbc.enter(i, t, true, kRule, turn_nbc));
+    t += 10 * kMs;
+  }
+  CHECK(lean_runs == std::vector<TrialRun>{E, E, C, V, V, V});  // the trial at 2-5: calls 2 and 4
+  CHECK(nbc_runs == std::vector<TrialRun>{E, E, C, E, E, E});
+  CHECK(none.trials == 0);
+  CHECK(none.in_call);
+  CHECK_FALSE(none_nbc.in_call);
+  // Waiting for the turn (another site holds it), a leaning site completes its calls in the call
+  // after its warm-up; mode nbc's returns early.
+  TrialTurn held;
+  std::uint64_t seen = TrialTurn::kNotSeen;
+  int other = 0;
+  REQUIRE(held.take(&other, seen));
+  SiteTrial waiting, waiting_nbc;
+  std::vector<TrialRun> w, w_nbc;
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    held.tick(&other);  // the holder is called between this site's calls: it keeps the turn
+    w.push_back(waiting.enter(i, t, true, lean, held));
+    w_nbc.push_back(waiting_nbc.enter(i, t, true, kRule, held));
+    t += 10 * kMs;
+  }
+  CHECK(w == std::vector<TrialRun>{E, V, V, V});
+  CHECK(w_nbc == std::vector<TrialRun>{E, E, E, E});
+  CHECK(waiting.trials == 0);
+}
+
 TEST_CASE("site trial: tries again at the 16th call, then at 8 times the last start; the verdict can go back") {
   CHECK(SiteTrial::next_start(1) == 16);
   CHECK(SiteTrial::next_start(16) == 128);

@@ -12,9 +12,10 @@
 // data, and everything until it comes back). Where the completions' median is shorter than the
 // early returns' by more than TNBC_SITE_TRIAL_MARGIN_PCT, the site's later calls complete in the
 // call (reason early_return_slower); else they return early — but at a site mode optimize tries
-// with a predicted loss (TrialRule::lean_in_call), early returns must be faster by the margin. The trial runs again from the site's
-// 16th call, then from 8 times the call the last one started at (128th, 1024th, ... for a site
-// that got its turn at once), so that a site whose program changes can go back.
+// with a predicted loss (TrialRule::lean_in_call), early returns must be faster by the margin.
+// The trial runs again from the site's 16th call, then from 8 times the call the last one started
+// at (128th, 1024th, ... for a site that got its turn at once), so that a site whose program
+// changes can go back.
 //
 // Completing in the call runs the same schedule as an early return (the same messages, on tnbc's
 // private communicator): ranks may decide differently and still match. It is not the MPI
@@ -39,11 +40,11 @@ struct TrialRule {
   double margin = 0;   // TNBC_SITE_TRIAL_MARGIN_PCT / 100
   // Where the trial cannot tell (neither way faster by the margin, or no sample of each kind),
   // and before its first trial (waiting for the turn, after the warm-up), complete the calls in
-  // the call: a site mode optimize tries because its predicted saving
-  // lies inside the model's margins but priced at a loss (ReadOrderSource::leans_in_call_last),
-  // where the model's sign stands. Without it (mode nbc's bet) they return early. ft-proxy A
-  // (session 76): predicted -1.4 ms a call, measured -3.5, 1.2 % of its iteration, under the
-  // trial's margin: it returned early at every call but the trial's C, 0.988x the plain program.
+  // the call: a site mode optimize tries because its predicted saving lies inside the model's
+  // margins, priced at a loss (ReadOrderSource::leans_in_call_last): the model's sign stands.
+  // Without it (mode nbc's bet) they return early. ft-proxy A (session 76): predicted -1.4 ms a
+  // call, measured -3.5, 1.2 % of its iteration, under the trial's margin: it returned early at
+  // every call but the trial's C, 0.988x the plain program.
   bool lean_in_call = false;
 };
 // The rule the settings give: modes nbc and optimize (there at the sites its profile cannot judge,

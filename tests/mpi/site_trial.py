@@ -122,8 +122,10 @@ def agreed_run(a, work, attempt, spans, agree):
                          spans["read_at_once"][1]] for s in sums}
     if len(sums) != a.np or any(len(v) != 1 for v in sites.values()):
         fail(f"{outdir}: expected one read_at_once site in each of {a.np} summaries", sums)
-    # With the agreement the one trial's verdict; without, the first verdict (calls 6-16).
-    if any(v[0]["trial"]["verdict"] != "in_call" if agree == "on" else
+    # With the agreement the one trial's verdict (a second trial, from call 16, means the first
+    # was not in_call on every rank: the summary keeps the last one's); without, the first
+    # verdict (calls 6-16).
+    if any(v[0]["trial"]["verdict"] != "in_call" or v[0]["trial"]["trials"] != 1 if agree == "on" else
            v[0]["reasons"].get("early_return_slower", 0) < 11 for v in sites.values()):
         return False
     later = ITER - 6  # calls 7-24: after the warm-up (1), the trial (2-5) and the first verdict (6)

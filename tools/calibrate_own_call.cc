@@ -191,10 +191,11 @@ void measure_own_call(MPI_Comm world, model::Machine& m, std::size_t max_bytes, 
   // the copies, the rest tnbc's bookkeeping only. This VM's copy rate moves ~2x with the machine's
   // state for minutes at a time; a rest that takes in the copies' excess over the line prices it
   // again on top of every later call's copies (session 73's calibration: its own calls' copies
-  // 2.04x the line, its rest at 4 MiB 0.94 ms against 0.12-0.24 ms in session 76's; NPB IS.A's
+  // 2.04x the line, its rest at 4 MiB 0.94 ms against 0.12-0.26 ms in session 76's; NPB IS.A's
   // Alltoallv priced 6.0 ms in the call, measured 3.8: docs/benchmarks.md, "Session 76"). Warm
   // calls keep what they took: the line prices copies outside the caches.
-  double copies_off = 0, copies_priced = 0;  // this rank's cold calls: copies' time less their price; the price
+  // This rank's cold calls: their copies' time less the line's price for them, and that price.
+  double copies_off = 0, copies_priced = 0;
   auto median_call = [&](Kind kind, std::size_t b, bool cold) {
     std::vector<double> t;
     for (int r = 0; r <= kOwnCallReps; ++r) {

@@ -451,6 +451,10 @@ def tnbc_calls(summary_dir):
                                      {"calls": 0, "ranks": []})
             e["calls"] += d.get("calls", 0)
             e["ranks"].append(s.get("rank"))
+            if d.get("basis") == "within_margin":  # what the site trial made of its calls
+                ran = ran_at(s, d["where"])
+                if ran is not None:
+                    e["ran"] = [a + b for a, b in zip(e.get("ran", [0, 0, 0]), ran)]
         for m in held_back(s):
             e = held.setdefault((m["kind"], m["where"], m["site"], m["margin_setting"]),
                                 {"early_at_pct": m["early_at_pct"], "saved_ns": m.get("saved_ns") or 0, "ranks": []})
@@ -463,6 +467,42 @@ def tnbc_calls(summary_dir):
             "cpu_contention": contention, "profile_undescribed": undescribed,
             # The ranks' median of the model's predicted saving (s; predicted_saving_s), or None.
             "predicted_saving_s": speedups.median(predicted) if predicted else None}
+
+
+def print_site_decisions(runs):
+    """Mode optimize's site decisions (the last repetition of each pass): which sites returned early
+    and which completed in the call, on which ranks (ranks may decide differently); for a site left
+    to the trial (within_margin), how the calls at its return address ran (the summaries count calls
+    by return address: sites that differ deeper in the stack, NPB IS's first call and its loop, are
+    counted together there)."""
+    shown = set()
+    for r in reversed(runs):
+        key = (r["benchmark"], r["class"], r["np"], r["pass"])
+        if key in shown or not r.get("tnbc_calls") or not r["tnbc_calls"].get("decisions"):
+            continue
+        shown.add(key)
+        print(f"\nsite decisions, {r['benchmark']}.{r['class']} np={r['np']} {r['pass']} (repetition {r['repeat']}):")
+        for d in r["tnbc_calls"]["decisions"]:
+            what = "completed in the call" if d["decision"] == "blocking" else "returned early"
+            ranks = ",".join(str(x) for x in sorted(d["ranks"]))
+            ran = (f"; the calls at its return address (every stack): early {d['ran'][0]}, in the call "
+                   f"{d['ran'][1]}, plain MPI {d['ran'][2]}" if d.get("ran") else "")
+            print(f"  {d['kind']} at {decision_where(r, d)} [{d['site']}]: {what} ({d['basis']}), {d['calls']} calls "
+                  f"on ranks {ranks}{ran}")
+
+
+def ran_at(summary, where):
+    """How one rank's calls at the site a profile decision names ran: [early returns, completed in
+    the call, plain MPI] from its summary's site of that return address (the decision's `where`
+    ends in "+0xOFFSET)", its module and offset), or None where no site matches."""
+    m = re.search(r"\+0x([0-9a-f]+)\)$", where or "")
+    if not m:
+        return None
+    offset = int(m.group(1), 16)
+    for site in summary.get("sites") or []:
+        if int(site.get("offset", "-1"), 16) == offset and os.path.basename(site.get("module", "")) in where:
+            return [site.get("early_return", 0), site.get("completed_in_call", 0), site.get("passthrough", 0)]
+    return None
 
 
 # Mode optimize's decisions completed in the call by tnbc's schedule because it beats the library's
@@ -1111,20 +1151,7 @@ def main():
               + (f"; {len(still)} kept with steal still above {a.steal_limit:g}% after {a.steal_retries} repeats"
                  if still else ""))
     predict.print_tables(predictions, runs, median)
-    # Mode optimize's site decisions (the last repetition of each pass): which sites returned
-    # early and which completed in the call, on which ranks (ranks may decide differently).
-    shown = set()
-    for r in reversed(runs):
-        key = (r["benchmark"], r["class"], r["np"], r["pass"])
-        if key in shown or not r.get("tnbc_calls") or not r["tnbc_calls"]["decisions"]:
-            continue
-        shown.add(key)
-        print(f"\nsite decisions, {r['benchmark']}.{r['class']} np={r['np']} {r['pass']} (repetition {r['repeat']}):")
-        for d in r["tnbc_calls"]["decisions"]:
-            what = "completed in the call" if d["decision"] == "blocking" else "returned early"
-            ranks = ",".join(str(x) for x in sorted(d["ranks"]))
-            print(f"  {d['kind']} at {decision_where(r, d)} [{d['site']}]: {what} ({d['basis']}), {d['calls']} calls "
-                  f"on ranks {ranks}")
+    print_site_decisions(runs)
     print_held_back(runs)
     # Where the ranks ran (tnbc's summaries; baseline runs carry no tnbc and are not recorded):
     # per (benchmark, class, np) its placement, per pass when the passes differ.

@@ -190,6 +190,34 @@ def unit_verdict():
         check(text.count("held back by the margin alone, is.A np=2 optimize (repetition 1):") == 1 and
               text.count("TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT=1 (") == 1 and "nbc" not in text,
               f"print_held_back: {text}")
+    # A site left to the trial (within_margin): how its calls ran, summed over the ranks, from the
+    # summaries' site of the decision's return address (ft-proxy A, session 76: the trial's E, then
+    # in the call); a decision of another basis, or a where without an offset, carries none.
+    with tempfile.TemporaryDirectory() as t:
+        for rank in (0, 1):
+            with open(os.path.join(t, f"tnbc-summary.{rank}.json"), "w") as f:
+                json.dump({"rank": rank, "profile": {"decisions": [
+                    {"site": "0xa", "kind": "alltoall", "where": "MAIN__ (ft-proxy+0x00000000000038ae)",
+                     "decision": "early_return", "basis": "within_margin", "calls": 7},
+                    {"site": "0xb", "kind": "alltoall", "where": "MAIN__ (ft-proxy+0x0000000000004059)",
+                     "decision": "blocking", "basis": "no_overlap_to_gain", "calls": 7}]},
+                    "sites": [{"module": "/x/ft-proxy", "offset": "0x38ae", "early_return": 2 + rank,
+                               "completed_in_call": 5 - rank, "passthrough": 0},
+                              {"module": "/x/ft-proxy", "offset": "0x4059", "early_return": 0,
+                               "completed_in_call": 7, "passthrough": 0}]}, f)
+        decided = {d["site"]: d for d in harness.tnbc_calls(t)["decisions"]}
+        check(decided["0xa"].get("ran") == [5, 9, 0] and "ran" not in decided["0xb"],
+              f"tnbc_calls' within_margin site's calls: {decided}")
+        check(harness.ran_at({"sites": []}, "MAIN__ (ft-proxy+0x38ae)") is None and
+              harness.ran_at({"sites": [{"module": "/x/ft-proxy", "offset": "0x38ae"}]}, "rank (is.c:772)") is None,
+              "ran_at without a matching site")
+        runs = [{"benchmark": "ft", "class": "A", "np": 2, "pass": "optimize", "repeat": 0, "report": None,
+                 "tnbc_calls": harness.tnbc_calls(t)}]
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            harness.print_site_decisions(runs)
+        check("(within_margin), 14 calls on ranks 0,1; the calls at its return address (every stack): early 5, in "
+              "the call 9, plain MPI 0" in printed.getvalue(), f"print_site_decisions: {printed.getvalue()}")
     # The passes' labels: a pass named twice is an A/A comparison; a trace pass run once gets no verdict.
     labelled = harness.pass_labels(["baseline", "baseline", "trace", "optimize"])
     check(labelled == [("baseline", "baseline"), ("baseline-2", "baseline"), ("trace", "trace"),

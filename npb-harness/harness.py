@@ -469,18 +469,24 @@ def tnbc_calls(summary_dir):
             "predicted_saving_s": speedups.median(predicted) if predicted else None}
 
 
+def last_of_passes(runs, field):
+    """Per (benchmark, class, np, pass) its last repetition whose `tnbc_calls` has `field`, latest first."""
+    shown = set()
+    for r in reversed(runs):
+        key = (r["benchmark"], r["class"], r["np"], r["pass"])
+        if key in shown or not r.get("tnbc_calls") or not r["tnbc_calls"].get(field):
+            continue
+        shown.add(key)
+        yield r
+
+
 def print_site_decisions(runs):
     """Mode optimize's site decisions (the last repetition of each pass): which sites returned early
     and which completed in the call, on which ranks (ranks may decide differently); for a site left
     to the trial (within_margin), how the calls at its return address ran (the summaries count calls
     by return address: sites that differ deeper in the stack, NPB IS's first call and its loop, are
     counted together there)."""
-    shown = set()
-    for r in reversed(runs):
-        key = (r["benchmark"], r["class"], r["np"], r["pass"])
-        if key in shown or not r.get("tnbc_calls") or not r["tnbc_calls"].get("decisions"):
-            continue
-        shown.add(key)
+    for r in last_of_passes(runs, "decisions"):
         print(f"\nsite decisions, {r['benchmark']}.{r['class']} np={r['np']} {r['pass']} (repetition {r['repeat']}):")
         for d in r["tnbc_calls"]["decisions"]:
             what = "completed in the call" if d["decision"] == "blocking" else "returned early"
@@ -542,12 +548,7 @@ def held_back(summary):
 def print_held_back(runs):
     """Under the table: the sites the margin alone kept from returning early, per pass (its last
     repetition): the gain optimize leaves, and the setting that would take it."""
-    shown = set()
-    for r in reversed(runs):
-        key = (r["benchmark"], r["class"], r["np"], r["pass"])
-        if key in shown or not r.get("tnbc_calls") or not r["tnbc_calls"].get("held_back"):
-            continue
-        shown.add(key)
+    for r in last_of_passes(runs, "held_back"):
         print(f"\nheld back by the margin alone, {r['benchmark']}.{r['class']} np={r['np']} {r['pass']} "
               f"(repetition {r['repeat']}):")
         for d in r["tnbc_calls"]["held_back"]:

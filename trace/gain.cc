@@ -407,8 +407,7 @@ void try_groups(const std::vector<ProfileSite>& sites, std::vector<Decision>& de
   // profile without call counts (older files) tries them as before.
   std::vector<double> saved(n, 0.0), share(n, 0.0);
   std::vector<bool> priced(n, true);
-  std::vector<std::uint64_t> most(n, 0);
-  std::vector<bool> counted(n, true);
+  std::vector<std::uint64_t> most(n, 0);  // UINT64_MAX: a site without call counts
   for (std::size_t i = 0; i < n; ++i) {
     const Decision& d = decisions[i];
     if (d.basis != Basis::NoOverlapToGain) continue;
@@ -419,18 +418,16 @@ void try_groups(const std::vector<ProfileSite>& sites, std::vector<Decision>& de
     const double calls = site_calls(sites[i]);
     saved[group[i]] += calls * *d.saved_ns;
     share[group[i]] += calls * j.margin_of_cost * d.cost_ns;
-    for (const ProfileSite::Rank& r : sites[i].ranks) {
-      if (!r.calls) counted[group[i]] = false;
-      most[group[i]] = std::max(most[group[i]], r.calls.value_or(0));
-    }
-    if (sites[i].ranks.empty()) counted[group[i]] = false;
+    if (sites[i].ranks.empty()) most[group[i]] = UINT64_MAX;
+    for (const ProfileSite::Rank& r : sites[i].ranks)
+      most[group[i]] = std::max(most[group[i]], r.calls.value_or(UINT64_MAX));
   }
   const std::uint64_t trial = static_cast<std::uint64_t>(std::max(0, j.trial_calls)) + 1;
   for (std::size_t i = 0; i < n; ++i) {
     Decision& d = decisions[i];
     const std::size_t g = group[i];
     if (d.basis != Basis::NoOverlapToGain || !priced[g] || saved[g] <= -share[g]) continue;
-    if (counted[g] && most[g] <= trial) {
+    if (most[g] <= trial) {
       d.untried_calls = most[g];
       continue;
     }

@@ -55,6 +55,12 @@ bool leans_in_call(const Decision& d) {
   return d.basis == Basis::WithinMargin && d.saved_ns && *d.saved_ns <= 0;
 }
 
+// What this thread's last run_blocking answer was, for judged_last and leans_in_call_last.
+void remember_last(const Decision& d) {
+  t_judged = judged(d.basis);
+  t_leans = leans_in_call(d);
+}
+
 class ProfileOrders final : public ReadOrderSource {
  public:
   ProfileOrders(LoadedProfile p, Stats& stats, int world_rank, const Settings& s)
@@ -158,13 +164,11 @@ class ProfileOrders final : public ReadOrderSource {
     Decided& dd = it->second;
     if (!fresh) {  // the common case: one counter more
       stats_.count_profile_decision(dd.recorded);
-      t_judged = judged(dd.d.basis);
-      t_leans = leans_in_call(dd.d);
+      remember_last(dd.d);
       return dd.d.blocking();
     }
     dd.d = site && sizes_recorded && judged_.count(site->site) ? judged_[site->site] : decide(site, sizes_recorded, judge_);
-    t_judged = judged(dd.d.basis);
-    t_leans = leans_in_call(dd.d);
+    remember_last(dd.d);
     // Rank 0 says its decisions (TNBC_LOG=info), the others at debug (the SPMD ranks of most
     // programs share their sites; the summaries have every rank's).
     const LogLevel level = rank_ == 0 ? LogLevel::Info : LogLevel::Debug;

@@ -15,7 +15,7 @@ where the ranks ran (its per-rank summaries), writes OUT/summary.json and prints
 placement and mode optimize's site decisions. On a cluster OUT must be on a file system every
 node sees (the ranks write their summaries there).
 
-Benchmarks: the built-in proxies (is, ft: npb-harness/proxies) or, with --npb-src DIR (or the
+Benchmarks: the built-in proxies (is, ft, bcast: npb-harness/proxies) or, with --npb-src DIR (or the
 NPB_SRC environment variable), real NPB 3.4 MPI IS and FT built from the user's tree (copied
 into OUT/npb-build first; the user's tree is not modified).
 
@@ -429,12 +429,14 @@ def tnbc_calls(summary_dir):
     """What tnbc did in one run, from its per-rank summaries (docs/formats.md): per kind the calls
     that returned early, completed in the call (of those for lack of overlap to gain) or ran as
     plain MPI, and mode optimize's site decisions with the ranks that made them."""
-    kinds, decisions, contention, held, predicted, undescribed = {}, {}, None, {}, [], 0
+    kinds, decisions, contention, held, predicted, trial, undescribed = {}, {}, None, {}, [], [], 0
     for s in summaries(summary_dir):
         # Mode optimize: calls at sites the profile does not hold, or at sizes it did not record.
         undescribed += sum((s.get("profile") or {}).get(k, 0) for k in ("calls_unknown_site", "calls_other_sizes"))
         if (saving := predicted_saving_s(s)) is not None:
             predicted.append(saving)
+        if (priced := trial_priced_saving_s(s)) is not None:
+            trial.append(priced)
         for kind, c in s.get("collectives", {}).items():
             k = kinds.setdefault(kind, {"early": 0, "in_call": 0, "no_gain": 0, "trial": 0, "slower": 0, "plain": 0,
                                         "agreed": 0})
@@ -466,7 +468,9 @@ def tnbc_calls(summary_dir):
             "held_back": [dict(zip(("kind", "where", "site", "margin_setting"), k), **v) for k, v in held.items()],
             "cpu_contention": contention, "profile_undescribed": undescribed,
             # The ranks' median of the model's predicted saving (s; predicted_saving_s), or None.
-            "predicted_saving_s": speedups.median(predicted) if predicted else None}
+            "predicted_saving_s": speedups.median(predicted) if predicted else None,
+            # The same of the early returns the site trial kept (trial_priced_saving_s): no claim.
+            "trial_priced_saving_s": speedups.median(trial)}
 
 
 def last_of_passes(runs, field):
@@ -535,6 +539,28 @@ def predicted_saving_s(summary):
             total += calls * d["saved_ns"]
         elif d.get("basis") in IN_CALL_SAVES and d.get("comm_ns") is not None and d.get("own_call_ns") is not None:
             total += calls * (d["comm_ns"] - d["own_call_ns"])
+    return total / 1e9
+
+
+def trial_priced_saving_s(summary):
+    """What the cost model priced the early returns the site trial kept at, in seconds, on one rank:
+    per site left to the trial (`within_margin`) its `saved_ns` times its calls that returned early
+    (ran_at; the decisions naming one return address share its count, in order). The model claims
+    nothing there (its saving lies within its margins), so no verdict is drawn from it: beside the
+    measured saving it shows how far the model's price was off. None without a loaded profile."""
+    profile = summary.get("profile") or {}
+    if profile.get("status") != "loaded":
+        return None
+    total, early_left = 0.0, {}
+    for d in profile.get("decisions") or []:
+        if d.get("basis") != "within_margin" or d.get("saved_ns") is None:
+            continue
+        where = d.get("where")
+        if where not in early_left:
+            early_left[where] = (ran_at(summary, where) or [0])[0]
+        early = min(d.get("calls") or 0, early_left[where])
+        early_left[where] -= early
+        total += early * d["saved_ns"]
     return total / 1e9
 
 
@@ -693,14 +719,18 @@ def print_against_model(rows, net_for):
     print(f"\nthe cost model's predicted saving against the measured (mode optimize; per rank, the early returns' "
           f"and tnbc's in-call schedules' savings by their calls, the ranks' median; measured: the baseline's time "
           f"less the pass's in the same repetition; medians over the repetitions): where the prediction is above "
-          f"{100 * speedups.CLAIM_SHARE:g} % of the baseline's time, at least half of it should be measured")
+          f"{100 * speedups.CLAIM_SHARE:g} % of the baseline's time, at least half of it should be measured; "
+          f"on trial s: what the model priced the early returns at that the site trial kept at the sites it left to "
+          f"the trial (the saving within the model's margins: no claim, no verdict)")
     pw = max([14] + [len(x["pass"]) for x in rows])
     print(f"{'benchmark':10} {'class':5} {'np':>3} {'net':8} {'pass':{pw}} {'n':>3} {'predicted s':>11} {'share':>6} "
-          f"{'measured s':>10} {'measured/predicted':>18}  verdict")
+          f"{'on trial s':>10} {'measured s':>10} {'measured/predicted':>18}  verdict")
     for x in rows:
         ratio = f"{x['measured_s'] / x['predicted_s']:.2f}" if x["predicted_s"] > 0 else "-"
+        trial = f"{x['trial_priced_s']:10.3f}" if x.get("trial_priced_s") is not None else f"{'-':>10}"
         print(f"{x['benchmark']:10} {x['class']:5} {x['np']:>3} {net_for(x['np']):8} {x['pass']:{pw}} {x['n']:>3} "
-              f"{x['predicted_s']:11.3f} {100 * x['share']:5.1f}% {x['measured_s']:10.3f} {ratio:>18}  {x['verdict']}")
+              f"{x['predicted_s']:11.3f} {100 * x['share']:5.1f}% {trial} {x['measured_s']:10.3f} {ratio:>18}  "
+              f"{x['verdict']}")
 
 
 def main():

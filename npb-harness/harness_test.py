@@ -374,6 +374,22 @@ def unit_against_model():
           "predicted_saving_s of the plain program (a profile, no decision): 0")
     check(harness.predicted_saving_s({"profile": {"status": "other_rank_count"}}) is None and
           harness.predicted_saving_s({}) is None, "predicted_saving_s without a loaded profile")
+    # The sites left to the trial: the model's price of the early returns the trial kept, the
+    # decisions at one return address sharing its count in order (5 of 7, then 2 of 4), a site priced
+    # at a loss negative; the others' figures not counted.
+    trial = {"status": "loaded", "decisions": decisions[:1] + [
+        {"site": "0x6", "where": "main (x+0x10)", "decision": "early_return", "basis": "within_margin", "calls": 5,
+         "saved_ns": 2e6},
+        {"site": "0x7", "where": "main (x+0x10)", "decision": "early_return", "basis": "within_margin", "calls": 4,
+         "saved_ns": 3e6},
+        {"site": "0x8", "where": "f (x+0x20)", "decision": "early_return", "basis": "within_margin", "calls": 9,
+         "saved_ns": -1e6}]}
+    sites = [{"module": "/p/x", "offset": "0x10", "early_return": 7, "completed_in_call": 2},
+             {"module": "/p/x", "offset": "0x20", "early_return": 3, "completed_in_call": 6}]
+    got = harness.trial_priced_saving_s({"profile": trial, "sites": sites})
+    check(abs(got - (5 * 2e6 + 2 * 3e6 - 3 * 1e6) / 1e9) < 1e-12, f"trial_priced_saving_s: {got}")
+    check(harness.trial_priced_saving_s({"profile": {"status": "loaded", "decisions": decisions[:4]}}) == 0.0 and
+          harness.trial_priced_saving_s({}) is None, "trial_priced_saving_s without sites on trial, without a profile")
     with tempfile.TemporaryDirectory() as t:
         for rank, calls in ((0, 10), (1, 20), (2, 40)):
             with open(os.path.join(t, f"tnbc-summary.{rank}.json"), "w") as f:
@@ -403,6 +419,18 @@ def unit_against_model():
                                     lambda np: "2-nodes")
     check("  at least half measured" in printed.getvalue() and "20.0%" in printed.getvalue(),
           f"print_against_model: {printed.getvalue()}")
+    # The model's price of the trial's early returns beside it: the records' median, no verdict.
+    rows = runs(2.0, [9.0, 8.8, 8.6])
+    for r, priced in zip((r for r in rows if r["pass"] == "optimize"), (0.5, 0.7, None)):
+        r["tnbc_calls"]["trial_priced_saving_s"] = priced
+    [x] = speedups.predicted_against_measured(rows, cell, ["optimize"])
+    check(abs(x["trial_priced_s"] - 0.6) < 1e-9 and x["verdict"] == speedups.HALF_MEASURED,
+          f"predicted_against_measured, trial_priced_s: {x}")
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        harness.print_against_model([x], lambda np: "2-nodes")
+    check("on trial s" in printed.getvalue() and "     0.600 " in printed.getvalue(),
+          f"print_against_model, on trial s: {printed.getvalue()}")
 
 
 def unit():

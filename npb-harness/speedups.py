@@ -170,7 +170,9 @@ def predicted_against_measured(runs, cell, labels, reference="baseline"):
     the median over the repetitions of the reference's time less the pass's, paired by repetition,
     on the cell's clock), with `share` (the prediction over the reference's median time) and the
     verdict: where the share is above CLAIM_SHARE, whether at least half of the prediction was
-    measured; else no claim. Labels without a prediction or a paired run are left out."""
+    measured; else no claim. `trial_priced_s`: the median of the records' `trial_priced_saving_s`
+    (the model's price of the early returns the site trial kept; no verdict), None where none has
+    one. Labels without a prediction or a paired run are left out."""
     clock = cell_clock(runs, cell)
     base = {k: t for k, t in cell_times(runs, cell, reference, clock).items() if t is not None}
     out = []
@@ -180,9 +182,12 @@ def predicted_against_measured(runs, cell, labels, reference="baseline"):
         measured = [base[k] - t for k, t in cell_times(runs, cell, label, clock).items() if k in base and t is not None]
         if not predicted or not measured:
             continue
+        trial = [x for x in ((r.get("tnbc_calls") or {}).get("trial_priced_saving_s")
+                             for r in cell_runs(runs, cell, label)) if x is not None]
         p, m, b = median(predicted), median(measured), median(list(base.values()))
         share = p / b if b > 0 else 0.0
         what = NO_CLAIM if share <= CLAIM_SHARE else HALF_MEASURED if m >= p / 2 else LESS_THAN_HALF
         out.append({"benchmark": cell[0], "class": cell[1], "np": cell[2], "pass": label, "clock": clock,
-                    "predicted_s": p, "measured_s": m, "share": share, "n": len(measured), "verdict": what})
+                    "predicted_s": p, "measured_s": m, "share": share, "n": len(measured), "verdict": what,
+                    "trial_priced_s": median(trial)})
     return out

@@ -469,7 +469,7 @@ def tnbc_calls(summary_dir):
             "cpu_contention": contention, "profile_undescribed": undescribed,
             # The ranks' median of the model's predicted saving (s; predicted_saving_s), or None.
             "predicted_saving_s": speedups.median(predicted) if predicted else None,
-            # The same of the early returns the site trial kept (trial_priced_saving_s): no claim.
+            # The same of the early returns at the sites left to the trial (trial_priced_saving_s): no claim.
             "trial_priced_saving_s": speedups.median(trial)}
 
 
@@ -543,9 +543,9 @@ def predicted_saving_s(summary):
 
 
 def trial_priced_saving_s(summary):
-    """What the cost model priced the early returns the site trial kept at, in seconds, on one rank:
-    per site left to the trial (`within_margin`) its `saved_ns` times its calls that returned early
-    (ran_at; the decisions naming one return address share its count, in order). The model claims
+    """What the cost model priced the early returns at the sites left to the site trial at, in seconds,
+    on one rank: per such site (`within_margin`) its `saved_ns` times its calls that returned early,
+    the trial's own among them (ran_at; the decisions naming one return address share its count, in order). The model claims
     nothing there (its saving lies within its margins), so no verdict is drawn from it: beside the
     measured saving it shows how far the model's price was off. None without a loaded profile."""
     profile = summary.get("profile") or {}
@@ -720,8 +720,8 @@ def print_against_model(rows, net_for):
           f"and tnbc's in-call schedules' savings by their calls, the ranks' median; measured: the baseline's time "
           f"less the pass's in the same repetition; medians over the repetitions): where the prediction is above "
           f"{100 * speedups.CLAIM_SHARE:g} % of the baseline's time, at least half of it should be measured; "
-          f"on trial s: what the model priced the early returns at that the site trial kept at the sites it left to "
-          f"the trial (the saving within the model's margins: no claim, no verdict)")
+          f"on trial s: what the model priced the early returns at, at the sites it left to the site trial (the "
+          f"saving within its margins: no claim, no verdict)")
     pw = max([14] + [len(x["pass"]) for x in rows])
     print(f"{'benchmark':10} {'class':5} {'np':>3} {'net':8} {'pass':{pw}} {'n':>3} {'predicted s':>11} {'share':>6} "
           f"{'on trial s':>10} {'measured s':>10} {'measured/predicted':>18}  verdict")

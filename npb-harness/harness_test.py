@@ -374,7 +374,7 @@ def unit_against_model():
           "predicted_saving_s of the plain program (a profile, no decision): 0")
     check(harness.predicted_saving_s({"profile": {"status": "other_rank_count"}}) is None and
           harness.predicted_saving_s({}) is None, "predicted_saving_s without a loaded profile")
-    # The sites left to the trial: the model's price of the early returns the trial kept, the
+    # The sites left to the trial: the model's price of the early returns there, the
     # decisions at one return address sharing its count in order (5 of 7, then 2 of 4), a site priced
     # at a loss negative; the others' figures not counted.
     trial = {"status": "loaded", "decisions": decisions[:1] + [

@@ -171,8 +171,8 @@ def predicted_against_measured(runs, cell, labels, reference="baseline"):
     on the cell's clock), with `share` (the prediction over the reference's median time) and the
     verdict: where the share is above CLAIM_SHARE, whether at least half of the prediction was
     measured; else no claim. `trial_priced_s`: the median of the records' `trial_priced_saving_s`
-    (the model's price of the early returns the site trial kept; no verdict), None where none has
-    one. Labels without a prediction or a paired run are left out."""
+    (the model's price of the early returns at the sites left to the trial; no verdict), None where
+    none has one. Labels without a prediction or a paired run are left out."""
     clock = cell_clock(runs, cell)
     base = {k: t for k, t in cell_times(runs, cell, reference, clock).items() if t is not None}
     out = []

@@ -438,13 +438,14 @@ def tnbc_calls(summary_dir):
         if (priced := trial_priced_saving_s(s)) is not None:
             trial.append(priced)
         for kind, c in s.get("collectives", {}).items():
-            k = kinds.setdefault(kind, {"early": 0, "in_call": 0, "no_gain": 0, "trial": 0, "slower": 0, "plain": 0,
-                                        "agreed": 0})
+            k = kinds.setdefault(kind, {"early": 0, "in_call": 0, "no_gain": 0, "trial": 0, "slower": 0, "priced": 0,
+                                        "plain": 0, "agreed": 0})
             k["early"] += c.get("early_return", 0)
             k["in_call"] += c.get("completed_in_call", 0)
             k["no_gain"] += c.get("reasons", {}).get("no_overlap_to_gain", 0)
             k["trial"] += c.get("reasons", {}).get("site_trial", 0)  # mode nbc's trial (runtime/site_trial.hh)
             k["slower"] += c.get("reasons", {}).get("early_return_slower", 0)
+            k["priced"] += c.get("reasons", {}).get("priced_loss", 0)  # a site on trial leaning to the call
             k["plain"] += c.get("passthrough", 0)
             k["agreed"] += c.get("reasons", {}).get("agreed_plain", 0)  # runtime/call_vote.hh
         contention = contention or (s.get("node") or {}).get("cpu_contention")
@@ -493,7 +494,8 @@ def print_site_decisions(runs):
     for r in last_of_passes(runs, "decisions"):
         print(f"\nsite decisions, {r['benchmark']}.{r['class']} np={r['np']} {r['pass']} (repetition {r['repeat']}):")
         for d in r["tnbc_calls"]["decisions"]:
-            what = "completed in the call" if d["decision"] == "blocking" else "returned early"
+            what = ("completed in the call" if d["decision"] == "blocking" else
+                    "on trial" if d["basis"] == "within_margin" else "returned early")
             ranks = ",".join(str(x) for x in sorted(d["ranks"]))
             ran = (f"; the calls at its return address (every stack): early {d['ran'][0]}, in the call "
                    f"{d['ran'][1]}, plain MPI {d['ran'][2]}" if d.get("ran") else "")
@@ -592,9 +594,10 @@ def held_back_line(d):
 
 
 def calls_line(calls):
-    def trial(k):  # mode nbc's trial, where it completed calls in the call
-        return (f", site trial {k['trial']}, early return slower {k['slower']}"
-                if k.get("trial", 0) + k.get("slower", 0) else "")
+    def trial(k):  # the site trial, where it completed calls in the call (and the lean's, where some)
+        priced = f", priced at a loss {k['priced']}" if k.get("priced", 0) else ""
+        return (f", site trial {k['trial']}, early return slower {k['slower']}{priced}"
+                if k.get("trial", 0) + k.get("slower", 0) + k.get("priced", 0) else "")
     def agreed(k):  # the trials' calls the ranks agreed to run as the library's own
         return f" (agreed by the ranks' trials {k['agreed']})" if k.get("agreed", 0) else ""
     undescribed = calls.get("profile_undescribed", 0)

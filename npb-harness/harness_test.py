@@ -146,6 +146,13 @@ def unit_verdict():
         check(line == "alltoallv early 6, in the call 16 (no overlap to gain 0, site trial 4, early return slower 12), "
               "plain MPI 10 (agreed by the ranks' trials 8); bcast early 2, in the call 0 (no overlap to gain 0), "
               "plain MPI 0", f"calls_line: {line}")
+        # Mode optimize's calls in the call on the model's sign at a site on trial (priced_loss).
+        with open(os.path.join(t, "tnbc-summary.1.json"), "w") as f:
+            json.dump({"rank": 1, "collectives": {"alltoall": {"early_return": 2, "completed_in_call": 5, "passthrough": 0,
+                                                                "reasons": {"site_trial": 1, "priced_loss": 4}}}}, f)
+        line = harness.calls_line(harness.tnbc_calls(t))
+        check("alltoall early 2, in the call 5 (no overlap to gain 0, site trial 1, early return slower 0, priced at a "
+              "loss 4)" in line, f"calls_line, priced_loss: {line}")
     # Mode optimize's calls the profile does not describe (a plain run's too: trace/plain_run.hh),
     # summed over the ranks at the end of the line.
     with tempfile.TemporaryDirectory() as t:

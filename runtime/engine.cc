@@ -217,7 +217,8 @@ class EngineImpl final : public Engine {
     const bool in_call = !pays || trial != TrialRun::Early;
     if (key >= 0)
       pc.agreement.record(key, c.site.return_address,
-                          trial == TrialRun::Verdict && !own_call_faster(c, ctx, topo, layout));
+                          (trial == TrialRun::Verdict || trial == TrialRun::Lean) &&
+                              !own_call_faster(c, ctx, topo, layout));
     auto f = std::make_shared<InFlight>();
     f->kind = c.kind;
     f->site = c.site;
@@ -271,6 +272,7 @@ class EngineImpl final : public Engine {
                  : !pays                       ? Reason::BelowThreshold
                  : trial == TrialRun::TrialCall ? Reason::SiteTrial
                  : trial == TrialRun::Verdict   ? Reason::EarlyReturnSlower
+                 : trial == TrialRun::Lean      ? Reason::PricedLoss
                                                 : Reason::None;
     if (why == Reason::None &&
         (f->schedule.count(StepKind::Recv) + f->schedule.count(StepKind::Copy) > 0 || f->schedule.landing_with_bytes() > 0))

@@ -56,9 +56,11 @@ void SiteTrial::conclude(const TrialRule& rule) {
     early_ns = median(early_);
     in_call_ns = median(call_);
     const double e = static_cast<double>(early_ns), c = static_cast<double>(in_call_ns);
-    in_call = rule.lean_in_call ? !(e < c * (1.0 - rule.margin)) : c < e * (1.0 - rule.margin);
+    const bool slower = c < e * (1.0 - rule.margin);
+    in_call = slower || (rule.lean_in_call && !(e < c * (1.0 - rule.margin)));
+    leaned = in_call && !slower;
   } else if (rule.lean_in_call) {
-    in_call = true;  // no evidence: the model's sign
+    in_call = leaned = true;  // no evidence: the model's sign
   }
   decided_ = true;
   early_.clear();
@@ -92,7 +94,8 @@ TrialRun SiteTrial::enter(std::uint64_t index, long long now_ns, bool eligible, 
   }
   // Leaning to the call, a site past its warm-up waits for its first trial in the call.
   const bool call = decided_ ? in_call : rule.lean_in_call && index > 0;
-  return eligible && call ? TrialRun::Verdict : TrialRun::Early;
+  if (!eligible || !call) return TrialRun::Early;
+  return decided_ && !leaned ? TrialRun::Verdict : TrialRun::Lean;
 }
 
 }  // namespace tnbc

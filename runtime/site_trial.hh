@@ -12,7 +12,9 @@
 // data, and everything until it comes back). Where the completions' median is shorter than the
 // early returns' by more than TNBC_SITE_TRIAL_MARGIN_PCT, the site's later calls complete in the
 // call (reason early_return_slower); else they return early — but at a site mode optimize tries
-// with a predicted loss (TrialRule::lean_in_call), early returns must be faster by the margin.
+// with a predicted loss (TrialRule::lean_in_call), early returns must be faster by the margin:
+// where they are not, and before its first trial, its calls complete in the call (reason
+// priced_loss: the model's sign, not a measurement).
 // The trial runs again from the site's 16th call, then from 8 times the call the last one started
 // at (128th, 1024th, ... for a site that got its turn at once), so that a site whose program
 // changes can go back.
@@ -56,6 +58,8 @@ enum class TrialRun : std::uint8_t {
   Early,       // returns early (as the engine would without a trial)
   TrialCall,   // completes in the call: a trial's C
   Verdict,     // completes in the call: the last trial found early returns slower
+  Lean,        // completes in the call: the model priced a loss (TrialRule::lean_in_call), and no
+               // trial has found early returns faster by the margin (none yet, or neither faster)
 };
 
 // One site of a rank tries at a time: a site's interval spans the program's other calls, and a
@@ -87,11 +91,13 @@ class SiteTrial {
   // Whether the call enter() was last asked about is a trial's (timed) call.
   bool timing() const { return timing_; }
 
-  // For the summary: trials that reached a verdict, the last one's medians (-1: none yet), and
-  // whether it found early returns slower.
+  // For the summary: trials that reached a verdict, the last one's medians (-1: none yet), whether
+  // its verdict is to complete the calls in the call, and whether that rests on the model's sign
+  // (the rule leaned to the call, and early returns were not measured slower by the margin).
   std::uint32_t trials = 0;
   long long early_ns = -1, in_call_ns = -1;
   bool in_call = false;
+  bool leaned = false;
 
   // Where the trial after one that started at `start` is due.
   static std::uint64_t next_start(std::uint64_t start);

@@ -332,7 +332,8 @@ void site_json(std::ostringstream& j, const SiteCounters& s, const CodeLocation&
   if (s.trial.trials > 0)  // mode nbc's trial reached a verdict (docs/formats.md)
     j << ", \"trial\": {\"trials\": " << s.trial.trials << ", \"early_ns\": " << s.trial.early_ns
       << ", \"in_call_ns\": " << s.trial.in_call_ns << ", \"verdict\": \""
-      << (s.trial.in_call ? "in_call" : "early_return") << "\"}";
+      << (s.trial.in_call ? "in_call" : "early_return") << "\", \"leaned\": " << (s.trial.leaned ? "true" : "false")
+      << "}";
   if (s.node.decided)  // the communicator had a node board (docs/formats.md)
     j << ", \"node_priorities\": {\"calls\": " << s.node.calls << ", \"off_calls\": " << s.node.off_calls
       << ", \"basis\": \"" << node_basis_name(s.node.choice.basis) << "\", \"model_first_read_ms\": "

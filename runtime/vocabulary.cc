@@ -49,6 +49,7 @@ const char* reason_name(Reason r) {
     case Reason::NoOverlapToGain: return "no_overlap_to_gain";
     case Reason::SiteTrial: return "site_trial";
     case Reason::EarlyReturnSlower: return "early_return_slower";
+    case Reason::PricedLoss: return "priced_loss";
     case Reason::AgreedPlain: return "agreed_plain";
     case Reason::Count_: break;
   }

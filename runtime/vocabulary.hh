@@ -77,6 +77,8 @@ enum class Reason {
   NoOverlapToGain,       // mode optimize: the profile shows no overlap to gain at the site
   SiteTrial,             // mode nbc: a trial's completion in the call (runtime/site_trial.hh)
   EarlyReturnSlower,     // mode nbc: the site's last trial found early returns slower
+  PricedLoss,            // mode optimize: a site on trial the model priced at a loss, whose trial has
+                         // not found early returns faster (runtime/site_trial.hh, TrialRun::Lean)
   AgreedPlain,           // mode nbc: every rank's trial completes the call's key in the call, so the
                          // ranks agreed to run it as the library's own (runtime/call_vote.hh)
   Count_,                // number of reasons (not a reason)

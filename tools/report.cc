@@ -99,7 +99,7 @@ std::vector<Section> extra_sections(const World& world, const std::map<int, cons
   std::vector<Section> sections;
   static_cast<void>(summaries);
   sections.push_back(node_section(world));
-  sections.push_back(text_section("trial", "mode nbc's trial", trial_text(world)));
+  sections.push_back(text_section("trial", "the site trial", trial_text(world)));
   sections.push_back(text_section("model", "cost model", model_section(world.dir, locate)));
   return sections;
 }

@@ -254,6 +254,8 @@ RankFigures rank_figures(const Value& site, int rank) {
     f.early_ns = number(*t, "early_ns");
     f.in_call_ns = number(*t, "in_call_ns");
     f.in_call = text(*t, "verdict") == "in_call";
+    const Value* leaned = t->find("leaned");  // since session 77
+    f.leaned = leaned && leaned->type == Value::Type::Bool && leaned->boolean;
   }
   return r;
 }

@@ -58,6 +58,7 @@ struct NodeFigures {
 struct TrialFigures {
   double trials = 0, early_ns = 0, in_call_ns = 0;
   bool in_call = false;
+  bool leaned = false;  // in_call on the model's sign (a priced loss, neither way faster), not measured
   bool operator==(const TrialFigures&) const = default;
 };
 
@@ -72,7 +73,7 @@ struct RankFigures {
   double observe_ns = 0, observe_waits = 0;            // what observing first accesses cost
   std::optional<double> ideal_ns;                      // Eq. 1 over its calls
   std::optional<NodeFigures> node;                     // node-level priorities, where a board existed
-  std::optional<TrialFigures> trial;                   // mode nbc's trial, where one reached a verdict
+  std::optional<TrialFigures> trial;                   // the site's trial, where one reached a verdict
   bool operator==(const RankFigures&) const = default;
 };
 

@@ -118,7 +118,8 @@ std::string node_json(const NodeFigures& n) {
 
 std::string trial_json(const TrialFigures& t) {
   return "{\"trials\": " + num(t.trials) + ", \"early_ns\": " + num(t.early_ns) + ", \"in_call_ns\": " +
-         num(t.in_call_ns) + ", \"verdict\": " + quote(t.in_call ? "in_call" : "early_return") + "}";
+         num(t.in_call_ns) + ", \"verdict\": " + quote(t.in_call ? "in_call" : "early_return") +
+         ", \"leaned\": " + (t.leaned ? "true" : "false") + "}";
 }
 
 std::string rank_json(const RankFigures& r) {
@@ -309,6 +310,8 @@ World read_world(const Value& v) {
         x.early_ns = number(*t, "early_ns");
         x.in_call_ns = number(*t, "in_call_ns");
         x.in_call = str(*t, "verdict") == "in_call";
+        const Value* leaned = t->find("leaned");  // since session 77
+        x.leaned = leaned && leaned->type == Value::Type::Bool && leaned->boolean;
       }
       if (const Value* n = r.find("node_priorities"); n && n->type == Value::Type::Object) {
         NodeFigures& x = f.node.emplace();

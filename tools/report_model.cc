@@ -226,9 +226,13 @@ std::string model_section(const std::string& dir, FunctionRef<std::string(const 
     const Entry& e = entries[key];
     const Value& x = e.first;
     const std::string decision = text(x, "decision");
+    // A site within the model's margins: the site trial decides its calls (runtime/site_trial.hh).
     o << "    " << text(x, "kind") << " at " << locate(text(x, "where")) << ": "
-      << (decision == "plain" ? "PLAIN MPI" : decision == "in_call" ? "COMPLETED IN THE CALL" : "returned early") << " ("
-      << text(x, "basis") << ") " << ranks_text(e.ranks, size);
+      << (decision == "plain"                   ? "PLAIN MPI"
+          : decision == "in_call"               ? "COMPLETED IN THE CALL"
+          : text(x, "basis") == "within_margin" ? "on trial"
+                                                : "returned early")
+      << " (" << text(x, "basis") << ") " << ranks_text(e.ranks, size);
     if (num(x, "hidden_ns") >= 0) {
       o << "; blocking " << ms(num(x, "blocking_ns", 0));
       // The model's own blocking time; none when TNBC_EARLY_RETURN_COST_US judged (the fixed rule).

@@ -234,8 +234,10 @@ void world_text(std::string& o, const World& w) {
     for (const Decision& d : w.decisions) {
       const std::string ranks = on_ranks(d.ranks, w.size);
       o += "  " + d.kind + " at " + d.where + " [" + d.site + "]: " +
-           (d.decision == "blocking" ? "COMPLETED IN THE CALL" : "returned early") + " (" + d.basis + "), " +
-           fmt("%.0f calls", d.calls) + (ranks.empty() ? " on all ranks" : ranks);
+           (d.decision == "blocking"       ? "COMPLETED IN THE CALL"
+            : d.basis == "within_margin" ? "on trial"
+                                         : "returned early") +
+           " (" + d.basis + "), " + fmt("%.0f calls", d.calls) + (ranks.empty() ? " on all ranks" : ranks);
       if (d.saved_ns && d.comm_ns && d.overlap_ns && d.cost_ns)
         o += "; min(Tcomm " + fmt("%.2f ms", *d.comm_ns / 1e6) + ", T_CURC + T_CRC " + fmt("%.2f ms", *d.overlap_ns / 1e6) +
              ") - cost " + fmt("%.2f ms", *d.cost_ns / 1e6) + " = " + fmt("%.2f ms", *d.saved_ns / 1e6);

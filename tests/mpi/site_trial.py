@@ -25,6 +25,14 @@ would complete these in the call anyway), trials of 8 calls (E C C E E C C E), n
          library's own (agreed_plain, passthrough: calls 7-24; the summary's agreement block: one
          key agreed at 7 votes); with TNBC_SITE_TRIAL_AGREE=off those calls complete in the call
          through tnbc's schedule (early_return_slower) and no vote is taken
+  lean   mode optimize, read_at_once alone (traced so), every site within the model's margins
+         (TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT and _COST_PCT 1000: a loss within 10 x the cost is
+         tried) and a trial margin no measurement passes (90 %):
+         read_at_once, priced at a loss (it reads at once), leans to the call — calls 5-15 and 20-23
+         complete in the call on the model's sign (priced_loss), its trials at 1-4 and 16-19 (site_trial
+         at 2, 3, 17, 18), the summary's trial `leaned`; with the ranks' vote (the default) the lean's
+         calls vote for the library's own as a verdict's do: calls 7-24 agreed_plain; `tnbc report`
+         names priced_loss, the site "on trial" and the verdict on the model's sign
   off    TNBC_SITE_TRIAL_CALLS=0: every call returns early, no trial in the summary
 Every run must print "0 failed" (every received byte equals the blocking PMPI_Alltoall's) and exit 0.
 """
@@ -154,6 +162,47 @@ def agreed_run(a, work, attempt, spans, agree):
     return True
 
 
+def lean_run(a, work, spans, profile, agree):
+    """Mode optimize at a site within the model's margins priced at a loss (read_at_once alone, the
+    profile traced so), trials of 4 calls that no measurement decides (margin 90 %), the ranks'
+    vote `agree`: every count checked (the lean's calls are the model's sign, not a measurement)."""
+    outdir = os.path.join(work, f"lean-{agree}", "tnbc")
+    run(a, [str(ITER), PAGES, "-1"], dict(BASE, TNBC_MODE="optimize", TNBC_PROFILE=profile,
+                                          TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT="1000",
+                                          TNBC_EARLY_RETURN_MARGIN_COST_PCT="1000", TNBC_SITE_TRIAL_MARGIN_PCT="90",
+                                          TNBC_SITE_TRIAL_AGREE=agree), outdir, quiet=True)
+    sums = summaries(outdir)
+    if len(sums) != a.np:
+        fail(f"{outdir}: expected {a.np} summaries, found {len(sums)}")
+    for s in sums:
+        [d] = [x for x in s["profile"].get("decisions", []) if x["kind"] == "alltoall"] or [None]
+        if d is None or d["basis"] != "within_margin" or d["saved_ns"] > 0:
+            fail(f"rank {s['rank']}: read_at_once (it reads at once) should be on trial at a predicted loss: "
+                 f"{s['profile']}")
+        [site] = [x for x in s["sites"] if spans["read_at_once"][0] <= int(x["offset"], 16) < spans["read_at_once"][1]]
+        t = site.get("trial") or {}
+        if agree == "off":
+            # Warm-up 0, trial 1-4 (E C C E), the lean 5-15, the second trial 16-19, the lean 20-23.
+            want = {"site_trial": 4, "priced_loss": 15}
+            check(site["reasons"] == want and site["early_return"] == 5 and site["passthrough"] == 0,
+                  f"read_at_once: reasons {want}, 5 early returns", s["rank"], site)
+            check(t.get("trials") == 2 and t.get("verdict") == "in_call" and t.get("leaned") is True,
+                  "read_at_once: two trials, the last one's verdict in_call on the model's sign", s["rank"], site)
+        else:
+            # The vote at the 7th call (its communicator's calls 7, 9, ... as in agreed_run): calls
+            # 7-24 the library's own; before it the warm-up, the trial and one call on the lean.
+            later = ITER - 6
+            want = {"site_trial": 2, "priced_loss": 1, "agreed_plain": later}
+            check(site["reasons"] == want and site["passthrough"] == later and site["early_return"] == 3 and
+                  t.get("trials") == 1 and t.get("leaned") is True,
+                  f"read_at_once: reasons {want}, {later} calls the library's own, one trial leaned", s["rank"], site)
+    r = subprocess.run([a.tool, "report", os.path.dirname(outdir)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True)
+    said = ["priced_loss", "on trial (within_margin)", f"on {a.np} of them the model's sign: a loss priced"]
+    if r.returncode != 0 or any(x not in r.stdout for x in said):
+        fail(f"tnbc report does not say {said}", r.stdout)
+
+
 def main():
     a = options(2)
     work = tempfile.mkdtemp(prefix="tnbc-site-trial-")
@@ -207,6 +256,10 @@ def main():
             print(f"agreed ({agree}), attempt {attempt}: read_at_once's verdict was not in_call on every rank")
         else:
             fail(f"agreed ({agree}): read_at_once's completions in the call never measured faster on every rank")
+
+    profile, _, _ = trace_and_merge(a, work, "-alone", [str(ITER), PAGES, "-1"])
+    for agree in ("off", "on"):
+        lean_run(a, work, spans, profile, agree)
 
     outdir = os.path.join(work, "off", "tnbc")
     run(a, args, dict(BASE, TNBC_SITE_TRIAL_CALLS="0"), outdir, quiet=True)

@@ -176,6 +176,34 @@ def check_figures(tool, work):
     again, _ = report(tool, path)
     if again != out:
         fail("tnbc report of the optimize run's JSON differs from the report of the directory", again)
+    # Sites on trial (within the model's margins): rank 0's alltoall site decided so and its trial's
+    # verdict on the model's sign (leaned); rank 1's allgather site tried, and completed a call on the
+    # model's sign, with no verdict.
+    trial = os.path.join(work, "optimize-trial")
+    synthetic.write_optimize_run(trial)
+    for rank in (0, 1):
+        summary = os.path.join(trial, f"tnbc-summary.{rank}.json")
+        with open(summary) as f:
+            s = json.load(f)
+        if rank == 0:
+            s["profile"]["decisions"][0]["basis"] = "within_margin"
+            s["sites"][0]["trial"]["leaned"] = True
+        else:
+            s["sites"][1]["reasons"] = {"site_trial": 1, "priced_loss": 1}
+        synthetic.write_json(summary, s)
+    out, _ = report(tool, trial)
+    expect_lines(out, [
+        "the site trial:",
+        "  1   early return 10.500-10.600 ms, in the call 9.600-10.700 ms: later calls complete in the call on 1 of 2"
+        " ranks (on 1 of them the model's sign: a loss priced, and early returns not faster by the trial's margin)",
+        "  3   no verdict on any rank (the run ended first, or the trial got no sample of each kind): 1 trial calls in"
+        " the call, 1 in the call on the model's sign (a loss priced)"])
+    expect_in(out, ["alltoall at main (app+0x1234) [0x1]: on trial (within_margin), 8 calls on rank 0"])
+    path = os.path.join(work, "optimize-trial.json")
+    report(tool, trial, "--json", path)
+    again, _ = report(tool, path)
+    if again != out:
+        fail("tnbc report of the trial run's JSON differs from the report of the directory (leaned)", again)
     # Without a warm own call (files before session 24; ranks sharing a node before session 38) the
     # model prices every call cold (Machine::warm): the section says so and shows no warm figure.
     cold = optimize_run_without(work, "optimize-cold", ["in_call_rest_warm"])
@@ -265,7 +293,8 @@ def check_json(tool, work):
     if r0["rank"] != 0 or r0["waits"] != {"drain": 0, "fault": 0, "fence": 2, "userfault": 5} or \
             not approx(r0["ideal_ns"], 30e6) or r0["observe_waits"] != 3:
         fail(f"site 1 rank 0: {r0}")
-    if r0["trial"] != {"trials": 1, "early_ns": 10500000, "in_call_ns": 9600000, "verdict": "in_call"} or \
+    if r0["trial"] != {"trials": 1, "early_ns": 10500000, "in_call_ns": 9600000, "verdict": "in_call",
+                       "leaned": False} or \
             s1["ranks"][1]["trial"]["verdict"] != "early_return" or w["sites"][1]["ranks"][0]["trial"] is not None:
         fail(f"site 1's trial per rank (mode nbc), none at site 2: {r0['trial']}, {s1['ranks'][1]['trial']}")
     tl = s1["timeline"]

@@ -27,7 +27,7 @@ std::vector<TrialRun> run(SiteTrial& s, std::uint64_t from, std::uint64_t to, lo
   return out;
 }
 
-constexpr TrialRun E = TrialRun::Early, C = TrialRun::TrialCall, V = TrialRun::Verdict;
+constexpr TrialRun E = TrialRun::Early, C = TrialRun::TrialCall, V = TrialRun::Verdict, L = TrialRun::Lean;
 
 }  // namespace
 
@@ -39,6 +39,7 @@ TEST_CASE("site trial: after the first call, E C C E; a site that reads at once 
   CHECK(s.early_ns == 10 * kMs);
   CHECK(s.in_call_ns == 8 * kMs);
   CHECK(s.in_call);
+  CHECK_FALSE(s.leaned);  // measured: early returns slower by the margin
 }
 
 TEST_CASE("site trial: a site where early returns are faster, or not faster beyond the margin, keeps returning early") {
@@ -64,12 +65,20 @@ TEST_CASE("site trial: leaning to the call (optimize's predicted loss), only ear
   long long t = 0;
   // ft-proxy A (session 76): early returns 1.2 % slower, inside the margin: completes in the call.
   SiteTrial close;
-  CHECK(run(close, 0, 8, 1012, 1000, t, lean) == std::vector<TrialRun>{E, E, C, C, E, V, V, V});
+  // Neither way faster by the margin: the model's sign (Lean, reason priced_loss), not a measurement.
+  CHECK(run(close, 0, 8, 1012, 1000, t, lean) == std::vector<TrialRun>{E, E, C, C, E, L, L, L});
   CHECK(close.in_call);
+  CHECK(close.leaned);
   // Early returns 2 % faster: still inside the margin, so the model's sign stands.
   SiteTrial slight;
-  CHECK(run(slight, 0, 8, 980, 1000, t, lean) == std::vector<TrialRun>{E, E, C, C, E, V, V, V});
+  CHECK(run(slight, 0, 8, 980, 1000, t, lean) == std::vector<TrialRun>{E, E, C, C, E, L, L, L});
   CHECK(slight.in_call);
+  CHECK(slight.leaned);
+  // Early returns 5 % slower: measured so (Verdict, reason early_return_slower), as mode nbc's.
+  SiteTrial slower;
+  CHECK(run(slower, 0, 8, 1050, 1000, t, lean) == std::vector<TrialRun>{E, E, C, C, E, V, V, V});
+  CHECK(slower.in_call);
+  CHECK_FALSE(slower.leaned);
   // 5 % faster: they return early (mode nbc's rule would say the same).
   SiteTrial faster;
   CHECK(run(faster, 0, 8, 950, 1000, t, lean) == std::vector<TrialRun>{E, E, C, C, E, E, E, E});
@@ -86,10 +95,11 @@ TEST_CASE("site trial: leaning to the call (optimize's predicted loss), only ear
     nbc_runs.push_back(none_nbc.enter(i, t, true, kRule, turn_nbc));
     t += 10 * kMs;
   }
-  CHECK(lean_runs == std::vector<TrialRun>{E, E, C, V, V, V});  // the trial at 2-5: calls 2 and 4
+  CHECK(lean_runs == std::vector<TrialRun>{E, E, C, L, L, L});  // the trial at 2-5: calls 2 and 4
   CHECK(nbc_runs == std::vector<TrialRun>{E, E, C, E, E, E});
   CHECK(none.trials == 0);
   CHECK(none.in_call);
+  CHECK(none.leaned);
   CHECK_FALSE(none_nbc.in_call);
   // Waiting for the turn (another site holds it), a leaning site completes its calls in the call
   // after its warm-up; mode nbc's returns early.
@@ -105,7 +115,7 @@ TEST_CASE("site trial: leaning to the call (optimize's predicted loss), only ear
     w_nbc.push_back(waiting_nbc.enter(i, t, true, kRule, held));
     t += 10 * kMs;
   }
-  CHECK(w == std::vector<TrialRun>{E, V, V, V});
+  CHECK(w == std::vector<TrialRun>{E, L, L, L});
   CHECK(w_nbc == std::vector<TrialRun>{E, E, E, E});
   CHECK(waiting.trials == 0);
 }

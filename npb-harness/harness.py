@@ -549,7 +549,8 @@ def trial_priced_saving_s(summary):
     on one rank: per such site (`within_margin`) its `saved_ns` times its calls that returned early,
     the trial's own among them (ran_at; the decisions naming one return address share its count, in
     order). The model claims nothing there (its saving lies within its margins), so no verdict is
-    drawn from it: beside the measured saving it shows how far the model's price was off. None without a loaded profile."""
+    drawn from it: beside the measured saving it shows how far the model's price was off. None
+    without a loaded profile."""
     profile = summary.get("profile") or {}
     if profile.get("status") != "loaded":
         return None

@@ -85,7 +85,10 @@ def check_bcast_root_alone(a, work, machine, base):
         before, after = s["overhead"]["in_call_copies"], runs["cheap-alone"][rank]["overhead"]["in_call_copies"]
         if (before["copies"], before["bytes"]) != (after["copies"], after["bytes"]):
             fail(f"rank {rank}: the two runs copied differently: {before} / {after}")
-        if rank == 0 and not after["priced_s"] < 0.99 * before["priced_s"]:
+        # The prices are the model's, from the same copies: any fall is the alone line's. Its share
+        # of the root's copies varies with the calibration (its exchanges' copies too): 1 % in one
+        # MPICH calibration (0.00159 -> 0.00158 s), so no fixed share is asked for.
+        if rank == 0 and not after["priced_s"] < (1 - 1e-6) * before["priced_s"]:
             fail(f"the broadcast's root: its copies priced {after['priced_s']} s with the alone line {CHEAPER}x "
                  f"cheaper, {before['priced_s']} s before: expected lower (its staging copy priced alone)")
         if rank != 0 and abs(after["priced_s"] - before["priced_s"]) > 1e-9 * before["priced_s"]:

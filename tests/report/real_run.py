@@ -63,7 +63,8 @@ def rebuilt_merge(a, work, trace):
 
 def optimized(a, work, profile, lines):
     """Mode optimize on the profile: the cost model's decision per site names each site by its
-    report_prog.c:LINE, as the call sites do (not by module+offset)."""
+    report_prog.c:LINE, as the call sites do (not by module+offset); a site within the model's
+    margins reads "on trial" (since session 77)."""
     opt = os.path.join(work, "optimize")
     run(a, [ITER, PAGES], {"TNBC_MODE": "optimize", "TNBC_PROFILE": profile}, opt)
     r = subprocess.run([a.tool, "report", opt], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -71,7 +72,7 @@ def optimized(a, work, profile, lines):
     if r.returncode != 0:
         fail(f"tnbc report (optimize) exited with {r.returncode}", r.stdout)
     decided = [l for l in r.stdout.splitlines()
-               if re.match(r"    \w+ at .*: (PLAIN MPI|COMPLETED IN THE CALL|returned early) \(", l)]
+               if re.match(r"    \w+ at .*: (PLAIN MPI|COMPLETED IN THE CALL|returned early|on trial) \(", l)]
     for name, line in lines.items():
         if not any(f"report_prog.c:{line}" in l for l in decided):
             fail(f"the cost model's decisions do not name the {name} site as report_prog.c:{line}", r.stdout)

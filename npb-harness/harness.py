@@ -440,14 +440,15 @@ def tnbc_calls(summary_dir):
         for kind, c in s.get("collectives", {}).items():
             k = kinds.setdefault(kind, {"early": 0, "in_call": 0, "no_gain": 0, "trial": 0, "slower": 0, "priced": 0,
                                         "plain": 0, "agreed": 0})
+            why = c.get("reasons", {})
             k["early"] += c.get("early_return", 0)
             k["in_call"] += c.get("completed_in_call", 0)
-            k["no_gain"] += c.get("reasons", {}).get("no_overlap_to_gain", 0)
-            k["trial"] += c.get("reasons", {}).get("site_trial", 0)  # mode nbc's trial (runtime/site_trial.hh)
-            k["slower"] += c.get("reasons", {}).get("early_return_slower", 0)
-            k["priced"] += c.get("reasons", {}).get("priced_loss", 0)  # a site on trial leaning to the call
+            k["no_gain"] += why.get("no_overlap_to_gain", 0)
+            k["trial"] += why.get("site_trial", 0)  # the site trial (runtime/site_trial.hh)
+            k["slower"] += why.get("early_return_slower", 0)
+            k["priced"] += why.get("priced_loss", 0)  # a site on trial leaning to the call
             k["plain"] += c.get("passthrough", 0)
-            k["agreed"] += c.get("reasons", {}).get("agreed_plain", 0)  # runtime/call_vote.hh
+            k["agreed"] += why.get("agreed_plain", 0)  # runtime/call_vote.hh
         contention = contention or (s.get("node") or {}).get("cpu_contention")
         for d in (s.get("profile") or {}).get("decisions", []):
             e = decisions.setdefault((d["kind"], d["where"], d["site"], d["decision"], d["basis"]),
@@ -469,7 +470,7 @@ def tnbc_calls(summary_dir):
             "held_back": [dict(zip(("kind", "where", "site", "margin_setting"), k), **v) for k, v in held.items()],
             "cpu_contention": contention, "profile_undescribed": undescribed,
             # The ranks' median of the model's predicted saving (s; predicted_saving_s), or None.
-            "predicted_saving_s": speedups.median(predicted) if predicted else None,
+            "predicted_saving_s": speedups.median(predicted),
             # The same of the early returns at the sites left to the trial (trial_priced_saving_s): no claim.
             "trial_priced_saving_s": speedups.median(trial)}
 

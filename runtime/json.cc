@@ -266,6 +266,11 @@ double number_or(const Value& obj, std::string_view key, double otherwise) {
   return v && v->type == Value::Type::Number ? v->number : otherwise;
 }
 
+bool bool_or(const Value& obj, std::string_view key, bool otherwise) {
+  const Value* v = obj.find(key);
+  return v && v->type == Value::Type::Bool ? v->boolean : otherwise;
+}
+
 std::string string_or(const Value& obj, std::string_view key) {
   const Value* v = obj.find(key);
   return v && v->type == Value::Type::String ? v->string : std::string();

@@ -31,9 +31,10 @@ struct Value {
 
 const char* type_name(Value::Type t);  // "null", "a boolean", "a number", ...
 
-// `obj`'s member `key` where it is a number (a string), else `otherwise` (""): for readers that
+// `obj`'s member `key` where it is a number (a boolean, a string), else `otherwise` (""): for readers that
 // take what is there and leave the rest out (tnbc report), not for files that must be whole.
 double number_or(const Value& obj, std::string_view key, double otherwise);
+bool bool_or(const Value& obj, std::string_view key, bool otherwise);
 std::string string_or(const Value& obj, std::string_view key);
 
 // Parses one JSON text (a value with optional surrounding white space). Nesting deeper than

@@ -254,8 +254,7 @@ RankFigures rank_figures(const Value& site, int rank) {
     f.early_ns = number(*t, "early_ns");
     f.in_call_ns = number(*t, "in_call_ns");
     f.in_call = text(*t, "verdict") == "in_call";
-    const Value* leaned = t->find("leaned");  // since session 77
-    f.leaned = leaned && leaned->type == Value::Type::Bool && leaned->boolean;
+    f.leaned = json::bool_or(*t, "leaned", false);  // since session 77
   }
   return r;
 }

@@ -310,8 +310,7 @@ World read_world(const Value& v) {
         x.early_ns = number(*t, "early_ns");
         x.in_call_ns = number(*t, "in_call_ns");
         x.in_call = str(*t, "verdict") == "in_call";
-        const Value* leaned = t->find("leaned");  // since session 77
-        x.leaned = leaned && leaned->type == Value::Type::Bool && leaned->boolean;
+        x.leaned = json::bool_or(*t, "leaned", false);  // since session 77
       }
       if (const Value* n = r.find("node_priorities"); n && n->type == Value::Type::Object) {
         NodeFigures& x = f.node.emplace();

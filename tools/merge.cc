@@ -162,13 +162,13 @@ RankSite rank_site(int rank, const std::vector<const CallRecord*>& calls, int n,
   std::vector<std::pair<std::vector<int>, std::uint64_t>> orders;  // first-seen order kept
   std::vector<bool> touched(static_cast<std::size_t>(n), false), present(static_cast<std::size_t>(n), false),
       guarded(static_cast<std::size_t>(n), false);
-  std::vector<double> curc, rcrc, dur;
+  std::vector<double> curc, rcrc, dur, root_dur;
   std::vector<std::uint64_t> bytes;
   std::vector<std::vector<double>> gaps, sub_bytes(blocks ? static_cast<std::size_t>(n) : 0);
   std::set<std::uint64_t> keys;
   for (const CallRecord* c : calls) {
     keys.insert(c->key);
-    dur.push_back(static_cast<double>(c->dur_ns));
+    (c->root >= 0 && c->root == c->comm_rank ? root_dur : dur).push_back(static_cast<double>(c->dur_ns));
     std::uint64_t b = 0;
     for (std::size_t i = 0; i < c->subs.size(); ++i) {
       b += c->subs[i].bytes;
@@ -234,7 +234,9 @@ RankSite rank_site(int rank, const std::vector<const CallRecord*>& calls, int n,
   for (auto& g : gaps) rs.gaps_ns.push_back(*median(g));
   rs.r_crc = median(rcrc);
   rs.crc_at_once = unbounded(rs.r_crc);
-  rs.dur_ns = median(dur).value_or(0);
+  rs.root_calls = root_dur.size();
+  rs.root_dur_ns = median(root_dur);
+  rs.dur_ns = median(dur.empty() ? root_dur : dur).value_or(0);
   return rs;
 }
 
@@ -485,7 +487,9 @@ std::string profile_json(const Profile& p) {
         for (std::size_t j = 0; j < r.sub_bytes.size(); ++j) o << (j ? ", " : "") << json_num(r.sub_bytes[j]);
         o << "]";
       }
-      o << ", \"duration_ns\": " << json_num(r.dur_ns)
+      o << ", \"duration_ns\": " << json_num(r.dur_ns);
+      if (s.info.kind == "bcast") o << ", \"root_calls\": " << r.root_calls << ", \"root_duration_ns\": " << json_opt(r.root_dur_ns);
+      o
         << ", \"curc_ns\": " << json_opt(r.curc_ns) << ", \"r_crc_bytes_per_s\": " << json_opt(r.r_crc) << ", \"gaps_ns\": [";
       for (std::size_t j = 0; j < r.gaps_ns.size(); ++j) o << (j ? ", " : "") << json_num(r.gaps_ns[j]);
       o << "],\n     \"shared_page_attributions\": " << r.shared_attributions << ", \"masked\": " << r.masked

@@ -50,7 +50,12 @@ struct RankSite {
   std::vector<double> gaps_ns;       // median gap before the k+1-th first touch, per k
   std::optional<double> r_crc;       // median over calls, bytes/s
   bool crc_at_once = false;          // r_crc unbounded: the gaps were the trace's own page cost
-  double dur_ns = 0;                 // median blocking duration of the collective
+  // Median blocking duration of the collective: a broadcast's over the calls in which the rank
+  // received (where it did in any), its calls as the root apart (root_calls, root_dur_ns): a
+  // rotating root's short calls and its receivers' long ones are priced apart (trace/gain.hh).
+  double dur_ns = 0;
+  std::uint64_t root_calls = 0;         // calls in which the rank was the broadcast's root
+  std::optional<double> root_dur_ns;    // their median blocking duration
   std::uint64_t shared_attributions = 0, masked = 0, syscall_touches = 0, mpi_touches = 0, fence_all = 0;
   std::uint64_t send_written = 0, send_written_early = 0;  // calls
 };

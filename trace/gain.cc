@@ -84,9 +84,21 @@ double site_bytes(const ProfileSite& s) {
 SiteEstimate estimate_site(const ProfileSite& s) {
   SiteEstimate e;
   e.bytes = site_bytes(s);
-  std::vector<double> comm, curc, crc, overlap;
+  std::vector<double> comm, root_comm, curc, crc, overlap;
+  // The roles apart where every rank recorded them (a broadcast's profile since session 78).
+  const bool roles = !s.ranks.empty() && std::all_of(s.ranks.begin(), s.ranks.end(), [](const ProfileSite::Rank& r) {
+    return r.root_calls && r.calls && *r.root_calls <= *r.calls;
+  });
+  std::uint64_t calls = 0, root_calls = 0;
   for (const ProfileSite::Rank& r : s.ranks) {
-    if (r.duration_ns) comm.push_back(*r.duration_ns);
+    if (roles) {
+      calls += *r.calls;
+      root_calls += *r.root_calls;
+      if (*r.root_calls > 0 && r.root_duration_ns) root_comm.push_back(*r.root_duration_ns);
+      if (*r.calls > *r.root_calls && r.duration_ns) comm.push_back(*r.duration_ns);
+    } else if (r.duration_ns) {
+      comm.push_back(*r.duration_ns);
+    }
     const std::optional<double> t_crc_opt =
         rank_crc_ns(r, r.bytes_per_call ? std::optional<double>(static_cast<double>(*r.bytes_per_call)) : std::nullopt);
     if (!t_crc_opt) continue;
@@ -99,6 +111,8 @@ SiteEstimate estimate_site(const ProfileSite& s) {
   e.estimating_ranks = static_cast<int>(overlap.size());
   e.own_last = s.kind != "bcast" && reads_own_last(s);
   e.comm_ns = median(comm);
+  e.root_comm_ns = median(root_comm);
+  if (e.root_comm_ns && calls > 0) e.root_share = static_cast<double>(root_calls) / static_cast<double>(calls);
   e.curc_ns = median(curc);
   e.crc_ns = median(crc);
   e.overlap_ns = median(overlap);
@@ -218,8 +232,30 @@ Decision decide(const SiteEstimate& e, Kind kind, int comm_size, const Judge& j)
   if (e.blocks && comm_size == j.model->world.n()) c.blocks = e.blocks;
   d.by_blocks = c.blocks != nullptr;
   const model::Program p = *site_program(e);
-  const model::Overlap o = model::overlap(j.model->machine, t, c, j.exec, p, *e.comm_ns);
+  // A broadcast's roles apart (SiteEstimate::root_share). The receivers' Tcomm beyond the transfer
+  // (the longer of the root's own call and the model's) is their wait for a root that came late:
+  // an early return waits for the root's first bytes as long, and it is no part of the transfer.
+  const bool roles = kind == Kind::Bcast && e.root_comm_ns && e.root_share > 0;
+  const double late =
+      roles ? std::max(0.0, *e.comm_ns - std::max(*e.root_comm_ns, model::mpi_blocking_ns(j.model->machine, t, c))) : 0;
+  model::Overlap o = model::overlap(j.model->machine, t, c, j.exec, p, *e.comm_ns, late);
+  // The root's calls end before its receivers' by its lead on them (their transfer less its call),
+  // and what its early return saves or costs within that lead changes no one's time: the program's
+  // next step waits for the receivers. A loss beyond it does.
+  if (roles) {
+    const model::Overlap r = model::bcast_root_overlap(j.model->machine, t, c, j.exec, p, *e.root_comm_ns);
+    const double lead = std::max(0.0, *e.comm_ns - late - *e.root_comm_ns);
+    const double beyond = std::min(0.0, r.saved_ns + lead);
+    o.saved_ns += beyond;
+    o.cost_ns -= beyond;
+    o.early_total_ns -= beyond;
+    d.root_comm_ns = e.root_comm_ns;
+    d.root_saved_ns = r.saved_ns;
+    d.root_lead_ns = lead;
+    d.root_share = e.root_share;
+  }
   d.model_blocking_ns = o.model_blocking_ns;
+  d.late_ns = o.late_ns;
   d.hidden_ns = o.hidden_ns;
   d.in_call_ns = o.in_call_ns;
   d.cost_ns = o.cost_ns;
@@ -254,16 +290,21 @@ Decision decide(const SiteEstimate& e, Kind kind, int comm_size, const Judge& j)
   // A); 5 % lies where the first two overlap. Until
   // session 61 the share was the placement's of the library's Tcomm, then (to session 62) the
   // placement's of this schedule's time (45 % with busy polling).
-  const double own = model::own_call_ns(j.model->machine, t, c, j.exec) * o.scale;  // scaled as overlap() scales the early return's
+  // Scaled as overlap() scales the early return's; it waits for a late root as long.
+  const double own = model::own_call_ns(j.model->machine, t, c, j.exec) * o.scale + o.late_ns;
   d.own_call_ns = own;
   const double beyond_own = own + p.curc_ns + p.crc_ns - o.early_total_ns;
+  // The call the early return replaces, as measured: a receiver's wait for a late root included
+  // (the receivers' pricing where a node's one CPU carries both the transfer and the program is
+  // optimistic: docs/benchmarks.md, "Session 78").
+  const double replaced = o.blocking_ns;
   auto basis_at = [&](double share) {
     if (model::own_call_pays(own, o.blocking_ns, share))
       return beyond_own > margin_at(j.margin_of_own, own) ? Basis::OverlapPays : Basis::OwnCallFaster;
-    return o.saved_ns > margin_at(share, o.blocking_ns) ? Basis::OverlapPays : Basis::NoOverlapToGain;
+    return o.saved_ns > margin_at(share, replaced) ? Basis::OverlapPays : Basis::NoOverlapToGain;
   };
   const bool against_own = model::own_call_pays(own, o.blocking_ns, of_tcomm);
-  d.margin_ns = against_own ? margin_at(j.margin_of_own, own) : margin_at(of_tcomm, o.blocking_ns);
+  d.margin_ns = against_own ? margin_at(j.margin_of_own, own) : margin_at(of_tcomm, replaced);
   if (against_own) d.beyond_own_ns = beyond_own;
   d.basis = basis_at(of_tcomm);
   if (d.basis != Basis::OverlapPays) {
@@ -492,7 +533,16 @@ std::string describe_figures(const Decision& d) {
   if (!d.by_model)
     return "(min(Tcomm " + ms(*d.comm_ns) + ", T_CURC + T_CRC " + ms(*d.overlap_ns) + ") - cost " + ms(d.cost_ns) +
            " = " + ms(*d.saved_ns) + ")";
-  return "(predicted: blocking " + ms(*d.comm_ns) + " (model " + ms(d.model_blocking_ns.value_or(0)) +
+  std::string root;
+  if (d.root_comm_ns && d.root_saved_ns && d.root_lead_ns) {
+    char share[32];
+    std::snprintf(share, sizeof share, "%.0f%%", 100 * d.root_share);
+    root = "; the receivers' calls: the root's (" + std::string(share) + " of the calls) " + ms(*d.root_comm_ns) +
+           ", its early return saving " + ms(*d.root_saved_ns) + " within its lead of " + ms(*d.root_lead_ns) +
+           " on them";
+  }
+  if (d.late_ns > 0) root += "; of it " + ms(d.late_ns) + " waiting for the late root, in an early return's call too";
+  return "(predicted: blocking " + ms(*d.comm_ns) + " (model " + ms(d.model_blocking_ns.value_or(0)) + root +
          "), T_CURC + T_CRC " + ms(*d.overlap_ns) + ", in the call " + ms(d.in_call_ns.value_or(0)) + ", hidden " +
          ms(d.hidden_ns.value_or(0)) + ", cost " + ms(d.cost_ns) + ": saved " + ms(*d.saved_ns) +
          (d.beyond_own_ns ? std::string()

@@ -27,7 +27,14 @@
 // in the call (the same messages as an early return): ranks that reach one collective from
 // different sites still match. Each site is decided from the profile's values for that site,
 // over all the ranks that called it there:
-//   Tcomm   median over those ranks of their median blocking duration (trace pass, `dur_ns`)
+//   Tcomm   median over those ranks of their median blocking duration (trace pass, `dur_ns`); a
+//           broadcast's over its receiving calls, its root's apart (SiteEstimate::root_comm_ns):
+//           the root ends its call before its receivers by its lead on them, and what its early
+//           return saves or costs (model::bcast_root_overlap) within that lead changes no one's
+//           time; a loss beyond it counts. bcast-proxy W at np 2 on 2 nodes, the root rotating:
+//           the root's calls 0.7-4 ms, the receivers' 28-34 ms; one Tcomm for both (a median of the
+//           ranks' medians over both roles: 6.4 ms) had set the margin by the root's short calls
+//           (docs/benchmarks.md, "Session 78")
 //   X       median over the receiving ranks with a CURC estimate of T_CURC + T_CRC, where
 //           T_CURC = the rank's median time from return to the first touch and
 //           T_CRC  = bytes per call / R_CRC (the rate at which it consumed the data between its
@@ -61,7 +68,12 @@ namespace tnbc::trace {
 // Site-level aggregates of one profile site, over the ranks that called it.
 struct SiteEstimate {
   int estimating_ranks = 0;            // receiving, traced ranks with a CURC estimate
-  std::optional<double> comm_ns;       // Tcomm
+  std::optional<double> comm_ns;       // Tcomm (a broadcast's: of its calls at the receivers)
+  // A broadcast whose profile records its roots (ProfileSite::Rank::root_calls): the root's Tcomm
+  // (median over the ranks that were its root of their median) and the share of the site's calls
+  // on all ranks that were a root's (1/n where each call has one root and n - 1 receivers).
+  std::optional<double> root_comm_ns;
+  double root_share = 0;
   std::optional<double> curc_ns;       // median T_CURC (over the estimating ranks)
   std::optional<double> crc_ns;        // median T_CRC
   std::optional<double> overlap_ns;    // median T_CURC + T_CRC (per rank, then the median)
@@ -184,6 +196,12 @@ struct Decision {
   // then a share of own_call_ns.
   std::optional<double> beyond_own_ns;
   bool by_blocks = false;  // tnbc's schedules priced from the site's blocks per pair (SiteEstimate::blocks)
+  // A broadcast priced by role (SiteEstimate::root_share > 0): comm_ns and the figures above are
+  // the receivers'; the root's Tcomm, what its early return saves (model::bcast_root_overlap), its
+  // lead on the receivers (within which that changes no one's time) and its share of the calls.
+  std::optional<double> root_comm_ns, root_saved_ns, root_lead_ns;
+  double root_share = 0;
+  double late_ns = 0;  // of comm_ns and in_call_ns, the receivers' wait for a late root (model::Overlap::late_ns)
   // A site the model judged not to return early: the largest whole percentage below the margin
   // that held it at which it would (its predicted saving clears the margin there), and the
   // setting that holds that margin (TNBC_EARLY_RETURN_MARGIN_TCOMM_PCT with one rank per node;

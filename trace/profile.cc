@@ -203,6 +203,8 @@ LoadedProfile parse_profile_or_throw(const std::string& text, const std::string&
                std::to_string(rank.sub_bytes.size()) + " entries, the site has " + std::to_string(site.sub_messages) +
                    " sub-messages");
       rank.duration_ns = r.opt_number(rv, rp, "duration_ns");
+      rank.root_calls = r.opt_count(rv, rp, "root_calls");
+      rank.root_duration_ns = r.opt_number(rv, rp, "root_duration_ns");
       rank.curc_ns = r.opt_number(rv, rp, "curc_ns");
       rank.r_crc = r.opt_number(rv, rp, "r_crc_bytes_per_s");
       rank.gaps_ns = r.opt_numbers(rv, rp, "gaps_ns");

@@ -50,7 +50,13 @@ struct ProfileSite {
     // The place of the site's first calls (up to kFirstCalls) in this rank's sequence of collectives,
     // 0-based; empty: not recorded (a profile written before the field existed).
     std::vector<std::uint64_t> first_calls;
-    std::optional<double> duration_ns;   // median blocking duration of the collective
+    // Median blocking duration of the collective; a broadcast's over the calls in which the rank
+    // received (where it did in any: a profile written before session 78 took every call).
+    std::optional<double> duration_ns;
+    // A broadcast's calls in which the rank was the root, and their median blocking duration;
+    // absent: not recorded (another kind, or a profile written before session 78).
+    std::optional<std::uint64_t> root_calls;
+    std::optional<double> root_duration_ns;
     std::optional<double> curc_ns;       // median time from return to the first touch
     std::optional<double> r_crc;         // median rate of first touches, bytes/s
     std::vector<double> gaps_ns;         // median gap before the k+1-th first touch

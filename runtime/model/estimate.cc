@@ -882,18 +882,20 @@ double exchange_in_call_ns(const Machine& m, const Topology& t, const Coll& c, c
 }
 
 Overlap overlap(const Machine& m, const Topology& t, const Coll& c, const Execution& x, const Program& p,
-                double measured_blocking_ns) {
+                double measured_blocking_ns, double late_ns) {
   Overlap o;
   o.model_blocking_ns = mpi_blocking_ns(m, t, c);
   o.blocking_ns = measured_blocking_ns > 0 ? measured_blocking_ns : o.model_blocking_ns;
-  const double scale = measured_blocking_ns > 0 && o.model_blocking_ns > 0 && !spins_on(m, t)
-                           ? measured_blocking_ns / o.model_blocking_ns
+  const double late = measured_blocking_ns > 0 ? std::clamp(late_ns, 0.0, measured_blocking_ns) : 0;
+  const double scale = measured_blocking_ns > late && o.model_blocking_ns > 0 && !spins_on(m, t)
+                           ? (measured_blocking_ns - late) / o.model_blocking_ns
                            : 1;
   o.scale = scale;
   const Timeline tl = tnbc_timeline(m, t, c, x, true);
   const GuardCost g = guard_of(m, x);
   const double X = p.curc_ns + p.crc_ns;
-  o.in_call_ns = tl.in_call_ns;
+  o.in_call_ns = tl.in_call_ns + late;
+  o.late_ns = late;
   o.ideal_ns = std::min(o.blocking_ns, X);
   o.hidden_ns = std::max(0.0, std::min(o.blocking_ns - o.in_call_ns, X));
   // After the return: the communication goes on for `after`; its CPU (the progress thread:
@@ -903,12 +905,12 @@ Overlap overlap(const Machine& m, const Topology& t, const Coll& c, const Execut
   // Where the progress thread shares the caller's CPU and the program computes after the call,
   // its first round, and with it the bodies, comes late (Machine::first_round_ns); a reader that
   // touches a region first sleeps in the fault and lets it in at once.
-  const double late = (1 - t.spare_cpu()) * std::min(p.curc_ns, m.first_round());
+  const double first_late = (1 - t.spare_cpu()) * std::min(p.curc_ns, m.first_round());
   // The transfer's time scales with the measured blocking time; the part of the call it ran
   // beside (Timeline::in_call_shared_ns) does not: a longer call leaves less of it after.
   const double shared = tl.in_call_shared_ns;
-  const double after = std::max(0.0, (tl.total_ns - tl.in_call_ns + shared) * scale - shared) + late;
-  const double first = std::max(0.0, (tl.first_ns - tl.in_call_ns + shared) * scale - shared) + late;
+  const double after = std::max(0.0, (tl.total_ns - tl.in_call_ns + shared) * scale - shared) + first_late;
+  const double first = std::max(0.0, (tl.first_ns - tl.in_call_ns + shared) * scale - shared) + first_late;
   const double overlapped = after > 0 ? std::min(1.0, X / after) : 1.0;
   // The CPU the transfer takes (cpu_taken_ns: what calibrate measured a computation on the
   // transfer's CPU losing, its kernel work and evicted caches too, or the driving thread's own).
@@ -927,6 +929,25 @@ Overlap overlap(const Machine& m, const Topology& t, const Coll& c, const Execut
   const double reader = std::max({X + stolen + first_reads, after + tl.last_share * (p.crc_ns + first_reads) + own_after,
                                   first + p.crc_ns + first_reads});
   o.early_total_ns = o.in_call_ns + reader + wakeups;
+  o.saved_ns = o.blocking_ns + X - o.early_total_ns;
+  o.cost_ns = o.hidden_ns - o.saved_ns;
+  return o;
+}
+
+Overlap bcast_root_overlap(const Machine& m, const Topology& t, const Coll& c, const Execution& x, const Program& p,
+                           double measured_blocking_ns) {
+  Overlap o;
+  o.model_blocking_ns = mpi_blocking_ns(m, t, c);
+  o.blocking_ns = measured_blocking_ns > 0 ? measured_blocking_ns : o.model_blocking_ns;
+  o.in_call_ns = bcast_root_in_call_ns(m, t, c, x);
+  const double X = p.curc_ns + p.crc_ns;
+  const double span = std::max(0.0, o.blocking_ns - o.in_call_ns);  // the call's time an early return frees
+  o.ideal_ns = std::min(o.blocking_ns, X);
+  o.hidden_ns = std::min(span, X);
+  const double overlapped = span > 0 ? std::min(1.0, X / span) : 1.0;
+  const Timeline tl = tnbc_timeline(m, t, c, x, true);
+  const double stolen = (1 - t.spare_cpu()) * std::min(span, cpu_taken_ns(m, t, c, tl)) * overlapped;
+  o.early_total_ns = std::max(o.in_call_ns + X + stolen, o.blocking_ns);
   o.saved_ns = o.blocking_ns + X - o.early_total_ns;
   o.cost_ns = o.hidden_ns - o.saved_ns;
   return o;

@@ -174,7 +174,8 @@ struct Overlap {
   double model_blocking_ns = 0;
   double ideal_ns = 0;        // Eq. 1: min(Tcomm, T_CURC + T_CRC)
   double hidden_ns = 0;       // Eq. 3: min(Tcomm - Tinit, T_CURC + T_CRC)
-  double in_call_ns = 0;      // Tinit
+  double in_call_ns = 0;      // Tinit (late_ns included)
+  double late_ns = 0;         // of Tinit and Tcomm, the wait for a peer that called later (overlap's late_ns)
   double early_total_ns = 0;  // call + CURC + CRC with the early return
   double cost_ns = 0;         // what tnbc costs on top: hidden - saved
   double saved_ns = 0;        // (Tcomm + T_CURC + T_CRC) - early_total: > 0 pays
@@ -188,8 +189,22 @@ struct Overlap {
 // nodes, bcast-proxy A: a loop's calls measured 0.55x the model, the first call 1.00x), so the
 // ratio says nothing about tnbc's transfer: scaled by it, tnbc's schedule in the call came out
 // below its bytes' time on the link (docs/benchmarks.md, "Session 66").
+// `late_ns`: of the measured blocking time, the wait for a peer that called later (a broadcast's
+// receivers' for a late root: SiteEstimate::late_ns). An early return waits for it in its call too
+// (the root's first bytes: Tinit includes it), and it is no part of the transfer the scale measures.
 Overlap overlap(const Machine& m, const Topology& t, const Coll& c, const Execution& x, const Program& p,
-                double measured_blocking_ns = 0);
+                double measured_blocking_ns = 0, double late_ns = 0);
+
+// The broadcast's root returning early against its blocking call, `measured_blocking_ns` (the
+// trace's median over the root's calls; the model's where 0), for a program that computes `p`
+// after the call (the trace sees its receivers' reading only: theirs). The root reads nothing: it
+// gains its call's time less its Tinit (bcast_root_in_call_ns), at most `p`'s time (Eq. 3: its
+// next collective on the buffer waits for the sends); where it has no CPU to spare, the sends its
+// progress thread makes after the return come out of the computation they overlap (cpu_taken_ns,
+// at most the call's time less Tinit: a root whose blocking send returned with its message
+// buffered had spent its call on that work). No reader, no scale.
+Overlap bcast_root_overlap(const Machine& m, const Topology& t, const Coll& c, const Execution& x, const Program& p,
+                           double measured_blocking_ns = 0);
 
 // Where a rank's computation shares its CPU with its progress thread in a way calibrate
 // measures (Machine::cpu_taken: tnbc's own transfer beside a computation) and the model prices

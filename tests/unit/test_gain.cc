@@ -689,3 +689,75 @@ TEST_CASE("leave_to_trial: a site a rank calls no more often than the trial take
   s.site_trial_calls = 6;
   CHECK(make_judge(s, nullptr, {}).trial_calls == 6);
 }
+
+TEST_CASE("gain: a broadcast's receivers and its root priced apart") {
+  // bcast-proxy W at np 2 on 2 nodes of one CPU (session 78): the root rotating, its calls 1 ms
+  // (its send buffered), the receivers' 31 ms (waiting for the late root, then the transfer).
+  auto site = [](bool roles) {
+    ProfileSite s;
+    s.kind = "bcast";
+    s.comm_size = 2;
+    s.sub_messages = 7;
+    s.where = "loop";
+    for (int rank = 0; rank < 2; ++rank) {
+      ProfileSite::Rank r;
+      r.rank = rank;
+      r.receives = true;
+      r.calls = 10;
+      r.traced = 10;
+      r.bytes_per_call = 2 * 1024 * 1024;
+      r.duration_ns = roles ? 31 * kMs : 16 * kMs;  // before: the median over both roles
+      if (roles) {
+        r.root_calls = 5;
+        r.root_duration_ns = 1 * kMs;
+      }
+      r.curc_ns = 2.2 * kMs;
+      r.r_crc = 1.5e9;
+      s.ranks.push_back(r);
+    }
+    return s;
+  };
+  const SiteEstimate e = estimate_site(site(true));
+  CHECK(*e.comm_ns == Approx(31 * kMs));
+  REQUIRE(e.root_comm_ns);
+  CHECK(*e.root_comm_ns == Approx(1 * kMs));
+  CHECK(e.root_share == Approx(0.5));
+  CHECK_FALSE(estimate_site(site(false)).root_comm_ns);
+  tnbc::Settings s;
+  auto inputs = std::make_shared<tnbc::model::Inputs>();
+  inputs->machine = two_nodes();
+  inputs->machine.cpus_per_node = 1;
+  inputs->world = tnbc::model::Topology::block(2, 1, 1, 1);
+  const Judge j = make_judge(s, inputs, tnbc::execution(s, inputs->machine));
+  const ProfileSite with_roles = site(true);
+  const Decision d = decide(&with_roles, true, j);
+  REQUIRE(d.saved_ns);
+  CHECK(*d.comm_ns == Approx(31 * kMs));  // the receivers' Tcomm
+  const tnbc::model::Topology t = j.topology(2);
+  const tnbc::model::Coll c = tnbc::model::run_coll(inputs->machine, t, j.exec, tnbc::Kind::Bcast, 2 * 1024 * 1024, j.piece_bytes);
+  const double T = tnbc::model::mpi_blocking_ns(inputs->machine, t, c);
+  REQUIRE(T > 1 * kMs);
+  REQUIRE(T < 31 * kMs);
+  // Beyond the transfer (the model's: longer than the root's call), the wait for the late root.
+  CHECK(d.late_ns == Approx(31 * kMs - T));
+  CHECK(*d.in_call_ns > d.late_ns);
+  REQUIRE(d.root_lead_ns);
+  CHECK(*d.root_lead_ns == Approx(T - 1 * kMs));
+  CHECK(d.root_share == Approx(0.5));
+  // The root's early return saves little or loses little, within its lead: the site's figures are
+  // its receivers'.
+  REQUIRE(d.root_saved_ns);
+  CHECK(std::abs(*d.root_saved_ns) < *d.root_lead_ns);
+  const tnbc::model::Overlap receivers =
+      tnbc::model::overlap(inputs->machine, t, c, j.exec, *site_program(e), 31 * kMs, d.late_ns);
+  CHECK(*d.saved_ns == Approx(receivers.saved_ns));
+  const std::string line = describe(d);
+  CHECK(line.find("the receivers' calls: the root's (50% of the calls) 1.00 ms") != std::string::npos);
+  CHECK(line.find("waiting for the late root") != std::string::npos);
+  // A profile without the roles (before session 78): one Tcomm, no root, no wait.
+  const ProfileSite before = site(false);
+  const Decision old = decide(&before, true, j);
+  CHECK(*old.comm_ns == Approx(16 * kMs));
+  CHECK(old.late_ns == 0);
+  CHECK_FALSE(old.root_comm_ns);
+}

@@ -1671,3 +1671,42 @@ TEST_CASE("decision: an Alltoallv site's blocks price tnbc's schedule where the 
   CHECK(*part.own_call_ns == Approx(*part_heaviest.own_call_ns));
   CHECK_FALSE(part.by_blocks);
 }
+
+TEST_CASE("model: a broadcast's root returning early, and receivers waiting for a late root") {
+  Machine m = two_nodes();
+  m.cpus_per_node = 1;
+  const Topology one_cpu = Topology::block(2, 1, 1, 1), spare = Topology::block(2, 1, 2, 2);
+  const Coll b = bcast(2 * kMiB);
+  const Program p{2 * kMs, 1 * kMs};  // X = 3 ms
+  // A root whose blocking call was shorter than tnbc's time in its call loses the difference.
+  const double in_call = bcast_root_in_call_ns(m, one_cpu, b, Execution{});
+  const Overlap short_call = bcast_root_overlap(m, one_cpu, b, Execution{}, p, 0.5 * in_call);
+  CHECK(short_call.hidden_ns == 0);
+  CHECK(short_call.saved_ns == Approx(-0.5 * in_call));
+  // A long one gains its call's time less Tinit, at most X (its next call on the buffer waits for the sends).
+  const double spare_in_call = bcast_root_in_call_ns(m, spare, b, Execution{});
+  CHECK(bcast_root_overlap(m, spare, b, Execution{}, p, spare_in_call + 50 * kMs).saved_ns == Approx(3 * kMs));
+  CHECK(bcast_root_overlap(m, spare, b, Execution{}, p, spare_in_call + 2 * kMs).saved_ns == Approx(2 * kMs));
+  // Where its node has no CPU to spare, the sends its call had made come out of the computation
+  // after it: a root whose call was that work (its message buffered) saves nothing.
+  m.cpu_taken_bcast = fit_through({2 * kMiB}, {10 * kMs});
+  const Overlap one = bcast_root_overlap(m, one_cpu, b, Execution{}, p, in_call + 2 * kMs);
+  CHECK(one.saved_ns == Approx(0).margin(1e3));
+  CHECK(one.cost_ns == Approx(2 * kMs).epsilon(0.01));
+  // The receivers' wait for a late root: in Tcomm and in the early return's call alike, not in
+  // the transfer the measured time scales; without it the same time reads as a slower transfer.
+  const double T = mpi_blocking_ns(m, one_cpu, b);
+  const Overlap together = overlap(m, one_cpu, b, Execution{}, p, T);
+  const Overlap late = overlap(m, one_cpu, b, Execution{}, p, T + 10 * kMs, 10 * kMs);
+  CHECK(late.late_ns == Approx(10 * kMs));
+  CHECK(late.scale == Approx(together.scale));
+  CHECK(late.in_call_ns == Approx(together.in_call_ns + 10 * kMs));
+  CHECK(late.hidden_ns == Approx(together.hidden_ns));
+  CHECK(late.saved_ns == Approx(together.saved_ns));
+  const Overlap unseen = overlap(m, one_cpu, b, Execution{}, p, T + 10 * kMs);
+  CHECK(unseen.late_ns == 0);
+  CHECK(unseen.scale > together.scale);
+  CHECK(unseen.in_call_ns == Approx(together.in_call_ns));
+  // A wait longer than the measured call is clamped to it.
+  CHECK(overlap(m, one_cpu, b, Execution{}, p, T, 2 * T).late_ns == Approx(T));
+}

@@ -282,3 +282,39 @@ TEST_CASE("merge rejects mixed or incomplete runs") {
     CHECK_THAT(error_of(merge(t)), Catch::Contains("two traces"));
   }
 }
+
+TEST_CASE("merge: a broadcast's calls as its root and as a receiver apart") {
+  // bcast-proxy's rotating root at np 2: each rank the root of every other call, its calls there
+  // short (1 ms: its send buffered), as a receiver long (30 ms: waiting for the late root, then the
+  // transfer). The rank's Tcomm is its receiving calls' median, the root's calls counted apart.
+  std::vector<TraceFile> t;
+  for (int r = 0; r < 2; ++r) {
+    TraceFile f = make_trace(r, 2, {0, 1}, 6);
+    f.sites[0].kind = "bcast";
+    for (std::size_t i = 0; i < f.calls.size(); ++i) {
+      CallRecord& c = f.calls[i];
+      c.comm_rank = r;
+      c.root = static_cast<int>(i % 2);
+      const bool root = c.root == r;
+      c.dur_ns = root ? 1000000 + static_cast<std::int64_t>(i) : 30000000;
+      if (root)
+        for (SubRecord& s : c.subs) s = SubRecord{};
+    }
+    t.push_back(f);
+  }
+  const Profile p = must(merge(t));
+  REQUIRE(p.sites.size() == 1);
+  for (const RankSite& r : p.sites[0].ranks) {
+    CHECK(r.dur_ns == Approx(30e6));
+    CHECK(r.root_calls == 3);
+    REQUIRE(r.root_dur_ns);
+    CHECK(*r.root_dur_ns == Approx(1e6 + (r.rank == 0 ? 2 : 3)));
+  }
+  const std::string json = profile_json(p);
+  CHECK(json.find("\"duration_ns\": 30000000, \"root_calls\": 3, \"root_duration_ns\": 100000") != std::string::npos);
+  // Another kind has no roles: no fields.
+  t[0].sites[0].kind = t[1].sites[0].kind = "alltoall";
+  for (TraceFile& f : t)
+    for (CallRecord& c : f.calls) c.root = -1;
+  CHECK(profile_json(must(merge(t))).find("root_calls") == std::string::npos);
+}

@@ -110,10 +110,11 @@ std::string collectives_text(const World& w) {
     o += fmt("; progress threads' CPU %.3f s (all ranks)\n", w.progress_cpu_s);
     // A call that must have a peer's data before it returns (the pieces of partial pages at its
     // buffers' ends), or in which the ranks vote, waits there for a peer that calls later: the
-    // program's skew between the ranks, which the model prices as the ranks calling together.
+    // program's skew between the ranks, which the model prices only where the profile shows it
+    // (a broadcast's receivers waiting for a late root: docs/trace.md, "A broadcast's roles").
     if (const double waiting = w.in_early_calls_waiting_s / w.early_returns; waiting > 0 && waiting >= kWaitingShown * tinit)
       o += fmt("    of it %.3f ms waiting for peers that called later (the partial pages at the buffers' ends, the "
-               "ranks' votes), which the model prices calling together\n", waiting * 1e3);
+               "ranks' votes); the model prices it only as a broadcast's receivers' wait for a late root\n", waiting * 1e3);
   }
   // The copies' rate against the machine the model priced them with: a run whose memory was
   // slower than at calibration (this VM's copy rate changes ~2x with the machine's state) has a

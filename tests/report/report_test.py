@@ -132,7 +132,7 @@ def check_figures(tool, work):
     expect_lines(out, ["  time inside the early-returning calls (Tinit): 0.360 ms per early return, 1.13x the cost model's"
                        " 0.318 ms for them; progress threads' CPU 0.000 s (all ranks)",
                        "    of it 0.180 ms waiting for peers that called later (the partial pages at the buffers' ends,"
-                       " the ranks' votes), which the model prices calling together",
+                       " the ranks' votes); the model prices it only as a broadcast's receivers' wait for a late root",
                        "  it does not describe 5 calls over all ranks (2 at sites it does not hold, 3 at sizes it did not"
                        " record): trace the program as it ran here"])
     # The cost model's section (tools/report_model.cc), from synthetic.model_block: one heading, the

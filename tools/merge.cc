@@ -488,7 +488,8 @@ std::string profile_json(const Profile& p) {
         o << "]";
       }
       o << ", \"duration_ns\": " << json_num(r.dur_ns);
-      if (s.info.kind == "bcast") o << ", \"root_calls\": " << r.root_calls << ", \"root_duration_ns\": " << json_opt(r.root_dur_ns);
+      if (s.info.kind == "bcast")
+        o << ", \"root_calls\": " << r.root_calls << ", \"root_duration_ns\": " << json_opt(r.root_dur_ns);
       o
         << ", \"curc_ns\": " << json_opt(r.curc_ns) << ", \"r_crc_bytes_per_s\": " << json_opt(r.r_crc) << ", \"gaps_ns\": [";
       for (std::size_t j = 0; j < r.gaps_ns.size(); ++j) o << (j ? ", " : "") << json_num(r.gaps_ns[j]);

@@ -114,7 +114,8 @@ std::string collectives_text(const World& w) {
     // (a broadcast's receivers waiting for a late root: docs/trace.md, "A broadcast's roles").
     if (const double waiting = w.in_early_calls_waiting_s / w.early_returns; waiting > 0 && waiting >= kWaitingShown * tinit)
       o += fmt("    of it %.3f ms waiting for peers that called later (the partial pages at the buffers' ends, the "
-               "ranks' votes); the model prices it only as a broadcast's receivers' wait for a late root\n", waiting * 1e3);
+               "ranks' votes); the model prices it only as a broadcast's receivers' wait for a late root\n",
+               waiting * 1e3);
   }
   // The copies' rate against the machine the model priced them with: a run whose memory was
   // slower than at calibration (this VM's copy rate changes ~2x with the machine's state) has a

@@ -190,8 +190,9 @@ struct Overlap {
 // ratio says nothing about tnbc's transfer: scaled by it, tnbc's schedule in the call came out
 // below its bytes' time on the link (docs/benchmarks.md, "Session 66").
 // `late_ns`: of the measured blocking time, the wait for a peer that called later (a broadcast's
-// receivers' for a late root: SiteEstimate::late_ns). An early return waits for it in its call too
-// (the root's first bytes: Tinit includes it), and it is no part of the transfer the scale measures.
+// receivers' for a late root: trace/gain.hh's Decision::late_ns). An early return waits for it in
+// its call too (the root's first bytes: Tinit includes it), and it is no part of the transfer the
+// scale measures.
 Overlap overlap(const Machine& m, const Topology& t, const Coll& c, const Execution& x, const Program& p,
                 double measured_blocking_ns = 0, double late_ns = 0);
 

@@ -734,7 +734,8 @@ TEST_CASE("gain: a broadcast's receivers and its root priced apart") {
   REQUIRE(d.saved_ns);
   CHECK(*d.comm_ns == Approx(31 * kMs));  // the receivers' Tcomm
   const tnbc::model::Topology t = j.topology(2);
-  const tnbc::model::Coll c = tnbc::model::run_coll(inputs->machine, t, j.exec, tnbc::Kind::Bcast, 2 * 1024 * 1024, j.piece_bytes);
+  const tnbc::model::Coll c =
+      tnbc::model::run_coll(inputs->machine, t, j.exec, tnbc::Kind::Bcast, 2 * 1024 * 1024, j.piece_bytes);
   const double T = tnbc::model::mpi_blocking_ns(inputs->machine, t, c);
   REQUIRE(T > 1 * kMs);
   REQUIRE(T < 31 * kMs);

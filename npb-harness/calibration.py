@@ -90,14 +90,17 @@ def launches_for(ranks_per_node, cpus_per_node, configured=None):
     return 1
 
 
-def config_key(net, nodes, rate, np, ranks_per_node, yields=False):
+def config_key(net, nodes, rate, np, ranks_per_node, yields=False, burst=None):
     """A file name's part that tells the configurations apart: 2-nodes.1gbit.np2 (safe characters only);
-    `yields`: the ranks of crowded emulated nodes yield while waiting (netrun.py --yield), .yield."""
+    `yields`: the ranks of crowded emulated nodes yield while waiting (netrun.py --yield), .yield;
+    `burst`: the emulated links' bucket where not netrun's default (netrun.py --burst), .burst32kb."""
     parts = [net if nodes <= 1 else f"{nodes}-nodes", rate or "", f"np{np}"]
     if ranks_per_node:
         parts.append(f"ppn{ranks_per_node}")
     if yields:
         parts.append("yield")
+    if burst:
+        parts.append(f"burst{burst}")
     return re.sub(r"[^A-Za-z0-9_.-]", "_", ".".join(p for p in parts if p))
 
 

@@ -65,6 +65,8 @@ def main():
     check(calibration.config_key("shaped", 2, "1gbit", 4, 0, yields=True) == "2-nodes.1gbit.np4.yield",
           "--yield: a key of its own (a spinning library's calibration is not reused)")
     check(calibration.config_key("none", 1, "", 8, 4) == "none.np8.ppn4", "real nodes, ranks per node")
+    check(calibration.config_key("shaped", 2, "1gbit", 2, 0, burst="32kb") == "2-nodes.1gbit.np2.burst32kb",
+          "another burst of the emulated links is another configuration")
     # launches_for: the draw only where a node has more ranks than CPUs.
     check(calibration.launches_for(4, 2) == calibration.OVERSUBSCRIBED_LAUNCHES, "np 4 on 2 CPUs: several launches")
     check(calibration.OVERSUBSCRIBED_LAUNCHES > 1, "more than one launch on an oversubscribed node")

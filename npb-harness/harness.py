@@ -750,6 +750,9 @@ def main():
                     help="shaped (emulated link, needs namespaces; the default with a local mpirun), loopback, or "
                          "none: the machine's own network (the default with --hostfile, mpiexec of MPICH or srun)")
     ap.add_argument("--rate", default=None, help="each emulated node's link (default 1gbit; --shared-node: 4gbit)")
+    ap.add_argument("--burst", default=None,
+                    help="the emulated links' tbf bucket (netrun.py --burst; default netrun's, 256kb): 32kb emulates "
+                         "a NIC without the credit an idle link gets; its calibrations are kept apart")
     ap.add_argument("--nodes", type=int, default=None,
                     help="emulated nodes K of the shaped network (default: one per rank; --shared-node: 1)")
     ap.add_argument("--shared-node", action="store_true",
@@ -889,6 +892,9 @@ def main():
         net = "loopback"
     if net in ("loopback", "none") and (a.nodes or 1) > 1:
         log(f"--nodes {a.nodes} (emulated nodes) needs the shaped network: ignored")
+    if net in ("loopback", "none") and a.burst:
+        log(f"--burst {a.burst} (the emulated links' bucket) needs the shaped network: ignored")
+        a.burst = None
     shaped = net == "shaped"
 
     def nodes_for(np):
@@ -925,6 +931,7 @@ def main():
         if not shaped:
             return cmd
         return [sys.executable, NETRUN, "--stats", "--rate", a.rate, "--nodes", str(nodes_for(np))] + \
+            (["--burst", a.burst] if a.burst else []) + \
             (["--ranks-per-node", str(a.ranks_per_node)] if a.ranks_per_node else []) + \
             (["--yield"] if yields(np) else []) + ["--"] + cmd
 
@@ -940,7 +947,8 @@ def main():
     if not a.no_calibrate and any(p != "baseline" for p in passes):
         calibrations = calibration.Calibrations(
             tnbc, out, on_network, lambda np: calibration.config_key(net, nodes_for(np), a.rate if shaped else "", np,
-                                                                     a.ranks_per_node, yields(np)),
+                                                                     a.ranks_per_node, yields(np),
+                                                                     a.burst if shaped else None),
             run_env, a.timeout, log,
             lambda np: calibration.launches_for(ranks_per_node(np), cpus_per_node(np), a.calibration_launches),
             a.calibrate_cache, a.calibrate_copy, a.calibrate_max_bytes)
@@ -1047,7 +1055,7 @@ def main():
         # Emulated nodes, or the real hosts the ranks ran on (unknown for baseline).
         nodes = {"loopback": 1, "none": len(where) if where else None}.get(net, nodes_for(np))
         run = {"benchmark": bench, "kind": kind, "class": cls, "np": np, "net": net_for(np), "rate": a.rate,
-               **({"mpi_yields": True} if yields(np) else {}),
+               **({"mpi_yields": True} if yields(np) else {}), **({"burst": a.burst} if a.burst else {}),
                "launcher": a.launcher, "command": cmd, "nodes": nodes, "placement": where, "pass": label,
                "repeat": rep, "time": res["time"], "time_fine": res["time_fine"],
                "verified": res["verified"] and code == 0,

@@ -58,12 +58,21 @@ shared), not from the network (docs/harness.md, "The NIC's queue"). Not modelled
 per-flow transmit queues (here one FIFO per direction: ACKs wait behind the data queued before
 them), switch buffers that overflow, ECN, and pause frames' head-of-line blocking between nodes.
 
---stats: at the end, each shaped queue's bytes, packets and drops, and each node's TCP counters
+The link's burst (--burst, default 256kb): tbf lets a link that was idle pass its bucket at the
+loopback's speed before the rate binds, 2.1 ms of the wire's time at 1 Gbit/s (0.5 ms at 4).
+A program that computes between its collectives finds the bucket full at each; one whose early
+returns keep the link busy does not: bcast-proxy W at np 2 on 2 nodes gained 0.5-1.2 ms an
+iteration from early returns where the cost model, which prices the wire at its rate, said 2-3
+(docs/benchmarks.md, "Session 78"). A NIC serialises at its rate from the first frame: a burst of
+a few frames (above the MTU, which a smaller bucket stalls: 32kb) emulates one without that
+credit. A calibration belongs to its burst (the harness's --burst keys its machine files).
+
+--stats: at the end, each shaped queue's bytes, packets, drops and burst, and each node's TCP counters
 (retransmitted segments, retransmission timeouts, tail-loss probes, SYN retransmissions), read
 from its namespace's /proc/net/snmp and /proc/net/netstat (counted from the namespace's start).
 
 usage: netrun.py [--rate 4gbit] [--nodes K [--ranks-per-node M] [--intra vader|tcp] [--node-cpus split|shared] [--yield]]
-                 [--pml ob1|ucx] [--nic lossless|droptail] [--stats] [--skip-code] -- COMMAND [ARGS]
+                 [--pml ob1|ucx] [--nic lossless|droptail] [--burst SIZE] [--stats] [--skip-code] -- COMMAND [ARGS]
 
 The namespaces (with their veths and the bridge) and every process still inside them are
 removed on exit, on Ctrl-C, SIGTERM and SIGHUP. Without the privileges to create namespaces
@@ -86,7 +95,7 @@ AGENT = os.path.join(HERE, "netrun-agent.sh")
 SUBNET = "10.77.0"
 SWITCH_ADDR = f"{SUBNET}.254"
 YIELD = "OMPI_MCA_mpi_yield_when_idle"  # Open MPI: a rank waiting in MPI gives up its CPU
-BURST = "256kb"
+BURST = "256kb"  # --burst's default: tbf's bucket (the module's doc, "The link's burst")
 # --nic droptail: the queue of the emulation before the lossless one (rate x 100 ms, tail drop).
 DROPTAIL_LATENCY = "100ms"
 # --nic lossless: the least queue of a link, and flows counted over the ranks' own (daemons, oob).
@@ -236,10 +245,11 @@ def tcp_counters(ns):
 class Network:
     """The namespaces of one run; removing it stops what still runs inside them first."""
 
-    def __init__(self, rate, nic="lossless", flows=0):
+    def __init__(self, rate, nic="lossless", flows=0, burst=BURST):
         self.prefix = f"tnbc-{os.getpid()}"
         self.rate = rate
         self.nic = nic
+        self.burst = burst
         self.flows = flows  # TCP flows that can cross one link in one direction (--nic lossless)
         self.namespaces = []
         self.qdiscs = []  # (label, namespace, device) of every shaped link, for --stats
@@ -260,12 +270,12 @@ class Network:
     def queue(self, ns):
         """The tbf arguments after the rate: its burst and its queue (--nic; the module's doc)."""
         if self.nic == "droptail":
-            return ["burst", BURST, "latency", DROPTAIL_LATENCY]
+            return ["burst", self.burst, "latency", DROPTAIL_LATENCY]
         r = run(["ip", "netns", "exec", ns, "cat", "/proc/sys/net/ipv4/tcp_wmem"], check=False)
         fields = r.stdout.split()
         wmem = int(fields[2]) if r.returncode == 0 and len(fields) == 3 else 4 << 20
         limit = max(LOSSLESS_MIN_BYTES, (self.flows + EXTRA_FLOWS) * wmem)
-        return ["burst", BURST, "limit", str(min(limit, LOSSLESS_MAX_BYTES))]
+        return ["burst", self.burst, "limit", str(min(limit, LOSSLESS_MAX_BYTES))]
 
     def shape(self, label, ns, dev):
         self.step("ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root", "tbf",
@@ -274,17 +284,18 @@ class Network:
 
     def describe_queue(self):
         if self.nic == "droptail":
-            return f"queues rate x {DROPTAIL_LATENCY}, tail drop (--nic droptail)"
-        return "lossless queues (--nic lossless)"
+            return f"burst {self.burst}, queues rate x {DROPTAIL_LATENCY}, tail drop (--nic droptail)"
+        return f"burst {self.burst}, lossless queues (--nic lossless)"
 
     def stats(self):
         lines = []
         for label, ns, dev in self.qdiscs:
             out = run(["ip", "netns", "exec", ns, "tc", "-s", "qdisc", "show", "dev", dev], check=False).stdout
             m = re.search(r"qdisc tbf .*?Sent (\d+) bytes (\d+) pkt \(dropped (\d+), overlimits (\d+)", out, re.S)
+            b = re.search(r"qdisc tbf .*?burst (\S+)", out)
             if m:
                 lines.append(f"netrun: {label:16} tbf sent {m.group(1)} bytes {m.group(2)} pkt "
-                             f"(dropped {m.group(3)}, overlimits {m.group(4)})")
+                             f"(dropped {m.group(3)}, overlimits {m.group(4)}), burst {b.group(1) if b else '?'}")
             else:
                 lines.append(f"netrun: {label:16} no tbf statistics: {out.strip()}")
         for label, ns in self.hosts:
@@ -350,9 +361,10 @@ class Nodes(Network):
     """K node namespaces joined by veth pairs to a bridge in a switch namespace (the head,
     where mpirun runs); each node's link shaped in both directions."""
 
-    def __init__(self, rate, k, slots, intra, tmpdir, node_cpus="split", nic="lossless", yield_crowded=False):
+    def __init__(self, rate, k, slots, intra, tmpdir, node_cpus="split", nic="lossless", yield_crowded=False,
+                 burst=BURST):
         # Out of (into) a node: each of its ranks to (from) each rank of the other nodes.
-        super().__init__(rate, nic, slots * slots * (k - 1))
+        super().__init__(rate, nic, slots * slots * (k - 1), burst)
         self.k, self.slots, self.intra, self.tmpdir = k, slots, intra, tmpdir
         self.yield_crowded = yield_crowded
         self.node_cpus = node_cpus
@@ -420,6 +432,15 @@ class Nodes(Network):
             self.cpus.remove()
 
 
+def burst_bytes(size):
+    """A tbf burst as tc reads it (40000, 32kb, 32k, 1mb; tc's kb and mb are 1024 and 1024 x 1024
+    bytes) in bytes, or None where it is not one of those."""
+    m = re.fullmatch(r"(\d+)(b|kb?|mb?)?", size.strip().lower())
+    if not m:
+        return None
+    return int(m.group(1)) * {None: 1, "b": 1, "k": 1024, "kb": 1024, "m": 1 << 20, "mb": 1 << 20}[m.group(2)]
+
+
 def command_np(cmd):
     """The process count of an mpirun command line (-np N, -n N, --np=N), or None."""
     for i, tok in enumerate(cmd):
@@ -446,6 +467,10 @@ def main():
     ap.add_argument("--nic", choices=("lossless", "droptail"), default="lossless",
                     help="the links' queues: lossless (default: never drop) or droptail (rate x 100 ms, the emulation "
                          "before; drops when full)")
+    ap.add_argument("--burst", default=BURST,
+                    help=f"tbf's bucket (default {BURST}): what a link passes at the loopback's speed after an idle "
+                         "gap; a NIC has none: a few frames (at least the MTU, 9000 bytes; 32kb) emulate one without "
+                         "that credit")
     ap.add_argument("--yield", dest="yield_crowded", action="store_true",
                     help="with --nodes: ranks waiting in MPI yield their CPU on a node with more ranks than CPUs "
                          "(OMPI_MCA_mpi_yield_when_idle=1; default: they spin, a slot per rank)")
@@ -459,6 +484,10 @@ def main():
         ap.error("no command given")
     if a.nodes < 1 or (a.ranks_per_node is not None and a.ranks_per_node < 1):
         ap.error("--nodes and --ranks-per-node must be at least 1")
+    burst = burst_bytes(a.burst)
+    if burst is None or burst <= int(MTU):
+        ap.error(f"--burst {a.burst}: a size in bytes above the MTU ({MTU}), as tc writes it (32kb, 1mb, 40000): a "
+                 "bucket smaller than a frame stalls TCP")
     tools = ("ip", "tc") if a.nodes == 1 else ("ip", "tc", "unshare")
     missing = [t for t in tools if shutil.which(t) is None]
     if missing:
@@ -488,9 +517,9 @@ def main():
     with tempfile.TemporaryDirectory(prefix="netrun-") as tmpdir:
         if a.nodes == 1:
             np = command_np(cmd) or 0
-            net = SingleNode(a.rate, a.nic, np * (np - 1))  # every pair, both directions, through lo
+            net = SingleNode(a.rate, a.nic, np * (np - 1), a.burst)  # every pair, both directions, through lo
         else:
-            net = Nodes(a.rate, a.nodes, slots, a.intra, tmpdir, a.node_cpus, a.nic, a.yield_crowded)
+            net = Nodes(a.rate, a.nodes, slots, a.intra, tmpdir, a.node_cpus, a.nic, a.yield_crowded, a.burst)
         try:
             net.build()
             env.update(net.environment())

@@ -2,7 +2,8 @@
 """Test of netrun.py. Skips (77) where the machine does not allow network namespaces.
 
 One node (default): a 2-rank is-proxy under the shaped loopback must verify and its traffic
-must have gone through the qdisc.
+must have gone through the qdisc, whose bucket is netrun's 256kb, or with --burst 32kb that one
+(a bucket below the MTU refused).
 --nodes K: a 4-rank is-proxy on K emulated nodes must verify with its traffic through every
 node's shaped link (both directions); with all ranks on node 0 (almost) nothing may cross its
 link; an incast (2 ranks per node, 4 flows into each queue, at a rate any CPU outruns) must see
@@ -123,6 +124,27 @@ def test_one_node(links):
     if lo < 100000:
         fail(f"only {lo} bytes went through the shaped loopback", r.stdout)
     print(f"PASS: {lo} bytes through the shaped loopback")
+    link_burst(r, "256kb")
+    # --burst: another bucket (a NIC's few frames), and one a frame does not fit refused.
+    r = netrun(["--burst", "32kb"], proxy(2))
+    verified(r, "one node, --burst 32kb")
+    check_nothing_left(r.stdout, links)
+    link_burst(r, "32kb")
+    r = netrun(["--burst", "4kb"], ["true"])
+    if r.returncode != 2 or "--burst 4kb: a size in bytes above the MTU" not in r.stdout:
+        fail(f"--burst 4kb (below the MTU): exit status {r.returncode}, expected 2 and the reason", r.stdout)
+    print("PASS: --burst sets the shaped loopback's bucket; below the MTU it is refused")
+
+
+def link_burst(r, asked):
+    """The bucket tc reports for the loopback (--stats; tc keeps it in time units: 32kb reads 32500b)
+    within 2 % of the one asked."""
+    m = re.search(r"^netrun: lo\s+tbf sent .*, burst (\S+)$", r.stdout, re.M)
+    sys.path.insert(0, os.path.dirname(a.netrun))
+    import netrun as nr  # noqa: E402 (the module under test: its reading of tc's sizes)
+    got, want = nr.burst_bytes(m.group(1)) if m else None, nr.burst_bytes(asked)
+    if got is None or abs(got - want) > 0.02 * want:
+        fail(f"--burst {asked}: the loopback's tbf reports burst {m.group(1) if m else '(none)'}", r.stdout)
 
 
 def test_nodes(links):

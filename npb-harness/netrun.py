@@ -61,9 +61,8 @@ them), switch buffers that overflow, ECN, and pause frames' head-of-line blockin
 The link's burst (--burst, default 256kb): tbf lets a link that was idle pass its bucket at the
 loopback's speed before the rate binds, 2.1 ms of the wire's time at 1 Gbit/s (0.5 ms at 4).
 A program that computes between its collectives finds the bucket full at each; one whose early
-returns keep the link busy does not: bcast-proxy W at np 2 on 2 nodes gained 0.5-1.2 ms an
-iteration from early returns where the cost model, which prices the wire at its rate, said 2-3
-(docs/benchmarks.md, "Session 78"). A NIC serialises at its rate from the first frame: a burst of
+returns keep the link busy finds less (docs/benchmarks.md, "Session 78": the blocking bcast-proxy W
+lost 2.8 ms an iteration without it, its early returns 2.1). A NIC serialises at its rate from the first frame: a burst of
 a few frames (above the MTU, which a smaller bucket stalls: 32kb) emulates one without that
 credit. A calibration belongs to its burst (the harness's --burst keys its machine files).
 

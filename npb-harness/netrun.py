@@ -62,9 +62,10 @@ The link's burst (--burst, default 256kb): tbf lets a link that was idle pass it
 loopback's speed before the rate binds, 2.1 ms of the wire's time at 1 Gbit/s (0.5 ms at 4).
 A program that computes between its collectives finds the bucket full at each; one whose early
 returns keep the link busy finds less (docs/benchmarks.md, "Session 78": the blocking bcast-proxy W
-lost 2.8 ms an iteration without it, its early returns 2.1). A NIC serialises at its rate from the first frame: a burst of
-a few frames (above the MTU, which a smaller bucket stalls: 32kb) emulates one without that
-credit. A calibration belongs to its burst (the harness's --burst keys its machine files).
+lost 2.8 ms an iteration without it, its early returns 2.1). A NIC serialises at its rate from
+the first frame: a burst of a few frames (above the MTU, which a smaller bucket stalls: 32kb)
+emulates one without that credit. A calibration belongs to its burst (the harness's --burst keys
+its machine files).
 
 --stats: at the end, each shaped queue's bytes, packets, drops and burst, and each node's TCP counters
 (retransmitted segments, retransmission timeouts, tail-loss probes, SYN retransmissions), read

@@ -38,6 +38,8 @@ ap.add_argument("lib")
 ap.add_argument("--nodes", type=int, default=1)
 a = ap.parse_args()
 a.netrun = os.path.abspath(a.netrun)
+sys.path.insert(0, os.path.dirname(a.netrun))
+import netrun as netrun_module  # noqa: E402 (the module under test: its reading of tc's sizes)
 
 
 def fail(msg, output=""):
@@ -140,9 +142,7 @@ def link_burst(r, asked):
     """The bucket tc reports for the loopback (--stats; tc keeps it in time units: 32kb reads 32500b)
     within 2 % of the one asked."""
     m = re.search(r"^netrun: lo\s+tbf sent .*, burst (\S+)$", r.stdout, re.M)
-    sys.path.insert(0, os.path.dirname(a.netrun))
-    import netrun as nr  # noqa: E402 (the module under test: its reading of tc's sizes)
-    got, want = nr.burst_bytes(m.group(1)) if m else None, nr.burst_bytes(asked)
+    got, want = netrun_module.burst_bytes(m.group(1)) if m else None, netrun_module.burst_bytes(asked)
     if got is None or abs(got - want) > 0.02 * want:
         fail(f"--burst {asked}: the loopback's tbf reports burst {m.group(1) if m else '(none)'}", r.stdout)
 

@@ -168,7 +168,7 @@ RankSite rank_site(int rank, const std::vector<const CallRecord*>& calls, int n,
   std::set<std::uint64_t> keys;
   for (const CallRecord* c : calls) {
     keys.insert(c->key);
-    (c->root >= 0 && c->root == c->comm_rank ? root_dur : dur).push_back(static_cast<double>(c->dur_ns));
+    (c->root == c->comm_rank ? root_dur : dur).push_back(static_cast<double>(c->dur_ns));
     std::uint64_t b = 0;
     for (std::size_t i = 0; i < c->subs.size(); ++i) {
       b += c->subs[i].bytes;

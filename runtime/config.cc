@@ -89,8 +89,9 @@ const std::vector<Option> kOptions = {
     {"poll_min_us", OptionType::Microseconds, "20", "",
      "Shortest sleep between polls while traffic is pending.",
      &Settings::poll_min_us, 0, 1000000},
-    {"poll_max_us", OptionType::Microseconds, "1000", "",
-     "Longest sleep between polls (the sleep doubles while nothing completes).",
+    {"poll_max_us", OptionType::Microseconds, "100", "",
+     "Longest sleep between polls (the sleep doubles while nothing completes; a handshake it answers late idles the "
+     "link that long).",
      &Settings::poll_max_us, 1, 10000000},
     {"timeout", OptionType::Seconds, "600", "",
      "Seconds tnbc waits for other ranks before it reports what is missing and ends the job.",

@@ -68,7 +68,7 @@ struct Settings {
   std::int64_t send_window = 4;
   std::optional<std::uint64_t> bcast_send_window;  // nullopt = "auto" (runtime/mpi_threads.hh); 0 = as send_window, the root's call starts them on a shared CPU
   std::int64_t poll_min_us = 20;
-  std::int64_t poll_max_us = 1000;
+  std::int64_t poll_max_us = 100;
   std::int64_t timeout_s = kDefaultTimeoutS;
   std::int64_t abort_flush_us = 100000;
   ProfileBlocking profile_blocking = ProfileBlocking::Auto;

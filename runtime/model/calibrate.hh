@@ -99,7 +99,7 @@ struct CalibrateOptions {
   // one maps far less memory (the tests' short calibrations) and leaves larger copies to the line.
   std::size_t copy_bytes = 0;
   long long poll_ns = 20000;  // TNBC_POLL_MIN_US, as the progress thread sleeps
-  long long poll_max_ns = 1000000;  // TNBC_POLL_MAX_US, its longest sleep while steps take long
+  long long poll_max_ns = 100000;  // TNBC_POLL_MAX_US, its longest sleep while steps take long
 };
 
 // `progress` (rank 0, may be null): one line per step.

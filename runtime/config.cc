@@ -140,6 +140,10 @@ const std::vector<Option> kOptions = {
      "the cost's share, called more often than the trial takes) is left to the site trial (TNBC_SITE_TRIAL_CALLS); "
      "off: it runs the library's call.",
      &Settings::try_within_margin, 0, 0, true},
+    {"skip_costly_trial", OptionType::Choice, "off", "on|off",
+     "Mode optimize: on, a site inside the model's margins priced at a gain returns early untried where the "
+     "trial's completions in the call would cost more than it could save over the site's calls (trial_costlier).",
+     &Settings::skip_costly_trial, 0, 0, true},
     {"node_priorities", OptionType::Choice, "auto", "auto|on|off",
      "Whether the ranks of a node start their sends to other nodes most urgent first, node-wide (shared memory); "
      "auto: in mode optimize with a profile, on nodes with more than one rank.",

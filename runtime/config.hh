@@ -86,6 +86,9 @@ struct Settings {
   // Mode optimize: sites whose predicted saving is within the model's margins (trace/gain.hh,
   // Basis::WithinMargin) are left to the site trial.
   Switch try_within_margin = Switch::On;
+  // Of those, the ones priced at a gain whose trial would cost more than it protects return early
+  // untried (trace/gain.hh, trial_costlier; off by default: docs/settings.md).
+  Switch skip_costly_trial = Switch::Off;
   NodePriorities node_priorities = NodePriorities::Auto;
   std::int64_t node_priorities_margin_pct = 45;
   std::int64_t node_hold_us = 20000;

@@ -153,6 +153,7 @@ Judge make_judge(const Settings& s, std::shared_ptr<const model::Inputs> model, 
     j.fixed = CostModel{static_cast<double>(*s.early_return_cost_us) * 1e3, static_cast<double>(s.early_return_cost_us_per_mib) * 1e3};
   j.margin_of_cost = static_cast<double>(s.early_return_margin_cost_pct) / 100.0;
   j.try_within_margin = s.try_within_margin == Switch::On && s.site_trial_calls > 0;
+  j.skip_costly_trial = s.skip_costly_trial == Switch::On;
   j.trial_calls = static_cast<int>(s.site_trial_calls);
   j.margin_of_tcomm = static_cast<double>(s.early_return_margin_tcomm_pct) / 100.0;
   j.margin_of_tcomm_shared = static_cast<double>(s.early_return_margin_shared_node_pct) / 100.0;
@@ -177,6 +178,7 @@ const char* basis_name(Basis b) {
     case Basis::NoEstimate: return "no_estimate";
     case Basis::Off: return "off";
     case Basis::WithinMargin: return "within_margin";
+    case Basis::TrialCostlier: return "trial_costlier";
   }
   return "unknown";
 }
@@ -435,6 +437,20 @@ void align_groups(const std::vector<ProfileSite>& sites, std::vector<Decision>& 
   }
 }
 
+}  // namespace
+
+bool trial_costlier(double saved_ns, double margin_ns, std::uint64_t calls, int trial_calls) {
+  if (saved_ns <= 0 || margin_ns <= 0 || trial_calls < 2) return false;
+  const double m = std::max(margin_ns, saved_ns);
+  const double completions = trial_calls / 2;                 // E C C E ...: half of them
+  const double after = static_cast<double>(calls) - 1 - trial_calls;  // the calls after the warm-up and the trial
+  const double gain_where_there = (saved_ns + m) * (saved_ns + m) / (4 * m);
+  const double loss_where_not = (m - saved_ns) * (m - saved_ns) / (4 * m);
+  return completions * gain_where_there > std::max(0.0, after) * loss_where_not;
+}
+
+namespace {
+
 void try_groups(const std::vector<ProfileSite>& sites, std::vector<Decision>& decisions, const Judge& j,
                 const std::vector<std::size_t>& group) {
   if (!j.try_within_margin) return;
@@ -446,7 +462,7 @@ void try_groups(const std::vector<ProfileSite>& sites, std::vector<Decision>& de
   // trial_calls; NPB FT.A's forward transform, one call a rank) keeps them the library's: all of
   // their calls would be the trial's, early returns on no evidence (session 76: FT.A 0.993). A
   // profile without call counts (older files) tries them as before.
-  std::vector<double> saved(n, 0.0), share(n, 0.0);
+  std::vector<double> saved(n, 0.0), share(n, 0.0), margin(n, 0.0), weight(n, 0.0);
   std::vector<bool> priced(n, true);
   std::vector<std::uint64_t> most(n, 0);  // UINT64_MAX: a site without call counts
   for (std::size_t i = 0; i < n; ++i) {
@@ -459,6 +475,8 @@ void try_groups(const std::vector<ProfileSite>& sites, std::vector<Decision>& de
     const double calls = site_calls(sites[i]);
     saved[group[i]] += calls * *d.saved_ns;
     share[group[i]] += calls * j.margin_of_cost * d.cost_ns;
+    margin[group[i]] += calls * d.margin_ns;
+    weight[group[i]] += calls;
     if (sites[i].ranks.empty()) most[group[i]] = UINT64_MAX;
     for (const ProfileSite::Rank& r : sites[i].ranks)
       most[group[i]] = std::max(most[group[i]], r.calls.value_or(UINT64_MAX));
@@ -472,8 +490,14 @@ void try_groups(const std::vector<ProfileSite>& sites, std::vector<Decision>& de
       d.untried_calls = most[g];
       continue;
     }
-    d.basis = Basis::WithinMargin;
-    d.early_at_pct.reset();  // not held back: the trial decides
+    // Per call over the group (its calls' weights): priced at a gain, a trial that would cost
+    // more than it protects leaves the calls to the model's word (a site without call counts:
+    // tried, as before).
+    d.basis = j.skip_costly_trial && most[g] != UINT64_MAX && weight[g] > 0 &&
+                      trial_costlier(saved[g] / weight[g], margin[g] / weight[g], most[g], j.trial_calls)
+                  ? Basis::TrialCostlier
+                  : Basis::WithinMargin;
+    d.early_at_pct.reset();  // not held back: the trial (or the model's word) decides
     d.margin_setting.clear();
   }
 }
@@ -518,6 +542,10 @@ std::string describe(const Decision& d) {
     case Basis::WithinMargin:
       out += "on trial: the predicted saving lies within the model's margins, so the site trial decides (and where "
              "every rank completes the calls in the call, they run as the MPI library's own)";
+      break;
+    case Basis::TrialCostlier:
+      out += "not tried: the predicted saving lies within the model's margins, but the site trial's completions in "
+             "the call would cost more than it could save over the site's calls";
       break;
   }
   const std::string figures = describe_figures(d);

@@ -135,6 +135,9 @@ struct Judge {
   // calls one of them (of their partner group) more often than the trial takes (its warm-up and
   // `trial_calls`): at fewer, every call is the trial's and its verdict comes too late for any.
   bool try_within_margin = false;
+  // TNBC_SKIP_COSTLY_TRIAL: a site priced at a gain whose trial would cost more than it can
+  // protect returns early untried (Basis::TrialCostlier, trial_costlier).
+  bool skip_costly_trial = false;
   int trial_calls = 0;  // TNBC_SITE_TRIAL_CALLS
   // The topology decisions assume for a site over `comm_size` ranks: the world's when that is
   // the whole world, else that many ranks block-wise, as many per node as the world has (equal
@@ -175,6 +178,8 @@ enum class Basis {
   WithinMargin,     // early, tried: the model's predicted saving lies inside its margins (below the
                     // margin, above minus the cost's share): the site trial decides
                     // (TNBC_TRY_WITHIN_MARGIN; decide_sites)
+  TrialCostlier,    // early, not tried: inside the margins and priced at a gain, but the trial's
+                    // completions in the call would cost more than it could save (trial_costlier)
 };
 const char* basis_name(Basis b);
 
@@ -259,7 +264,19 @@ void align_partners(const std::vector<ProfileSite>& sites, std::vector<Decision>
 // must agree) — NPB IS.A at np 2 on one node, rank 0's site 0.8 ms short of saving anything and
 // inside its bound, rank 1's 1.6 ms short and outside it: rank 0 tried, rank 1 ran tnbc's schedule
 // in the call, where both would otherwise run the plain program (docs/benchmarks.md, "Session 74").
+// With Judge::skip_costly_trial, a group priced at a gain whose trial would cost more than it can
+// protect returns early on the model's word instead (Basis::TrialCostlier, trial_costlier).
 void leave_to_trial(const std::vector<ProfileSite>& sites, std::vector<Decision>& decisions, const Judge& j);
+// Whether a site trial costs more than it can protect at a site inside the model's margins, priced
+// at a gain: `saved_ns` a call (> 0) within `margin_ns`, `calls` the most a rank makes there, the
+// trial `trial_calls` long after a warm-up call (half of them completions in the call). The true
+// saving of a call is taken anywhere in saved +- margin alike (the margin is the model's error
+// bound): the completions then cost, expected, C (saved + margin)^2 / (4 margin) (where the saving
+// is there), and the trial protects the calls after it from (margin - saved)^2 / (4 margin) each
+// (where it is not). bcast-proxy A at 4 Gbit/s (docs/benchmarks.md, "Session 79"): 6.87 ms priced
+// within a 7.19 ms margin, 11 calls a rank: the trial's two completions cost 13.7 ms expected and
+// protect 0.02; measured, the trial took the program from 1.297x the plain program to 1.16-1.21x.
+bool trial_costlier(double saved_ns, double margin_ns, std::uint64_t calls, int trial_calls);
 // Every site of a profile decided (decide with its sizes recorded), then aligned, then those inside
 // the margins left to the trial: what the run (ProfileOrders) and `tnbc merge` both judge the
 // profile's sites by.

@@ -84,6 +84,7 @@ class ProfileOrders final : public ReadOrderSource {
     mix(static_cast<std::uint64_t>(settings_.early_return_margin_own_pct));
     mix(judge_.try_within_margin);
     mix(static_cast<std::uint64_t>(judge_.trial_calls));  // which sites go to the trial (leave_to_trial)
+    mix(judge_.skip_costly_trial);
     return h;
   }
 

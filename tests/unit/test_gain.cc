@@ -690,6 +690,66 @@ TEST_CASE("leave_to_trial: a site a rank calls no more often than the trial take
   CHECK(make_judge(s, nullptr, {}).trial_calls == 6);
 }
 
+TEST_CASE("trial_costlier: a trial priced at a gain is left out where its completions cost more than it protects") {
+  // bcast-proxy A at 4 Gbit/s (session 79): 6.87 ms priced within a 7.19 ms margin, 11 calls a
+  // rank, a trial of 4 (two completions): 2 x 13.87^2 / 28.76 = 13.7 ms against 6 x 0.32^2 / 28.76.
+  CHECK(trial_costlier(6.87e6, 7.19e6, 11, 4));
+  // The README demo's bcast-proxy W at 1 Gbit/s: 2.03 ms within 8.33: 6.4 ms against 7.1: tried.
+  CHECK_FALSE(trial_costlier(2.03e6, 8.33e6, 11, 4));
+  // The same site called often: the calls after the trial outweigh its two completions.
+  CHECK_FALSE(trial_costlier(6.87e6, 7.19e6, 100000, 4));
+  // Priced at a loss, no margin, no trial: tried (or not at all) as before.
+  CHECK_FALSE(trial_costlier(-0.19e6, 1.79e6, 11, 4));
+  CHECK_FALSE(trial_costlier(0.0, 1e6, 11, 4));
+  CHECK_FALSE(trial_costlier(1e6, 0.0, 11, 4));
+  CHECK_FALSE(trial_costlier(6.87e6, 7.19e6, 11, 0));
+  // Exactly at the margin no call can lose: any trial costs more than it protects.
+  CHECK(trial_costlier(2e6, 2e6, 1000000, 4));
+
+  auto site = [](std::uint64_t calls) {
+    ProfileSite s;
+    s.kind = "bcast";
+    s.comm_size = 2;
+    for (int rank = 0; rank < 2; ++rank) {
+      ProfileSite::Rank r;
+      r.rank = rank;
+      r.calls = calls;
+      s.ranks.push_back(r);
+    }
+    return s;
+  };
+  Judge j;
+  j.margin_of_cost = 0.15;
+  j.try_within_margin = true;
+  j.trial_calls = 4;
+  j.skip_costly_trial = true;
+  auto within = [](double saved_ms) { return model_decision(Basis::NoOverlapToGain, saved_ms, 7.19, 5.91, 95); };
+  std::vector<Decision> d = {within(6.87), within(6.87), within(-0.5)};
+  leave_to_trial({site(11), site(100000), site(11)}, d, j);
+  CHECK(d[0].basis == Basis::TrialCostlier);
+  CHECK_FALSE(d[0].blocking());
+  CHECK_FALSE(d[0].early_at_pct);
+  CHECK(std::string(basis_name(d[0].basis)) == "trial_costlier");
+  CHECK(describe(d[0]).find("returns early: not tried: the predicted saving lies within the model's margins") == 0);
+  CHECK(d[1].basis == Basis::WithinMargin);
+  CHECK(d[2].basis == Basis::WithinMargin);  // priced at a loss: the trial, leaning in the call
+  // A profile without call counts: tried as before.
+  std::vector<ProfileSite> unknown = {site(11)};
+  for (auto& r : unknown[0].ranks) r.calls.reset();
+  std::vector<Decision> k = {within(6.87)};
+  leave_to_trial(unknown, k, j);
+  CHECK(k[0].basis == Basis::WithinMargin);
+  // TNBC_SKIP_COSTLY_TRIAL=off (the default): tried.
+  j.skip_costly_trial = false;
+  std::vector<Decision> tried = {within(6.87)};
+  leave_to_trial({site(11)}, tried, j);
+  CHECK(tried[0].basis == Basis::WithinMargin);
+  tnbc::Settings s;
+  CHECK_FALSE(make_judge(s, nullptr, {}).skip_costly_trial);
+  s.skip_costly_trial = tnbc::Switch::On;
+  CHECK(make_judge(s, nullptr, {}).skip_costly_trial);
+}
+
 TEST_CASE("gain: a broadcast's receivers and its root priced apart") {
   // bcast-proxy W at np 2 on 2 nodes of one CPU (session 78): the root rotating, its calls 1 ms
   // (its send buffered), the receivers' 31 ms (waiting for the late root, then the transfer).

@@ -446,6 +446,19 @@ Decision model_decision(Basis b, double saved_ms, double margin_ms, double cost_
   if (early_at_pct >= 0) d.early_at_pct = early_at_pct;
   return d;
 }
+// A site of `kind` over 2 ranks that each called it `calls` times (the trace's count).
+ProfileSite two_rank_site(const char* kind, std::uint64_t calls) {
+  ProfileSite s;
+  s.kind = kind;
+  s.comm_size = 2;
+  for (int rank = 0; rank < 2; ++rank) {
+    ProfileSite::Rank r;
+    r.rank = rank;
+    r.calls = calls;
+    s.ranks.push_back(r);
+  }
+  return s;
+}
 }  // namespace
 
 TEST_CASE("gain: partners take the way their calls' predicted savings beyond their margins sum to") {
@@ -623,18 +636,7 @@ TEST_CASE("leave_to_trial: a site a rank calls no more often than the trial take
   // NPB FT.A at np 2 on 2 nodes (session 76): the forward transform's two sites, one call a rank
   // each, inside the margins (-1.64 and -2.16 ms against costs of 20.8 and 20.3 ms): tried, every
   // call was the trial's warm-up, an early return on no evidence.
-  auto site = [](std::uint64_t calls) {
-    ProfileSite s;
-    s.kind = "alltoall";
-    s.comm_size = 2;
-    for (int rank = 0; rank < 2; ++rank) {
-      ProfileSite::Rank r;
-      r.rank = rank;
-      r.calls = calls;
-      s.ranks.push_back(r);
-    }
-    return s;
-  };
+  auto site = [](std::uint64_t calls) { return two_rank_site("alltoall", calls); };
   auto judged = [] { return model_decision(Basis::NoOverlapToGain, -1.64, 85, 20.8, -1); };
   Judge j;
   j.margin_of_cost = 0.15;
@@ -706,18 +708,7 @@ TEST_CASE("trial_costlier: a trial priced at a gain is left out where its comple
   // Exactly at the margin no call can lose: any trial costs more than it protects.
   CHECK(trial_costlier(2e6, 2e6, 1000000, 4));
 
-  auto site = [](std::uint64_t calls) {
-    ProfileSite s;
-    s.kind = "bcast";
-    s.comm_size = 2;
-    for (int rank = 0; rank < 2; ++rank) {
-      ProfileSite::Rank r;
-      r.rank = rank;
-      r.calls = calls;
-      s.ranks.push_back(r);
-    }
-    return s;
-  };
+  auto site = [](std::uint64_t calls) { return two_rank_site("bcast", calls); };
   Judge j;
   j.margin_of_cost = 0.15;
   j.try_within_margin = true;

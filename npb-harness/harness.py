@@ -947,8 +947,7 @@ def main():
     if not a.no_calibrate and any(p != "baseline" for p in passes):
         calibrations = calibration.Calibrations(
             tnbc, out, on_network, lambda np: calibration.config_key(net, nodes_for(np), a.rate if shaped else "", np,
-                                                                     a.ranks_per_node, yields(np),
-                                                                     a.burst if shaped else None),
+                                                                     a.ranks_per_node, yields(np), a.burst),
             run_env, a.timeout, log,
             lambda np: calibration.launches_for(ranks_per_node(np), cpus_per_node(np), a.calibration_launches),
             a.calibrate_cache, a.calibrate_copy, a.calibrate_max_bytes)

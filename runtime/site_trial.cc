@@ -9,6 +9,16 @@ namespace {
 // The trial's k-th call (0 = first): E C C E E C C E ...
 bool early_at(std::uint64_t k) { return ((k + 1) / 2) % 2 == 0; }
 
+}  // namespace
+
+int trial_completions(int calls) {
+  int c = 0;
+  for (int k = 0; k < calls; ++k) c += early_at(static_cast<std::uint64_t>(k)) ? 0 : 1;
+  return c;
+}
+
+namespace {
+
 long long median(std::vector<long long> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();

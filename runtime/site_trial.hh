@@ -52,6 +52,8 @@ struct TrialRule {
 // The rule the settings give: modes nbc and optimize (there at the sites its profile cannot judge,
 // Policy::judged_last; every site where no profile could be used).
 TrialRule trial_rule(const Settings& s);
+// How many of a trial's `calls` complete in the call (its C calls: E C C E E C C E ...).
+int trial_completions(int calls);
 
 // How one call at the site runs.
 enum class TrialRun : std::uint8_t {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/model/busy_poll.hh"
+#include "runtime/site_trial.hh"
 
 namespace tnbc::trace {
 
@@ -440,9 +441,9 @@ void align_groups(const std::vector<ProfileSite>& sites, std::vector<Decision>& 
 }  // namespace
 
 bool trial_costlier(double saved_ns, double margin_ns, std::uint64_t calls, int trial_calls) {
-  if (saved_ns <= 0 || margin_ns <= 0 || trial_calls < 2) return false;
+  const double completions = trial_completions(trial_calls);
+  if (saved_ns <= 0 || margin_ns <= 0 || completions == 0) return false;
   const double m = std::max(margin_ns, saved_ns);
-  const double completions = trial_calls / 2;                 // E C C E ...: half of them
   const double after = static_cast<double>(calls) - 1 - trial_calls;  // the calls after the warm-up and the trial
   const double gain_where_there = (saved_ns + m) * (saved_ns + m) / (4 * m);
   const double loss_where_not = (m - saved_ns) * (m - saved_ns) / (4 * m);

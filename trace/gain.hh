@@ -269,7 +269,7 @@ void align_partners(const std::vector<ProfileSite>& sites, std::vector<Decision>
 void leave_to_trial(const std::vector<ProfileSite>& sites, std::vector<Decision>& decisions, const Judge& j);
 // Whether a site trial costs more than it can protect at a site inside the model's margins, priced
 // at a gain: `saved_ns` a call (> 0) within `margin_ns`, `calls` the most a rank makes there, the
-// trial `trial_calls` long after a warm-up call (half of them completions in the call). The true
+// trial `trial_calls` long after a warm-up call (trial_completions of them in the call). The true
 // saving of a call is taken anywhere in saved +- margin alike (the margin is the model's error
 // bound): the completions then cost, expected, C (saved + margin)^2 / (4 margin) (where the saving
 // is there), and the trial protects the calls after it from (margin - saved)^2 / (4 margin) each

@@ -197,3 +197,11 @@ TEST_CASE("site trial: one site of a rank tries at a time; a site takes over the
   CHECK(rw == std::vector<TrialRun>{E, E, E, C, C, E, E, E});
   CHECK(waiting.trials == 1);
 }
+
+TEST_CASE("site trial: its completions in the call, by its length (E C C E E C C E ...)") {
+  CHECK(trial_completions(0) == 0);
+  CHECK(trial_completions(1) == 0);
+  CHECK(trial_completions(3) == 2);
+  CHECK(trial_completions(4) == 2);
+  CHECK(trial_completions(8) == 4);
+}

@@ -30,7 +30,7 @@ const std::vector<Option> kOptions = {
      "Directory for the per-rank summaries and traces; empty: no files.",
      &Settings::output_dir},
     {"timeline_calls", OptionType::Integer, "4", "",
-     "Early returns per call site and rank (the 1st, 2nd, 4th, ...) whose sub-message arrivals and first accesses "
+     "Receiving early returns per call site and rank (the 1st, 2nd, 4th, ...) whose sub-message arrivals and first accesses "
      "go into the summary, their received pages guarded until first touched; 0: none.",
      &Settings::timeline_calls, 0, 63},
     {"site_trial_calls", OptionType::Integer, "4", "",

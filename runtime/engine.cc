@@ -223,11 +223,14 @@ class EngineImpl final : public Engine {
     f->kind = c.kind;
     f->site = c.site;
     f->call_index = site.calls;
-    // The 1st, 2nd, 4th, ... early return at the site (a call that does not return early
-    // leaves the count, so the next one is asked again).
+    // The 1st, 2nd, 4th, ... early return at the site that receives here (a call that does not
+    // return early leaves the count, so the next one is asked again; a broadcast's root has
+    // nothing to observe: SiteCounters::sampled_from).
     // A trial's calls are not observed: an observed call costs more, and the trial times them.
-    f->observe = !site.trial.timing() && sampled_call(site.early_return, s_.timeline_calls) &&
+    const bool receives_early = !in_call && layout.receives;
+    f->observe = receives_early && !site.trial.timing() && sampled_call(site.sampled_from, s_.timeline_calls) &&
                  progress_->parked() < kMaxParkedCalls;
+    if (receives_early) ++site.sampled_from;
     f->pool = &pool_;
     f->recv_pool = &recv_pool_;
     f->comm = pc.comm;

@@ -90,6 +90,11 @@ struct SiteCounters {
   Lang lang = Lang::C;
   std::uint64_t calls = 0, bytes = 0, bytes_sent = 0;
   std::uint64_t early_return = 0, completed_in_call = 0, passthrough = 0;
+  // The calls the timelines sample (the 1st, 2nd, 4th, ...: TNBC_TIMELINE_CALLS), counted: the
+  // calls that receive data here (not a broadcast's root) and, in the engine, are set to return
+  // early. Counted among all calls, a broadcast whose root rotates over 2 ranks had the 2nd, 4th,
+  // 8th, ... call of one rank all its root's: one receiving call observed.
+  std::uint64_t sampled_from = 0;
   std::array<std::uint64_t, static_cast<std::size_t>(Reason::Count_)> reasons{};
   long long in_call_ns = 0;    // Tinit: call to return, every call
   long long early_in_call_ns = 0;  // the part of it in calls that returned early

@@ -13,7 +13,9 @@ A trace pass, `tnbc merge`, then an nbc pass of report_prog at np N (at np 2 als
     early has a timeline of observed calls whose first accesses are seen;
   - the ideal (Eq. 1, from the trace profile) is there for the site that computes first;
   - the JSON report says the same, and the HTML page has one timeline per call site;
-  - at np 2, mode optimize: the cost model's decision per site names the site by the same file:line.
+  - at np 2, mode optimize: the cost model's decision per site names the site by the same file:line;
+  - at np 2, mode nbc without the site trial: each rank's timelines sample its receiving calls of the
+    broadcast whose root rotates (its 1st, 2nd, 4th), the root's calls not counted.
 """
 import json
 import os
@@ -78,6 +80,27 @@ def optimized(a, work, profile, lines):
             fail(f"the cost model's decisions do not name the {name} site as report_prog.c:{line}", r.stdout)
     if any("+0x" in l for l in decided):
         fail("a decision names its site by module+offset", r.stdout)
+
+
+def rotating_root(a, work):
+    """Mode nbc without the site trial: the broadcast's root rotates, so each rank is the root of
+    every other call and receives at the others; the timelines sample each rank's 1st, 2nd and 4th
+    receiving early return (TNBC_TIMELINE_CALLS 4 of its ITER / np), on every rank alike (counted
+    over all early returns, a rank whose first call was its root's saw one receiving call only)."""
+    out = os.path.join(work, "rotating")
+    run(a, [ITER, PAGES], {"TNBC_MODE": "nbc", "TNBC_SITE_TRIAL_CALLS": "0", "TNBC_MIN_BYTES": "12k",
+                           "TNBC_TIMELINE_CALLS": "4"}, out)
+    receiving = int(ITER) // a.np
+    expected = sum(1 for n in (1, 2, 4, 8) if n <= receiving)
+    for r in range(a.np):
+        summary = json.load(open(os.path.join(out, f"tnbc-summary.{r}.json")))
+        bcast = [s for s in summary["sites"] if s["kind"] == "bcast"]
+        if len(bcast) != 1 or bcast[0]["early_return"] != int(ITER):
+            fail(f"rank {r}: expected one broadcast site of {ITER} early returns: {bcast}")
+        got = len(bcast[0]["timelines"])
+        if got != expected:
+            fail(f"rank {r}: the broadcast site has {got} timelines, expected {expected} "
+                 f"(the 1st, 2nd, 4th, ... of its {receiving} receiving calls)")
 
 
 def main():
@@ -164,6 +187,7 @@ def main():
             fail(f"the page has {drawn} timelines for {sites} call sites")
         if a.np == 2:
             optimized(a, work, profile, lines)
+            rotating_root(a, work)
         print(f"real run np {a.np}: OK")
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -1,7 +1,7 @@
 /* A program for the report test on real runs (tests/report/real_run.py), built with -g: three call
  * sites whose `file:line` the report must name (the lines marked SITE below):
  *   exchange   MPI_Alltoall, computes for a while (CURC), then reads the blocks in peer order
- *   broadcast  MPI_Bcast from rank 0, read at once
+ *   broadcast  MPI_Bcast whose root rotates over the ranks (iteration % np), read at once
  *   gather     MPI_Allgather, computes, then reads in reverse order
  * Every received byte is checked against what the blocking call delivers (computed locally).
  * usage: report_prog [ITERATIONS [PAGES_PER_PEER]]; prints "report_prog: N passed, M failed". */
@@ -40,12 +40,19 @@ __attribute__((noinline)) static long exchange(unsigned char* s, unsigned char* 
   return bad;
 }
 
+__attribute__((noinline)) static void fill(unsigned char* b, size_t bytes, int root, int it) {
+  if (rank == root)
+    for (size_t i = 0; i < bytes; i++) b[i] = value(root, 0, i, it);
+}
+
+/* One call of MPI_Bcast for both roles (the fill apart: inline, the compiler may give each role a
+ * call of its own, two sites). */
 __attribute__((noinline)) static long broadcast(unsigned char* b, size_t bytes, int it) {
-  if (rank == 0)
-    for (size_t i = 0; i < bytes; i++) b[i] = value(0, 0, i, it);
-  MPI_Bcast(b, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD); /* SITE broadcast */
+  const int root = it % np;
+  fill(b, bytes, root, it);
+  MPI_Bcast(b, (int)bytes, MPI_BYTE, root, MPI_COMM_WORLD); /* SITE broadcast */
   long bad = 0;
-  for (size_t i = 0; i < bytes; i += 61) bad += b[i] != value(0, 0, i, it);
+  for (size_t i = 0; i < bytes; i += 61) bad += b[i] != value(root, 0, i, it);
   return bad;
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <vector>
 
 #include "runtime/model/busy_poll.hh"
@@ -132,7 +133,8 @@ SiteSizes site_sizes(const Settings& s, const Judge& judge, const ProfileSite& s
   const double bytes = site_bytes(site);
   std::optional<std::size_t> at;
   if (unit == SizeUnit::PerPeer) at = static_cast<std::size_t>(bytes / std::max(1, site.comm_size));
-  if (unit == SizeUnit::Whole) at = static_cast<std::size_t>(bytes);
+  // (A broadcast's site no rank received at, every call its root's, has no size in the profile.)
+  if (unit == SizeUnit::Whole && bytes > 0) at = static_cast<std::size_t>(bytes);
   if (!s.min_bytes && judge.model)
     r.own = model::own_call_bands(judge.model->machine, judge.topology(site.comm_size), model::band_kind(kind), judge.exec,
                                   judge.model->machine.page);
@@ -513,6 +515,36 @@ void leave_to_trial(const std::vector<ProfileSite>& sites, std::vector<Decision>
   try_groups(sites, decisions, j, partner_groups(sites, std::min(sites.size(), decisions.size())));
 }
 
+namespace {
+
+bool received_at(const ProfileSite& site) {
+  return std::any_of(site.ranks.begin(), site.ranks.end(), [](const ProfileSite::Rank& r) { return r.receives; });
+}
+
+// follow_receivers over the sites' partner groups (partner_groups).
+void follow_groups(const std::vector<ProfileSite>& sites, std::vector<Decision>& decisions,
+                   const std::vector<std::size_t>& group) {
+  const std::size_t n = group.size();
+  std::vector<std::optional<std::size_t>> lead(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!decisions[i].by_model || !received_at(sites[i])) continue;
+    std::optional<std::size_t>& l = lead[group[i]];
+    if (!l || (decisions[*l].library_call() && !decisions[i].library_call())) l = i;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::optional<std::size_t> l = lead[group[i]];
+    if (!l || decisions[i].basis != Basis::NoEstimate || sites[i].kind != "bcast" || received_at(sites[i])) continue;
+    decisions[i] = decisions[*l];
+    decisions[i].receivers = sites[*l].where;
+  }
+}
+
+}  // namespace
+
+void follow_receivers(const std::vector<ProfileSite>& sites, std::vector<Decision>& decisions) {
+  follow_groups(sites, decisions, partner_groups(sites, std::min(sites.size(), decisions.size())));
+}
+
 std::vector<Decision> decide_sites(const std::vector<ProfileSite>& sites, const Judge& j) {
   std::vector<Decision> d;
   d.reserve(sites.size());
@@ -520,6 +552,7 @@ std::vector<Decision> decide_sites(const std::vector<ProfileSite>& sites, const 
   const std::vector<std::size_t> group = partner_groups(sites, d.size());
   align_groups(sites, d, group);
   try_groups(sites, d, j, group);
+  follow_groups(sites, d, group);
   return d;
 }
 
@@ -549,6 +582,7 @@ std::string describe(const Decision& d) {
              "the call would cost more than it could save over the site's calls";
       break;
   }
+  if (!d.receivers.empty()) out += " (the root's own call site: as its receivers' at " + d.receivers + ")";
   const std::string figures = describe_figures(d);
   if (!figures.empty()) out += " " + figures;
   if (d.untried_calls)

@@ -215,6 +215,9 @@ struct Decision {
   std::optional<int> early_at_pct;
   std::string margin_setting;
   std::string partner;  // PartnerInCall, PartnerEarly: where the other ranks' site that sets it is
+  // A broadcast's site no rank received at (every call there its root's): the receiving ranks'
+  // site of the same calls whose decision, figures included, it took (decide_sites); else empty.
+  std::string receivers;
   // NoOverlapToGain inside the margins, not tried: the most calls a rank makes at one of its
   // partner group's sites, no more than the site trial takes (Judge::trial_calls + 1).
   std::optional<std::uint64_t> untried_calls;
@@ -277,9 +280,20 @@ void leave_to_trial(const std::vector<ProfileSite>& sites, std::vector<Decision>
 // within a 7.19 ms margin, 11 calls a rank: the trial's two completions cost 13.7 ms expected and
 // protect 0.02; measured, the trial took the program from 1.297x the plain program to 1.16-1.21x.
 bool trial_costlier(double saved_ns, double margin_ns, std::uint64_t calls, int trial_calls);
+// A broadcast's site at which no rank received (every call there its root's: the compiler gave
+// the root's path a call of its own, as an inlined fill before the call does) has nothing of its
+// own to judge (Basis::NoEstimate: early returns and the trial, on no evidence). It takes the
+// decision of a partner site (align_partners' groups) the model priced at which ranks received
+// (one that does not run the library's call first), figures included (Decision::receivers
+// names it). Found with report_prog's broadcast split so at np 2 on 2 emulated nodes: the
+// receivers' site judged no gain, the library's call on every rank by `tnbc merge`, ran tnbc's
+// schedule in the call at all 12 receiving calls while the roots returned early and tried (the
+// plain program asks every site of the kind and size: ReadOrderSource::plain); with the rule,
+// all 24 calls the library's (docs/benchmarks.md, "Session 80").
+void follow_receivers(const std::vector<ProfileSite>& sites, std::vector<Decision>& decisions);
 // Every site of a profile decided (decide with its sizes recorded), then aligned, then those inside
-// the margins left to the trial: what the run (ProfileOrders) and `tnbc merge` both judge the
-// profile's sites by.
+// the margins left to the trial, then the roots' own broadcast sites as their receivers': what the
+// run (ProfileOrders) and `tnbc merge` both judge the profile's sites by.
 std::vector<Decision> decide_sites(const std::vector<ProfileSite>& sites, const Judge& j);
 
 // One line for people: "completes in the call: no overlap to gain (predicted: blocking 27.1 ms

@@ -692,6 +692,62 @@ TEST_CASE("leave_to_trial: a site a rank calls no more often than the trial take
   CHECK(make_judge(s, nullptr, {}).trial_calls == 6);
 }
 
+TEST_CASE("follow_receivers: a broadcast root's own call site takes its receivers' decision") {
+  // report_prog's broadcast with its fill inlined, np 2: each rank's root calls at one site (no
+  // rank received there: no estimate), its receiving calls at another; the same calls, so the
+  // same places in the ranks' sequences.
+  auto site = [](const std::string& where, bool receives, std::vector<std::uint64_t> places) {
+    ProfileSite s = two_rank_site("bcast", 6);
+    s.where = where;
+    for (ProfileSite::Rank& r : s.ranks) {
+      r.receives = receives;
+      r.first_calls = places;
+      if (!receives) r.root_calls = 6;
+    }
+    return s;
+  };
+  const std::vector<ProfileSite> sites = {site("roots", false, {1, 4}), site("receivers", true, {1, 4})};
+  Decision unknown;
+  unknown.basis = Basis::NoEstimate;
+  for (const Basis b : {Basis::NoOverlapToGain, Basis::OverlapPays, Basis::WithinMargin}) {
+    std::vector<Decision> d = {unknown, model_decision(b, b == Basis::NoOverlapToGain ? -0.2 : 11.8, 5, 0.5, -1)};
+    follow_receivers(sites, d);
+    CHECK(d[0].basis == b);
+    CHECK(d[0].receivers == "receivers");
+    CHECK(d[0].saved_ns == d[1].saved_ns);
+    CHECK(d[0].library_call() == (b == Basis::NoOverlapToGain));
+    CHECK(d[1].receivers.empty());
+    CHECK(describe(d[0]).find("the root's own call site: as its receivers' at receivers") != std::string::npos);
+  }
+  // Of two receiving partners, one that does not run the library's call leads.
+  std::vector<ProfileSite> three = sites;
+  three.push_back(site("more receivers", true, {4}));
+  std::vector<Decision> d = {unknown, model_decision(Basis::NoOverlapToGain, -0.2, 5, 0.5, -1),
+                             model_decision(Basis::OwnCallFaster, -0.1, 5, 0.5, -1)};
+  follow_receivers(three, d);
+  CHECK(d[0].basis == Basis::OwnCallFaster);
+  CHECK(d[0].receivers == "more receivers");
+  // Not partners (other calls), not a broadcast, or a site ranks received at: its own decision.
+  d = {unknown, model_decision(Basis::NoOverlapToGain, -0.2, 5, 0.5, -1)};
+  follow_receivers({site("roots", false, {2, 5}), sites[1]}, d);
+  CHECK(d[0].basis == Basis::NoEstimate);
+  CHECK(d[0].receivers.empty());
+  std::vector<ProfileSite> exchange = sites;
+  for (ProfileSite& s : exchange) s.kind = "alltoall";
+  d = {unknown, model_decision(Basis::NoOverlapToGain, -0.2, 5, 0.5, -1)};
+  follow_receivers(exchange, d);
+  CHECK(d[0].basis == Basis::NoEstimate);
+  std::vector<ProfileSite> read = sites;
+  for (ProfileSite::Rank& r : read[0].ranks) r.receives = true;
+  d = {unknown, model_decision(Basis::NoOverlapToGain, -0.2, 5, 0.5, -1)};
+  follow_receivers(read, d);
+  CHECK(d[0].basis == Basis::NoEstimate);
+  // A receiving partner the model did not price (the fixed rule, no estimate): nothing to take.
+  d = {unknown, unknown};
+  follow_receivers(sites, d);
+  CHECK(d[0].basis == Basis::NoEstimate);
+}
+
 TEST_CASE("trial_costlier: a trial priced at a gain is left out where its completions cost more than it protects") {
   // bcast-proxy A at 4 Gbit/s (session 79): 6.87 ms priced within a 7.19 ms margin, 11 calls a
   // rank, a trial of 4 (two completions): 2 x 13.87^2 / 28.76 = 13.7 ms against 6 x 0.32^2 / 28.76.

@@ -159,11 +159,15 @@ std::vector<std::string> site_verdicts(const trace::LoadedProfile& p, const Sett
     std::string v = trace::describe(d[i]);
     const std::string node = node_verdict(site, s, m, judge);  // where tnbc's schedule runs
     if (d[i].library_call()) {
-      // Plain MPI when every site of this kind and size is judged so (ReadOrderSource::plain).
+      // Plain MPI when every site of this kind and size is judged so (ReadOrderSource::plain). A
+      // broadcast's site no rank received at (its roots' own: trace::follow_receivers) has no size
+      // here: taken as of any size.
       bool all = true;
       for (std::size_t k = 0; k < p.sites.size(); ++k) {
+        const double other = trace::site_bytes(p.sites[k]);
+        const bool unsized = site.kind == "bcast" && (other == 0 || bytes == 0);
         const bool same = p.sites[k].kind == site.kind && p.sites[k].comm_size == site.comm_size &&
-                          (!kind || !info(*kind).sizes_agree || trace::site_bytes(p.sites[k]) == bytes);
+                          (!kind || !info(*kind).sizes_agree || other == bytes || unsized);
         all = all && (!same || d[k].library_call());
       }
       v += all ? "; plain MPI on every rank (every site of this kind and size is judged alike)"

@@ -536,6 +536,53 @@ TEST_CASE("gain: tnbc merge prints the model's figures for a site outside the si
   CHECK(site_verdicts(none, s, &m)[0].find("the site by the model") == std::string::npos);
 }
 
+TEST_CASE("gain: tnbc merge promises plain MPI for a broadcast only where a root's own site follows it") {
+  // A broadcast read at once (its receivers' site, 4 MiB) and the roots' own site of the same
+  // calls (no rank receives there: no size, no estimate), on 2 one-CPU nodes, every size judged.
+  std::vector<RankValues> readers(2), roots(2);
+  for (auto& r : roots) {
+    r.receives = false;
+    r.bytes = 0;
+    r.curc_ns.reset();
+    r.r_crc.reset();
+    r.gaps_ns.clear();
+  }
+  auto bcast = [](std::string text) {
+    for (std::size_t at = text.find("\"alltoall\""); at != std::string::npos; at = text.find("\"alltoall\"", at))
+      text.replace(at, 10, "\"bcast\"");
+    return text;
+  };
+  const std::string text =
+      bcast(profile_of(2, {site_text(readers, true, "0x00000000000000b1", 2), site_text(roots, true, "0x00000000000000b2", 2)}));
+  LoadedProfile p = parsed(text, "roots.profile");
+  REQUIRE(p.sites.size() == 2);
+  tnbc::Settings s;
+  s.min_bytes = 4096;
+  RunModel m;
+  m.inputs = std::make_shared<tnbc::model::Inputs>();
+  m.inputs->machine = machine(125);
+  m.inputs->world = tnbc::model::Topology::block(2, 1, 1, 1);
+  const Judge j = make_judge(s, m.inputs, tnbc::execution(s, m.inputs->machine));
+  // Not partners (no places recorded): the roots' site keeps no estimate, and the readers' site,
+  // though judged no gain, is not the library's call on every rank.
+  std::vector<Decision> d = decide_sites(p.sites, j);
+  REQUIRE(d[0].library_call());
+  CHECK(d[1].basis == Basis::NoEstimate);
+  CHECK_FALSE(site_sizes(s, j, p.sites[1], tnbc::Kind::Bcast).outside);  // no size: not outside the sizes
+  std::vector<std::string> v = site_verdicts(p, s, &m);
+  CHECK(v[0].find("another site of this kind and size does not run the library's call") != std::string::npos);
+  CHECK(v[1].find("no estimate") != std::string::npos);
+  // Partners (the same places): the roots' site follows, and both are the library's call.
+  for (ProfileSite& site : p.sites)
+    for (ProfileSite::Rank& r : site.ranks) r.first_calls = {0, 2, 4};
+  d = decide_sites(p.sites, j);
+  CHECK(d[1].library_call());
+  v = site_verdicts(p, s, &m);
+  CHECK(v[0].find("plain MPI on every rank") != std::string::npos);
+  CHECK(v[1].find("(the root's own call site: as its receivers' at ") != std::string::npos);
+  CHECK(v[1].find("plain MPI on every rank") != std::string::npos);
+}
+
 TEST_CASE("leave_to_trial: a saving inside the model's margins goes to the site trial, a clear loss or gain does not") {
   auto judged = [](Basis b, double saved_ms, double cost_ms) {
     Decision d = model_decision(b, saved_ms, 18, cost_ms, b == Basis::NoOverlapToGain ? 16 : -1);

@@ -440,7 +440,9 @@ std::string Stats::summary_json(int rank, int size, const std::string& mode) con
         << ", \"cost_ns\": " << ns_json(d.cost_ns)
         << ", \"saved_ns\": " << (d.comm_ns < 0 || d.overlap_ns < 0 ? "null" : ns_json(d.saved_ns))
         << ", \"in_call_ns\": " << (d.in_call_ns < 0 ? "null" : ns_json(d.in_call_ns))
-        << ", \"own_call_ns\": " << (d.own_call_ns < 0 ? "null" : ns_json(d.own_call_ns)) << "}";
+        << ", \"own_call_ns\": " << (d.own_call_ns < 0 ? "null" : ns_json(d.own_call_ns));
+      if (!d.receivers.empty()) j << ", \"receivers\": \"" << json_escape(d.receivers) << "\"";
+      j << "}";
     }
     j << "]";
   }

@@ -122,6 +122,7 @@ struct ProfileDecision {
   double comm_ns = -1, overlap_ns = -1, saved_ns = 0;  // -1: no estimate (saved_ns then unset)
   double in_call_ns = -1;  // the model's time in the call of an early return there (Tinit); -1: no estimate
   double own_call_ns = -1;  // the model's time of tnbc's schedule completed in the call there; -1: not priced
+  std::string receivers;    // a broadcast root's own site: the receivers' site it took this from (trace::Decision)
 };
 
 class Stats {

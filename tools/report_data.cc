@@ -506,7 +506,7 @@ World build_world(const std::string& dir, const std::vector<Summary>& sums, cons
         w.decisions.push_back({text(x, "site"), text(x, "kind"), text(x, "where"), text(x, "decision"), text(x, "basis"), 0,
                                {}, optional_number(x, "comm_ns"), optional_number(x, "overlap_ns"),
                                optional_number(x, "cost_ns"), optional_number(x, "saved_ns"),
-                               optional_number(x, "in_call_ns")});
+                               optional_number(x, "in_call_ns"), text(x, "receivers")});
         it = w.decisions.end() - 1;
       }
       it->calls += number(x, "calls");
@@ -609,7 +609,10 @@ World build_world(const std::string& dir, const std::vector<Summary>& sums, cons
     std::string note;
     return opt.resolve ? sym.locate_frame(where, build_ids, note) : where;
   };
-  for (Decision& d : w.decisions) d.where = locate(d.where);
+  for (Decision& d : w.decisions) {
+    d.where = locate(d.where);
+    if (!d.receivers.empty()) d.receivers = locate(d.receivers);
+  }
   // Other parts of the report (the cost model's, tools/report_sections.hh) read the summaries too.
   std::map<int, const Value*> by_rank;
   for (const Summary& s : sums) by_rank[s.rank] = &s.v;

@@ -132,6 +132,7 @@ struct Decision {
   std::vector<int> ranks;
   std::optional<double> comm_ns, overlap_ns, cost_ns, saved_ns;
   std::optional<double> in_call_ns;  // the model's time in the call of an early return there (Tinit)
+  std::string receivers;  // a broadcast root's own site: the receivers' site whose decision it took; else empty
   bool operator==(const Decision&) const = default;
 };
 

@@ -186,7 +186,8 @@ std::string world_json(const World& w) {
                            ", \"decision\": " + quote(d.decision) + ", \"basis\": " + quote(d.basis) + ", \"calls\": " +
                            num(d.calls) + ", \"ranks\": " + ints(d.ranks) + ", \"comm_ns\": " + opt(d.comm_ns) +
                            ", \"overlap_ns\": " + opt(d.overlap_ns) + ", \"cost_ns\": " + opt(d.cost_ns) + ", \"saved_ns\": " +
-                           opt(d.saved_ns) + ", \"in_call_ns\": " + opt(d.in_call_ns) + "}";
+                           opt(d.saved_ns) + ", \"in_call_ns\": " + opt(d.in_call_ns) +
+                           (d.receivers.empty() ? "" : ", \"receivers\": " + quote(d.receivers)) + "}";
                   }) +
                   ",\n     \"totals\": " + totals_json(w.total(), w.wall_total_ns(), w.ideal_duration_ns()) +
                   ",\n     \"sites\": [";
@@ -273,7 +274,8 @@ World read_world(const Value& v) {
   for (const Value& d : field(v, "decisions", Value::Type::Array).items)
     w.decisions.push_back({str(d, "site"), str(d, "kind"), str(d, "where"), str(d, "decision"), str(d, "basis"),
                            number(d, "calls"), ints(d, "ranks"), maybe(d, "comm_ns"), maybe(d, "overlap_ns"),
-                           maybe(d, "cost_ns"), maybe(d, "saved_ns"), maybe(d, "in_call_ns")});
+                           maybe(d, "cost_ns"), maybe(d, "saved_ns"), maybe(d, "in_call_ns"),
+                           d.find("receivers") ? str(d, "receivers") : std::string()});
   for (const Value& s : field(v, "sites", Value::Type::Array).items) {
     Site site;
     site.kind = str(s, "kind");

@@ -243,6 +243,7 @@ void world_text(std::string& o, const World& w) {
       if (d.saved_ns && d.comm_ns && d.overlap_ns && d.cost_ns)
         o += "; min(Tcomm " + fmt("%.2f ms", *d.comm_ns / 1e6) + ", T_CURC + T_CRC " + fmt("%.2f ms", *d.overlap_ns / 1e6) +
              ") - cost " + fmt("%.2f ms", *d.cost_ns / 1e6) + " = " + fmt("%.2f ms", *d.saved_ns / 1e6);
+      if (!d.receivers.empty()) o += "; the root's own call site: as its receivers' at " + d.receivers;
       o += "\n";
     }
   }

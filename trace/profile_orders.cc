@@ -186,6 +186,7 @@ class ProfileOrders final : public ReadOrderSource {
     if (d.saved_ns) pd.comm_ns = *d.comm_ns, pd.overlap_ns = *d.overlap_ns, pd.saved_ns = *d.saved_ns;
     if (d.in_call_ns) pd.in_call_ns = *d.in_call_ns;
     if (d.own_call_ns) pd.own_call_ns = *d.own_call_ns;
+    pd.receivers = d.receivers;
     dd.recorded = stats_.record_profile_decision(pd);
     if (summary_) {
       model::Summary::Site ms = summary_site(d, id.site, pd.kind, pd.where);

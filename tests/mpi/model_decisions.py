@@ -30,32 +30,11 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from profile_runs import calibrate, options, run, summaries  # noqa: E402
+from profile_runs import calibrate, merge_verdicts, options, run, summaries  # noqa: E402
 from run_mpi_test import fail  # noqa: E402
 
 ARGS = ["6", "256", "20"]
 SITES = ("read_at_once", "compute_first")
-
-
-def merge_verdicts(out):
-    """site symbol -> (decision, the figures line) from `tnbc merge`'s per-site `optimize:` lines."""
-    verdicts, symbol = {}, None
-    for line in out.splitlines():
-        m = re.match(r"  at   (\w+) \(", line)
-        if m:
-            symbol = m.group(1)
-        if line.startswith("  optimize: ") and symbol in SITES:
-            if "plain MPI on every rank" in line:
-                verdicts[symbol] = "plain"
-            elif line.startswith("  optimize: returns early"):
-                verdicts[symbol] = "early_return"
-            elif line.startswith("  optimize: completes in the call"):
-                verdicts[symbol] = "in_call"
-            else:
-                fail(f"merge: unexpected verdict for {symbol}: {line}", out)
-    if set(verdicts) != set(SITES):
-        fail(f"merge printed verdicts for {sorted(verdicts)}, expected {sorted(SITES)}", out)
-    return verdicts
 
 
 def model_sites(summary):
@@ -89,7 +68,7 @@ def main():
         fail("tnbc merge failed", m.stdout)
     if f"cost model: {machine}" not in m.stdout:
         fail("merge does not say it judged with the machine file", m.stdout)
-    printed = merge_verdicts(m.stdout)
+    printed = {site: v[0] for site, v in merge_verdicts(m.stdout, SITES).items()}
     print("merge printed:", printed)
 
     opt_dir = os.path.join(work, "optimize")

@@ -7,6 +7,7 @@ import glob
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -160,6 +161,29 @@ def site_numbers(site):
     if not comm or not over:
         return None
     return median(comm), median(over)
+
+
+def merge_verdicts(out, sites):
+    """site symbol -> (verdict: plain, early_return or in_call; the `optimize:` line) from `tnbc merge`'s
+    per-site lines, for the sites named by their innermost function; fails the test on a verdict of
+    another form, or where a site named has none."""
+    verdicts, symbol = {}, None
+    for line in out.splitlines():
+        m = re.match(r"  at   (\w+) \(", line)
+        if m:
+            symbol = m.group(1)
+        if line.startswith("  optimize: ") and symbol in sites:
+            if "plain MPI on every rank" in line:
+                verdicts[symbol] = ("plain", line)
+            elif line.startswith("  optimize: returns early"):
+                verdicts[symbol] = ("early_return", line)
+            elif line.startswith("  optimize: completes in the call"):
+                verdicts[symbol] = ("in_call", line)
+            else:
+                fail(f"merge: unexpected verdict for {symbol}: {line}", out)
+    if set(verdicts) != set(sites):
+        fail(f"merge printed verdicts for {sorted(verdicts)}, expected {sorted(sites)}", out)
+    return verdicts
 
 
 def summaries(outdir):

@@ -9,31 +9,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "compute_ms.h"
 #include "finish_checks.h"
 
 static int rank, np;
-static volatile double sink;
 
 static unsigned char value(int from, int to, size_t i, int it) { return (unsigned char)(from * 31 + to * 7 + i * 13 + it); }
 
-static void compute(double ms) {
-  struct timespec t0, t;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  double x = 0;
-  do {
-    for (int k = 0; k < 2000; k++) x += k * 1e-9;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-  } while ((t.tv_sec - t0.tv_sec) * 1e3 + (t.tv_nsec - t0.tv_nsec) / 1e6 < ms);
-  sink = x;
-}
 
 __attribute__((noinline)) static long exchange(unsigned char* s, unsigned char* r, size_t per, int it) {
   for (int p = 0; p < np; p++)
     for (size_t i = 0; i < per; i++) s[(size_t)p * per + i] = value(rank, p, i, it);
   MPI_Alltoall(s, (int)per, MPI_BYTE, r, (int)per, MPI_BYTE, MPI_COMM_WORLD); /* SITE exchange */
-  compute(2.0);
+  compute_ms(2.0);
   long bad = 0;
   for (int p = 0; p < np; p++)
     for (size_t i = 0; i < per; i += 61) bad += r[(size_t)p * per + i] != value(p, rank, i, it);
@@ -59,7 +48,7 @@ __attribute__((noinline)) static long broadcast(unsigned char* b, size_t bytes, 
 __attribute__((noinline)) static long gather(unsigned char* s, unsigned char* r, size_t per, int it) {
   for (size_t i = 0; i < per; i++) s[i] = value(rank, 0, i, it);
   MPI_Allgather(s, (int)per, MPI_BYTE, r, (int)per, MPI_BYTE, MPI_COMM_WORLD); /* SITE gather */
-  compute(1.0);
+  compute_ms(1.0);
   long bad = 0;
   for (int p = np - 1; p >= 0; p--)
     for (size_t i = 0; i < per; i += 61) bad += r[(size_t)p * per + i] != value(p, 0, i, it);

@@ -134,7 +134,10 @@ def check_figures(tool, work):
                        "    of it 0.180 ms waiting for peers that called later (the partial pages at the buffers' ends,"
                        " the ranks' votes); the model prices it only as a broadcast's receivers' wait for a late root",
                        "  it does not describe 5 calls over all ranks (2 at sites it does not hold, 3 at sizes it did not"
-                       " record): trace the program as it ran here"])
+                       " record): trace the program as it ran here",
+                       "  bcast at main (app+0x1234) [0x2]: COMPLETED IN THE CALL (no_overlap_to_gain), 4 calls on rank 0;"
+                       " min(Tcomm 10.00 ms, T_CURC + T_CRC 3.00 ms) - cost 0.50 ms = 2.50 ms; the root's own call site:"
+                       " as its receivers' at receive (app+0x5678)"])
     # The cost model's section (tools/report_model.cc), from synthetic.model_block: one heading, the
     # machine's figures (us per MiB = ns per byte x 1.048576), the thresholds and each site's decision.
     if out.count("\ncost model:") != 1 or "cost model (" in out:

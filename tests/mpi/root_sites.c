@@ -13,12 +13,10 @@
 #include "finish_checks.h"
 
 static int rank, np;
+static double compute_for;  /* the receivers' computation before they read, ms */
 static volatile unsigned char sink;
 
-static double compute_for;
-
 static unsigned char value(int root, size_t i, int it) { return (unsigned char)(root * 29 + i * 7 + it * 3); }
-
 
 __attribute__((noinline)) static void root_call(unsigned char* b, size_t bytes, int it) {
   for (size_t i = 0; i < bytes; i++) b[i] = value(rank, i, it);

@@ -571,7 +571,8 @@ std::string describe(const Decision& d) {
       break;
     case Basis::NotInProfile: return out + "the site is not in the profile";
     case Basis::OtherSizes: return out + "the profile recorded other sizes at this site";
-    case Basis::NoEstimate: return out + "no estimate (the trace saw no access to the received data)";
+    case Basis::NoEstimate:
+      return out + "no estimate (the trace saw no access to the received data), so the site trial decides where it runs";
     case Basis::Off: return out + "decisions off (TNBC_PROFILE_BLOCKING=off)";
     case Basis::WithinMargin:
       out += "on trial: the predicted saving lies within the model's margins, so the site trial decides (and where "

@@ -107,6 +107,7 @@ TEST_CASE("gain: missing site, missing estimates, older profile: return early") 
   CHECK_FALSE(none.blocking());
   CHECK_FALSE(none.saved_ns);
   CHECK(describe(none).find("no estimate") != std::string::npos);
+  CHECK(describe(none).find("the site trial decides") != std::string::npos);  // as the run does (judged_last)
 
   // Not traced at all (nothing could be guarded): estimates ignored.
   std::vector<RankValues> untraced(4);

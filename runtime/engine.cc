@@ -227,10 +227,8 @@ class EngineImpl final : public Engine {
     // return early leaves the count, so the next one is asked again; a broadcast's root has
     // nothing to observe: SiteCounters::sampled_from).
     // A trial's calls are not observed: an observed call costs more, and the trial times them.
-    const bool receives_early = !in_call && layout.receives;
-    f->observe = receives_early && !site.trial.timing() && sampled_call(site.sampled_from, s_.timeline_calls) &&
-                 progress_->parked() < kMaxParkedCalls;
-    if (receives_early) ++site.sampled_from;
+    const bool sampled = !in_call && layout.receives && take_sample(site.sampled_from, s_.timeline_calls);
+    f->observe = sampled && !site.trial.timing() && progress_->parked() < kMaxParkedCalls;
     f->pool = &pool_;
     f->recv_pool = &recv_pool_;
     f->comm = pc.comm;

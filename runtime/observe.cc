@@ -4,8 +4,8 @@
 
 namespace tnbc {
 
-bool sampled_call(std::uint64_t index, std::int64_t timeline_calls) {
-  const std::uint64_t n = index + 1;
+bool take_sample(std::uint64_t& counted, std::int64_t timeline_calls) {
+  const std::uint64_t n = ++counted;
   if (timeline_calls <= 0 || (n & (n - 1)) != 0) return false;  // 1, 2, 4, 8, ...: a power of two
   int log2 = 0;
   while ((std::uint64_t{1} << log2) < n) ++log2;

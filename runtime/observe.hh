@@ -29,9 +29,9 @@ namespace tnbc {
 // Observed calls whose data is in but whose regions wait for their first touch, at most.
 inline constexpr std::size_t kMaxParkedCalls = 2;
 
-// Whether the early return with this index at its site (0 = first) is observed, with
-// `timeline_calls` observed calls per site (TNBC_TIMELINE_CALLS).
-bool sampled_call(std::uint64_t index, std::int64_t timeline_calls);
+// Whether the next call a site's timelines sample from (`counted` of them so far: the 1st, 2nd,
+// 4th, ... is sampled) is sampled, with `timeline_calls` per site (TNBC_TIMELINE_CALLS); counts it.
+bool take_sample(std::uint64_t& counted, std::int64_t timeline_calls);
 
 // The record of an early return whose collective has finished (every region open, every wait
 // added): duration, waits per source and, for an observed call, its timeline.

@@ -90,7 +90,7 @@ struct SiteCounters {
   Lang lang = Lang::C;
   std::uint64_t calls = 0, bytes = 0, bytes_sent = 0;
   std::uint64_t early_return = 0, completed_in_call = 0, passthrough = 0;
-  // The calls the timelines sample (the 1st, 2nd, 4th, ...: TNBC_TIMELINE_CALLS), counted: the
+  // The calls the timelines sample (the 1st, 2nd, 4th, ...: TNBC_TIMELINE_CALLS, take_sample), counted: the
   // calls that receive data here (not a broadcast's root) and, in the engine, are set to return
   // early. Counted among all calls, a broadcast whose root rotates over 2 ranks had the 2nd, 4th,
   // 8th, ... call of one rank all its root's: one receiving call observed.

@@ -238,8 +238,7 @@ class Tracer final : public Engine {
     const std::uint64_t index = site.calls;
     stats_.record(site, {l.received, l.sent, Outcome::Passthrough, Reason::Mode, called, futex::now_ns()});
     // The 1st, 2nd, 4th, ... call at the site that receives here (SiteCounters::sampled_from).
-    const bool sampled = l.receives && sampled_call(site.sampled_from, s_.timeline_calls);
-    if (l.receives) ++site.sampled_from;
+    const bool sampled = l.receives && take_sample(site.sampled_from, s_.timeline_calls);
     if (!call) return rc;
     call->sampled = sampled;
     call->index = index;

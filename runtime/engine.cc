@@ -546,13 +546,15 @@ class EngineImpl final : public Engine {
     if (b.data) stats_.record_staging_map(b.capacity);
     return b;
   }
-  // What writing `bytes` into pages never touched costs beyond a warm copy: the machine file's
-  // memcpy_cold line over its memcpy line; the start-up probe measures neither the one nor the
+  // What writing `bytes` into a fresh staging block costs beyond a warm copy: the machine file's
+  // line for fresh staging of the block's size (Machine::fresh_staging: pages never touched, or
+  // whole huge pages) over its memcpy line; the start-up probe measures neither the one nor the
   // other's cold side, so there kSettleUnpricedNs.
   long long fresh_pages_ns(std::size_t bytes) const {
     if (!model_ || !model_->machine.memcpy_cold_measured()) return kSettleUnpricedNs;
     const double b = static_cast<double>(bytes);
-    return static_cast<long long>(std::max(0.0, model_->machine.memcpy_cold.at(b) - model_->machine.memcpy_cost.at(b)));
+    const model::Line& fresh = model_->machine.fresh_staging(static_cast<double>(Pool::capacity_for(bytes)));
+    return static_cast<long long>(std::max(0.0, fresh.at(b) - model_->machine.memcpy_cost.at(b)));
   }
 
   // What the machine's line for tnbc's copies in a call prices a copy of `bytes` at (0 before

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <bit>
+#include <cstdint>
+#include <fstream>
 
 namespace tnbc {
 
@@ -11,12 +13,42 @@ Pool::~Pool() {
   for (auto& [cap, p] : free_) munmap(p, cap);
 }
 
-namespace {
-std::size_t capacity_for(std::size_t bytes) {
+// The kernel's huge page for anonymous memory, read once.
+std::size_t staging_huge_page_bytes() {
+  static const std::size_t bytes = [] {
+    std::size_t b = 0;
+    std::ifstream("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size") >> b;
+    return b;
+  }();
+  return bytes;
+}
+
+bool staging_in_huge_pages(std::size_t bytes) {
+  const std::size_t huge = staging_huge_page_bytes();
+  return huge > 0 && bytes >= huge && bytes % huge == 0;
+}
+
+char* map_staging(std::size_t bytes) {
+  const std::size_t huge = staging_huge_page_bytes();
+  const bool whole_huge = staging_in_huge_pages(bytes);
+  // Over by one huge page less a page, then the ends trimmed: the block starts on a boundary.
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  const std::size_t slack = whole_huge ? huge - page : 0;
+  void* p = mmap(nullptr, bytes + slack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  auto* at = static_cast<char*>(p);
+  if (!whole_huge) return at;
+  const std::size_t head = (huge - reinterpret_cast<std::uintptr_t>(at) % huge) % huge;
+  if (head > 0) munmap(at, head);
+  if (slack > head) munmap(at + head + bytes, slack - head);
+  madvise(at + head, bytes, MADV_HUGEPAGE);  // advice: where it fails, pages as before
+  return at + head;
+}
+
+std::size_t Pool::capacity_for(std::size_t bytes) {
   const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   return std::bit_ceil(std::max(bytes, page));
 }
-}  // namespace
 
 Block Pool::reuse(std::size_t bytes) {
   const std::size_t cap = capacity_for(bytes);
@@ -32,9 +64,9 @@ Block Pool::reuse(std::size_t bytes) {
 Block Pool::acquire(std::size_t bytes) {
   if (Block b = reuse(bytes); b.data) return b;
   const std::size_t cap = capacity_for(bytes);
-  void* p = mmap(nullptr, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return {};
-  return {static_cast<char*>(p), cap};
+  char* p = map_staging(cap);
+  if (!p) return {};
+  return {p, cap};
 }
 
 void Pool::release(Block b) {

@@ -134,7 +134,10 @@ std::string model_section(const std::string& dir, FunctionRef<std::string(const 
     if (const Value* cold = object(guard, "memcpy_cold")) {
       const Value* warm = object(guard, "memcpy");
       o << "  memcpy " << us(warm ? num(*warm, "ns_per_byte", 0) * kMiB : 0) << "/MiB, into pages never touched "
-        << cost(*cold) << "\n";
+        << cost(*cold);
+      if (const Value* huge = object(guard, "memcpy_cold_huge"))
+        o << "; into tnbc's fresh staging of whole huge pages " << cost(*huge);
+      o << "\n";
     }
     if (const Value* in_call = object(guard, "memcpy_in_call")) {
       o << "  tnbc's copies in a call (outside the caches, every rank at once) " << cost(*in_call);

@@ -22,6 +22,7 @@
 #include "runtime/model/calibrate_load.hh"
 #include "runtime/model/measure.hh"
 #include "runtime/model/probe.hh"
+#include "runtime/pool.hh"
 #include "runtime/publish.hh"
 #include "runtime/uffd.hh"
 
@@ -904,9 +905,19 @@ Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* 
     if (s.user) {
       m.memcpy_cost = memcpy_line(s, sizes, 20);
       m.memcpy_cold = memcpy_cold_line(s, sizes, 20);
+      // tnbc's staging of whole huge pages (runtime/pool.hh): 1, 2 and 8 of them, within the copy sizes.
+      std::vector<std::size_t> huge;
+      if (const std::size_t h = staging_huge_page_bytes(); h > 0)
+        for (std::size_t n : {1, 2, 8})
+          if (n * h <= sizes.back() && staging_in_huge_pages(n * h)) huge.push_back(n * h);
+      if (huge.size() >= 2) {
+        m.memcpy_cold_huge = memcpy_cold_line(s, huge, 20, true);
+        m.huge_page_bytes = static_cast<double>(staging_huge_page_bytes());
+      }
       if (progress)
-        std::fprintf(progress, "memcpy: %s; into pages never touched: %s\n", cost_text(m.memcpy_cost).c_str(),
-                     cost_text(m.memcpy_cold).c_str());
+        std::fprintf(progress, "memcpy: %s; into pages never touched: %s; into tnbc's fresh staging of huge pages: %s\n",
+                     cost_text(m.memcpy_cost).c_str(), cost_text(m.memcpy_cold).c_str(),
+                     m.memcpy_cold_huge_measured() ? cost_text(m.memcpy_cold_huge).c_str() : "not measured");
     }
     m.wake_loaded_ns = loaded_wake_ns(o.poll_ns);
     if (progress) std::fprintf(progress, "a progress thread's wake-up on a busy CPU: %.1f us later\n", m.wake_loaded_ns / 1e3);

@@ -79,6 +79,8 @@ std::string differs(const Machine& a, const Machine& b) {
   for (int g = 0; g < kGuardBackends; ++g)
     if (a.guard_measured[g] != b.guard_measured[g]) return "guard." + std::string(kGuardNames[g]) + " (measured in one only)";
   if (a.memcpy_cold_measured() != b.memcpy_cold_measured()) return "guard.memcpy_cold (measured in one only)";
+  if (a.memcpy_cold_huge_measured() != b.memcpy_cold_huge_measured() || a.huge_page_bytes != b.huge_page_bytes)
+    return "guard.memcpy_cold_huge (measured in one only, or other huge pages)";
   if (a.memcpy_in_call_measured() != b.memcpy_in_call_measured()) return "guard.memcpy_in_call (measured in one only)";
   if (!same_points(a.memcpy_in_call, b.memcpy_in_call)) return "guard.memcpy_in_call.points (other sizes)";
   if (a.memcpy_in_call_alone_measured() != b.memcpy_in_call_alone_measured())
@@ -200,6 +202,8 @@ Result<Combined> combine_machines(const std::vector<Machine>& ms, const std::vec
   med("guard.memcpy.ns_per_byte", [](auto& m) -> auto& { return m.memcpy_cost.ns_per_byte; }, true);
   med("guard.memcpy_cold.ns", [](auto& m) -> auto& { return m.memcpy_cold.ns; });
   med("guard.memcpy_cold.ns_per_byte", [](auto& m) -> auto& { return m.memcpy_cold.ns_per_byte; });
+  med("guard.memcpy_cold_huge.ns", [](auto& m) -> auto& { return m.memcpy_cold_huge.ns; });
+  med("guard.memcpy_cold_huge.ns_per_byte", [](auto& m) -> auto& { return m.memcpy_cold_huge.ns_per_byte; });
   med.line("guard.memcpy_in_call", [](auto& m) -> auto& { return m.memcpy_in_call; });
   med.line("guard.memcpy_in_call_alone", [](auto& m) -> auto& { return m.memcpy_in_call_alone; });
   med.line("guard.in_call_rest", [](auto& m) -> auto& { return m.in_call_rest; });

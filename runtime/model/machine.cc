@@ -296,6 +296,8 @@ std::string machine_json(const Machine& m) {
   }
   o << "},\n \"guard\": {\"memcpy\": " << line_json(m.memcpy_cost);
   if (m.memcpy_cold_measured()) o << ", \"memcpy_cold\": " << line_json(m.memcpy_cold);
+  if (m.memcpy_cold_huge_measured())
+    o << ", \"memcpy_cold_huge\": " << line_json(m.memcpy_cold_huge) << ", \"huge_page_bytes\": " << num(m.huge_page_bytes);
   if (m.memcpy_in_call_measured()) o << ", \"memcpy_in_call\": " << line_json(m.memcpy_in_call);
   if (m.memcpy_in_call_alone_measured()) o << ", \"memcpy_in_call_alone\": " << line_json(m.memcpy_in_call_alone);
   if (m.in_call_rest_measured()) o << ", \"in_call_rest\": " << line_json(m.in_call_rest);
@@ -475,6 +477,10 @@ Machine parse_or_throw(std::string_view text, const std::string& name) {
   const Value& guard = r.member(root, "", "guard", Value::Type::Object);
   m.memcpy_cost = r.line(guard, "guard", "memcpy");
   if (guard.find("memcpy_cold")) m.memcpy_cold = r.line(guard, "guard", "memcpy_cold");  // optional, as above
+  if (guard.find("memcpy_cold_huge")) {  // optional (since session 81)
+    m.memcpy_cold_huge = r.line(guard, "guard", "memcpy_cold_huge");
+    m.huge_page_bytes = r.number(guard, "guard", "huge_page_bytes");
+  }
   if (guard.find("memcpy_in_call")) m.memcpy_in_call = r.line(guard, "guard", "memcpy_in_call");  // optional
   if (guard.find("memcpy_in_call_alone")) m.memcpy_in_call_alone = r.line(guard, "guard", "memcpy_in_call_alone");  // optional
   if (guard.find("in_call_rest")) m.in_call_rest = r.line(guard, "guard", "in_call_rest");  // optional

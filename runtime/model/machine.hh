@@ -18,6 +18,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -257,6 +258,20 @@ struct Machine {
   // measured (the start-up probe, older files).
   Line memcpy_cold;
   bool memcpy_cold_measured() const { return memcpy_cold.ns > 0 || memcpy_cold.ns_per_byte > 0; }
+  // The same into fresh staging of whole huge pages (runtime/pool.hh, map_staging: one fault per
+  // huge page), and that huge page; optional (since session 81), {0, 0} and 0: not measured.
+  Line memcpy_cold_huge;
+  double huge_page_bytes = 0;
+  bool memcpy_cold_huge_measured() const {
+    return huge_page_bytes > 0 && (memcpy_cold_huge.ns > 0 || memcpy_cold_huge.ns_per_byte > 0);
+  }
+  // What copying into a fresh staging block of `capacity` bytes costs: the huge line where the
+  // block is whole huge pages of the calibrated size, else memcpy_cold.
+  const Line& fresh_staging(double capacity) const {
+    const bool huge = memcpy_cold_huge_measured() && capacity >= huge_page_bytes &&
+                      std::fmod(capacity, huge_page_bytes) == 0;
+    return huge ? memcpy_cold_huge : memcpy_cold;
+  }
   // tnbc's own copies in a collective's call (runtime/bulk_copy.hh: the own block into place,
   // the send staging) as a call finds them: neither side in the caches, every rank of the job
   // copying at once (ranks sharing a memory bus share its bandwidth); the slowest rank's line.

@@ -14,6 +14,7 @@
 #include "runtime/bulk_copy.hh"
 #include "runtime/cpu_cache.hh"
 #include "runtime/futex.hh"
+#include "runtime/pool.hh"
 #include "runtime/guard_backend.hh"
 #include "runtime/return_wait.hh"
 #include "runtime/sched_slice.hh"
@@ -112,7 +113,7 @@ Line memcpy_line(Scratch& s, const std::vector<std::size_t>& sizes, int reps) {
   return fit(x, y);
 }
 
-Line memcpy_cold_line(Scratch& s, const std::vector<std::size_t>& sizes, int reps) {
+Line memcpy_cold_line(Scratch& s, const std::vector<std::size_t>& sizes, int reps, bool staging) {
   std::vector<double> x, y;
   for (std::size_t b : sizes) {
     if (b > s.len) continue;
@@ -127,7 +128,8 @@ Line memcpy_cold_line(Scratch& s, const std::vector<std::size_t>& sizes, int rep
       return true;
     }, [&] {
       unmap();
-      fresh = ::mmap(nullptr, b, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (!staging) fresh = ::mmap(nullptr, b, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      else if (char* p = map_staging(b)) fresh = p;
     }, reps);
     unmap();
     if (t < 0) continue;

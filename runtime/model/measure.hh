@@ -66,7 +66,9 @@ Line memcpy_line(Scratch& s, const std::vector<std::size_t>& sizes, int reps);
 // The same copies into a destination never touched before (a fresh anonymous mapping per copy,
 // not populated: every page's first-touch fault is in the copy's time, as when a program's
 // receive buffer or tnbc's staging is new); the line through the medians.
-Line memcpy_cold_line(Scratch& s, const std::vector<std::size_t>& sizes, int reps);
+// `staging`: the destination mapped as tnbc maps its staging (runtime/pool.hh, map_staging: whole
+// huge pages where the size is).
+Line memcpy_cold_line(Scratch& s, const std::vector<std::size_t>& sizes, int reps, bool staging = false);
 
 // This CPU's last-level cache (its L3) as calibrate sizes its buffers by: 32 MiB where the system
 // does not say, at most 128 MiB where only sysconf says (last_level_cache_for_sizing).

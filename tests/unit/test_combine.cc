@@ -102,6 +102,10 @@ TEST_CASE("calibrate --combine: another placement, library or sweep is refused, 
   c.memcpy_cold = {1500, 0.3};
   CHECK(refusal({a, b, c}).find("guard.memcpy_cold") != std::string::npos);
   c = launch(1.1, "z");
+  c.memcpy_cold_huge = {900, 0.06};
+  c.huge_page_bytes = 2 << 20;
+  CHECK(refusal({a, b, c}).find("guard.memcpy_cold_huge") != std::string::npos);
+  c = launch(1.1, "z");
   c.memcpy_in_call = {2000, 0.1};
   CHECK(refusal({a, b, c}).find("guard.memcpy_in_call") != std::string::npos);
   c = launch(1.1, "z");

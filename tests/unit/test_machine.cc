@@ -219,6 +219,32 @@ TEST_CASE("machine file: buffered_send_bytes and memcpy_cold are optional: files
         std::string::npos);
 }
 
+TEST_CASE("machine file: memcpy_cold_huge is optional; fresh staging of whole huge pages is priced by it") {
+  Machine m = sample();
+  m.memcpy_cold = {1500, 2.5};
+  const std::string old_text = machine_json(m);
+  CHECK(old_text.find("memcpy_cold_huge") == std::string::npos);
+  const Machine old_back = must(parse_machine(old_text, "m.json"));
+  CHECK_FALSE(old_back.memcpy_cold_huge_measured());
+  CHECK(&old_back.fresh_staging(32 << 20) == &old_back.memcpy_cold);  // without it: pages never touched
+  m.memcpy_cold_huge = {900, 0.06};
+  m.huge_page_bytes = 2 << 20;
+  const std::string text = machine_json(m);
+  CHECK(text.find("\"huge_page_bytes\": 2097152") != std::string::npos);
+  const Machine back = must(parse_machine(text, "m.json"));
+  REQUIRE(back.memcpy_cold_huge_measured());
+  CHECK(back.memcpy_cold_huge.ns_per_byte == Approx(0.06));
+  CHECK(machine_json(back) == text);
+  CHECK(machine_hash(back) != machine_hash(old_back));
+  // Whole huge pages: the huge line; a block below one, or not a multiple: pages never touched.
+  CHECK(back.fresh_staging(32 << 20).ns_per_byte == Approx(0.06));
+  CHECK(back.fresh_staging(2 << 20).ns_per_byte == Approx(0.06));
+  CHECK(back.fresh_staging(1 << 20).ns_per_byte == Approx(2.5));
+  CHECK(back.fresh_staging(3 << 20).ns_per_byte == Approx(2.5));
+  CHECK(refusal(edited(text, "\"huge_page_bytes\": 2097152", "\"huge_page_bytes\": \"2m\"")).find("huge_page_bytes") !=
+        std::string::npos);
+}
+
 TEST_CASE("machine file: a level's shared_cpu is optional; files without it load as not measured") {
   const Machine without = sample();
   const std::string old_text = machine_json(without);

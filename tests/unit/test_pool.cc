@@ -3,11 +3,77 @@
 // lets acquire() map fresh pages).
 #include <catch2/catch.hpp>
 
+#include <sys/mman.h>
 #include <unistd.h>
+
+#include <cstdint>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
 
 #include "runtime/pool.hh"
 
 using namespace tnbc;
+
+namespace {
+
+// Whether the kernel lets the mapping at `p` use transparent huge pages (its smaps entry's
+// THPeligible); nullopt where smaps does not say or the kernel's THP are off.
+std::optional<bool> thp_eligible(const void* p) {
+  std::ifstream mode("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string modes;
+  std::getline(mode, modes);
+  if (modes.find("[never]") != std::string::npos || modes.empty()) return std::nullopt;
+  std::ifstream smaps("/proc/self/smaps");
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    std::uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    if (std::istringstream(line) >> std::hex >> lo >> dash >> hi && dash == '-') {
+      inside = lo <= at && at < hi;
+    } else if (inside && line.rfind("THPeligible:", 0) == 0) {
+      return line.find('1') != std::string::npos;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+TEST_CASE("pool: staging of whole huge pages starts on a huge-page boundary; smaller blocks on a page") {
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  const std::size_t huge = staging_huge_page_bytes();
+  CHECK_FALSE(staging_in_huge_pages(page));
+  for (std::size_t bytes : {page, 4 * page, huge, 4 * huge}) {
+    if (bytes == 0) continue;  // no huge pages on this kernel
+    char* p = map_staging(bytes);
+    REQUIRE(p != nullptr);
+    CHECK(reinterpret_cast<std::uintptr_t>(p) % page == 0);
+    if (staging_in_huge_pages(bytes)) {
+      CHECK(reinterpret_cast<std::uintptr_t>(p) % huge == 0);
+      // advised to use them (where THP are "madvise", Debian's default, only advice makes them eligible)
+      if (const std::optional<bool> eligible = thp_eligible(p)) CHECK(*eligible);
+    }
+    p[0] = 1;
+    p[bytes - 1] = 2;  // writable to its end
+    CHECK(munmap(p, bytes) == 0);
+  }
+  if (huge > 0) {
+    CHECK(staging_in_huge_pages(huge));
+    CHECK(staging_in_huge_pages(8 * huge));
+    CHECK_FALSE(staging_in_huge_pages(huge / 2));
+    CHECK_FALSE(staging_in_huge_pages(huge + page));
+    // The pool's blocks of whole huge pages come from map_staging: aligned so.
+    Pool pool;
+    const Block b = pool.acquire(huge + page);  // its size class: 2 huge pages
+    REQUIRE(b.data != nullptr);
+    CHECK(b.capacity == 2 * huge);
+    CHECK(reinterpret_cast<std::uintptr_t>(b.data) % huge == 0);
+    pool.release(b);
+  }
+}
 
 TEST_CASE("pool: reuse hands out only released blocks of the size class, acquire maps when none is free") {
   const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));

@@ -144,6 +144,10 @@ const std::vector<Option> kOptions = {
      "Mode optimize: on, a site inside the model's margins priced at a gain returns early untried where the "
      "trial's completions in the call would cost more than it could save over the site's calls (trial_costlier).",
      &Settings::skip_costly_trial, 0, 0, true},
+    {"staging_huge_pages", OptionType::Choice, "on", "on|off",
+     "tnbc's staging blocks of whole huge pages (2 MiB and up) use them where the kernel has transparent huge "
+     "pages (one first-touch fault per huge page); off: small pages.",
+     &Settings::staging_huge_pages},
     {"node_priorities", OptionType::Choice, "auto", "auto|on|off",
      "Whether the ranks of a node start their sends to other nodes most urgent first, node-wide (shared memory); "
      "auto: in mode optimize with a profile, on nodes with more than one rank.",

@@ -89,6 +89,7 @@ struct Settings {
   // Of those, the ones priced at a gain whose trial would cost more than it protects return early
   // untried (trace/gain.hh, trial_costlier; off by default: docs/settings.md).
   Switch skip_costly_trial = Switch::Off;
+  Switch staging_huge_pages = Switch::On;   // runtime/pool.hh
   NodePriorities node_priorities = NodePriorities::Auto;
   std::int64_t node_priorities_margin_pct = 45;
   std::int64_t node_hold_us = 20000;

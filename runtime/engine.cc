@@ -76,7 +76,8 @@ class EngineImpl final : public Engine {
         timeout_ns_(s.timeout_s * kNsPerSecond), trial_rule_(trial_rule(s)),
         agree_(trial_rule_.calls > 0 && s.site_trial_agree == Switch::On),
         policy_(make_policy(s, page_, std::move(orders))),
-        uffd_(make_uffd_backend(policy_->swap_pages())), protect_(make_protect_backend()) {
+        uffd_(make_uffd_backend(policy_->swap_pages())), protect_(make_protect_backend()),
+        pool_(s.staging_huge_pages == Switch::On), recv_pool_(s.staging_huge_pages == Switch::On) {
     set_abort_flush_us(s.abort_flush_us);
     set_timeout_reporter([](const void* owner) {
       if (owner) report_missing(*static_cast<const InFlight*>(owner));
@@ -553,7 +554,9 @@ class EngineImpl final : public Engine {
   long long fresh_pages_ns(std::size_t bytes) const {
     if (!model_ || !model_->machine.memcpy_cold_measured()) return kSettleUnpricedNs;
     const double b = static_cast<double>(bytes);
-    const model::Line& fresh = model_->machine.fresh_staging(static_cast<double>(Pool::capacity_for(bytes)));
+    const model::Line& fresh = s_.staging_huge_pages == Switch::On
+                                   ? model_->machine.fresh_staging(static_cast<double>(Pool::capacity_for(bytes)))
+                                   : model_->machine.memcpy_cold;
     return static_cast<long long>(std::max(0.0, fresh.at(b) - model_->machine.memcpy_cost.at(b)));
   }
 

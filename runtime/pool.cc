@@ -28,9 +28,9 @@ bool staging_in_huge_pages(std::size_t bytes) {
   return huge > 0 && bytes >= huge && bytes % huge == 0;
 }
 
-char* map_staging(std::size_t bytes) {
+char* map_staging(std::size_t bytes, bool huge_pages) {
   const std::size_t huge = staging_huge_page_bytes();
-  const bool whole_huge = staging_in_huge_pages(bytes);
+  const bool whole_huge = huge_pages && staging_in_huge_pages(bytes);
   // Over by one huge page less a page, then the ends trimmed: the block starts on a boundary.
   const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   const std::size_t slack = whole_huge ? huge - page : 0;
@@ -64,7 +64,7 @@ Block Pool::reuse(std::size_t bytes) {
 Block Pool::acquire(std::size_t bytes) {
   if (Block b = reuse(bytes); b.data) return b;
   const std::size_t cap = capacity_for(bytes);
-  char* p = map_staging(cap);
+  char* p = map_staging(cap, huge_pages_);
   if (!p) return {};
   return {p, cap};
 }

@@ -18,7 +18,8 @@ namespace tnbc {
 // guest of session 81 a fresh 32 MiB staging block took 92 ms in NPB FT.A's first MPI_Alltoall
 // (~11 us a page), 2 ms with huge pages (docs/benchmarks.md, "Session 81"). Where the kernel has
 // no huge pages for it the advice does nothing: pages as before. Unmap with munmap(p, bytes).
-char* map_staging(std::size_t bytes);
+// `huge`: false maps small pages at any size (TNBC_STAGING_HUGE_PAGES=off).
+char* map_staging(std::size_t bytes, bool huge = true);
 // The huge page map_staging uses (0: the kernel names none), and whether it maps a block of
 // `bytes` in them.
 std::size_t staging_huge_page_bytes();
@@ -31,7 +32,11 @@ struct Block {
 
 class Pool {
  public:
+  // `huge_pages`: map_staging's `huge` for the blocks it maps.
+  explicit Pool(bool huge_pages = true) : huge_pages_(huge_pages) {}
   ~Pool();
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
   Block acquire(std::size_t bytes);  // data == nullptr if memory is exhausted
   // A block the pool holds (data == nullptr: none of this size is free; acquire maps one).
   Block reuse(std::size_t bytes);
@@ -44,6 +49,7 @@ class Pool {
   mutable std::mutex mutex_;
   std::multimap<std::size_t, char*> free_;  // capacity -> block
   std::size_t cached_ = 0;
+  bool huge_pages_ = true;
 };
 
 }  // namespace tnbc

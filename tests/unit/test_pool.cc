@@ -40,6 +40,14 @@ std::optional<bool> thp_eligible(const void* p) {
   return std::nullopt;
 }
 
+// The kernel gives every large anonymous mapping huge pages, advised or not.
+bool thp_always() {
+  std::ifstream mode("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string modes;
+  std::getline(mode, modes);
+  return modes.find("[always]") != std::string::npos;
+}
+
 }  // namespace
 
 TEST_CASE("pool: staging of whole huge pages starts on a huge-page boundary; smaller blocks on a page") {
@@ -72,6 +80,14 @@ TEST_CASE("pool: staging of whole huge pages starts on a huge-page boundary; sma
     CHECK(b.capacity == 2 * huge);
     CHECK(reinterpret_cast<std::uintptr_t>(b.data) % huge == 0);
     pool.release(b);
+    // TNBC_STAGING_HUGE_PAGES=off: small pages at every size (not advised).
+    Pool small(false);
+    const Block c = small.acquire(2 * huge);
+    REQUIRE(c.data != nullptr);
+    c.data[0] = 1;
+    if (const std::optional<bool> eligible = thp_eligible(c.data); eligible && !thp_always())
+      CHECK_FALSE(*eligible);
+    small.release(c);
   }
 }
 

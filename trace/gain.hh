@@ -219,7 +219,7 @@ struct Decision {
   // site of the same calls whose decision, figures included, it took (decide_sites); else empty.
   std::string receivers;
   // NoOverlapToGain inside the margins, not tried: the most calls a rank makes at one of its
-  // partner group's sites, no more than the site trial takes (Judge::trial_calls + 1).
+  // partner group's sites, fewer than twice what the site trial takes (2 x (Judge::trial_calls + 1)).
   std::optional<std::uint64_t> untried_calls;
 };
 

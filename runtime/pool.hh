@@ -15,8 +15,8 @@ namespace tnbc {
 // a multiple of the huge page (2 MiB on x86-64), the block starts on a huge-page boundary and is
 // advised to use huge pages (MADV_HUGEPAGE; transparent huge pages in mode "madvise", Debian's
 // default): its first touch then faults once per huge page instead of once per page. On the AMD
-// guest of session 81 a fresh 32 MiB staging block took 92 ms in NPB FT.A's first MPI_Alltoall
-// (~11 us a page), 2 ms with huge pages (docs/benchmarks.md, "Session 81"). Where the kernel has
+// guest of session 81 a fresh 32 MiB send staging took 92-138 ms in NPB FT.A's first MPI_Alltoall
+// (~11 us a page), 3.5-6 ms with huge pages (docs/benchmarks.md, "Session 81"). Where the kernel has
 // no huge pages for it the advice does nothing: pages as before. Unmap with munmap(p, bytes).
 // `huge`: false maps small pages at any size (TNBC_STAGING_HUGE_PAGES=off).
 char* map_staging(std::size_t bytes, bool huge = true);

@@ -14,8 +14,8 @@
 #include "runtime/bulk_copy.hh"
 #include "runtime/cpu_cache.hh"
 #include "runtime/futex.hh"
-#include "runtime/pool.hh"
 #include "runtime/guard_backend.hh"
+#include "runtime/pool.hh"
 #include "runtime/return_wait.hh"
 #include "runtime/sched_slice.hh"
 

@@ -915,7 +915,8 @@ Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* 
         m.huge_page_bytes = static_cast<double>(staging_huge_page_bytes());
       }
       if (progress)
-        std::fprintf(progress, "memcpy: %s; into pages never touched: %s; into tnbc's fresh staging of huge pages: %s\n",
+        std::fprintf(progress,
+                     "memcpy: %s; into pages never touched: %s; into tnbc's fresh staging of huge pages: %s\n",
                      cost_text(m.memcpy_cost).c_str(), cost_text(m.memcpy_cold).c_str(),
                      m.memcpy_cold_huge_measured() ? cost_text(m.memcpy_cold_huge).c_str() : "not measured");
     }

@@ -297,7 +297,8 @@ std::string machine_json(const Machine& m) {
   o << "},\n \"guard\": {\"memcpy\": " << line_json(m.memcpy_cost);
   if (m.memcpy_cold_measured()) o << ", \"memcpy_cold\": " << line_json(m.memcpy_cold);
   if (m.memcpy_cold_huge_measured())
-    o << ", \"memcpy_cold_huge\": " << line_json(m.memcpy_cold_huge) << ", \"huge_page_bytes\": " << num(m.huge_page_bytes);
+    o << ", \"memcpy_cold_huge\": " << line_json(m.memcpy_cold_huge)
+      << ", \"huge_page_bytes\": " << num(m.huge_page_bytes);
   if (m.memcpy_in_call_measured()) o << ", \"memcpy_in_call\": " << line_json(m.memcpy_in_call);
   if (m.memcpy_in_call_alone_measured()) o << ", \"memcpy_in_call_alone\": " << line_json(m.memcpy_in_call_alone);
   if (m.in_call_rest_measured()) o << ", \"in_call_rest\": " << line_json(m.in_call_rest);

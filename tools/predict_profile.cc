@@ -4,7 +4,6 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -148,10 +147,9 @@ void mark_cold_calls(std::vector<SimSite>& sites, const std::vector<Staging>& st
   // The pool's size class of a rank's staging (runtime/pool.hh: powers of two): an exchange
   // stages what it sends to the others, a broadcast's root the message.
   const auto size_class = [np](const SimSite& s) {
-    const double bytes = exchange_kind(s.kind) ? s.bytes * std::max(0, np - 1) : s.bytes;
-    return std::bit_ceil(static_cast<std::uint64_t>(std::max(1.0, bytes)));
+    return staging_size_class(exchange_kind(s.kind) ? s.bytes * std::max(0, np - 1) : s.bytes);
   };
-  std::set<std::uint64_t> warm;  // classes the calls left out (--skip-first) made already
+  std::set<double> warm;  // classes the calls left out (--skip-first) made already
   for (std::size_t i = 0; i < sites.size(); ++i)
     if (staging[i].skipped) warm.insert(size_class(sites[i]));
   for (const SimSite& s : left_out) warm.insert(size_class(s));

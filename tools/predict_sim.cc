@@ -4,7 +4,6 @@
 #include <simgrid/s4u.hpp>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -619,9 +618,7 @@ void rank_main(int r, std::vector<SimSite> sites) {
         // the cache (Machine::warm), as the model prices them. A broadcast's root copies alone
         // (Machine::in_call_copy_alone).
         const model::Line& in_call = is_bcast(site.kind) ? m.in_call_copy_alone() : m.in_call_copy();
-        // the pool's size class (runtime/pool.hh: a power of two), which may be whole huge pages
-        const auto block = static_cast<double>(std::bit_ceil(static_cast<std::uint64_t>(std::max(1.0, send_bytes))));
-        const model::Line& cold = m.memcpy_cold_measured() ? m.fresh_staging(block) : in_call;
+        const model::Line& cold = m.memcpy_cold_measured() ? m.fresh_staging(staging_size_class(send_bytes)) : in_call;
         const double cold_share = site.calls > 0 ? std::min(1.0, site.cold_calls / site.calls) : 0.0;
         const double staging_ns = (1 - cold_share) * in_call.at(send_bytes) + cold_share * cold.at(send_bytes);
         const bool warm = m.warm(2 * b.own + send_bytes + total_bytes);

@@ -35,6 +35,9 @@
 // modelled.
 #pragma once
 
+#include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -54,6 +57,12 @@ inline constexpr int kVariants = 4;
 const char* variant_name(Variant v);
 
 // One call site as simulated at N ranks (sizes and times already scaled to N).
+// The staging pool's size class of `bytes` (runtime/pool.hh: a power of two; blocks of whole huge
+// pages are mapped in them).
+inline double staging_size_class(double bytes) {
+  return static_cast<double>(std::bit_ceil(static_cast<std::uint64_t>(std::max(1.0, bytes))));
+}
+
 struct SimSite {
   std::string name;
   Kind kind = Kind::Alltoall;
@@ -73,8 +82,8 @@ struct SimSite {
   bool in_call = false;
   // Of `calls`, how many copy their staging into pages never touched before (tnbc's pool keeps a
   // block per size once made, runtime/pool.hh: the program's first call at a staging size): their
-  // staging copy is priced at the machine's memcpy_cold line (the memcpy line where the file has
-  // none), the others' at its memcpy line.
+  // staging copy is priced at the machine's line for fresh staging of its size class
+  // (Machine::fresh_staging; the memcpy line where the file has none), the others' at its memcpy line.
   double cold_calls = 0;
   // Exchanges with blocks per peer (the profile's sub_bytes; empty: every block is `bytes`, then
   // the ranks' mean): blocks0[dst * np0 + src] the bytes rank dst received from src per call in the

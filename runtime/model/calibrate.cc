@@ -909,7 +909,7 @@ Result<Machine> calibrate(MPI_Comm world, const CalibrateOptions& o, std::FILE* 
       std::vector<std::size_t> huge;
       if (const std::size_t h = staging_huge_page_bytes(); h > 0)
         for (std::size_t n : {1, 2, 8})
-          if (n * h <= sizes.back() && staging_in_huge_pages(n * h)) huge.push_back(n * h);
+          if (n * h <= sizes.back()) huge.push_back(n * h);
       if (huge.size() >= 2) {
         m.memcpy_cold_huge = memcpy_cold_line(s, huge, 20, true);
         m.huge_page_bytes = static_cast<double>(staging_huge_page_bytes());
